@@ -1,0 +1,1 @@
+"""Thin Temporal activities over the domain core in ``trawl/``."""

@@ -1,0 +1,78 @@
+"""download: stream one asset to its ``.part`` file, heartbeating the resume state."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import asdict
+from datetime import timedelta
+from pathlib import Path
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError, CancelledError
+
+from activities.errors import classified, workdir_name
+from activities.models import DiscardInput, DownloadInput, DownloadResult
+from trawl.download import Downloader, ResumeState, Stopped, discard
+from trawl.settings import DownloadSettings
+
+import httpx
+
+
+def _previous_state() -> ResumeState | None:
+    details = activity.info().heartbeat_details
+    if details and isinstance(details[0], dict):
+        try:
+            return ResumeState(**details[0])
+        except TypeError:
+            return None
+    return None
+
+
+class DownloadActivities:
+    def __init__(self, client: httpx.Client, work_dir: Path, settings: DownloadSettings, max_delay: timedelta) -> None:
+        self.client = client
+        self.work_dir = Path(work_dir)
+        self.settings = settings
+        self.max_delay = max_delay
+
+    def part_path(self, workflow_id: str, asset_name: str) -> Path:
+        return self.work_dir / workdir_name(workflow_id) / f"{asset_name}.part"
+
+    # Cancellation is polled at each heartbeat instead of raised into the thread, so a cancel
+    # can never land between writing bytes and recording how many were written.
+    @activity.defn(name="download", no_thread_cancel_exception=True)
+    @classified(lambda self: self.max_delay)
+    def download(self, inp: DownloadInput) -> DownloadResult:
+        part = self.part_path(inp.workflow_id, inp.asset.name)
+        downloader = Downloader(
+            self.client,
+            max_file_size=self.settings.max_file_size,
+            heartbeat=lambda state: activity.heartbeat(asdict(state)),
+            should_stop=lambda: activity.is_cancelled() or activity.is_worker_shutdown(),
+        )
+        try:
+            outcome = downloader.download(
+                inp.asset.urls,
+                part,
+                headers=inp.asset.headers,
+                expected_size=inp.asset.expected_size,
+                previous=_previous_state(),
+            )
+        except Stopped:
+            if activity.is_cancelled():
+                raise CancelledError("download cancelled; partial file kept") from None
+            raise ApplicationError("worker shutting down; resume elsewhere", type="worker_shutdown") from None
+        return DownloadResult(
+            asset_name=inp.asset.name, path=outcome.path, size=outcome.size, sha256=outcome.sha256,
+            url=outcome.url, etag=outcome.etag, mime=outcome.mime, total=outcome.total,
+            resumed_from=outcome.resumed_from, transferred=outcome.transferred,
+        )
+
+    @activity.defn(name="discard")
+    def discard(self, inp: DiscardInput) -> None:
+        """Remove partial files: named assets, or the workflow's whole work directory."""
+        if inp.asset_names:
+            for name in inp.asset_names:
+                discard(self.part_path(inp.workflow_id, name))
+        else:
+            shutil.rmtree(self.work_dir / workdir_name(inp.workflow_id), ignore_errors=True)

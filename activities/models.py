@@ -1,0 +1,90 @@
+"""Inputs and results of the activities: one dataclass in, one out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trawl.models import Asset, Resolved
+
+
+@dataclass
+class FetchInput:
+    url: str
+    workflow_id: str
+
+
+@dataclass
+class FetchResult:
+    resolved: Resolved
+    committed: bool  # the catalog already holds this canonical key
+
+
+@dataclass
+class DownloadInput:
+    workflow_id: str
+    asset: Asset
+    platform: str = ""
+
+
+@dataclass
+class DownloadResult:
+    asset_name: str
+    path: str
+    size: int
+    sha256: str
+    url: str
+    etag: str | None = None
+    mime: str | None = None
+    total: int | None = None
+    resumed_from: int = 0
+    transferred: int = 0
+
+
+@dataclass
+class VerifyInput:
+    asset: Asset
+    download: DownloadResult
+
+
+@dataclass
+class VerifyResult:
+    asset_name: str
+    sniffed: str
+    mime: str
+
+
+@dataclass
+class CommitFile:
+    asset: Asset
+    download: DownloadResult
+    mime: str
+
+
+@dataclass
+class CommitInput:
+    workflow_id: str
+    source_url: str
+    resolved: Resolved
+    files: list[CommitFile] = field(default_factory=list)
+
+
+@dataclass
+class StoredAsset:
+    name: str
+    kind: str
+    sha256: str
+    size: int
+    path: str
+    mime: str | None = None
+
+
+@dataclass
+class CommitResult:
+    outcome: str  # committed | duplicate
+    assets: list[StoredAsset] = field(default_factory=list)
+
+
+@dataclass
+class DiscardInput:
+    workflow_id: str
+    asset_names: list[str] = field(default_factory=list)  # empty: the whole work directory

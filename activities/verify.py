@@ -1,0 +1,31 @@
+"""verify: size, sha256 from disk, platform md5 and content sniffing of a finished download."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from temporalio import activity
+
+from activities.errors import classified
+from activities.models import VerifyInput, VerifyResult
+from trawl.verify import verify_file
+
+
+class VerifyActivities:
+    def __init__(self, max_delay: timedelta) -> None:
+        self.max_delay = max_delay
+
+    @activity.defn(name="verify")
+    @classified(lambda self: self.max_delay)
+    def verify(self, inp: VerifyInput) -> VerifyResult:
+        expected = inp.asset.expected_size if inp.asset.expected_size is not None else inp.download.total
+        checked = verify_file(
+            Path(inp.download.path),
+            kind=inp.asset.kind,
+            sha256=inp.download.sha256,
+            size=inp.download.size,
+            expected_size=expected,
+            expected_md5=inp.asset.expected_md5,
+        )
+        return VerifyResult(asset_name=inp.asset.name, sniffed=checked.sniffed, mime=checked.mime)

@@ -1,0 +1,1 @@
+"""Clients of Temporal: the ``trawl`` command and (later) the HTTP API."""

@@ -1,0 +1,326 @@
+"""The ``trawl`` command."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.service import RPCError
+
+from starter.client import connect, ensure_search_attributes, item_result, start_item
+from starter.embedded import ServerError, temporal_server
+from trawl.errors import TrawlError, UnsupportedUrl
+from trawl.logs import configure_logging, default_worker_name
+from trawl.platforms.registry import Registry, default_registry
+from trawl.settings import ConfigError, Settings, load_settings
+from trawl.storage.catalog import Catalog, CatalogItem
+from workers.main import running_worker
+from workflows.media_item import ItemResult, MediaItemWorkflow, Progress
+
+EXIT_FAILED_ITEMS = 1
+EXIT_USAGE = 2
+
+
+@contextlib.asynccontextmanager
+async def session(settings: Settings, *, worker: bool, registry: Registry | None = None) -> AsyncIterator[Client]:
+    """A Temporal client (starting the embedded server if needed) and, optionally, a worker."""
+    with temporal_server(settings):
+        client = await connect(settings)
+        await ensure_search_attributes(client, settings.temporal.namespace)
+        if worker:
+            async with running_worker(client, settings, registry):
+                yield client
+        else:
+            yield client
+
+
+# -- output ------------------------------------------------------------------------------------
+def _human_size(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} B"
+
+
+def _clean(text: str | None, width: int) -> str:
+    text = "".join(ch if ch.isprintable() else " " for ch in (text or "-"))
+    return text if len(text) <= width else text[: width - 1] + "~"
+
+
+def result_record(result: ItemResult) -> dict[str, Any]:
+    return {
+        "id": result.workflow_id, "url": result.url, "canonical_key": result.canonical_key,
+        "platform": result.platform, "outcome": result.outcome, "title": result.title,
+        "error_class": result.error_class, "error": result.error,
+        "assets": [{"kind": a.kind, "name": a.name, "sha256": a.sha256, "size": a.size, "path": a.path,
+                    "mime": a.mime} for a in result.assets],
+    }
+
+
+def result_line(result: ItemResult) -> str:
+    size = sum(a.size for a in result.assets)
+    sha = result.assets[0].sha256[:12] if result.assets else "-"
+    detail = _clean(result.title, 32) if result.outcome != "failed" else f"{result.error_class}: {_clean(result.error, 60)}"
+    return f"{result.outcome:<10} {detail:<32} {(_human_size(size) if size else '-'):>10}  {sha:<12}  {result.url}"
+
+
+def item_record(item: CatalogItem) -> dict[str, Any]:
+    return {
+        "id": item.workflow_id, "url": item.source_url, "canonical_key": item.canonical_key,
+        "canonical_url": item.canonical_url, "platform": item.platform, "outcome": item.status,
+        "title": item.title, "uploader": item.uploader, "duration": item.duration, "created_at": item.created_at,
+        "assets": [{"kind": a.kind, "name": a.name, "sha256": a.sha256, "size": a.size, "path": a.blob_path,
+                    "mime": a.mime} for a in item.assets],
+    }
+
+
+# -- commands ----------------------------------------------------------------------------------
+def read_urls(args_urls: Iterable[str], file: str | None) -> list[str]:
+    urls = [u for u in args_urls if u.strip()]
+    if file:
+        source = sys.stdin if file == "-" else open(file, encoding="utf-8")
+        with source:
+            urls += [line.strip() for line in source if line.strip() and not line.lstrip().startswith("#")]
+    return urls
+
+
+async def crawl_urls(client: Client, settings: Settings, registry: Registry, urls: list[str],
+                     on_result: Any = None) -> list[ItemResult]:
+    """Start one item workflow per URL, wait for all; results in completion order."""
+    results: list[ItemResult] = []
+    pending = []
+    for url in urls:
+        try:
+            started = await start_item(client, settings, registry, url)
+        except TrawlError as err:
+            result = ItemResult("-", url, "failed", error_class=err.error_class, error=err.message)
+            results.append(result)
+            if on_result:
+                on_result(result)
+            continue
+        pending.append(asyncio.create_task(item_result(started.handle, url)))
+    for done in asyncio.as_completed(pending):
+        result = await done
+        results.append(result)
+        if on_result:
+            on_result(result)
+    return results
+
+
+async def cmd_crawl(args: argparse.Namespace, settings: Settings) -> int:
+    urls = read_urls(args.urls, args.file)
+    if not urls:
+        print("trawl crawl: no URLs given (pass URLs or --file FILE)", file=sys.stderr)
+        return EXIT_USAGE
+    registry = default_registry()
+
+    def emit(result: ItemResult) -> None:
+        print(json.dumps(result_record(result)) if args.json else result_line(result), flush=True)
+
+    async with session(settings, worker=not args.no_worker, registry=registry) as client:
+        results = await crawl_urls(client, settings, registry, urls, emit)
+    return EXIT_FAILED_ITEMS if any(r.outcome == "failed" for r in results) else 0
+
+
+def cmd_items(args: argparse.Namespace, settings: Settings) -> int:
+    catalog = Catalog(settings.catalog_url)
+    catalog.create_schema()
+    items = catalog.list(platform=args.platform, limit=args.limit)
+    for item in items:
+        if args.json:
+            print(json.dumps(item_record(item)))
+        else:
+            size = sum(a.size for a in item.assets)
+            sha = item.assets[0].sha256[:12] if item.assets else "-"
+            print(f"{item.platform:<10} {_clean(item.title, 32):<32} {_human_size(size):>10}  {sha:<12}  "
+                  f"{item.canonical_key}")
+    if not args.json:
+        print(f"{len(items)} item(s) in {settings.catalog_url.split('@')[-1]}", file=sys.stderr)
+    return 0
+
+
+def _workflow_id(registry: Registry, ident: str) -> str:
+    if ident.startswith(("http://", "https://")):
+        return registry.route(ident).workflow_id
+    return ident
+
+
+async def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
+    async with session(settings, worker=False) as client:
+        handle = client.get_workflow_handle_for(MediaItemWorkflow.run, _workflow_id(default_registry(), args.id))
+        try:
+            desc = await handle.describe()
+        except RPCError as err:
+            print(f"trawl status: no item {args.id!r}: {err.message}", file=sys.stderr)
+            return EXIT_USAGE
+        record: dict[str, Any] = {"id": handle.id, "status": desc.status.name if desc.status else "UNKNOWN"}
+        if desc.status == WorkflowExecutionStatus.RUNNING:
+            progress = await handle.query(MediaItemWorkflow.progress, result_type=Progress)
+            record["progress"] = asdict(progress)
+            raw = desc.raw_description
+            record["pending"] = [
+                {"activity": a.activity_type.name, "attempt": a.attempt,
+                 "last_failure": a.last_failure.message or None}
+                for a in raw.pending_activities
+            ]
+        elif desc.status == WorkflowExecutionStatus.COMPLETED:
+            record["result"] = result_record(await item_result(handle, ""))
+        if args.json:
+            print(json.dumps(record))
+        else:
+            for key, value in record.items():
+                print(f"{key:>9}: {json.dumps(value) if isinstance(value, (dict, list)) else value}")
+    return 0
+
+
+async def cmd_signal(args: argparse.Namespace, settings: Settings) -> int:
+    async with session(settings, worker=False) as client:
+        handle = client.get_workflow_handle_for(MediaItemWorkflow.run, _workflow_id(default_registry(), args.id))
+        try:
+            if args.command == "cancel":
+                await handle.cancel()
+            else:
+                await handle.signal(args.command)
+        except RPCError as err:
+            print(f"trawl {args.command}: {args.id}: {err.message}", file=sys.stderr)
+            return EXIT_USAGE
+    print(f"{args.command}: {handle.id}")
+    return 0
+
+
+def _stop_event() -> asyncio.Event:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
+    stop = _stop_event()
+    client = await connect(settings)
+    async with running_worker(client, settings):
+        print(f"worker polling {settings.temporal.address} (queues {settings.temporal.task_queue_prefix}-*); "
+              "Ctrl-C stops", file=sys.stderr)
+        await stop.wait()
+    return 0
+
+
+async def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
+    stop = _stop_event()
+    async with session(settings, worker=True):
+        print(f"trawl up: Temporal {settings.temporal.address}, Web UI http://127.0.0.1:{settings.temporal.ui_port}"
+              f", data {settings.data_dir.resolve()}; Ctrl-C stops", file=sys.stderr)
+        await stop.wait()
+    return 0
+
+
+async def cmd_server(args: argparse.Namespace, settings: Settings) -> int:
+    stop = _stop_event()
+    with temporal_server(settings):
+        print(f"Temporal at {settings.temporal.address}, Web UI http://127.0.0.1:{settings.temporal.ui_port}; "
+              "Ctrl-C stops", file=sys.stderr)
+        await stop.wait()
+    return 0
+
+
+async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
+    from starter.demo import run_demo
+
+    return await run_demo(settings, sim_port=args.sim_port)
+
+
+def cmd_simulator(args: argparse.Namespace, settings: Settings) -> int:
+    import time
+
+    from trawl.simulator import Simulator
+    from trawl.simulator.demo import install_demo_site
+
+    with Simulator(port=args.port) as sim:
+        for case in install_demo_site(sim):
+            print(sim.url(case.path), flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            while True:
+                time.sleep(3600)
+    return 0
+
+
+# -- wiring ------------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="trawl", description="A durable media crawler on Temporal.")
+    parser.add_argument("--log-level", default=None, help="log level (default WARNING for one-shot commands)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    crawl = sub.add_parser("crawl", help="crawl URLs and wait for the results")
+    crawl.add_argument("urls", nargs="*", help="page or media URLs")
+    crawl.add_argument("--file", help="read URLs from FILE, one per line ('-' for stdin)")
+    crawl.add_argument("--json", action="store_true", help="one JSON object per item")
+    crawl.add_argument("--no-worker", action="store_true", help="do not run a worker in this process")
+
+    items = sub.add_parser("items", help="list the catalog")
+    items.add_argument("--json", action="store_true")
+    items.add_argument("--platform")
+    items.add_argument("--limit", type=int, default=1000)
+
+    status = sub.add_parser("status", help="show an item workflow (id or URL)")
+    status.add_argument("id")
+    status.add_argument("--json", action="store_true")
+
+    for name, text in (("pause", "pause an item"), ("resume", "resume a paused item"), ("cancel", "cancel an item")):
+        cmd = sub.add_parser(name, help=text)
+        cmd.add_argument("id", help="workflow id or URL")
+
+    sub.add_parser("server", help="run only the embedded Temporal server (foreground)")
+    sub.add_parser("worker", help="run only a worker (foreground)")
+    sub.add_parser("up", help="run the embedded server and a worker (foreground)")
+    demo = sub.add_parser("demo", help="crawl the built-in simulated site end to end")
+    demo.add_argument("--sim-port", type=int, default=18765)
+    sim = sub.add_parser("simulator", help="serve the demo site on loopback (foreground)")
+    sim.add_argument("--port", type=int, default=18765)
+    return parser
+
+
+ASYNC_COMMANDS = {"crawl": cmd_crawl, "status": cmd_status, "pause": cmd_signal, "resume": cmd_signal,
+                  "cancel": cmd_signal, "worker": cmd_worker, "up": cmd_up, "server": cmd_server, "demo": cmd_demo}
+SYNC_COMMANDS = {"items": cmd_items, "simulator": cmd_simulator}
+LONG_RUNNING = {"worker", "up", "server"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = load_settings()
+    except ConfigError as err:
+        print(f"trawl: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    long_running = args.command in LONG_RUNNING
+    configure_logging(stream=sys.stdout if long_running else sys.stderr,
+                      level=args.log_level or ("INFO" if long_running else "WARNING"),
+                      worker=settings.worker.identity or default_worker_name())
+    try:
+        if args.command in SYNC_COMMANDS:
+            return SYNC_COMMANDS[args.command](args, settings)
+        return asyncio.run(ASYNC_COMMANDS[args.command](args, settings))
+    except (ServerError, UnsupportedUrl) as err:
+        print(f"trawl {args.command}: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except RPCError as err:
+        print(f"trawl {args.command}: Temporal: {err.message}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

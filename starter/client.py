@@ -1,0 +1,95 @@
+"""Connecting to Temporal and starting item workflows, shared by the CLI and the API."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.exceptions import CancelledError, TerminatedError, TimeoutError as WorkflowTimeoutError
+from temporalio.service import RPCError
+
+from starter.embedded import SEARCH_ATTRIBUTES
+from trawl.platforms.registry import Registry
+from trawl.settings import Settings, StageRetry
+from workflows.media_item import ItemInput, ItemResult, MediaItemWorkflow
+from workflows.policies import ItemOptions, StagePolicy, workflow_queue
+
+
+async def connect(settings: Settings) -> Client:
+    return await Client.connect(settings.temporal.address, namespace=settings.temporal.namespace)
+
+
+async def ensure_search_attributes(client: Client, namespace: str) -> None:
+    """Register trawl's search attributes where they are missing (``trawl setup`` on a real server)."""
+    existing = await client.operator_service.list_search_attributes(ListSearchAttributesRequest(namespace=namespace))
+    missing = {name: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD for name in SEARCH_ATTRIBUTES
+               if name not in existing.custom_attributes}
+    if missing:
+        await client.operator_service.add_search_attributes(
+            AddSearchAttributesRequest(namespace=namespace, search_attributes=missing))
+
+
+def _policy(stage: StageRetry) -> StagePolicy:
+    return StagePolicy(
+        initial_interval_s=stage.initial_interval.total_seconds(),
+        backoff_coefficient=stage.backoff_coefficient,
+        maximum_interval_s=stage.maximum_interval.total_seconds(),
+        maximum_attempts=stage.maximum_attempts,
+        start_to_close_s=stage.start_to_close.total_seconds(),
+        schedule_to_close_s=stage.schedule_to_close.total_seconds() if stage.schedule_to_close else None,
+    )
+
+
+def item_options(settings: Settings) -> ItemOptions:
+    retry = settings.retry
+    return ItemOptions(
+        queue_prefix=settings.temporal.task_queue_prefix,
+        fetch=_policy(retry.fetch),
+        download=_policy(retry.download),
+        verify=_policy(retry.verify),
+        commit=_policy(retry.commit),
+        heartbeat_timeout_s=settings.download.heartbeat_timeout.total_seconds(),
+        max_redownloads=settings.download.max_redownloads,
+    )
+
+
+@dataclass
+class Started:
+    url: str
+    workflow_id: str
+    handle: WorkflowHandle
+
+
+async def start_item(client: Client, settings: Settings, registry: Registry, url: str,
+                     crawl_id: str | None = None) -> Started:
+    """Start (or join) the item workflow for ``url``; starting twice is harmless."""
+    route = registry.route(url)
+    handle = await client.start_workflow(
+        MediaItemWorkflow.run,
+        ItemInput(url=url.strip(), platform=route.platform, crawl_id=crawl_id, options=item_options(settings)),
+        id=route.workflow_id,
+        task_queue=workflow_queue(settings.temporal.task_queue_prefix),
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        static_summary=f"{route.platform}: {url.strip()[:200]}",
+    )
+    return Started(url, route.workflow_id, handle)
+
+
+async def item_result(handle: WorkflowHandle, url: str) -> ItemResult:
+    """Wait for an item workflow; a cancelled or terminated one becomes a result too."""
+    try:
+        return await handle.result()
+    except WorkflowFailureError as err:
+        cause = err.cause
+        if isinstance(cause, CancelledError):
+            return ItemResult(handle.id, url, "cancelled")
+        if isinstance(cause, TerminatedError):
+            return ItemResult(handle.id, url, "failed", error_class="terminated", error=str(cause))
+        if isinstance(cause, WorkflowTimeoutError):
+            return ItemResult(handle.id, url, "failed", error_class="timeout", error=str(cause))
+        return ItemResult(handle.id, url, "failed", error_class="internal_error", error=str(cause or err))
+    except RPCError as err:
+        return ItemResult(handle.id, url, "failed", error_class="internal_error", error=str(err))

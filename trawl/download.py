@@ -1,0 +1,284 @@
+"""Streamed, resumable downloads to a ``.part`` file (the protocol in ARCHITECTURE.md).
+
+On every attempt the kept prefix is the smaller of the last recorded offset and the file size;
+it is re-hashed so the streamed sha256 covers the whole file. A resumed request sends
+``Range: bytes=<offset>-`` with ``If-Range: <etag or last-modified>`` and appends only on a 206
+whose ``Content-Range`` starts at the offset; a 200 restarts from zero; a 416 with the file
+already complete finishes; a changed validator is never appended to.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import httpx
+
+from trawl.errors import (
+    NetworkError,
+    StorageError,
+    TooLarge,
+    Truncated,
+    TrawlError,
+    UrlExpired,
+    classify_exception,
+    classify_response,
+)
+from trawl.ranges import parse_content_range
+
+HASH_CHUNK = 1 << 20
+
+
+@dataclass
+class ResumeState:
+    """What is known about a partial file; sent as heartbeat details and kept beside the file."""
+
+    offset: int = 0
+    total: int | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    url: str | None = None
+
+
+@dataclass
+class DownloadOutcome:
+    path: str
+    size: int
+    sha256: str
+    total: int | None
+    etag: str | None
+    url: str
+    mime: str | None
+    resumed_from: int  # bytes kept from earlier attempts
+    transferred: int  # bytes received in this attempt
+
+
+class Stopped(Exception):
+    """The caller asked the download to stop (pause, cancel, shutdown); the partial file is kept."""
+
+
+Heartbeat = Callable[[ResumeState], None]
+
+
+def state_path(part: Path) -> Path:
+    return part.with_name(part.name + ".json")
+
+
+def load_state(part: Path) -> ResumeState | None:
+    try:
+        return ResumeState(**json.loads(state_path(part).read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _save_state(part: Path, state: ResumeState) -> None:
+    tmp = state_path(part).with_suffix(".tmp")
+    tmp.write_text(json.dumps(asdict(state)))
+    os.replace(tmp, state_path(part))
+
+
+def discard(part: Path) -> None:
+    """Remove a partial file and its state."""
+    for path in (part, state_path(part)):
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+
+
+class Downloader:
+    def __init__(
+        self,
+        client: httpx.Client,
+        *,
+        max_file_size: int,
+        heartbeat: Heartbeat = lambda state: None,
+        should_stop: Callable[[], bool] = lambda: False,
+        heartbeat_every: float = 1.0,
+    ) -> None:
+        self.client = client
+        self.max_file_size = max_file_size
+        self.heartbeat = heartbeat
+        self.should_stop = should_stop
+        self.heartbeat_every = heartbeat_every
+
+    def download(
+        self,
+        urls: list[str],
+        part: Path,
+        *,
+        headers: dict[str, str] | None = None,
+        expected_size: int | None = None,
+        previous: ResumeState | None = None,
+    ) -> DownloadOutcome:
+        """Download the first URL that works into ``part``; backups are tried in order.
+
+        Raises:
+            TrawlError: classified; :class:`UrlExpired` wins over other failures so the caller
+                fetches fresh URLs, otherwise the primary URL's failure is raised.
+            Stopped: ``should_stop`` turned true; the state was heartbeated first.
+        """
+        if expected_size is not None and expected_size > self.max_file_size:
+            raise TooLarge(f"expected size {expected_size} exceeds max_file_size {self.max_file_size}")
+        part.parent.mkdir(parents=True, exist_ok=True)
+        state = previous if previous is not None else (load_state(part) or ResumeState())
+        ordered = list(dict.fromkeys(([state.url] if state.url in urls else []) + urls))
+        failures: list[TrawlError] = []
+        for url in ordered:
+            try:
+                return self._attempt(url, part, dict(headers or {}), state, expected_size)
+            except Stopped:
+                raise
+            except Exception as exc:  # noqa: BLE001 - every failure is classified, then the next URL tried
+                error = classify_exception(exc)
+                if isinstance(error, (TooLarge, StorageError)):
+                    raise error from None
+                failures.append(error)
+                state = load_state(part) or ResumeState()
+        expired = next((f for f in failures if isinstance(f, UrlExpired)), None)
+        if not failures:
+            raise NetworkError("no URL to download")
+        raise expired or failures[0]
+
+    def _attempt(
+        self, url: str, part: Path, headers: dict[str, str], state: ResumeState, expected_size: int | None,
+        restarted: bool = False,
+    ) -> DownloadOutcome:
+        size_on_disk = part.stat().st_size if part.exists() else 0
+        offset = min(state.offset, size_on_disk)
+        validator = state.etag if state.etag and not state.etag.startswith("W/") else state.last_modified
+        if offset and not validator and state.total is None:
+            offset = 0  # nothing to prove the server still has the same bytes
+        headers["Accept-Encoding"] = "identity"
+        if offset:
+            headers["Range"] = f"bytes={offset}-"
+            if validator:
+                headers["If-Range"] = validator
+        signed_before = state.url == url and state.offset > 0
+        with self.client.stream("GET", url, headers=headers) as resp:
+            status = resp.status_code
+            if status >= 400 and status != 416:
+                body = resp.read()[:4096] if int(resp.headers.get("content-length") or 0) <= 65536 else b""
+                raise classify_response(status, resp.headers, body, url=url, signed_media=signed_before) or NetworkError(
+                    f"HTTP {status} for {url}")
+            etag = resp.headers.get("etag")
+            last_modified = resp.headers.get("last-modified")
+            mime = resp.headers.get("content-type", "").split(";", 1)[0].strip() or None
+            if status == 416:
+                content_range = parse_content_range(resp.headers.get("content-range"))
+                total = content_range.total if content_range else None
+                if offset and total is not None and offset == total and (state.total in (None, total)):
+                    return self._finish(part, url, offset, total, state.etag, mime, offset, 0)
+                if restarted:
+                    raise NetworkError(f"{url}: HTTP 416 for a request without Range")
+                return self._restart(url, part, headers, expected_size)
+            if status == 206:
+                content_range = parse_content_range(resp.headers.get("content-range"))
+                changed = bool(state.etag and etag and etag != state.etag)
+                if content_range is None or content_range.start != offset or changed or (
+                    state.total is not None and content_range.total not in (None, state.total)
+                ):
+                    if restarted:
+                        raise NetworkError(f"{url}: unusable 206 for a request without Range")
+                    return self._restart(url, part, headers, expected_size)
+                total = content_range.total
+            else:
+                offset = 0  # a 200 is the whole resource: the validator failed or Range is unsupported
+                total = _content_length(resp)
+            limit_total = total or expected_size
+            if limit_total is not None and limit_total > self.max_file_size:
+                discard(part)
+                raise TooLarge(f"{url} is {limit_total} bytes, over max_file_size {self.max_file_size}")
+            new_state = ResumeState(offset, total, etag, last_modified, url)
+            digest = _hash_prefix(part, offset)
+            transferred = self._stream(resp, part, digest, new_state)
+        if new_state.total is not None and new_state.offset < new_state.total:
+            raise Truncated(f"{url}: body ended at byte {new_state.offset} of {new_state.total}")
+        return self._finish(part, url, new_state.offset, new_state.total, etag, mime, offset, transferred, digest)
+
+    def _restart(self, url: str, part: Path, headers: dict[str, str], expected_size: int | None) -> DownloadOutcome:
+        discard(part)
+        headers.pop("Range", None)
+        headers.pop("If-Range", None)
+        fresh = ResumeState(url=url)
+        _save_state(part, fresh)
+        return self._attempt(url, part, headers, fresh, expected_size, restarted=True)
+
+    def _stream(self, resp: httpx.Response, part: Path, digest: "hashlib._Hash", state: ResumeState) -> int:
+        transferred = 0
+        last_beat = time.monotonic()
+        try:
+            with open(part, "r+b" if state.offset else "wb") as out:
+                out.truncate(state.offset)
+                out.seek(state.offset)
+                for chunk in resp.iter_raw():
+                    out.write(chunk)
+                    digest.update(chunk)
+                    state.offset += len(chunk)
+                    transferred += len(chunk)
+                    if state.offset > self.max_file_size:
+                        raise TooLarge(f"{state.url}: body passed max_file_size {self.max_file_size}")
+                    now = time.monotonic()
+                    if now - last_beat >= self.heartbeat_every:
+                        last_beat = now
+                        out.flush()
+                        self._beat(part, state)
+                        if self.should_stop():
+                            raise Stopped(f"stopped at byte {state.offset}")
+                out.flush()
+        except TooLarge:
+            discard(part)
+            raise
+        finally:
+            if part.exists():
+                self._beat(part, state)
+        return transferred
+
+    def _beat(self, part: Path, state: ResumeState) -> None:
+        try:
+            _save_state(part, state)
+        except OSError:
+            pass  # the heartbeat below still records the offset
+        self.heartbeat(ResumeState(**asdict(state)))
+
+    def _finish(
+        self, part: Path, url: str, size: int, total: int | None, etag: str | None, mime: str | None,
+        resumed_from: int, transferred: int, digest: "hashlib._Hash | None" = None,
+    ) -> DownloadOutcome:
+        if digest is None:
+            digest = _hash_prefix(part, size)
+        return DownloadOutcome(str(part), size, digest.hexdigest(), total, etag, url, mime, resumed_from, transferred)
+
+
+def _content_length(resp: httpx.Response) -> int | None:
+    value = resp.headers.get("content-length")
+    return int(value) if value and value.isdigit() else None
+
+
+def _hash_prefix(part: Path, length: int) -> "hashlib._Hash":
+    """sha256 of the first ``length`` bytes of ``part`` (the kept prefix of a resumed file)."""
+    digest = hashlib.sha256()
+    if length == 0:
+        return digest
+    remaining = length
+    with open(part, "rb") as src:
+        while remaining:
+            block = src.read(min(HASH_CHUNK, remaining))
+            if not block:
+                break
+            digest.update(block)
+            remaining -= len(block)
+    return digest
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as src:
+        while block := src.read(HASH_CHUNK):
+            digest.update(block)
+    return digest.hexdigest()

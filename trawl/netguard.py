@@ -1,0 +1,56 @@
+"""Which network addresses trawl may talk to.
+
+A crawler follows URLs that strangers hand it; by default it refuses loopback, private,
+link-local, multicast, reserved and unspecified addresses so a page cannot point it at the
+machine it runs on or the network behind it. ``net.allow_private`` lifts that (the simulator
+runs on loopback, so the demo and tests set it).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+
+from trawl.errors import BlockedAddress, NetworkError
+
+METADATA_ADDRESSES = frozenset({ipaddress.ip_address("169.254.169.254"), ipaddress.ip_address("fd00:ec2::254")})
+
+
+def is_blocked_ip(address: str | ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """True when ``address`` is not a public unicast address."""
+    ip = ipaddress.ip_address(address) if isinstance(address, str) else address
+    if isinstance(ip, ipaddress.IPv6Address):
+        mapped = ip.ipv4_mapped or ip.sixtofour
+        if mapped is not None:
+            return is_blocked_ip(mapped)
+        if ip.teredo is not None:
+            return True
+    return (
+        ip in METADATA_ADDRESSES
+        or ip.is_loopback
+        or ip.is_private
+        or ip.is_link_local
+        or ip.is_multicast
+        or ip.is_reserved
+        or ip.is_unspecified
+        or not ip.is_global
+    )
+
+
+def check_host(host: str, port: int, *, allow_private: bool) -> None:
+    """Resolve ``host`` and refuse it when any address it resolves to is blocked.
+
+    Raises:
+        BlockedAddress: naming the host and the refused address.
+        NetworkError: the name does not resolve.
+    """
+    if allow_private:
+        return
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise NetworkError(f"cannot resolve {host!r}: {exc.strerror}") from None
+    for info in infos:
+        address = info[4][0].split("%", 1)[0]
+        if is_blocked_ip(address):
+            raise BlockedAddress(f"refusing {host} -> {address}: not a public address (set net.allow_private to allow)")

@@ -1,0 +1,255 @@
+"""Direct media files and HTML pages that describe their media with OpenGraph or JSON-LD."""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from urllib.parse import urljoin, urlsplit
+
+import httpx
+
+from trawl.errors import UnsupportedUrl, classify_exception, classify_response
+from trawl.models import Asset, Resolved
+from trawl.platforms.base import Page, ResolveContext, Resolver, _read_limited, float_or_none, int_or_none
+from trawl.urls import canonicalize, validate_url, web_key
+
+VIDEO_EXTS = frozenset({".mp4", ".m4v", ".webm", ".mkv", ".mov", ".flv", ".ts", ".ogv"})
+AUDIO_EXTS = frozenset({".mp3", ".m4a", ".aac", ".ogg", ".opus", ".flac", ".wav"})
+IMAGE_EXTS = frozenset({".jpg", ".jpeg", ".png", ".gif", ".webp"})
+HLS_TYPES = frozenset({"application/vnd.apple.mpegurl", "application/x-mpegurl", "audio/mpegurl"})
+
+
+def kind_from_content_type(content_type: str) -> str | None:
+    if content_type.startswith("video/") or content_type == "application/ogg":
+        return "video"
+    if content_type.startswith("audio/") and content_type not in HLS_TYPES:
+        return "audio"
+    if content_type.startswith("image/"):
+        return "image"
+    return None
+
+
+def kind_from_extension(url: str) -> str | None:
+    ext = posixpath.splitext(urlsplit(url).path)[1].lower()
+    if ext in VIDEO_EXTS:
+        return "video"
+    if ext in AUDIO_EXTS:
+        return "audio"
+    if ext in IMAGE_EXTS:
+        return "image"
+    return None
+
+
+@dataclass
+class OgMedia:
+    url: str
+    secure_url: str | None = None
+    type: str | None = None
+    width: int | None = None
+    height: int | None = None
+
+
+@dataclass
+class PageMeta:
+    """What a page says about its media, before any policy is applied."""
+
+    title: str | None = None
+    og: dict[str, str] = field(default_factory=dict)  # first value of each simple og:/twitter: property
+    videos: list[OgMedia] = field(default_factory=list)
+    images: list[OgMedia] = field(default_factory=list)
+    canonical: str | None = None
+    json_ld_content_urls: list[str] = field(default_factory=list)
+
+
+class _MetaParser(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.meta = PageMeta()
+        self._in_title = False
+        self._title_parts: list[str] = []
+        self._in_json_ld = False
+        self._json_ld_parts: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attr = {k.lower(): (v or "") for k, v in attrs}
+        if tag == "meta":
+            prop = (attr.get("property") or attr.get("name") or "").strip().lower()
+            content = attr.get("content", "").strip()
+            if prop and content:
+                self._meta(prop, content)
+        elif tag == "link" and "canonical" in attr.get("rel", "").lower().split():
+            if attr.get("href") and self.meta.canonical is None:
+                self.meta.canonical = attr["href"].strip()
+        elif tag == "title" and self.meta.title is None:
+            self._in_title = True
+        elif tag == "script" and attr.get("type", "").lower() == "application/ld+json":
+            self._in_json_ld = True
+            self._json_ld_parts = []
+
+    def _meta(self, prop: str, content: str) -> None:
+        structured = {"og:video": self.meta.videos, "og:image": self.meta.images}
+        for root, items in structured.items():
+            if prop in (root, root + ":url"):
+                if prop == root or not items or items[-1].url != content:
+                    items.append(OgMedia(url=content))
+                return
+            if prop.startswith(root + ":") and items:
+                field_name = prop[len(root) + 1:]
+                current = items[-1]
+                if field_name == "secure_url":
+                    current.secure_url = content
+                elif field_name == "type":
+                    current.type = content.lower()
+                elif field_name in ("width", "height"):
+                    setattr(current, field_name, int_or_none(content))
+                return
+        self.meta.og.setdefault(prop, content)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "title" and self._in_title:
+            self._in_title = False
+            self.meta.title = " ".join("".join(self._title_parts).split()) or None
+        elif tag == "script" and self._in_json_ld:
+            self._in_json_ld = False
+            self._json_ld("".join(self._json_ld_parts))
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self._title_parts.append(data)
+        elif self._in_json_ld:
+            self._json_ld_parts.append(data)
+
+    def _json_ld(self, text: str) -> None:
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            return
+        stack = [doc]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, list):
+                stack.extend(node)
+            elif isinstance(node, dict):
+                url = node.get("contentUrl")
+                if isinstance(url, str) and url.strip():
+                    self.meta.json_ld_content_urls.append(url.strip())
+                stack.extend(v for v in node.values() if isinstance(v, (dict, list)))
+
+
+def parse_page_meta(html: str) -> PageMeta:
+    """Extract title, OpenGraph media, canonical link and JSON-LD content URLs from HTML."""
+    parser = _MetaParser()
+    parser.feed(html)
+    parser.close()
+    return parser.meta
+
+
+def _absolute(base: str, candidate: str | None) -> str | None:
+    if not candidate:
+        return None
+    url = urljoin(base, candidate)
+    try:
+        return validate_url(url)
+    except UnsupportedUrl:
+        return None
+
+
+def _is_video(media: OgMedia) -> bool:
+    if media.type:
+        return media.type.startswith("video/") and media.type not in HLS_TYPES
+    return kind_from_extension(media.secure_url or media.url) == "video"
+
+
+class GenericResolver(Resolver):
+    """Any http(s) URL: a direct media file, or a page with OpenGraph/JSON-LD media."""
+
+    name = "generic"
+    platform = "generic"
+    url_patterns = (re.compile(r"https?://", re.IGNORECASE),)
+
+    def resolve(self, url: str, ctx: ResolveContext) -> Resolved:
+        url = validate_url(url)
+        try:
+            with ctx.client.stream("GET", url) as resp:
+                content_type = resp.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+                final_url = str(resp.url)
+                if resp.status_code >= 400:
+                    body = _read_limited(resp, 4096, url)
+                    raise classify_response(resp.status_code, resp.headers, body, url=url) or UnsupportedUrl(url)
+                kind = kind_from_content_type(content_type)
+                if kind is None and content_type in ("", "application/octet-stream", "binary/octet-stream"):
+                    kind = kind_from_extension(final_url)
+                if kind is not None:
+                    return self._direct(final_url, kind, content_type, resp.headers)
+                if content_type in HLS_TYPES or final_url.lower().split("?")[0].endswith(".m3u8"):
+                    raise UnsupportedUrl(f"{url}: HLS playlists are not supported yet")
+                if content_type not in ("text/html", "application/xhtml+xml"):
+                    raise UnsupportedUrl(f"{url}: no media here (Content-Type {content_type or 'missing'})")
+                page = Page(final_url, resp.status_code, resp.headers, _read_limited(resp, ctx.max_page_bytes, url))
+        except httpx.HTTPError as exc:
+            raise classify_exception(exc) from None
+        return self.from_page(page)
+
+    def _direct(self, final_url: str, kind: str, content_type: str, headers: httpx.Headers) -> Resolved:
+        canonical_url = canonicalize(final_url)
+        size = int_or_none(headers.get("content-length")) if not headers.get("content-encoding") else None
+        name = posixpath.basename(urlsplit(final_url).path) or None
+        return Resolved(
+            canonical_key=web_key(canonical_url),
+            canonical_url=canonical_url,
+            platform=self.platform,
+            title=name,
+            assets=[Asset(name=kind, kind=kind, urls=[final_url], expected_size=size, mime=content_type or None)],
+        )
+
+    def from_page(self, page: Page) -> Resolved:
+        """Build the item from a fetched HTML page."""
+        meta = parse_page_meta(page.text())
+        base = page.url
+        assets: list[Asset] = []
+        for media in meta.videos:
+            if _is_video(media):
+                urls = [u for u in (_absolute(base, media.secure_url), _absolute(base, media.url)) if u]
+                if urls:
+                    assets.append(Asset(name="video", kind="video", urls=list(dict.fromkeys(urls)), mime=media.type))
+                    break
+        if not assets:
+            stream = _absolute(base, meta.og.get("twitter:player:stream"))
+            ld = next((u for u in (_absolute(base, c) for c in meta.json_ld_content_urls) if u), None)
+            for candidate in (stream, ld):
+                if candidate:
+                    assets.append(Asset(name="video", kind=kind_from_extension(candidate) or "video", urls=[candidate]))
+                    break
+        if meta.images:
+            image = meta.images[0]
+            urls = [u for u in (_absolute(base, image.secure_url), _absolute(base, image.url)) if u]
+            if urls:
+                kind = "thumbnail" if assets else "image"
+                assets.append(Asset(name=kind, kind=kind, urls=list(dict.fromkeys(urls)), mime=image.type))
+        if not assets:
+            raise UnsupportedUrl(f"{page.url}: no video, audio or image found on the page")
+        canonical_url = self._canonical_url(page.url, meta)
+        duration = float_or_none(meta.og.get("og:video:duration") or meta.og.get("video:duration"))
+        return Resolved(
+            canonical_key=web_key(canonical_url),
+            canonical_url=canonical_url,
+            platform=self.platform,
+            title=meta.og.get("og:title") or meta.title,
+            uploader=meta.og.get("og:site_name"),
+            duration=duration,
+            assets=assets,
+        )
+
+    @staticmethod
+    def _canonical_url(page_url: str, meta: PageMeta) -> str:
+        # A page may only name a canonical URL on its own host: otherwise any page could claim
+        # to be another site's item and shadow it in the catalog.
+        page_host = urlsplit(page_url).hostname
+        for candidate in (meta.canonical, meta.og.get("og:url")):
+            absolute = _absolute(page_url, candidate)
+            if absolute and urlsplit(absolute).hostname == page_host:
+                return canonicalize(absolute)
+        return canonicalize(page_url)

@@ -1,0 +1,170 @@
+"""All of trawl's configuration: one pydantic-settings class.
+
+Sources, strongest first: keyword arguments (tests), environment variables (``TRAWL_`` prefix,
+``__`` between nested names, e.g. ``TRAWL_NET__ALLOW_PRIVATE=true``), then ``trawl.toml`` in the
+working directory (or the file named by ``TRAWL_CONFIG``). Built once in each process's
+``main()`` and passed down; workflow code never reads it.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from trawl.durations import parse_duration
+
+Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
+
+MiB = 1024 * 1024
+GiB = 1024 * MiB
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the message names the setting and the problem."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TemporalSettings(_Section):
+    address: str = "127.0.0.1:7233"
+    namespace: str = "default"
+    # Start the Temporal CLI dev server when nothing answers at `address`.
+    embedded: bool = True
+    ui_port: int = 8233
+    # Prefix of every task queue, so two deployments can share one server.
+    task_queue_prefix: str = "trawl"
+
+
+class CatalogSettings(_Section):
+    # SQLAlchemy URL; empty means SQLite at <data_dir>/catalog.db.
+    url: str = ""
+
+
+class NetSettings(_Section):
+    allow_private: bool = False
+    user_agent: str = "trawl/0.1 (media crawler)"
+    connect_timeout: Duration = timedelta(seconds=10)
+    read_timeout: Duration = timedelta(seconds=30)
+    max_redirects: int = Field(default=10, ge=0, le=50)
+    # Largest HTML/JSON page a resolver reads.
+    max_page_bytes: int = Field(default=5 * MiB, gt=0)
+
+
+class DownloadSettings(_Section):
+    chunk_size: int = Field(default=1 * MiB, ge=16 * 1024)
+    max_file_size: int = Field(default=20 * GiB, gt=0)
+    heartbeat_timeout: Duration = timedelta(seconds=10)
+    # A corrupt file is deleted and downloaded again at most this many times.
+    max_redownloads: int = Field(default=2, ge=0)
+
+
+class WorkerSettings(_Section):
+    processes: int = Field(default=1, ge=1)
+    max_concurrent_activities: int = Field(default=16, ge=1)
+    graceful_shutdown_timeout: Duration = timedelta(seconds=10)
+    identity: str = ""
+
+
+class StageRetry(_Section):
+    initial_interval: Duration
+    backoff_coefficient: float = Field(default=2.0, ge=1.0)
+    maximum_interval: Duration
+    maximum_attempts: int = Field(default=0, ge=0)  # 0: unlimited (bounded by schedule_to_close)
+    start_to_close: Duration
+    schedule_to_close: Duration | None = None
+
+    @model_validator(mode="after")
+    def _intervals_ordered(self) -> StageRetry:
+        if self.initial_interval <= timedelta(0):
+            raise ValueError("initial_interval must be positive")
+        if self.maximum_interval < self.initial_interval:
+            raise ValueError("maximum_interval must be at least initial_interval")
+        if self.start_to_close <= timedelta(0):
+            raise ValueError("start_to_close must be positive")
+        return self
+
+
+def _stage(initial: str, maximum: str, attempts: int, start_to_close: str, schedule_to_close: str) -> StageRetry:
+    return StageRetry(
+        initial_interval=initial,
+        maximum_interval=maximum,
+        maximum_attempts=attempts,
+        start_to_close=start_to_close,
+        schedule_to_close=schedule_to_close,
+    )
+
+
+class RetrySettings(_Section):
+    fetch: StageRetry = _stage("1s", "5m", 10, "1m", "2h")
+    download: StageRetry = _stage("2s", "5m", 20, "6h", "24h")
+    verify: StageRetry = _stage("1s", "30s", 5, "30m", "2h")
+    commit: StageRetry = _stage("1s", "1m", 10, "30m", "2h")
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="TRAWL_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        toml_file="trawl.toml",
+    )
+
+    data_dir: Path = Path("data")
+    temporal: TemporalSettings = TemporalSettings()
+    catalog: CatalogSettings = CatalogSettings()
+    net: NetSettings = NetSettings()
+    download: DownloadSettings = DownloadSettings()
+    worker: WorkerSettings = WorkerSettings()
+    retry: RetrySettings = RetrySettings()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml_file = os.environ.get("TRAWL_CONFIG", "trawl.toml")
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
+
+    @property
+    def catalog_url(self) -> str:
+        return self.catalog.url or f"sqlite:///{(self.data_dir / 'catalog.db').resolve()}"
+
+    @property
+    def blobs_dir(self) -> Path:
+        return self.data_dir / "blobs"
+
+    @property
+    def work_dir(self) -> Path:
+        return self.data_dir / "work"
+
+    @property
+    def temporal_db(self) -> Path:
+        return self.data_dir / "temporal.db"
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Build the settings, turning validation errors into one readable :class:`ConfigError`."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            where = ".".join(str(part) for part in err["loc"]) or "settings"
+            problems.append(f"  {where}: {err['msg']} (got {err.get('input')!r})")
+        raise ConfigError("invalid configuration:\n" + "\n".join(problems)) from None

@@ -1,0 +1,78 @@
+"""The demo site: a handful of media items in the shapes trawl meets on the web."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trawl.simulator.media import MediaFile
+from trawl.simulator.server import Simulator
+
+MiB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class DemoCase:
+    path: str
+    expect: str  # committed | not_found
+    note: str
+    # Cases sharing a group are one item under several URL forms: one catalog row between them.
+    group: str | None = None
+
+
+def og_page(title: str, video: str | None, image: str | None = None, canonical: str | None = None,
+            video_type: str = "video/mp4") -> str:
+    tags = [f'<meta property="og:title" content="{title}" />', '<meta property="og:type" content="video.other" />']
+    if video:
+        tags += [f'<meta property="og:video" content="{video}" />',
+                 f'<meta property="og:video:secure_url" content="{video}" />',
+                 f'<meta property="og:video:type" content="{video_type}" />']
+    if image:
+        tags.append(f'<meta property="og:image" content="{image}" />')
+    if canonical:
+        tags.append(f'<link rel="canonical" href="{canonical}" />')
+    head = "\n    ".join(tags)
+    return f"""<!doctype html>
+<html>
+  <head>
+    <title>{title} - trawl demo</title>
+    {head}
+  </head>
+  <body><h1>{title}</h1><video src="{video or ''}"></video></body>
+</html>
+"""
+
+
+def install_demo_site(sim: Simulator) -> list[DemoCase]:
+    """Register the demo's files and pages; return the URLs to crawl with their expected outcome."""
+    files = {
+        "/media/harbour-timelapse.mp4": MediaFile("mp4", "harbour", 6 * MiB + 123),
+        "/media/night-train.webm": MediaFile("webm", "night-train", 3 * MiB + 7),
+        "/media/field-recording.mp3": MediaFile("mp3", "field-recording", 2 * MiB),
+        "/media/poster.jpg": MediaFile("jpeg", "poster", 300 * 1024),
+        "/cdn/v/sunrise-1080.mp4": MediaFile("mp4", "sunrise", 8 * MiB + 1),
+        "/cdn/v/gull-720.mp4": MediaFile("mp4", "gull", 4 * MiB + 99),
+        "/cdn/v/tide-480.mp4": MediaFile("mp4", "tide", 2 * MiB + 5),
+        "/cdn/img/tide.jpg": MediaFile("jpeg", "tide-thumb", 64 * 1024),
+        "/cdn/img/lighthouse.png": MediaFile("png", "lighthouse", 128 * 1024),
+    }
+    for path, media in files.items():
+        sim.add_file(path, media)
+    sim.add_page("/watch/sunrise", og_page("Sunrise over the bay", "/cdn/v/sunrise-1080.mp4",
+                                           canonical="/watch/sunrise"))
+    sim.add_page("/m/watch/sunrise", og_page("Sunrise over the bay", "/cdn/v/sunrise-1080.mp4",
+                                             canonical="/watch/sunrise"))
+    sim.add_page("/watch/gull", og_page("A gull, up close", "/cdn/v/gull-720.mp4"))
+    sim.add_page("/watch/tide", og_page("Low tide", "/cdn/v/tide-480.mp4", image="/cdn/img/tide.jpg"))
+    sim.add_page("/photo/lighthouse", og_page("The lighthouse", None, image="/cdn/img/lighthouse.png"))
+    return [
+        DemoCase("/media/harbour-timelapse.mp4", "committed", "direct mp4"),
+        DemoCase("/media/night-train.webm", "committed", "direct webm"),
+        DemoCase("/media/field-recording.mp3?utm_source=newsletter", "committed", "direct mp3, tracking param"),
+        DemoCase("/media/poster.jpg", "committed", "direct image"),
+        DemoCase("/watch/sunrise", "committed", "OpenGraph page", group="sunrise"),
+        DemoCase("/m/watch/sunrise?utm_medium=share", "committed", "same item, mobile URL form", group="sunrise"),
+        DemoCase("/watch/gull", "committed", "OpenGraph page"),
+        DemoCase("/watch/tide", "committed", "OpenGraph video + thumbnail"),
+        DemoCase("/photo/lighthouse", "committed", "OpenGraph image only"),
+        DemoCase("/watch/deleted-clip", "not_found", "a page that is gone (404)"),
+    ]

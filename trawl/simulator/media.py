@@ -1,0 +1,103 @@
+"""Generated media files: real container headers, deterministic pseudo-random payload."""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+BLOCK = 1 << 20
+
+CONTENT_TYPES = {
+    "mp4": "video/mp4", "m4a": "audio/mp4", "webm": "video/webm", "flv": "video/x-flv",
+    "jpeg": "image/jpeg", "png": "image/png", "mp3": "audio/mpeg", "html": "text/html; charset=utf-8",
+}
+
+
+@lru_cache(maxsize=64)
+def _payload_block(seed: str) -> bytes:
+    block = hashlib.shake_256(seed.encode()).digest(BLOCK)
+    return block + block  # doubled, so any window of up to BLOCK bytes is one slice
+
+
+def _header(fmt: str, size: int) -> tuple[bytes, bytes]:
+    if fmt in ("mp4", "m4a"):
+        brands = b"isomiso2avc1mp41" if fmt == "mp4" else b"M4A isomiso2mp41"
+        ftyp = struct.pack(">I4s4sI", 16 + len(brands), b"ftyp", brands[:4], 0x200) + brands
+        mdat = struct.pack(">I4sQ", 1, b"mdat", size - len(ftyp))
+        return ftyp + mdat, b""
+    if fmt == "webm":
+        return bytes.fromhex("1a45dfa39f4286810142f7810142f2810442f381084282847765626d"), b""
+    if fmt == "flv":
+        return b"FLV\x01\x05\x00\x00\x00\x09\x00\x00\x00\x00", b""
+    if fmt == "jpeg":
+        return b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00", b"\xff\xd9"
+    if fmt == "png":
+        ihdr = struct.pack(">I4sIIBBBBBI", 13, b"IHDR", 64, 64, 8, 2, 0, 0, 0, 0)
+        return b"\x89PNG\r\n\x1a\n" + ihdr, b"\x00\x00\x00\x00IEND\xaeB`\x82"
+    if fmt == "mp3":
+        return b"ID3\x04\x00\x00\x00\x00\x00\x00", b""
+    raise ValueError(f"unknown media format {fmt!r}")
+
+
+@dataclass
+class MediaFile:
+    """A virtual file of ``size`` bytes; ``version`` changes its bytes and its ETag."""
+
+    fmt: str
+    seed: str
+    size: int
+    version: int = 0
+    _parts: tuple[bytes, bytes] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        head, tail = _header(self.fmt, self.size)
+        if self.size < len(head) + len(tail):
+            raise ValueError(f"{self.fmt} file must be at least {len(head) + len(tail)} bytes")
+        self._parts = (head, tail)
+
+    @property
+    def content_type(self) -> str:
+        return CONTENT_TYPES[self.fmt]
+
+    @property
+    def etag(self) -> str:
+        digest = hashlib.sha1(f"{self.seed}:{self.size}:{self.version}".encode()).hexdigest()[:16]
+        return f'"{digest}"'
+
+    def _block(self) -> bytes:
+        return _payload_block(f"{self.seed}:{self.version}")
+
+    def read(self, offset: int, length: int) -> bytes:
+        """Bytes ``[offset, offset + length)``; at most :data:`BLOCK` bytes per call."""
+        length = max(0, min(length, self.size - offset, BLOCK))
+        head, tail = self._parts
+        out = bytearray()
+        pos, end = offset, offset + length
+        payload_end = self.size - len(tail)
+        while pos < end:
+            if pos < len(head):
+                piece = head[pos:min(end, len(head))]
+            elif pos < payload_end:
+                rel = (pos - len(head)) % BLOCK
+                piece = self._block()[rel:rel + min(end, payload_end) - pos]
+            else:
+                piece = tail[pos - payload_end:end - payload_end]
+            out += piece
+            pos += len(piece)
+        return bytes(out)
+
+    def chunks(self, start: int, end: int, chunk: int = 256 * 1024):
+        """Yield the bytes ``[start, end]`` (inclusive) in chunks."""
+        pos = start
+        while pos <= end:
+            piece = self.read(pos, min(chunk, end - pos + 1))
+            yield piece
+            pos += len(piece)
+
+    def sha256(self) -> str:
+        digest = hashlib.sha256()
+        for piece in self.chunks(0, self.size - 1, BLOCK):
+            digest.update(piece)
+        return digest.hexdigest()

@@ -1,0 +1,1 @@
+"""Where committed media lives: a content-addressed blob store and a SQL catalog."""

@@ -1,0 +1,215 @@
+"""The catalog: which items are committed and which blobs make them (SQLAlchemy 2)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    event,
+    select,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship, selectinload, sessionmaker
+
+from trawl.errors import StorageError
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Item(Base):
+    __tablename__ = "items"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    canonical_key: Mapped[str] = mapped_column(String(255), unique=True, nullable=False)
+    platform: Mapped[str] = mapped_column(String(32), index=True)
+    canonical_url: Mapped[str] = mapped_column(Text)
+    source_url: Mapped[str] = mapped_column(Text)
+    title: Mapped[str | None] = mapped_column(Text)
+    uploader: Mapped[str | None] = mapped_column(Text)
+    duration: Mapped[float | None] = mapped_column(Float)
+    published_at: Mapped[str | None] = mapped_column(String(64))
+    metadata_json: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
+    status: Mapped[str] = mapped_column(String(16), default="committed")
+    workflow_id: Mapped[str | None] = mapped_column(String(512))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
+
+    assets: Mapped[list[AssetRow]] = relationship(back_populates="item", order_by="AssetRow.name")
+
+
+class AssetRow(Base):
+    __tablename__ = "assets"
+    __table_args__ = (UniqueConstraint("item_id", "name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    item_id: Mapped[int] = mapped_column(ForeignKey("items.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(64))
+    kind: Mapped[str] = mapped_column(String(16))
+    sha256: Mapped[str] = mapped_column(String(64), index=True)
+    size: Mapped[int] = mapped_column(BigInteger)
+    mime: Mapped[str | None] = mapped_column(String(128))
+    blob_path: Mapped[str] = mapped_column(Text)
+    source_url: Mapped[str | None] = mapped_column(Text)
+
+    item: Mapped[Item] = relationship(back_populates="assets")
+
+
+@dataclass
+class CommittedAsset:
+    name: str
+    kind: str
+    sha256: str
+    size: int
+    mime: str | None
+    blob_path: str
+    source_url: str | None = None
+
+
+@dataclass
+class CatalogItem:
+    canonical_key: str
+    platform: str
+    canonical_url: str
+    source_url: str
+    title: str | None
+    uploader: str | None
+    duration: float | None
+    published_at: str | None
+    status: str
+    workflow_id: str | None
+    created_at: str
+    assets: list[CommittedAsset]
+
+
+def make_engine(url: str) -> Engine:
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"timeout": 60})
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.close()
+
+        return engine
+    return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
+
+
+class Catalog:
+    """Idempotent writes and simple reads over the catalog tables."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine = make_engine(url)
+        self._session = sessionmaker(self.engine, expire_on_commit=False)
+
+    def create_schema(self) -> None:
+        try:
+            Base.metadata.create_all(self.engine)
+        except SQLAlchemyError as exc:
+            raise StorageError(f"catalog {self.engine.url.render_as_string()}: {exc}") from None
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def is_committed(self, canonical_key: str) -> bool:
+        try:
+            with self._session() as session:
+                return session.scalar(
+                    select(Item.id).where(Item.canonical_key == canonical_key, Item.status == "committed")
+                ) is not None
+        except SQLAlchemyError as exc:
+            raise StorageError(f"catalog unavailable: {exc.__class__.__name__}: {exc}") from None
+
+    def commit_item(
+        self,
+        *,
+        canonical_key: str,
+        platform: str,
+        canonical_url: str,
+        source_url: str,
+        title: str | None,
+        uploader: str | None,
+        duration: float | None,
+        published_at: str | None,
+        metadata: dict[str, Any],
+        workflow_id: str | None,
+        assets: list[CommittedAsset],
+    ) -> bool:
+        """Insert the item and its assets in one transaction.
+
+        Returns:
+            True when this call created the row, False when the item was already committed
+            (then nothing changes: committing twice is a no-op).
+        """
+        dialect = self.engine.dialect.name
+        insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+        values = dict(
+            canonical_key=canonical_key, platform=platform, canonical_url=canonical_url,
+            source_url=source_url, title=title, uploader=uploader, duration=duration,
+            published_at=published_at, metadata_json=metadata, status="committed",
+            workflow_id=workflow_id, created_at=_now(), updated_at=_now(),
+        )
+        try:
+            with self._session.begin() as session:
+                stmt = insert(Item).values(**values).on_conflict_do_nothing(index_elements=["canonical_key"])
+                result = session.execute(stmt.returning(Item.id))
+                item_id = result.scalar()
+                if item_id is None:
+                    return False
+                for asset in assets:
+                    session.add(AssetRow(item_id=item_id, name=asset.name, kind=asset.kind, sha256=asset.sha256,
+                                         size=asset.size, mime=asset.mime, blob_path=asset.blob_path,
+                                         source_url=asset.source_url))
+                return True
+        except SQLAlchemyError as exc:
+            raise StorageError(f"catalog write failed: {exc.__class__.__name__}: {exc}") from None
+
+    def get(self, canonical_key: str) -> CatalogItem | None:
+        with self._session() as session:
+            row = session.scalar(
+                select(Item).options(selectinload(Item.assets)).where(Item.canonical_key == canonical_key))
+            return _to_item(row) if row else None
+
+    def list(self, *, platform: str | None = None, limit: int = 1000, offset: int = 0) -> list[CatalogItem]:
+        with self._session() as session:
+            query = select(Item).options(selectinload(Item.assets)).order_by(Item.id).limit(limit).offset(offset)
+            if platform:
+                query = query.where(Item.platform == platform)
+            return [_to_item(row) for row in session.scalars(query)]
+
+    def count(self) -> int:
+        with self._session() as session:
+            return len(session.scalars(select(Item.id)).all())
+
+
+def _to_item(row: Item) -> CatalogItem:
+    return CatalogItem(
+        canonical_key=row.canonical_key, platform=row.platform, canonical_url=row.canonical_url,
+        source_url=row.source_url, title=row.title, uploader=row.uploader, duration=row.duration,
+        published_at=row.published_at, status=row.status, workflow_id=row.workflow_id,
+        created_at=row.created_at.isoformat() if row.created_at else "",
+        assets=[CommittedAsset(a.name, a.kind, a.sha256, a.size, a.mime, a.blob_path, a.source_url) for a in row.assets],
+    )

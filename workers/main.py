@@ -1,0 +1,90 @@
+"""A worker process: builds the activities from the settings and polls trawl's task queues.
+
+Queues: ``<prefix>-workflows`` (item workflows), ``<prefix>-fetch-<platform>`` (one per
+platform, so politeness can be set per platform), ``<prefix>-download`` (download, verify,
+commit, which share the worker's disk).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from activities.commit import CommitActivities
+from activities.download import DownloadActivities
+from activities.fetch import FetchActivities
+from activities.verify import VerifyActivities
+from trawl.http import make_client
+from trawl.logs import default_worker_name
+from trawl.platforms.base import ResolveContext
+from trawl.platforms.registry import Registry, default_registry
+from trawl.settings import Settings
+from trawl.storage.blobs import LocalBlobStore
+from trawl.storage.catalog import Catalog
+from workers.interceptors import LoggingInterceptor
+from workflows.media_item import MediaItemWorkflow
+from workflows.policies import download_queue, fetch_queue, workflow_queue
+
+FETCH_CONCURRENCY = 8
+
+
+@contextlib.asynccontextmanager
+async def running_worker(
+    client: Client, settings: Settings, registry: Registry | None = None
+) -> AsyncIterator[list[Worker]]:
+    """Run every trawl worker of this process for the duration of the block."""
+    registry = registry or default_registry()
+    identity = settings.worker.identity or default_worker_name()
+    prefix = settings.temporal.task_queue_prefix
+    settings.work_dir.mkdir(parents=True, exist_ok=True)
+    settings.blobs_dir.mkdir(parents=True, exist_ok=True)
+    catalog = Catalog(settings.catalog_url)
+    catalog.create_schema()
+    http = make_client(settings.net)
+    retry = settings.retry
+    fetch = FetchActivities(registry, ResolveContext(http, settings.net.max_page_bytes), catalog,
+                            retry.fetch.maximum_interval)
+    download = DownloadActivities(http, settings.work_dir, settings.download, retry.download.maximum_interval)
+    verify = VerifyActivities(retry.verify.maximum_interval)
+    commit = CommitActivities(catalog, LocalBlobStore(settings.blobs_dir), settings.work_dir,
+                              retry.commit.maximum_interval)
+    download_slots = settings.worker.max_concurrent_activities
+    threads = download_slots + FETCH_CONCURRENCY * len(registry.platforms)
+    executor = concurrent.futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="activity")
+    common = dict(
+        identity=identity,
+        interceptors=[LoggingInterceptor()],
+        graceful_shutdown_timeout=settings.worker.graceful_shutdown_timeout,
+        # Heartbeats reach the server at least every second, so pause and cancel arrive quickly.
+        max_heartbeat_throttle_interval=timedelta(seconds=1),
+        default_heartbeat_throttle_interval=timedelta(seconds=1),
+    )
+    workers = [
+        Worker(client, task_queue=workflow_queue(prefix), workflows=[MediaItemWorkflow], **common),
+        Worker(client, task_queue=download_queue(prefix),
+               activities=[download.download, download.discard, verify.verify, commit.commit],
+               activity_executor=executor, max_concurrent_activities=download_slots, **common),
+    ]
+    for platform in registry.platforms:
+        workers.append(Worker(client, task_queue=fetch_queue(prefix, platform), activities=[fetch.fetch],
+                              activity_executor=executor, max_concurrent_activities=FETCH_CONCURRENCY, **common))
+    tasks = [asyncio.create_task(worker.run()) for worker in workers]
+    try:
+        yield workers
+    finally:
+        await asyncio.gather(*(worker.shutdown() for worker in workers), return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
+        executor.shutdown(wait=False, cancel_futures=True)
+        http.close()
+        catalog.close()
+
+
+async def run_until_stopped(client: Client, settings: Settings, stop: asyncio.Event) -> None:
+    async with running_worker(client, settings):
+        await stop.wait()

@@ -1,0 +1,1 @@
+"""Deterministic orchestration: no I/O, no settings, no clocks beyond Temporal's."""

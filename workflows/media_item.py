@@ -1,0 +1,277 @@
+"""MediaItemWorkflow: fetch -> (dedup) -> download -> verify -> commit for one item."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import SearchAttributeKey
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
+from temporalio.workflow import ActivityCancellationType
+
+with workflow.unsafe.imports_passed_through():
+    from activities.commit import CommitActivities
+    from activities.download import DownloadActivities
+    from activities.fetch import FetchActivities
+    from activities.models import (
+        CommitFile,
+        CommitInput,
+        DiscardInput,
+        DownloadInput,
+        DownloadResult,
+        FetchInput,
+        FetchResult,
+        StoredAsset,
+        VerifyInput,
+        VerifyResult,
+    )
+    from activities.verify import VerifyActivities
+    from trawl.models import Asset, Resolved
+    from workflows.policies import ItemOptions
+
+PLATFORM = SearchAttributeKey.for_keyword("Platform")
+CANONICAL_KEY = SearchAttributeKey.for_keyword("CanonicalKey")
+STAGE = SearchAttributeKey.for_keyword("Stage")
+OUTCOME = SearchAttributeKey.for_keyword("Outcome")
+CRAWL_ID = SearchAttributeKey.for_keyword("CrawlId")
+SEARCH_ATTRIBUTES = (PLATFORM, CANONICAL_KEY, STAGE, OUTCOME, CRAWL_ID)
+
+
+@dataclass
+class ItemInput:
+    url: str
+    platform: str = "generic"
+    crawl_id: str | None = None
+    options: ItemOptions = field(default_factory=ItemOptions)
+
+
+@dataclass
+class ItemResult:
+    workflow_id: str
+    url: str
+    outcome: str  # committed | duplicate | failed | cancelled
+    canonical_key: str | None = None
+    platform: str | None = None
+    title: str | None = None
+    error_class: str | None = None
+    error: str | None = None
+    assets: list[StoredAsset] = field(default_factory=list)
+
+
+@dataclass
+class Progress:
+    stage: str = "queued"
+    bytes_done: int = 0
+    bytes_total: int | None = None
+    attempt: int = 1
+    last_error: str | None = None
+    paused: bool = False
+
+
+class ItemFailed(Exception):
+    def __init__(self, error_class: str, message: str) -> None:
+        super().__init__(message)
+        self.error_class = error_class
+        self.message = message
+
+
+def _failure(err: ActivityError) -> tuple[str, str]:
+    cause = err.cause
+    if isinstance(cause, ApplicationError):
+        return cause.type or "internal_error", cause.message
+    if isinstance(cause, CancelledError):
+        return "cancelled", "cancelled"
+    return type(cause).__name__ if cause else "internal_error", str(cause or err)
+
+
+@workflow.defn
+class MediaItemWorkflow:
+    def __init__(self) -> None:
+        self._progress = Progress()
+        self._paused = False
+        self._pause_cancelled: set[str] = set()
+        self._running: dict[str, asyncio.Task[DownloadResult]] = {}
+
+    # -- signals and queries ---------------------------------------------------------------
+    @workflow.signal
+    def pause(self) -> None:
+        """Stop at the next step; a running download stops at its next heartbeat, keeping its bytes."""
+        self._paused = self._progress.paused = True
+        for name, task in self._running.items():
+            self._pause_cancelled.add(name)
+            task.cancel()
+
+    @workflow.signal
+    def resume(self) -> None:
+        self._paused = self._progress.paused = False
+
+    @workflow.query
+    def progress(self) -> Progress:
+        return self._progress
+
+    # -- the pipeline ----------------------------------------------------------------------
+    @workflow.run
+    async def run(self, inp: ItemInput) -> ItemResult:
+        self._inp = inp
+        self._opts = inp.options
+        wid = workflow.info().workflow_id
+        attrs = [PLATFORM.value_set(inp.platform)]
+        if inp.crawl_id:
+            attrs.append(CRAWL_ID.value_set(inp.crawl_id))
+        workflow.upsert_search_attributes(attrs)
+        resolved: Resolved | None = None
+        try:
+            fetched = await self._fetch()
+            resolved = fetched.resolved
+            workflow.upsert_search_attributes([
+                PLATFORM.value_set(resolved.platform), CANONICAL_KEY.value_set(resolved.canonical_key[:255])])
+            if fetched.committed:
+                return self._finish(ItemResult(wid, inp.url, "duplicate", resolved.canonical_key,
+                                               resolved.platform, resolved.title))
+            self._progress.bytes_total = _total(resolved.assets)
+            results = await asyncio.gather(*(self._download_verified(resolved, i) for i in range(len(resolved.assets))))
+            self._stage("commit")
+            await self._wait_unpaused()
+            files = [CommitFile(asset, dl, ver.mime) for asset, dl, ver in results]
+            committed = await workflow.execute_activity_method(
+                CommitActivities.commit,
+                CommitInput(wid, inp.url, resolved, files),
+                task_queue=self._opts.download_queue,
+                start_to_close_timeout=self._opts.commit.start_to_close,
+                schedule_to_close_timeout=self._opts.commit.schedule_to_close,
+                retry_policy=self._opts.commit.retry_policy(),
+            )
+            return self._finish(ItemResult(wid, inp.url, committed.outcome, resolved.canonical_key,
+                                           resolved.platform, resolved.title, assets=committed.assets))
+        except ItemFailed as failed:
+            await self._discard()
+            return self._finish(ItemResult(
+                wid, inp.url, "failed", resolved.canonical_key if resolved else None,
+                resolved.platform if resolved else inp.platform, resolved.title if resolved else None,
+                error_class=failed.error_class, error=failed.message))
+        except (asyncio.CancelledError, CancelledError):
+            self._stage("cancelled")
+            workflow.upsert_search_attributes([OUTCOME.value_set("cancelled")])
+            await self._discard()
+            raise
+
+    async def _fetch(self) -> FetchResult:
+        self._stage("fetch")
+        try:
+            return await workflow.execute_activity_method(
+                FetchActivities.fetch,
+                FetchInput(self._inp.url, workflow.info().workflow_id),
+                task_queue=self._opts.fetch_queue(self._inp.platform),
+                start_to_close_timeout=self._opts.fetch.start_to_close,
+                schedule_to_close_timeout=self._opts.fetch.schedule_to_close,
+                retry_policy=self._opts.fetch.retry_policy(),
+            )
+        except ActivityError as err:
+            error_class, message = _failure(err)
+            self._progress.last_error = f"{error_class}: {message}"
+            raise ItemFailed(error_class, message) from None
+
+    async def _download_verified(self, resolved: Resolved, index: int) -> tuple[Asset, DownloadResult, VerifyResult]:
+        """Download and verify one asset; re-download corrupt files and re-fetch expired URLs, bounded."""
+        asset = resolved.assets[index]
+        redownloads = refetches = 0
+        while True:
+            await self._wait_unpaused()
+            self._stage("download")
+            try:
+                download = await self._download(asset)
+            except ActivityError as err:
+                error_class, message = _failure(err)
+                self._progress.last_error = f"{error_class}: {message}"
+                if error_class == "cancelled" and asset.name in self._pause_cancelled:
+                    self._pause_cancelled.discard(asset.name)
+                    continue
+                if error_class == "url_expired" and refetches < self._opts.max_refetches:
+                    refetches += 1
+                    asset = self._same_asset((await self._fetch()).resolved, asset)
+                    continue
+                raise ItemFailed(error_class, message) from None
+            self._stage("verify")
+            try:
+                verified = await workflow.execute_activity_method(
+                    VerifyActivities.verify,
+                    VerifyInput(asset, download),
+                    task_queue=self._opts.download_queue,
+                    start_to_close_timeout=self._opts.verify.start_to_close,
+                    schedule_to_close_timeout=self._opts.verify.schedule_to_close,
+                    retry_policy=self._opts.verify.retry_policy(),
+                )
+            except ActivityError as err:
+                error_class, message = _failure(err)
+                self._progress.last_error = f"{error_class}: {message}"
+                if error_class == "content_corrupt" and redownloads < self._opts.max_redownloads:
+                    redownloads += 1
+                    self._progress.attempt += 1
+                    await self._discard([asset.name])
+                    continue
+                raise ItemFailed(error_class, message) from None
+            self._progress.bytes_done += download.size
+            return asset, download, verified
+
+    async def _download(self, asset: Asset) -> DownloadResult:
+        task = workflow.start_activity_method(
+            DownloadActivities.download,
+            DownloadInput(workflow.info().workflow_id, asset, self._inp.platform),
+            task_queue=self._opts.download_queue,
+            start_to_close_timeout=self._opts.download.start_to_close,
+            schedule_to_close_timeout=self._opts.download.schedule_to_close,
+            heartbeat_timeout=timedelta(seconds=self._opts.heartbeat_timeout_s),
+            retry_policy=self._opts.download.retry_policy(),
+            cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+        )
+        self._running[asset.name] = task
+        try:
+            return await task
+        finally:
+            self._running.pop(asset.name, None)
+
+    @staticmethod
+    def _same_asset(resolved: Resolved, old: Asset) -> Asset:
+        for asset in resolved.assets:
+            if asset.name == old.name:
+                return asset
+        raise ItemFailed("parse_error", f"re-fetch no longer lists asset {old.name}")
+
+    async def _wait_unpaused(self) -> None:
+        if self._paused:
+            self._stage_details("paused")
+            await workflow.wait_condition(lambda: not self._paused)
+            self._stage_details(self._progress.stage)
+
+    async def _discard(self, names: list[str] | None = None) -> None:
+        await workflow.execute_activity_method(
+            DownloadActivities.discard,
+            DiscardInput(workflow.info().workflow_id, names or []),
+            task_queue=self._opts.download_queue,
+            start_to_close_timeout=timedelta(seconds=60),
+            retry_policy=self._opts.commit.retry_policy(),
+        )
+
+    def _stage(self, stage: str) -> None:
+        if stage != self._progress.stage:
+            self._progress.stage = stage
+            workflow.upsert_search_attributes([STAGE.value_set(stage)])
+        self._stage_details(stage)
+
+    def _stage_details(self, stage: str) -> None:
+        total = self._progress.bytes_total
+        percent = f" {100 * self._progress.bytes_done // total}%" if total else ""
+        workflow.set_current_details(f"{stage}{percent}")
+
+    def _finish(self, result: ItemResult) -> ItemResult:
+        self._stage("done")
+        workflow.upsert_search_attributes([OUTCOME.value_set(result.outcome)])
+        return result
+
+
+def _total(assets: list[Asset]) -> int | None:
+    sizes = [a.expected_size for a in assets]
+    return sum(sizes) if sizes and all(s is not None for s in sizes) else None  # type: ignore[misc]
+

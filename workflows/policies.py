@@ -1,0 +1,74 @@
+"""Per-stage retry and timeout policies, as data the starter builds from the settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+with workflow.unsafe.imports_passed_through():
+    from trawl.errors import NON_RETRYABLE
+
+STAGES = ("fetch", "download", "verify", "commit")
+
+
+@dataclass
+class StagePolicy:
+    initial_interval_s: float = 1.0
+    backoff_coefficient: float = 2.0
+    maximum_interval_s: float = 60.0
+    maximum_attempts: int = 10
+    start_to_close_s: float = 600.0
+    schedule_to_close_s: float | None = None
+
+    def retry_policy(self) -> RetryPolicy:
+        return RetryPolicy(
+            initial_interval=timedelta(seconds=self.initial_interval_s),
+            backoff_coefficient=self.backoff_coefficient,
+            maximum_interval=timedelta(seconds=self.maximum_interval_s),
+            maximum_attempts=self.maximum_attempts,
+            non_retryable_error_types=list(NON_RETRYABLE),
+        )
+
+    @property
+    def start_to_close(self) -> timedelta:
+        return timedelta(seconds=self.start_to_close_s)
+
+    @property
+    def schedule_to_close(self) -> timedelta | None:
+        return None if self.schedule_to_close_s is None else timedelta(seconds=self.schedule_to_close_s)
+
+
+@dataclass
+class ItemOptions:
+    """Everything an item workflow needs to know about the deployment, fixed at start."""
+
+    queue_prefix: str = "trawl"
+    fetch: StagePolicy = field(default_factory=StagePolicy)
+    download: StagePolicy = field(default_factory=StagePolicy)
+    verify: StagePolicy = field(default_factory=StagePolicy)
+    commit: StagePolicy = field(default_factory=StagePolicy)
+    heartbeat_timeout_s: float = 10.0
+    max_redownloads: int = 2
+    max_refetches: int = 3
+
+    def fetch_queue(self, platform: str) -> str:
+        return fetch_queue(self.queue_prefix, platform)
+
+    @property
+    def download_queue(self) -> str:
+        return download_queue(self.queue_prefix)
+
+
+def workflow_queue(prefix: str) -> str:
+    return f"{prefix}-workflows"
+
+
+def fetch_queue(prefix: str, platform: str) -> str:
+    return f"{prefix}-fetch-{platform}"
+
+
+def download_queue(prefix: str) -> str:
+    return f"{prefix}-download"
