@@ -214,8 +214,9 @@ class Downloader:
         last_beat = time.monotonic()
         try:
             with open(part, "r+b" if state.offset else "wb") as out:
-                out.truncate(state.offset)
-                out.seek(state.offset)
+                if state.offset:
+                    out.truncate(state.offset)
+                    out.seek(state.offset)
                 for chunk in resp.iter_raw():
                     out.write(chunk)
                     digest.update(chunk)

@@ -106,11 +106,30 @@ def _stage(initial: str, maximum: str, attempts: int, start_to_close: str, sched
     )
 
 
+_STAGE_DEFAULTS = {
+    "fetch": _stage("1s", "5m", 10, "1m", "2h"),
+    "download": _stage("2s", "5m", 20, "6h", "24h"),
+    "verify": _stage("1s", "30s", 5, "30m", "2h"),
+    "commit": _stage("1s", "1m", 10, "30m", "2h"),
+}
+
+
 class RetrySettings(_Section):
-    fetch: StageRetry = _stage("1s", "5m", 10, "1m", "2h")
-    download: StageRetry = _stage("2s", "5m", 20, "6h", "24h")
-    verify: StageRetry = _stage("1s", "30s", 5, "30m", "2h")
-    commit: StageRetry = _stage("1s", "1m", 10, "30m", "2h")
+    fetch: StageRetry = _STAGE_DEFAULTS["fetch"]
+    download: StageRetry = _STAGE_DEFAULTS["download"]
+    verify: StageRetry = _STAGE_DEFAULTS["verify"]
+    commit: StageRetry = _STAGE_DEFAULTS["commit"]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_stage_defaults(cls, data: object) -> object:
+        # One value set for a stage (TRAWL_RETRY__FETCH__MAXIMUM_ATTEMPTS=3) keeps that stage's
+        # other defaults instead of requiring them all.
+        if isinstance(data, dict):
+            for stage, given in list(data.items()):
+                if stage in _STAGE_DEFAULTS and isinstance(given, dict):
+                    data[stage] = {**_STAGE_DEFAULTS[stage].model_dump(), **given}
+        return data
 
 
 class Settings(BaseSettings):

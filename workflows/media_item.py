@@ -170,6 +170,8 @@ class MediaItemWorkflow:
             )
         except ActivityError as err:
             error_class, message = _failure(err)
+            if error_class == "cancelled":
+                raise asyncio.CancelledError from None
             self._progress.last_error = f"{error_class}: {message}"
             raise ItemFailed(error_class, message) from None
 
@@ -185,9 +187,11 @@ class MediaItemWorkflow:
             except ActivityError as err:
                 error_class, message = _failure(err)
                 self._progress.last_error = f"{error_class}: {message}"
-                if error_class == "cancelled" and asset.name in self._pause_cancelled:
-                    self._pause_cancelled.discard(asset.name)
-                    continue
+                if error_class == "cancelled":
+                    if asset.name in self._pause_cancelled:
+                        self._pause_cancelled.discard(asset.name)
+                        continue
+                    raise asyncio.CancelledError from None  # the item itself is being cancelled
                 if error_class == "url_expired" and refetches < self._opts.max_refetches:
                     refetches += 1
                     asset = self._same_asset((await self._fetch()).resolved, asset)

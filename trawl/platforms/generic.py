@@ -13,6 +13,7 @@ import httpx
 
 from trawl.errors import UnsupportedUrl, classify_exception, classify_response
 from trawl.models import Asset, Resolved
+from trawl.ranges import parse_content_range
 from trawl.platforms.base import Page, ResolveContext, Resolver, _read_limited, float_or_none, int_or_none
 from trawl.urls import canonicalize, validate_url, web_key
 
@@ -172,8 +173,13 @@ class GenericResolver(Resolver):
 
     def resolve(self, url: str, ctx: ResolveContext) -> Resolved:
         url = validate_url(url)
+        # A URL that looks like a media file is probed for one byte, so resolving it does not
+        # start a transfer that the download would repeat; a page is fetched whole.
+        probe = {"Range": "bytes=0-0", "Accept-Encoding": "identity"} if kind_from_extension(url) else None
         try:
-            with ctx.client.stream("GET", url) as resp:
+            with ctx.client.stream("GET", url, headers=probe) as resp:
+                if resp.status_code == 416:  # an empty file answers a one-byte probe with 416
+                    raise UnsupportedUrl(f"{url}: empty file")
                 content_type = resp.headers.get("content-type", "").split(";", 1)[0].strip().lower()
                 final_url = str(resp.url)
                 if resp.status_code >= 400:
@@ -195,7 +201,11 @@ class GenericResolver(Resolver):
 
     def _direct(self, final_url: str, kind: str, content_type: str, headers: httpx.Headers) -> Resolved:
         canonical_url = canonicalize(final_url)
-        size = int_or_none(headers.get("content-length")) if not headers.get("content-encoding") else None
+        content_range = parse_content_range(headers.get("content-range"))
+        if content_range is not None:
+            size = content_range.total
+        else:
+            size = int_or_none(headers.get("content-length")) if not headers.get("content-encoding") else None
         name = posixpath.basename(urlsplit(final_url).path) or None
         return Resolved(
             canonical_key=web_key(canonical_url),

@@ -99,7 +99,8 @@ class Simulator:
         return self.base_url + path
 
     def start(self) -> Simulator:
-        self._thread = threading.Thread(target=self._server.serve_forever, name="simulator", daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="simulator", daemon=True)
         self._thread.start()
         return self
 
@@ -129,7 +130,7 @@ class Simulator:
     def add_file(self, path: str, media: MediaFile, behaviour: FileBehaviour | None = None) -> FileBehaviour:
         behaviour = behaviour or FileBehaviour()
         self.files[path] = (media, behaviour)
-        self.add_exact(path, lambda req: self._serve_file(req, path))
+        self.add_exact(path, lambda req: self.serve_media(req, media, behaviour))
         return behaviour
 
     def bytes_sent(self, path: str) -> int:
@@ -150,8 +151,9 @@ class Simulator:
             return Response(404, {"Content-Type": "text/html"}, b"<html><body>Not Found</body></html>")
         return handler(req)
 
-    def _serve_file(self, req: Request, path: str) -> Response:
-        media, how = self.files[path]
+    def serve_media(self, req: Request, media: MediaFile, how: FileBehaviour | None = None) -> Response:
+        """Answer ``req`` with ``media``: Range, If-Range, HEAD and the behaviour's faults."""
+        how = how or FileBehaviour()
         if how.statuses:
             status = how.statuses.popleft()
             return Response(status, {"Content-Type": "text/plain"}, f"simulated {status}".encode())

