@@ -6,6 +6,8 @@ import argparse
 import asyncio
 import contextlib
 import json
+import logging
+import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Iterable
@@ -210,6 +212,7 @@ def _stop_event() -> asyncio.Event:
 async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     stop = _stop_event()
     client = await connect(settings)
+    await ensure_search_attributes(client, settings.temporal.namespace)
     async with running_worker(client, settings):
         print(f"worker polling {settings.temporal.address} (queues {settings.temporal.task_queue_prefix}-*); "
               "Ctrl-C stops", file=sys.stderr)
@@ -322,5 +325,20 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
 
 
+def console_main() -> None:
+    """Entry point of the installed ``trawl`` command.
+
+    Leaves with ``os._exit`` once output is flushed: the Temporal SDK's native threads can still
+    call into Python while the interpreter finalizes, which aborts the process
+    ("PyGILState_Release ... must be current") after all work is done and the exit code is known.
+    Everything trawl writes (catalog transactions, blob renames) is complete by this point.
+    """
+    code = main()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console_main()

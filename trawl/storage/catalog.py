@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -108,7 +110,15 @@ def make_engine(url: str) -> Engine:
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
             cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
+            # WAL persists in the file; switching to it needs a moment with no other writer,
+            # and that wait is not covered by the busy timeout.
+            for _ in range(200):
+                try:
+                    if cur.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal":
+                        break
+                    cur.execute("PRAGMA journal_mode=WAL")
+                except sqlite3.OperationalError:
+                    time.sleep(0.05)
             cur.execute("PRAGMA synchronous=NORMAL")
             cur.execute("PRAGMA foreign_keys=ON")
             cur.close()
@@ -126,10 +136,17 @@ class Catalog:
         self._session = sessionmaker(self.engine, expire_on_commit=False)
 
     def create_schema(self) -> None:
-        try:
-            Base.metadata.create_all(self.engine)
-        except SQLAlchemyError as exc:
-            raise StorageError(f"catalog {self.engine.url.render_as_string()}: {exc}") from None
+        """Create missing tables; safe when several processes start at once."""
+        for attempt in range(5):
+            try:
+                Base.metadata.create_all(self.engine)
+                return
+            except SQLAlchemyError as exc:
+                # Another process created a table between the existence check and the CREATE.
+                if attempt < 4 and any(hint in str(exc) for hint in ("already exists", "duplicate key", "locked")):
+                    time.sleep(0.1 * (attempt + 1))
+                    continue
+                raise StorageError(f"catalog {self.engine.url.render_as_string()}: {exc}") from None
 
     def close(self) -> None:
         self.engine.dispose()

@@ -1,0 +1,150 @@
+"""The ``trawl`` command end to end, as a user runs it: subprocesses, real server, real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from trawl.download import file_sha256
+from trawl.simulator import MediaFile, Simulator
+from trawl.simulator.demo import og_page
+
+TRAWL = str(Path(sys.executable).parent / "trawl")
+
+
+def trawl_env(tmp_path: Path, temporal_address: str | None = None, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAWL_")}
+    env.update(TRAWL_DATA_DIR=str(tmp_path / "data"), TRAWL_NET__ALLOW_PRIVATE="true",
+               TRAWL_TEMPORAL__TASK_QUEUE_PREFIX=f"cli-{uuid.uuid4().hex[:8]}")
+    if temporal_address:
+        env.update(TRAWL_TEMPORAL__ADDRESS=temporal_address, TRAWL_TEMPORAL__EMBEDDED="false")
+    env.update(extra)
+    return env
+
+
+def run(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([TRAWL, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def records(stdout: str) -> list[dict]:
+    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+
+
+def blob_count(tmp_path: Path) -> int:
+    return sum(1 for p in (tmp_path / "data" / "blobs").rglob("*") if p.is_file())
+
+
+@pytest.fixture
+def site(sim: Simulator) -> Simulator:
+    sim.add_file("/media/a.mp4", MediaFile("mp4", "cli-a", 1_500_000))
+    sim.add_file("/media/b.jpg", MediaFile("jpeg", "cli-b", 40_000))
+    sim.add_file("/cdn/c.webm", MediaFile("webm", "cli-c", 700_000))
+    sim.add_page("/watch/c", og_page("Clip C", "/cdn/c.webm", video_type="video/webm"))
+    return sim
+
+
+def test_crawl_then_crawl_again_is_all_duplicates(site: Simulator, tmp_path: Path, temporal_address: str) -> None:
+    env = trawl_env(tmp_path, temporal_address)
+    urls = [site.url("/media/a.mp4"), site.url("/media/b.jpg"), site.url("/watch/c")]
+    first = run(["crawl", "--json", *urls], env, tmp_path)
+    assert first.returncode == 0, first.stderr
+    got = {r["url"]: r for r in records(first.stdout)}
+    assert {r["outcome"] for r in got.values()} == {"committed"}
+    clip = got[site.url("/watch/c")]
+    assert clip["title"] == "Clip C" and clip["platform"] == "generic" and clip["id"].startswith("url-")
+    asset = clip["assets"][0]
+    assert asset["kind"] == "video" and asset["size"] == 700_000
+    assert file_sha256(Path(asset["path"])) == asset["sha256"] == Path(asset["path"]).name
+    blobs = blob_count(tmp_path)
+    assert blobs == 3
+
+    second = run(["crawl", "--json", *urls], env, tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert {r["outcome"] for r in records(second.stdout)} == {"duplicate"}
+    assert blob_count(tmp_path) == blobs
+    items = run(["items", "--json"], env, tmp_path)
+    assert items.returncode == 0, items.stderr
+    listed = records(items.stdout)
+    assert len(listed) == 3
+    assert {a["sha256"] for i in listed for a in i["assets"]} == {
+        a["sha256"] for r in got.values() for a in r["assets"]}
+
+
+def test_two_concurrent_crawls_of_one_url_make_one_workflow_and_one_row(
+        site: Simulator, tmp_path: Path, temporal_address: str) -> None:
+    env = trawl_env(tmp_path, temporal_address)
+    url = site.url("/media/a.mp4")
+    procs = [subprocess.Popen([TRAWL, "crawl", "--json", url], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [o[1] for o in outs]
+    results = [records(o[0])[0] for o in outs]
+    assert results[0]["id"] == results[1]["id"]
+    assert {r["outcome"] for r in results} <= {"committed", "duplicate"}
+    assert site.stats["/media/a.mp4"].ranges.count(None) == 1  # downloaded once
+    listed = records(run(["items", "--json"], env, tmp_path).stdout)
+    assert len(listed) == 1 and blob_count(tmp_path) == 1
+
+
+def test_failures_set_the_exit_code_and_say_why(site: Simulator, tmp_path: Path, temporal_address: str) -> None:
+    env = trawl_env(tmp_path, temporal_address)
+    good = site.url("/media/b.jpg")
+    result = run(["crawl", good, site.url("/missing"), "notaurl", "ftp://x.example/y"], env, tmp_path)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert any(line.startswith("committed") and good in line for line in lines)
+    assert any("not_found" in line and "/missing" in line for line in lines)
+    assert any("unsupported_url" in line and "notaurl" in line for line in lines)
+    assert any("unsupported scheme 'ftp'" in line for line in lines)
+
+
+def test_crawl_reads_a_url_file(site: Simulator, tmp_path: Path, temporal_address: str) -> None:
+    env = trawl_env(tmp_path, temporal_address)
+    url_file = tmp_path / "urls.txt"
+    url_file.write_text(f"# my list\n{site.url('/media/b.jpg')}\n\n{site.url('/watch/c')}\n")
+    result = run(["crawl", "--json", "--file", str(url_file)], env, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert len(records(result.stdout)) == 2
+
+
+def test_bad_configuration_is_reported_before_anything_runs(tmp_path: Path) -> None:
+    env = trawl_env(tmp_path, TRAWL_RETRY__FETCH__INITIAL_INTERVAL="later")
+    result = run(["items"], env, tmp_path)
+    assert result.returncode == 2
+    assert "retry.fetch.initial_interval" in result.stderr and "Traceback" not in result.stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_demo_on_the_embedded_server_twice(tmp_path: Path) -> None:
+    """`trawl demo` starts its own dev server, crawls, stops the server; twice gives the same store."""
+    port = _free_port()
+    env = trawl_env(tmp_path, TRAWL_TEMPORAL__ADDRESS=f"127.0.0.1:{port}", TRAWL_TEMPORAL__UI_PORT=str(_free_port()))
+    sim_port = str(_free_port())
+    first = run(["demo", "--sim-port", sim_port], env, tmp_path, timeout=300)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "demo OK" in first.stdout and "1 duplicate" in first.stdout and "1 failed" in first.stdout
+    assert (tmp_path / "data" / "temporal.db").exists()
+    with pytest.raises(OSError):  # the server it started is stopped
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    catalog_before = records(run(["items", "--json"], env, tmp_path).stdout)
+    blobs_before = sorted(p.name for p in (tmp_path / "data" / "blobs").rglob("*") if p.is_file())
+
+    second = run(["demo", "--sim-port", sim_port], env, tmp_path, timeout=300)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "9 duplicate" in second.stdout
+    assert records(run(["items", "--json"], env, tmp_path).stdout) == catalog_before
+    assert sorted(p.name for p in (tmp_path / "data" / "blobs").rglob("*") if p.is_file()) == blobs_before
+    assert not any(p.is_file() for p in (tmp_path / "data" / "work").rglob("*"))
