@@ -9,7 +9,7 @@ from pathlib import Path
 from temporalio import activity
 
 from activities.errors import classified, workdir_name
-from activities.models import CommitInput, CommitResult, StoredAsset
+from activities.models import CommitInput, CommitResult, StoredAsset, stored_assets
 from trawl.download import state_path
 from trawl.storage.blobs import LocalBlobStore
 from trawl.storage.catalog import Catalog, CommittedAsset
@@ -33,8 +33,7 @@ class CommitActivities:
             shutil.rmtree(self.work_dir / workdir_name(inp.workflow_id), ignore_errors=True)
             return CommitResult(
                 outcome="committed" if existing.workflow_id == inp.workflow_id else "duplicate",
-                assets=[StoredAsset(a.name, a.kind, a.sha256, a.size, str(self.blobs.root / a.blob_path), a.mime)
-                        for a in existing.assets],
+                assets=stored_assets(existing, self.blobs),
             )
         stored: list[StoredAsset] = []
         rows: list[CommittedAsset] = []

@@ -7,17 +7,20 @@ from datetime import timedelta
 from temporalio import activity
 
 from activities.errors import classified
-from activities.models import FetchInput, FetchResult
+from activities.models import FetchInput, FetchResult, stored_assets
 from trawl.platforms.base import ResolveContext
 from trawl.platforms.registry import Registry
+from trawl.storage.blobs import LocalBlobStore
 from trawl.storage.catalog import Catalog
 
 
 class FetchActivities:
-    def __init__(self, registry: Registry, context: ResolveContext, catalog: Catalog, max_delay: timedelta) -> None:
+    def __init__(self, registry: Registry, context: ResolveContext, catalog: Catalog, blobs: LocalBlobStore,
+                 max_delay: timedelta) -> None:
         self.registry = registry
         self.context = context
         self.catalog = catalog
+        self.blobs = blobs
         self.max_delay = max_delay
 
     @activity.defn(name="fetch")
@@ -25,4 +28,7 @@ class FetchActivities:
     def fetch(self, inp: FetchInput) -> FetchResult:
         resolver = self.registry.resolver_for(inp.url)
         resolved = resolver.resolve(inp.url, self.context)
-        return FetchResult(resolved=resolved, committed=self.catalog.is_committed(resolved.canonical_key))
+        existing = self.catalog.get(resolved.canonical_key)
+        if existing is None or existing.status != "committed":
+            return FetchResult(resolved=resolved, committed=False)
+        return FetchResult(resolved=resolved, committed=True, stored=stored_assets(existing, self.blobs))

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from trawl.models import Asset, Resolved
+from trawl.storage.blobs import LocalBlobStore
+from trawl.storage.catalog import CatalogItem
 
 
 @dataclass
@@ -14,9 +16,25 @@ class FetchInput:
 
 
 @dataclass
+class StoredAsset:
+    name: str
+    kind: str
+    sha256: str
+    size: int
+    path: str
+    mime: str | None = None
+
+
+def stored_assets(item: CatalogItem, blobs: LocalBlobStore) -> list[StoredAsset]:
+    """The committed files of a catalog item, with their paths in the blob store."""
+    return [StoredAsset(a.name, a.kind, a.sha256, a.size, str(blobs.root / a.blob_path), a.mime) for a in item.assets]
+
+
+@dataclass
 class FetchResult:
     resolved: Resolved
     committed: bool  # the catalog already holds this canonical key
+    stored: list[StoredAsset] = field(default_factory=list)  # its assets, when committed
 
 
 @dataclass
@@ -66,16 +84,6 @@ class CommitInput:
     source_url: str
     resolved: Resolved
     files: list[CommitFile] = field(default_factory=list)
-
-
-@dataclass
-class StoredAsset:
-    name: str
-    kind: str
-    sha256: str
-    size: int
-    path: str
-    mime: str | None = None
 
 
 @dataclass

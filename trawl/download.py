@@ -76,6 +76,19 @@ def load_state(part: Path) -> ResumeState | None:
         return None
 
 
+def fresher(heartbeat: ResumeState | None, saved: ResumeState | None) -> ResumeState | None:
+    """The more advanced of two records of the same partial file.
+
+    The state file is written at every heartbeat call; the heartbeat RPC is throttled, so after
+    a crash the file is usually ahead. A record of another resource (different URL or validator)
+    never replaces the heartbeat's.
+    """
+    if heartbeat is None or saved is None:
+        return heartbeat or saved
+    same = (saved.url, saved.etag, saved.last_modified) == (heartbeat.url, heartbeat.etag, heartbeat.last_modified)
+    return saved if same and saved.offset > heartbeat.offset else heartbeat
+
+
 def _save_state(part: Path, state: ResumeState) -> None:
     tmp = state_path(part).with_suffix(".tmp")
     tmp.write_text(json.dumps(asdict(state)))
@@ -99,7 +112,7 @@ class Downloader:
         max_file_size: int,
         heartbeat: Heartbeat = lambda state: None,
         should_stop: Callable[[], bool] = lambda: False,
-        heartbeat_every: float = 1.0,
+        heartbeat_every: float = 0.2,
     ) -> None:
         self.client = client
         self.max_file_size = max_file_size
@@ -126,7 +139,7 @@ class Downloader:
         if expected_size is not None and expected_size > self.max_file_size:
             raise TooLarge(f"expected size {expected_size} exceeds max_file_size {self.max_file_size}")
         part.parent.mkdir(parents=True, exist_ok=True)
-        state = previous if previous is not None else (load_state(part) or ResumeState())
+        state = fresher(previous, load_state(part)) or ResumeState()
         ordered = list(dict.fromkeys(([state.url] if state.url in urls else []) + urls))
         failures: list[TrawlError] = []
         for url in ordered:

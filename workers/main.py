@@ -48,12 +48,12 @@ async def running_worker(
     catalog.create_schema()
     http = make_client(settings.net)
     retry = settings.retry
-    fetch = FetchActivities(registry, ResolveContext(http, settings.net.max_page_bytes), catalog,
+    blobs = LocalBlobStore(settings.blobs_dir)
+    fetch = FetchActivities(registry, ResolveContext(http, settings.net.max_page_bytes), catalog, blobs,
                             retry.fetch.maximum_interval)
     download = DownloadActivities(http, settings.work_dir, settings.download, retry.download.maximum_interval)
     verify = VerifyActivities(retry.verify.maximum_interval)
-    commit = CommitActivities(catalog, LocalBlobStore(settings.blobs_dir), settings.work_dir,
-                              retry.commit.maximum_interval)
+    commit = CommitActivities(catalog, blobs, settings.work_dir, retry.commit.maximum_interval)
     download_slots = settings.worker.max_concurrent_activities
     threads = download_slots + FETCH_CONCURRENCY * len(registry.platforms)
     executor = concurrent.futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="activity")

@@ -129,7 +129,7 @@ class MediaItemWorkflow:
                 PLATFORM.value_set(resolved.platform), CANONICAL_KEY.value_set(resolved.canonical_key[:255])])
             if fetched.committed:
                 return self._finish(ItemResult(wid, inp.url, "duplicate", resolved.canonical_key,
-                                               resolved.platform, resolved.title))
+                                               resolved.platform, resolved.title, assets=fetched.stored))
             self._progress.bytes_total = _total(resolved.assets)
             results = await asyncio.gather(*(self._download_verified(resolved, i) for i in range(len(resolved.assets))))
             self._stage("commit")

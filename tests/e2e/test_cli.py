@@ -67,7 +67,9 @@ def test_crawl_then_crawl_again_is_all_duplicates(site: Simulator, tmp_path: Pat
 
     second = run(["crawl", "--json", *urls], env, tmp_path)
     assert second.returncode == 0, second.stderr
-    assert {r["outcome"] for r in records(second.stdout)} == {"duplicate"}
+    again = {r["url"]: r for r in records(second.stdout)}
+    assert {r["outcome"] for r in again.values()} == {"duplicate"}
+    assert again[site.url("/watch/c")]["assets"] == clip["assets"]  # a duplicate names the stored files
     assert blob_count(tmp_path) == blobs
     items = run(["items", "--json"], env, tmp_path)
     assert items.returncode == 0, items.stderr

@@ -85,7 +85,7 @@ class Simulator:
         self.stats: dict[str, PathStats] = collections.defaultdict(PathStats)
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._server = ThreadingHTTPServer((host, port), _make_handler(self))
+        self._server = _QuietServer((host, port), _make_handler(self))
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -191,6 +191,12 @@ class Simulator:
             cut_at = how.cut_at - start
         body = b"" if req.method == "HEAD" else media.chunks(start, end)
         return Response(status, headers, body, cut_at=cut_at, throttle_bps=how.throttle_bps)
+
+
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: object, client_address: object) -> None:
+        # Clients hang up mid-answer on purpose (a resolver probing one byte, a paused download).
+        pass
 
 
 def _make_handler(sim: Simulator) -> type[BaseHTTPRequestHandler]:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -20,6 +22,7 @@ from sqlalchemy import (
     UniqueConstraint,
     create_engine,
     event,
+    func,
     select,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -152,13 +155,10 @@ class Catalog:
         self.engine.dispose()
 
     def is_committed(self, canonical_key: str) -> bool:
-        try:
-            with self._session() as session:
-                return session.scalar(
-                    select(Item.id).where(Item.canonical_key == canonical_key, Item.status == "committed")
-                ) is not None
-        except SQLAlchemyError as exc:
-            raise StorageError(f"catalog unavailable: {exc.__class__.__name__}: {exc}") from None
+        with _storage_errors("catalog unavailable"), self._session() as session:
+            return session.scalar(
+                select(Item.id).where(Item.canonical_key == canonical_key, Item.status == "committed")
+            ) is not None
 
     def commit_item(
         self,
@@ -189,37 +189,43 @@ class Catalog:
             published_at=published_at, metadata_json=metadata, status="committed",
             workflow_id=workflow_id, created_at=_now(), updated_at=_now(),
         )
-        try:
-            with self._session.begin() as session:
-                stmt = insert(Item).values(**values).on_conflict_do_nothing(index_elements=["canonical_key"])
-                result = session.execute(stmt.returning(Item.id))
-                item_id = result.scalar()
-                if item_id is None:
-                    return False
-                for asset in assets:
-                    session.add(AssetRow(item_id=item_id, name=asset.name, kind=asset.kind, sha256=asset.sha256,
-                                         size=asset.size, mime=asset.mime, blob_path=asset.blob_path,
-                                         source_url=asset.source_url))
-                return True
-        except SQLAlchemyError as exc:
-            raise StorageError(f"catalog write failed: {exc.__class__.__name__}: {exc}") from None
+        with _storage_errors("catalog write failed"), self._session.begin() as session:
+            stmt = insert(Item).values(**values).on_conflict_do_nothing(index_elements=["canonical_key"])
+            result = session.execute(stmt.returning(Item.id))
+            item_id = result.scalar()
+            if item_id is None:
+                return False
+            for asset in assets:
+                session.add(AssetRow(item_id=item_id, name=asset.name, kind=asset.kind, sha256=asset.sha256,
+                                     size=asset.size, mime=asset.mime, blob_path=asset.blob_path,
+                                     source_url=asset.source_url))
+            return True
 
     def get(self, canonical_key: str) -> CatalogItem | None:
-        with self._session() as session:
+        with _storage_errors("catalog read failed"), self._session() as session:
             row = session.scalar(
                 select(Item).options(selectinload(Item.assets)).where(Item.canonical_key == canonical_key))
             return _to_item(row) if row else None
 
     def list(self, *, platform: str | None = None, limit: int = 1000, offset: int = 0) -> list[CatalogItem]:
-        with self._session() as session:
+        with _storage_errors("catalog read failed"), self._session() as session:
             query = select(Item).options(selectinload(Item.assets)).order_by(Item.id).limit(limit).offset(offset)
             if platform:
                 query = query.where(Item.platform == platform)
             return [_to_item(row) for row in session.scalars(query)]
 
     def count(self) -> int:
-        with self._session() as session:
-            return len(session.scalars(select(Item.id)).all())
+        with _storage_errors("catalog read failed"), self._session() as session:
+            return session.scalar(select(func.count(Item.id))) or 0
+
+
+@contextlib.contextmanager
+def _storage_errors(what: str) -> Iterator[None]:
+    """Database failures leave the catalog as ``storage_error`` (retried), with the cause."""
+    try:
+        yield
+    except SQLAlchemyError as exc:
+        raise StorageError(f"{what}: {exc.__class__.__name__}: {str(exc).splitlines()[0]}") from None
 
 
 def _to_item(row: Item) -> CatalogItem:

@@ -1,0 +1,85 @@
+"""Workers killed mid-download: the next worker resumes from the bytes on disk."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+
+from starter.client import item_result, start_item
+from tests.conftest import make_settings
+from trawl.platforms.registry import default_registry
+from trawl.settings import Settings
+from trawl.simulator import FileBehaviour, MediaFile, Simulator
+from trawl.storage.catalog import Catalog
+
+TRAWL = str(Path(sys.executable).parent / "trawl")
+SIZE = 6_000_000
+RATE = 1_500_000
+
+
+@pytest.fixture
+def settings(tmp_path: Path, temporal_address: str) -> Settings:
+    return make_settings(tmp_path, temporal_address,
+                         retry={"download": {"initial_interval": "200ms", "maximum_interval": "1s"}},
+                         download={"heartbeat_timeout": "3s"}, worker={"graceful_shutdown_timeout": "5s"})
+
+
+def start_worker(settings: Settings, tmp_path: Path) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAWL_")}
+    env.update(
+        TRAWL_DATA_DIR=str(settings.data_dir), TRAWL_NET__ALLOW_PRIVATE="true",
+        TRAWL_TEMPORAL__ADDRESS=settings.temporal.address, TRAWL_TEMPORAL__EMBEDDED="false",
+        TRAWL_TEMPORAL__TASK_QUEUE_PREFIX=settings.temporal.task_queue_prefix,
+        TRAWL_WORKER__GRACEFUL_SHUTDOWN_TIMEOUT="5s",
+    )
+    log = open(tmp_path / f"worker-{time.monotonic_ns()}.log", "wb")
+    return subprocess.Popen([TRAWL, "worker"], env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)
+
+
+async def wait_until(predicate, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.05)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM], ids=["sigkill", "sigterm"])
+async def test_download_resumes_on_another_worker(how: signal.Signals, temporal_client: Client, settings: Settings,
+                                                  sim: Simulator, tmp_path: Path) -> None:
+    media = MediaFile("mp4", f"kill-{how.name}", SIZE)
+    sim.add_file("/big.mp4", media, FileBehaviour(throttle_bps=RATE))
+    first = start_worker(settings, tmp_path)
+    second = None
+    try:
+        started = await start_item(temporal_client, settings, default_registry(), sim.url("/big.mp4"))
+        await wait_until(lambda: sim.bytes_sent("/big.mp4") > SIZE * 0.45)
+        first.send_signal(how)
+        first.wait(timeout=30)
+        if how == signal.SIGTERM:
+            assert first.returncode == 0  # a graceful exit, within the shutdown timeout
+        sent_before_restart = sim.bytes_sent("/big.mp4")
+        parts = list(settings.work_dir.rglob("*.part"))
+        assert parts and parts[0].stat().st_size > 0  # the bytes on disk outlive the worker
+        second = start_worker(settings, tmp_path)
+        result = await asyncio.wait_for(item_result(started.handle, ""), 120)
+    finally:
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert result.outcome == "committed", result
+    assert result.assets[0].sha256 == media.sha256()
+    resent = sim.bytes_sent("/big.mp4") - sent_before_restart
+    assert resent < SIZE * 0.65, f"re-served {resent} of {SIZE} bytes: not resumed"
+    assert sim.stats["/big.mp4"].ranges[-1] is not None  # the last request asked for a Range
+    assert Catalog(settings.catalog_url).count() == 1
+    assert list(settings.work_dir.rglob("*.part")) == []
