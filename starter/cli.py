@@ -18,7 +18,7 @@ from typing import Any
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
-from starter.client import connect, ensure_search_attributes, item_result, start_item
+from starter.client import connect, ensure_search_attributes, item_progress, item_result, start_item
 from starter.embedded import ServerError, temporal_server
 from trawl.errors import TrawlError, UnsupportedUrl
 from trawl.logs import configure_logging, default_worker_name
@@ -158,6 +158,19 @@ def _workflow_id(registry: Registry, ident: str) -> str:
     return ident
 
 
+def progress_bar(progress: dict[str, Any], width: int = 30) -> str:
+    done, total = progress["bytes_done"], progress["bytes_total"]
+    if total:
+        filled = min(width, width * done // total)
+        bar = f"[{'#' * filled}{'.' * (width - filled)}] {100 * done // total:3d}%"
+    else:
+        bar = f"[{'?' * width}]  ..."
+    size = f"{_human_size(done)}" + (f" / {_human_size(total)}" if total else "")
+    state = "paused" if progress["paused"] else progress["stage"]
+    error = f"  last error {_clean(progress['last_error'], 50)}" if progress["last_error"] else ""
+    return f"{bar} {size:>22}  {state:<8} attempt {progress['attempt']}{error}"
+
+
 async def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     async with session(settings, worker=False) as client:
         handle = client.get_workflow_handle_for(MediaItemWorkflow.run, _workflow_id(default_registry(), args.id))
@@ -166,23 +179,28 @@ async def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
         except RPCError as err:
             print(f"trawl status: no item {args.id!r}: {err.message}", file=sys.stderr)
             return EXIT_USAGE
+        live = sys.stdout.isatty() and not args.json and not args.once
+        while live and desc.status == WorkflowExecutionStatus.RUNNING:
+            print("\r" + progress_bar(await item_progress(client, handle)), end="", flush=True)
+            await asyncio.sleep(0.5)
+            desc = await handle.describe()
+        if live:
+            print()
         record: dict[str, Any] = {"id": handle.id, "status": desc.status.name if desc.status else "UNKNOWN"}
+        result = None
         if desc.status == WorkflowExecutionStatus.RUNNING:
-            progress = await handle.query(MediaItemWorkflow.progress, result_type=Progress)
-            record["progress"] = asdict(progress)
-            raw = desc.raw_description
-            record["pending"] = [
-                {"activity": a.activity_type.name, "attempt": a.attempt,
-                 "last_failure": a.last_failure.message or None}
-                for a in raw.pending_activities
-            ]
-        elif desc.status == WorkflowExecutionStatus.COMPLETED:
-            record["result"] = result_record(await item_result(handle, ""))
+            record["progress"] = await item_progress(client, handle)
+        elif desc.status is not None:
+            result = await item_result(handle, "")
+            record["result"] = result_record(result)
         if args.json:
             print(json.dumps(record))
-        else:
-            for key, value in record.items():
-                print(f"{key:>9}: {json.dumps(value) if isinstance(value, (dict, list)) else value}")
+            return 0
+        print(f"{record['id']}: {record['status'].lower()}")
+        if "progress" in record:
+            print(progress_bar(record["progress"]))
+        if result is not None:
+            print(result_line(result))
     return 0
 
 
@@ -279,6 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
     status = sub.add_parser("status", help="show an item workflow (id or URL)")
     status.add_argument("id")
     status.add_argument("--json", action="store_true")
+    status.add_argument("--once", action="store_true", help="print once instead of following on a terminal")
 
     for name, text in (("pause", "pause an item"), ("resume", "resume a paused item"), ("cancel", "cancel an item")):
         cmd = sub.add_parser(name, help=text)

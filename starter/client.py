@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
@@ -14,7 +15,7 @@ from temporalio.service import RPCError
 from starter.embedded import SEARCH_ATTRIBUTES
 from trawl.platforms.registry import Registry
 from trawl.settings import Settings, StageRetry
-from workflows.media_item import ItemInput, ItemResult, MediaItemWorkflow
+from workflows.media_item import ItemInput, ItemResult, MediaItemWorkflow, Progress
 from workflows.policies import ItemOptions, StagePolicy, workflow_queue
 
 
@@ -76,6 +77,30 @@ async def start_item(client: Client, settings: Settings, registry: Registry, url
         static_summary=f"{route.platform}: {url.strip()[:200]}",
     )
     return Started(url, route.workflow_id, handle)
+
+
+async def item_progress(client: Client, handle: WorkflowHandle) -> dict[str, Any]:
+    """Live progress of a running item: the workflow's own view plus the downloads' heartbeats."""
+    progress = await handle.query(MediaItemWorkflow.progress, result_type=Progress)
+    desc = await handle.describe()
+    done = progress.bytes_done
+    total = progress.bytes_total
+    attempt = progress.attempt
+    last_error = progress.last_error
+    running_total = 0
+    for pending in desc.raw_description.pending_activities:
+        attempt = max(attempt, pending.attempt)
+        if pending.last_failure.message:
+            last_error = f"{pending.last_failure.application_failure_info.type or 'error'}: {pending.last_failure.message}"
+        if pending.activity_type.name == "download" and pending.heartbeat_details.payloads:
+            details = (await client.data_converter.decode(pending.heartbeat_details.payloads))[0]
+            if isinstance(details, dict):
+                done += int(details.get("offset") or 0)
+                running_total += int(details.get("total") or 0)
+    if total is None and running_total:
+        total = progress.bytes_done + running_total
+    return {"stage": progress.stage, "bytes_done": done, "bytes_total": total, "attempt": attempt,
+            "last_error": last_error, "paused": progress.paused}
 
 
 async def item_result(handle: WorkflowHandle, url: str) -> ItemResult:

@@ -12,10 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import queue
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import httpx
 
@@ -32,6 +35,7 @@ from trawl.errors import (
 from trawl.ranges import parse_content_range
 
 HASH_CHUNK = 1 << 20
+WRITE_BATCH = 1 << 20
 
 
 @dataclass
@@ -223,35 +227,53 @@ class Downloader:
         return self._attempt(url, part, headers, fresh, expected_size, restarted=True)
 
     def _stream(self, resp: httpx.Response, part: Path, digest: "hashlib._Hash", state: ResumeState) -> int:
+        """Append the body to ``part``; the state advances only over bytes written to the file."""
         transferred = 0
         last_beat = time.monotonic()
+        hasher = _HashThread(digest)
+        # Socket reads come in 64 KiB pieces; writing and hashing them in 1 MiB batches saves
+        # most of the per-chunk system calls and thread hand-offs.
+        batch = bytearray()
         try:
             with open(part, "r+b" if state.offset else "wb") as out:
                 if state.offset:
                     out.truncate(state.offset)
                     out.seek(state.offset)
-                for chunk in resp.iter_raw():
-                    out.write(chunk)
-                    digest.update(chunk)
-                    state.offset += len(chunk)
-                    transferred += len(chunk)
-                    if state.offset > self.max_file_size:
-                        raise TooLarge(f"{state.url}: body passed max_file_size {self.max_file_size}")
-                    now = time.monotonic()
-                    if now - last_beat >= self.heartbeat_every:
-                        last_beat = now
-                        out.flush()
-                        self._beat(part, state)
-                        if self.should_stop():
-                            raise Stopped(f"stopped at byte {state.offset}")
+                try:
+                    for chunk in resp.iter_raw():
+                        batch += chunk
+                        if len(batch) < WRITE_BATCH:
+                            continue
+                        transferred += self._write(out, hasher, batch, state)
+                        batch = bytearray()
+                        now = time.monotonic()
+                        if now - last_beat >= self.heartbeat_every:
+                            last_beat = now
+                            out.flush()
+                            self._beat(part, state)
+                            if self.should_stop():
+                                raise Stopped(f"stopped at byte {state.offset}")
+                finally:
+                    # Bytes received before a failure are good data in order: keep them.
+                    if batch:
+                        transferred += self._write(out, hasher, batch, state)
                 out.flush()
         except TooLarge:
             discard(part)
             raise
         finally:
+            hasher.finish()
             if part.exists():
                 self._beat(part, state)
         return transferred
+
+    def _write(self, out: BinaryIO, hasher: _HashThread, data: bytearray, state: ResumeState) -> int:
+        if state.offset + len(data) > self.max_file_size:
+            raise TooLarge(f"{state.url}: body passed max_file_size {self.max_file_size}")
+        out.write(data)
+        hasher.update(data)
+        state.offset += len(data)
+        return len(data)
 
     def _beat(self, part: Path, state: ResumeState) -> None:
         try:
@@ -267,6 +289,28 @@ class Downloader:
         if digest is None:
             digest = _hash_prefix(part, size)
         return DownloadOutcome(str(part), size, digest.hexdigest(), total, etag, url, mime, resumed_from, transferred)
+
+
+class _HashThread:
+    """Feeds a digest from its own thread: hashlib releases the GIL on large buffers, so hashing
+    overlaps with receiving and writing instead of adding to them. The queue bounds memory."""
+
+    def __init__(self, digest: "hashlib._Hash", depth: int = 8) -> None:
+        self.digest = digest
+        self.queue: queue.Queue[bytes | bytearray | None] = queue.Queue(maxsize=depth)
+        self.thread = threading.Thread(target=self._run, name="sha256", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while (chunk := self.queue.get()) is not None:
+            self.digest.update(chunk)
+
+    def update(self, chunk: bytes | bytearray) -> None:
+        self.queue.put(chunk)
+
+    def finish(self) -> None:
+        self.queue.put(None)
+        self.thread.join()
 
 
 def _content_length(resp: httpx.Response) -> int | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import json
 import re
 import socket
 import threading
@@ -138,7 +139,14 @@ class Simulator:
             return self.stats[path].bytes_sent
 
     # -- internals -------------------------------------------------------------------------
+    def stats_snapshot(self) -> dict[str, dict[str, int]]:
+        with self._lock:
+            return {path: {"requests": s.requests, "bytes_sent": s.bytes_sent} for path, s in self.stats.items()}
+
     def _dispatch(self, req: Request) -> Response:
+        if req.path == "/__stats__":  # for benchmarks that run the simulator in another process
+            body = json.dumps(self.stats_snapshot()).encode()
+            return Response(200, {"Content-Type": "application/json"}, body)
         handler = self._exact.get(req.path)
         if handler is None:
             for pattern, candidate in self._routes:
@@ -222,10 +230,11 @@ def _make_handler(sim: Simulator) -> type[BaseHTTPRequestHandler]:
                 resp = sim._dispatch(req)
             except Exception as exc:  # a broken route answers 500 instead of hanging the client
                 resp = Response(500, {"Content-Type": "text/plain"}, f"simulator error: {exc}".encode())
-            with sim._lock:
-                stats = sim.stats[req.path]
-                stats.requests += 1
-                stats.ranges.append(req.headers.get("range"))
+            if req.path != "/__stats__":
+                with sim._lock:
+                    stats = sim.stats[req.path]
+                    stats.requests += 1
+                    stats.ranges.append(req.headers.get("range"))
             self._write(req, resp)
 
         def _write(self, req: Request, resp: Response) -> None:

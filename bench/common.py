@@ -1,0 +1,139 @@
+"""Shared plumbing for the benchmarks: processes for the simulator, Temporal and workers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+sys.path.insert(0, str(REPO))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"nothing answers on port {port}")
+
+
+class Stack:
+    """A simulator process serving one file, a Temporal dev server, and trawl workers."""
+
+    def __init__(self, size: int, throttle_bps: int = 0, seed: str = "bench") -> None:
+        self.tmp = Path(tempfile.mkdtemp(prefix="trawl-bench-"))
+        self.size = size
+        self.seed = seed
+        self.sim_port = free_port()
+        self.temporal_port = free_port()
+        self.procs: list[subprocess.Popen] = []
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("TRAWL_")}
+        self.env.update(
+            TRAWL_DATA_DIR=str(self.tmp / "data"), TRAWL_NET__ALLOW_PRIVATE="true",
+            TRAWL_TEMPORAL__ADDRESS=f"127.0.0.1:{self.temporal_port}", TRAWL_TEMPORAL__EMBEDDED="false",
+            TRAWL_TEMPORAL__TASK_QUEUE_PREFIX=f"bench-{uuid.uuid4().hex[:6]}",
+        )
+        sim_code = (
+            "import sys, time\n"
+            "from trawl.simulator import Simulator, MediaFile, FileBehaviour\n"
+            f"sim = Simulator(port={self.sim_port}).start()\n"
+            f"sim.add_file('/big.mp4', MediaFile('mp4', {seed!r}, {size}), "
+            f"FileBehaviour(throttle_bps={throttle_bps or None}))\n"
+            "print('ready', flush=True)\n"
+            "time.sleep(1e9)\n"
+        )
+        self.procs.append(subprocess.Popen([sys.executable, "-c", sim_code], cwd=REPO, stdout=subprocess.DEVNULL))
+        self.procs.append(subprocess.Popen(
+            [str(BIN / "temporal"), "server", "start-dev", "--headless", "--ip", "127.0.0.1",
+             "--port", str(self.temporal_port), "--http-port", str(free_port()), "--log-level", "error",
+             "--db-filename", str(self.tmp / "temporal.db"),
+             "--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal",
+             *sum((["--search-attribute", f"{n}=Keyword"] for n in
+                   ("Platform", "CanonicalKey", "Stage", "Outcome", "CrawlId")), [])],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        wait_port(self.sim_port)
+        wait_port(self.temporal_port)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.sim_port}/big.mp4"
+
+    def bytes_sent(self) -> int:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.sim_port}/__stats__") as resp:
+            return json.load(resp).get("/big.mp4", {}).get("bytes_sent", 0)
+
+    def start_worker(self) -> subprocess.Popen:
+        log = open(self.tmp / f"worker-{len(self.procs)}.log", "wb")
+        proc = subprocess.Popen([str(BIN / "trawl"), "worker"], env=self.env, cwd=self.tmp, stdout=log,
+                                stderr=subprocess.STDOUT)
+        self.procs.append(proc)
+        return proc
+
+    def settings(self):
+        from trawl.settings import load_settings
+
+        saved = dict(os.environ)
+        os.environ.update({k: v for k, v in self.env.items() if k.startswith("TRAWL_")})
+        try:
+            return load_settings()
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+
+    async def submit_and_wait(self) -> tuple[float, object]:
+        """Start the item workflow from this process; seconds from submission to its result."""
+        from starter.client import connect, item_result, start_item
+        from trawl.platforms.registry import default_registry
+
+        settings = self.settings()
+        client = await connect(settings)
+        started_at = time.perf_counter()
+        started = await start_item(client, settings, default_registry(), self.url)
+        result = await item_result(started.handle, self.url)
+        return time.perf_counter() - started_at, result
+
+    def crawl(self) -> tuple[float, dict]:
+        """Run `trawl crawl --no-worker --json` on the file; return wall seconds and the record."""
+        started = time.perf_counter()
+        done = subprocess.run([str(BIN / "trawl"), "crawl", "--no-worker", "--json", self.url], env=self.env,
+                              cwd=self.tmp, capture_output=True, text=True, timeout=3600)
+        elapsed = time.perf_counter() - started
+        if done.returncode != 0:
+            raise RuntimeError(f"crawl failed: {done.stdout} {done.stderr[-2000:]}")
+        return elapsed, json.loads(done.stdout.splitlines()[0])
+
+    def close(self) -> None:
+        for proc in reversed(self.procs):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+        subprocess.run(["rm", "-rf", str(self.tmp)], check=False)
+
+
+def peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")

@@ -1,0 +1,94 @@
+"""Steering a running item from the command line: status, pause, resume, cancel."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+from temporalio.client import Client
+
+from starter.cli import progress_bar
+from starter.client import item_result, start_item
+from tests.e2e.test_cli import run, trawl_env
+from trawl.platforms.registry import default_registry
+from trawl.settings import Settings
+from trawl.simulator import FileBehaviour, MediaFile, Simulator
+from workers.main import running_worker
+
+SIZE = 5_000_000
+
+
+def cli_env(settings: Settings, tmp_path: Path) -> dict[str, str]:
+    return trawl_env(tmp_path, settings.temporal.address,
+                     TRAWL_TEMPORAL__TASK_QUEUE_PREFIX=settings.temporal.task_queue_prefix)
+
+
+async def status(url: str, env: dict[str, str], tmp_path: Path) -> dict:
+    done = await asyncio.to_thread(run, ["status", url, "--json"], env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+async def test_pause_status_resume_from_the_cli(temporal_client: Client, settings: Settings, sim: Simulator,
+                                               tmp_path: Path) -> None:
+    media = MediaFile("mp4", "steer", SIZE)
+    sim.add_file("/steer.mp4", media, FileBehaviour(throttle_bps=1_000_000))
+    url = sim.url("/steer.mp4")
+    env = cli_env(settings, tmp_path)
+    async with running_worker(temporal_client, settings):
+        started = await start_item(temporal_client, settings, default_registry(), url)
+        deadline = time.monotonic() + 30
+        while sim.bytes_sent("/steer.mp4") < 1_000_000:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.1)
+        live = await status(url, env, tmp_path)
+        assert live["status"] == "RUNNING" and live["progress"]["stage"] == "download"
+        assert 0 < live["progress"]["bytes_done"] < SIZE and live["progress"]["bytes_total"] == SIZE
+
+        paused = await asyncio.to_thread(run, ["pause", url], env, tmp_path)
+        assert paused.returncode == 0 and started.workflow_id in paused.stdout
+        await asyncio.sleep(3)
+        held = sim.bytes_sent("/steer.mp4")
+        shown = await status(url, env, tmp_path)
+        assert shown["progress"]["paused"] is True
+        await asyncio.sleep(1.5)
+        assert sim.bytes_sent("/steer.mp4") == held < SIZE
+
+        assert (await asyncio.to_thread(run, ["resume", url], env, tmp_path)).returncode == 0
+        result = await asyncio.wait_for(item_result(started.handle, url), 60)
+        assert result.outcome == "committed" and result.assets[0].sha256 == media.sha256()
+        final = await status(url, env, tmp_path)
+        assert final["status"] == "COMPLETED" and final["result"]["outcome"] == "committed"
+
+
+async def test_cancel_from_the_cli(temporal_client: Client, settings: Settings, sim: Simulator,
+                                   tmp_path: Path) -> None:
+    sim.add_file("/c.mp4", MediaFile("mp4", "cancel-cli", SIZE), FileBehaviour(throttle_bps=1_000_000))
+    url = sim.url("/c.mp4")
+    env = cli_env(settings, tmp_path)
+    async with running_worker(temporal_client, settings):
+        started = await start_item(temporal_client, settings, default_registry(), url)
+        while sim.bytes_sent("/c.mp4") < 500_000:
+            await asyncio.sleep(0.1)
+        assert (await asyncio.to_thread(run, ["cancel", url], env, tmp_path)).returncode == 0
+        result = await asyncio.wait_for(item_result(started.handle, url), 60)
+    assert result.outcome == "cancelled"
+    assert not list(settings.work_dir.rglob("*.part"))
+    shown = await status(url, env, tmp_path)
+    assert shown["status"] == "CANCELED" and shown["result"]["outcome"] == "cancelled"
+
+
+def test_status_of_unknown_item_is_a_clear_error(settings: Settings, tmp_path: Path) -> None:
+    done = run(["status", "url-doesnotexist"], cli_env(settings, tmp_path), tmp_path)
+    assert done.returncode == 2 and "no item 'url-doesnotexist'" in done.stderr
+
+
+def test_progress_bar_rendering() -> None:
+    bar = progress_bar({"bytes_done": 512, "bytes_total": 1024, "stage": "download", "attempt": 2,
+                        "last_error": "truncated: body ended\\n", "paused": False})
+    assert bar.startswith("[" + "#" * 15 + "." * 15 + "]  50%")
+    assert "download" in bar and "attempt 2" in bar and "truncated" in bar and "\n" not in bar
+    assert "paused" in progress_bar({"bytes_done": 0, "bytes_total": None, "stage": "download", "attempt": 1,
+                                     "last_error": None, "paused": True})
