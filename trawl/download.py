@@ -242,11 +242,13 @@ class Downloader:
                 try:
                     for chunk in resp.iter_raw():
                         batch += chunk
-                        if len(batch) < WRITE_BATCH:
+                        now = time.monotonic()
+                        # A slow transfer still writes at every heartbeat, so the recorded
+                        # offset never lags the bytes received by more than one interval.
+                        if len(batch) < WRITE_BATCH and now - last_beat < self.heartbeat_every:
                             continue
                         transferred += self._write(out, hasher, batch, state)
                         batch = bytearray()
-                        now = time.monotonic()
                         if now - last_beat >= self.heartbeat_every:
                             last_beat = now
                             out.flush()
