@@ -13,6 +13,7 @@ from trawl.storage.catalog import CatalogItem
 class FetchInput:
     url: str
     workflow_id: str
+    platform: str = ""
 
 
 @dataclass
@@ -42,6 +43,7 @@ class DownloadInput:
     workflow_id: str
     asset: Asset
     platform: str = ""
+    canonical_url: str = ""
 
 
 @dataclass
@@ -62,6 +64,8 @@ class DownloadResult:
 class VerifyInput:
     asset: Asset
     download: DownloadResult
+    platform: str = ""
+    canonical_url: str = ""
 
 
 @dataclass
@@ -96,3 +100,5 @@ class CommitResult:
 class DiscardInput:
     workflow_id: str
     asset_names: list[str] = field(default_factory=list)  # empty: the whole work directory
+    platform: str = ""
+    canonical_url: str = ""

@@ -33,10 +33,11 @@ EXIT_USAGE = 2
 
 
 @contextlib.asynccontextmanager
-async def session(settings: Settings, *, worker: bool, registry: Registry | None = None) -> AsyncIterator[Client]:
+async def session(settings: Settings, *, worker: bool, registry: Registry | None = None,
+                  metrics: bool = False) -> AsyncIterator[Client]:
     """A Temporal client (starting the embedded server if needed) and, optionally, a worker."""
     with temporal_server(settings):
-        client = await connect(settings)
+        client = await connect(settings, metrics=metrics)
         await ensure_search_attributes(client, settings.temporal.namespace)
         if worker:
             async with running_worker(client, settings, registry):
@@ -229,18 +230,25 @@ def _stop_event() -> asyncio.Event:
 
 async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     stop = _stop_event()
-    client = await connect(settings)
+    client = await connect(settings, metrics=True)
     await ensure_search_attributes(client, settings.temporal.namespace)
     async with running_worker(client, settings):
-        print(f"worker polling {settings.temporal.address} (queues {settings.temporal.task_queue_prefix}-*); "
-              "Ctrl-C stops", file=sys.stderr)
+        logging.getLogger("trawl").info(
+            "worker started", extra={"trawl": {"address": settings.temporal.address,
+                                               "queues": f"{settings.temporal.task_queue_prefix}-*",
+                                               "metrics": _metrics_url(settings)}})
         await stop.wait()
     return 0
 
 
+def _metrics_url(settings: Settings) -> str | None:
+    worker = settings.worker
+    return f"http://{worker.metrics_host}:{worker.metrics_port}/metrics" if worker.metrics_port else None
+
+
 async def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
     stop = _stop_event()
-    async with session(settings, worker=True):
+    async with session(settings, worker=True, metrics=True):
         print(f"trawl up: Temporal {settings.temporal.address}, Web UI http://127.0.0.1:{settings.temporal.ui_port}"
               f", data {settings.data_dir.resolve()}; Ctrl-C stops", file=sys.stderr)
         await stop.wait()
@@ -260,6 +268,27 @@ async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     from starter.demo import run_demo
 
     return await run_demo(settings, sim_port=args.sim_port)
+
+
+def cmd_logs(args: argparse.Namespace, settings: Settings) -> int:
+    from trawl.durations import parse_duration
+    from trawl.triage import render, triage
+
+    try:
+        since = parse_duration(args.since) if args.since else None
+        recent = parse_duration(args.recent)
+    except ValueError as err:
+        print(f"trawl logs triage: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        source = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8", errors="replace")
+    except OSError as err:
+        print(f"trawl logs triage: cannot read {args.file}: {err.strerror}", file=sys.stderr)
+        return EXIT_USAGE
+    with source:
+        report = triage(source, since=since, recent=recent)
+    print(json.dumps(report.to_json(), indent=2) if args.json else render(report))
+    return 0
 
 
 def cmd_simulator(args: argparse.Namespace, settings: Settings) -> int:
@@ -308,6 +337,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("up", help="run the embedded server and a worker (foreground)")
     demo = sub.add_parser("demo", help="crawl the built-in simulated site end to end")
     demo.add_argument("--sim-port", type=int, default=18765)
+    logs = sub.add_parser("logs", help="read trawl's JSON logs")
+    logs_sub = logs.add_subparsers(dest="logs_command", required=True)
+    tri = logs_sub.add_parser("triage", help="what is failing, where, and since when")
+    tri.add_argument("file", nargs="?", default="-", help="log file ('-' or nothing: stdin)")
+    tri.add_argument("--since", help="only lines newer than this (e.g. 30m, 2h)")
+    tri.add_argument("--recent", default="5m", help="a group seen this close to the newest line, with no "
+                                                    "success after it, is still failing (default 5m)")
+    tri.add_argument("--json", action="store_true")
     sim = sub.add_parser("simulator", help="serve the demo site on loopback (foreground)")
     sim.add_argument("--port", type=int, default=18765)
     return parser
@@ -315,7 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 ASYNC_COMMANDS = {"crawl": cmd_crawl, "status": cmd_status, "pause": cmd_signal, "resume": cmd_signal,
                   "cancel": cmd_signal, "worker": cmd_worker, "up": cmd_up, "server": cmd_server, "demo": cmd_demo}
-SYNC_COMMANDS = {"items": cmd_items, "simulator": cmd_simulator}
+SYNC_COMMANDS = {"items": cmd_items, "simulator": cmd_simulator, "logs": cmd_logs}
 LONG_RUNNING = {"worker", "up", "server"}
 
 

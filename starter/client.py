@@ -10,6 +10,7 @@ from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSe
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.exceptions import CancelledError, TerminatedError, TimeoutError as WorkflowTimeoutError
+from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.service import RPCError
 
 from starter.embedded import SEARCH_ATTRIBUTES
@@ -19,8 +20,15 @@ from workflows.media_item import ItemInput, ItemResult, MediaItemWorkflow, Progr
 from workflows.policies import ItemOptions, StagePolicy, workflow_queue
 
 
-async def connect(settings: Settings) -> Client:
-    return await Client.connect(settings.temporal.address, namespace=settings.temporal.namespace)
+async def connect(settings: Settings, *, metrics: bool = False) -> Client:
+    """A client; with ``metrics``, its runtime serves Prometheus metrics for the worker using it."""
+    runtime = None
+    if metrics and settings.worker.metrics_port:
+        bind = f"{settings.worker.metrics_host}:{settings.worker.metrics_port}"
+        runtime = Runtime(telemetry=TelemetryConfig(metrics=PrometheusConfig(
+            bind_address=bind, counters_total_suffix=True, durations_as_seconds=True)))
+    return await Client.connect(settings.temporal.address, namespace=settings.temporal.namespace,
+                                runtime=runtime or Runtime.default())
 
 
 async def ensure_search_attributes(client: Client, namespace: str) -> None:

@@ -34,6 +34,13 @@ def _cap_strings(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, A
     return event
 
 
+def _required_fields(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+    # Every line has every field, null where it does not apply, so readers need no guessing.
+    for key in LOG_FIELDS:
+        event.setdefault(key, None)
+    return event
+
+
 def _flatten_extra(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
     record = event.get("_record")
     extra = getattr(record, "trawl", None) if record is not None else None
@@ -90,6 +97,7 @@ def configure_logging(
         processors=[
             structlog.stdlib.ProcessorFormatter.remove_processors_meta,
             structlog.processors.format_exc_info,
+            *([_required_fields] if json else []),
             renderer,
         ],
     )
@@ -104,6 +112,7 @@ def configure_logging(
         logging.getLogger(noisy).setLevel(logging.WARNING)
     # The activity interceptor already writes one line per failed attempt, with its class.
     logging.getLogger("temporalio.activity").setLevel(logging.ERROR)
+
 
 
 def get_logger(name: str = "trawl") -> structlog.stdlib.BoundLogger:

@@ -75,6 +75,10 @@ class WorkerSettings(_Section):
     max_concurrent_activities: int = Field(default=16, ge=1)
     graceful_shutdown_timeout: Duration = timedelta(seconds=10)
     identity: str = ""
+    # Prometheus metrics of `trawl worker` / `trawl up` at http://<metrics_host>:<metrics_port>/metrics;
+    # 0 turns them off.
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int = Field(default=9464, ge=0, le=65535)
 
 
 class StageRetry(_Section):

@@ -1,4 +1,4 @@
-"""One log line per activity attempt, whatever its outcome."""
+"""One log line and the metrics for every activity attempt, whatever its outcome."""
 
 from __future__ import annotations
 
@@ -9,70 +9,92 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
+from trawl.errors import UnsupportedUrl
 from trawl.logs import get_logger
+from trawl.urls import canonicalize
 
 log = get_logger("trawl.activity")
 
+# Activity name -> pipeline stage; discard is the download stage's clean-up.
+STAGE_OF = {"fetch": "fetch", "download": "download", "discard": "download", "verify": "verify", "commit": "commit"}
+
 
 def _describe(arg: Any) -> dict[str, Any]:
-    """platform and canonical_url of an activity input, where it carries them."""
+    """platform and canonical_url of an activity input."""
     fields: dict[str, Any] = {}
     resolved = getattr(arg, "resolved", None)
-    if resolved is not None:
-        fields["platform"] = resolved.platform
-        fields["canonical_url"] = resolved.canonical_url
-    elif getattr(arg, "url", None):
-        fields["canonical_url"] = arg.url
+    platform = getattr(arg, "platform", "") or (resolved.platform if resolved is not None else "")
+    canonical = getattr(arg, "canonical_url", "") or (resolved.canonical_url if resolved is not None else "")
+    if not canonical and getattr(arg, "url", None):
+        try:
+            canonical = canonicalize(arg.url)
+        except UnsupportedUrl:
+            canonical = str(arg.url)[:2000]
+    fields["platform"] = platform or None
+    fields["canonical_url"] = canonical or None
     asset = getattr(arg, "asset", None)
     if asset is not None:
         fields["asset"] = asset.name
-        if "canonical_url" not in fields and asset.urls:
-            fields["media_url"] = asset.urls[0]
-    if getattr(arg, "platform", None):
-        fields["platform"] = arg.platform
     return fields
 
 
-def _result_fields(result: Any) -> dict[str, Any]:
-    fields: dict[str, Any] = {}
-    if hasattr(result, "transferred"):
-        fields["bytes"] = result.transferred
-    resolved = getattr(result, "resolved", None)
-    if resolved is not None:
-        fields["platform"] = resolved.platform
-        fields["canonical_url"] = resolved.canonical_url
-    return fields
+def _is_last_attempt(err: ApplicationError, info: activity.Info) -> bool:
+    policy = info.retry_policy
+    if err.non_retryable:
+        return True
+    if policy is None:
+        return False
+    if err.type in (policy.non_retryable_error_types or ()):
+        return True
+    return bool(policy.maximum_attempts) and info.attempt >= policy.maximum_attempts
 
 
-class _ActivityLogger(ActivityInboundInterceptor):
+class _ActivityObserver(ActivityInboundInterceptor):
     async def execute_activity(self, input: ExecuteActivityInput) -> Any:
         info = activity.info()
+        stage = STAGE_OF.get(info.activity_type, info.activity_type)
         fields: dict[str, Any] = {
-            "task_id": info.workflow_id,
-            "stage": info.activity_type,
-            "attempt": info.attempt,
+            "task_id": info.workflow_id, "stage": stage, "attempt": info.attempt,
             **_describe(input.args[0] if input.args else None),
         }
+        if info.activity_type != stage:
+            fields["activity"] = info.activity_type
+        meter = activity.metric_meter()
         started = time.monotonic()
         try:
             result = await self.next.execute_activity(input)
         except ApplicationError as err:
-            policy = info.retry_policy
-            last = err.non_retryable or (policy is not None and policy.maximum_attempts and
-                                         info.attempt >= policy.maximum_attempts)
-            if policy is not None and err.type in (policy.non_retryable_error_types or ()):
-                last = True
-            log.warning("activity", outcome="failed" if last else "retry", error_class=err.type,
-                        error=err.message, duration_ms=_ms(started), **fields)
+            outcome = "failed" if _is_last_attempt(err, info) else "retry"
+            meter.create_counter("trawl_activity_failures", "Failed activity attempts").add(
+                1, {"stage": stage, "error_class": err.type or "internal_error"})
+            log.warning("activity", outcome=outcome, error_class=err.type, error=err.message,
+                        duration_ms=_ms(started), **fields)
             raise
-        except (CancelledError, BaseException) as err:
-            if isinstance(err, CancelledError) or type(err).__name__ == "CancelledError":
+        except CancelledError:
+            log.info("activity", outcome="cancelled", duration_ms=_ms(started), **fields)
+            raise
+        except BaseException as err:
+            if type(err).__name__ == "CancelledError":  # asyncio's, from a cancelled async activity
                 log.info("activity", outcome="cancelled", duration_ms=_ms(started), **fields)
             else:
-                log.warning("activity", outcome="retry", error_class="internal_error", error=str(err),
+                meter.create_counter("trawl_activity_failures", "Failed activity attempts").add(
+                    1, {"stage": stage, "error_class": "internal_error"})
+                log.warning("activity", outcome="retry", error_class="internal_error", error=str(err)[:500],
                             duration_ms=_ms(started), **fields)
             raise
-        log.info("activity", outcome="ok", duration_ms=_ms(started), **{**fields, **_result_fields(result)})
+        extra: dict[str, Any] = {}
+        transferred = getattr(result, "transferred", None)
+        if transferred is not None:
+            extra["bytes"] = transferred
+            platform = fields.get("platform") or "unknown"
+            meter.create_counter("trawl_bytes_downloaded", "Bytes received by downloads", "By").add(
+                transferred, {"platform": platform})
+            meter.create_histogram_float("trawl_download_duration", "Seconds per download attempt", "s").record(
+                time.monotonic() - started, {"platform": platform})
+        resolved = getattr(result, "resolved", None)
+        if resolved is not None:
+            fields["platform"], fields["canonical_url"] = resolved.platform, resolved.canonical_url
+        log.info("activity", outcome="ok", duration_ms=_ms(started), **fields, **extra)
         return result
 
 
@@ -80,6 +102,6 @@ def _ms(started: float) -> int:
     return int((time.monotonic() - started) * 1000)
 
 
-class LoggingInterceptor(Interceptor):
+class ObservingInterceptor(Interceptor):
     def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
-        return _ActivityLogger(next)
+        return _ActivityObserver(next)

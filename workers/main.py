@@ -13,6 +13,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
+import temporalio.workflow
 from temporalio.client import Client
 from temporalio.worker import Worker
 
@@ -27,7 +28,7 @@ from trawl.platforms.registry import Registry, default_registry
 from trawl.settings import Settings
 from trawl.storage.blobs import LocalBlobStore
 from trawl.storage.catalog import Catalog
-from workers.interceptors import LoggingInterceptor
+from workers.interceptors import ObservingInterceptor
 from workflows.media_item import MediaItemWorkflow
 from workflows.policies import download_queue, fetch_queue, workflow_queue
 
@@ -40,6 +41,8 @@ async def running_worker(
 ) -> AsyncIterator[list[Worker]]:
     """Run every trawl worker of this process for the duration of the block."""
     registry = registry or default_registry()
+    # The item summary line carries its own fields; the SDK's context suffix would repeat them.
+    temporalio.workflow.logger.workflow_info_on_message = False
     identity = settings.worker.identity or default_worker_name()
     prefix = settings.temporal.task_queue_prefix
     settings.work_dir.mkdir(parents=True, exist_ok=True)
@@ -59,7 +62,7 @@ async def running_worker(
     executor = concurrent.futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="activity")
     common = dict(
         identity=identity,
-        interceptors=[LoggingInterceptor()],
+        interceptors=[ObservingInterceptor()],
         graceful_shutdown_timeout=settings.worker.graceful_shutdown_timeout,
         # Heartbeats reach the server at least every second, so pause and cancel arrive quickly.
         max_heartbeat_throttle_interval=timedelta(seconds=1),

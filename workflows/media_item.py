@@ -29,7 +29,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from activities.verify import VerifyActivities
     from trawl.models import Asset, Resolved
-    from workflows.policies import ItemOptions
+    from workflows.policies import STAGES, ItemOptions
 
 PLATFORM = SearchAttributeKey.for_keyword("Platform")
 CANONICAL_KEY = SearchAttributeKey.for_keyword("CanonicalKey")
@@ -152,9 +152,12 @@ class MediaItemWorkflow:
                 resolved.platform if resolved else inp.platform, resolved.title if resolved else None,
                 error_class=failed.error_class, error=failed.message))
         except (asyncio.CancelledError, CancelledError):
+            last_stage = self._progress.stage
             self._stage("cancelled")
             workflow.upsert_search_attributes([OUTCOME.value_set("cancelled")])
             await self._discard()
+            self._summary("cancelled", last_stage, resolved.platform if resolved else self._inp.platform,
+                          resolved.canonical_key if resolved else None, None, 0)
             raise
 
     async def _fetch(self) -> FetchResult:
@@ -162,7 +165,7 @@ class MediaItemWorkflow:
         try:
             return await workflow.execute_activity_method(
                 FetchActivities.fetch,
-                FetchInput(self._inp.url, workflow.info().workflow_id),
+                FetchInput(self._inp.url, workflow.info().workflow_id, self._inp.platform),
                 task_queue=self._opts.fetch_queue(self._inp.platform),
                 start_to_close_timeout=self._opts.fetch.start_to_close,
                 schedule_to_close_timeout=self._opts.fetch.schedule_to_close,
@@ -183,7 +186,7 @@ class MediaItemWorkflow:
             await self._wait_unpaused()
             self._stage("download")
             try:
-                download = await self._download(asset)
+                download = await self._download(asset, resolved)
             except ActivityError as err:
                 error_class, message = _failure(err)
                 self._progress.last_error = f"{error_class}: {message}"
@@ -201,7 +204,7 @@ class MediaItemWorkflow:
             try:
                 verified = await workflow.execute_activity_method(
                     VerifyActivities.verify,
-                    VerifyInput(asset, download),
+                    VerifyInput(asset, download, resolved.platform, resolved.canonical_url),
                     task_queue=self._opts.download_queue,
                     start_to_close_timeout=self._opts.verify.start_to_close,
                     schedule_to_close_timeout=self._opts.verify.schedule_to_close,
@@ -219,10 +222,10 @@ class MediaItemWorkflow:
             self._progress.bytes_done += download.size
             return asset, download, verified
 
-    async def _download(self, asset: Asset) -> DownloadResult:
+    async def _download(self, asset: Asset, resolved: Resolved) -> DownloadResult:
         task = workflow.start_activity_method(
             DownloadActivities.download,
-            DownloadInput(workflow.info().workflow_id, asset, self._inp.platform),
+            DownloadInput(workflow.info().workflow_id, asset, resolved.platform, resolved.canonical_url),
             task_queue=self._opts.download_queue,
             start_to_close_timeout=self._opts.download.start_to_close,
             schedule_to_close_timeout=self._opts.download.schedule_to_close,
@@ -252,7 +255,7 @@ class MediaItemWorkflow:
     async def _discard(self, names: list[str] | None = None) -> None:
         await workflow.execute_activity_method(
             DownloadActivities.discard,
-            DiscardInput(workflow.info().workflow_id, names or []),
+            DiscardInput(workflow.info().workflow_id, names or [], self._inp.platform),
             task_queue=self._opts.download_queue,
             start_to_close_timeout=timedelta(seconds=60),
             retry_policy=self._opts.commit.retry_policy(),
@@ -270,9 +273,27 @@ class MediaItemWorkflow:
         workflow.set_current_details(f"{stage}{percent}")
 
     def _finish(self, result: ItemResult) -> ItemResult:
+        last_stage = self._progress.stage
         self._stage("done")
         workflow.upsert_search_attributes([OUTCOME.value_set(result.outcome)])
+        self._summary(result.outcome, last_stage, result.platform or self._inp.platform, result.canonical_key,
+                      result.error_class, sum(a.size for a in result.assets))
         return result
+
+    def _summary(self, outcome: str, stage: str, platform: str, canonical_key: str | None,
+                 error_class: str | None, size: int) -> None:
+        """One log line and one metric per finished item (both skipped on replay)."""
+        info = workflow.info()
+        elapsed = workflow.now() - info.start_time
+        workflow.metric_meter().create_counter(
+            "trawl_items", "Items finished, by platform and outcome").add(
+            1, {"platform": platform, "outcome": outcome})
+        fields = {"task_id": info.workflow_id, "platform": platform, "stage": stage if stage in STAGES else None,
+                  "canonical_url": self._inp.url, "canonical_key": canonical_key, "outcome": outcome,
+                  "error_class": error_class, "bytes": size, "duration_ms": int(elapsed.total_seconds() * 1000),
+                  "attempt": self._progress.attempt}
+        log = workflow.logger.warning if outcome == "failed" else workflow.logger.info
+        log("item", extra={"trawl": fields})
 
 
 def _total(assets: list[Asset]) -> int | None:

@@ -6,6 +6,7 @@ import collections
 import json
 import re
 import socket
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -15,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 from trawl.ranges import parse_range
+from trawl.simulator.faults import ERROR_PAGE, Faults
 from trawl.simulator.media import MediaFile
 
 LAST_MODIFIED = formatdate(1_700_000_000, usegmt=True)
@@ -42,6 +44,8 @@ class Response:
     cut_at: int | None = None
     # Limit this connection to this many bytes per second.
     throttle_bps: int | None = None
+    # Drop the connection without answering (a TCP reset).
+    reset: bool = False
 
 
 @dataclass
@@ -67,6 +71,7 @@ class PathStats:
     requests: int = 0
     bytes_sent: int = 0
     ranges: list[str | None] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)  # time.time() of each request
 
 
 class Simulator:
@@ -84,6 +89,7 @@ class Simulator:
         self._exact: dict[str, Handler] = {}
         self.files: dict[str, tuple[MediaFile, FileBehaviour]] = {}
         self.stats: dict[str, PathStats] = collections.defaultdict(PathStats)
+        self.faults = Faults()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._server = _QuietServer((host, port), _make_handler(self))
@@ -147,6 +153,17 @@ class Simulator:
         if req.path == "/__stats__":  # for benchmarks that run the simulator in another process
             body = json.dumps(self.stats_snapshot()).encode()
             return Response(200, {"Content-Type": "application/json"}, body)
+        step = self.faults.step_for(req.path)
+        if step is not None:
+            if step.kind == "reset":
+                return Response(reset=True)
+            if step.kind == "status":
+                return Response(step.status, {"Content-Type": "text/plain", **dict(step.headers)},
+                                f"simulated {step.status}".encode())
+            if step.kind == "html":
+                return Response(200, {"Content-Type": "text/html"}, ERROR_PAGE)
+            if step.kind == "stall":
+                self._stopping.wait(step.seconds)
         handler = self._exact.get(req.path)
         if handler is None:
             for pattern, candidate in self._routes:
@@ -211,6 +228,9 @@ def _make_handler(sim: Simulator) -> type[BaseHTTPRequestHandler]:
     class _Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         server_version = "trawl-simulator"
+        # Headers and body leave in separate writes; without this, Nagle plus delayed ACKs
+        # add 40 ms to every small answer on a kept-alive connection.
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib name
             pass
@@ -235,9 +255,16 @@ def _make_handler(sim: Simulator) -> type[BaseHTTPRequestHandler]:
                     stats = sim.stats[req.path]
                     stats.requests += 1
                     stats.ranges.append(req.headers.get("range"))
+                    stats.times.append(time.time())
             self._write(req, resp)
 
         def _write(self, req: Request, resp: Response) -> None:
+            if resp.reset:
+                # SO_LINGER with a zero timeout makes close() send RST instead of FIN.
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                self.close_connection = True
+                self.connection.close()
+                return
             body = resp.body
             if isinstance(body, bytes):
                 resp.headers.setdefault("Content-Length", str(len(body)))
