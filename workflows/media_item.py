@@ -93,6 +93,7 @@ class MediaItemWorkflow:
         self._paused = False
         self._pause_cancelled: set[str] = set()
         self._running: dict[str, asyncio.Task[DownloadResult]] = {}
+        self._canonical_url: str | None = None
 
     # -- signals and queries ---------------------------------------------------------------
     @workflow.signal
@@ -125,6 +126,7 @@ class MediaItemWorkflow:
         try:
             fetched = await self._fetch()
             resolved = fetched.resolved
+            self._canonical_url = resolved.canonical_url
             workflow.upsert_search_attributes([
                 PLATFORM.value_set(resolved.platform), CANONICAL_KEY.value_set(resolved.canonical_key[:255])])
             if fetched.committed:
@@ -289,7 +291,7 @@ class MediaItemWorkflow:
             "trawl_items", "Items finished, by platform and outcome").add(
             1, {"platform": platform, "outcome": outcome})
         fields = {"task_id": info.workflow_id, "platform": platform, "stage": stage if stage in STAGES else None,
-                  "canonical_url": self._inp.url, "canonical_key": canonical_key, "outcome": outcome,
+                  "canonical_url": self._canonical_url or self._inp.url, "canonical_key": canonical_key, "outcome": outcome,
                   "error_class": error_class, "bytes": size, "duration_ms": int(elapsed.total_seconds() * 1000),
                   "attempt": self._progress.attempt}
         log = workflow.logger.warning if outcome == "failed" else workflow.logger.info
