@@ -66,6 +66,7 @@ class VerifyInput:
     download: DownloadResult
     platform: str = ""
     canonical_url: str = ""
+    duration: float | None = None  # the platform's, checked with ffprobe when installed
 
 
 @dataclass

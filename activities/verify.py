@@ -27,5 +27,6 @@ class VerifyActivities:
             size=inp.download.size,
             expected_size=expected,
             expected_md5=inp.asset.expected_md5,
+            expected_duration=inp.duration,
         )
         return VerifyResult(asset_name=inp.asset.name, sniffed=checked.sniffed, mime=checked.mime)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,12 +28,14 @@ def verify_file(
     size: int,
     expected_size: int | None = None,
     expected_md5: str | None = None,
+    expected_duration: float | None = None,
 ) -> Verified:
     """Check a finished download.
 
     Checks, in order: the file exists with the size the download reported (and the size the
     server or platform announced), its sha256 recomputed from disk equals the streamed one, the
-    platform's md5 when given, and its first bytes are a format fitting ``kind``.
+    platform's md5 when given, its first bytes are a format fitting ``kind``, and, when ffprobe
+    is installed and reads the file, its duration is within tolerance of the platform's.
 
     Raises:
         ContentCorrupt: naming the first check that failed.
@@ -63,4 +67,30 @@ def verify_file(
     kind_found = sniff(head)
     if not matches_kind(kind_found, kind):
         raise ContentCorrupt(f"{path.name}: content is {kind_found}, expected a {kind} file")
+    if expected_duration and kind in ("video", "audio"):
+        actual = probe_duration(path)
+        if actual is not None and abs(actual - expected_duration) > duration_tolerance(expected_duration):
+            raise ContentCorrupt(f"{path.name}: lasts {actual:.1f} s, the platform says {expected_duration:.1f} s")
     return Verified(kind_found, MIME_BY_TYPE.get(kind_found, "application/octet-stream"))
+
+
+def duration_tolerance(expected: float) -> float:
+    """Platforms round durations and containers pad them: 2 s or 5 %, whichever is larger."""
+    return max(2.0, expected * 0.05)
+
+
+def probe_duration(path: Path) -> float | None:
+    """The container's duration by ffprobe, or None when ffprobe is absent or cannot read the file."""
+    ffprobe = shutil.which("ffprobe")
+    if ffprobe is None:
+        return None
+    try:
+        done = subprocess.run(
+            [ffprobe, "-v", "error", "-show_entries", "format=duration", "-of", "default=nw=1:nk=1", str(path)],
+            capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    try:
+        return float(done.stdout.strip().splitlines()[0]) if done.returncode == 0 else None
+    except (ValueError, IndexError):
+        return None

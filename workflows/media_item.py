@@ -206,7 +206,7 @@ class MediaItemWorkflow:
             try:
                 verified = await workflow.execute_activity_method(
                     VerifyActivities.verify,
-                    VerifyInput(asset, download, resolved.platform, resolved.canonical_url),
+                    VerifyInput(asset, download, resolved.platform, resolved.canonical_url, resolved.duration),
                     task_queue=self._opts.download_queue,
                     start_to_close_timeout=self._opts.verify.start_to_close,
                     schedule_to_close_timeout=self._opts.verify.schedule_to_close,
