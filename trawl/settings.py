@@ -136,6 +136,57 @@ class RetrySettings(_Section):
         return data
 
 
+BROWSER_UA = ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
+              "Chrome/130.0.0.0 Safari/537.36")
+
+
+class PlatformSettings(_Section):
+    """What every platform has: on/off, politeness, extra headers, an optional cookies file.
+
+    Base URLs default to the real sites; tests and the demo point them at the simulator.
+    """
+
+    enabled: bool = True
+    # Fetches per second for this platform, enforced by the server across all workers.
+    requests_per_second: float = Field(default=2.0, gt=0)
+    headers: dict[str, str] = {}
+    # A Netscape cookies.txt file; only its path travels, never its contents.
+    cookies_file: str = ""
+
+
+class BilibiliSettings(PlatformSettings):
+    page_base: str = "https://www.bilibili.com"
+    mobile_base: str = "https://m.bilibili.com"
+    api_base: str = "https://api.bilibili.com"
+    short_base: str = "https://b23.tv"
+    referer: str = "https://www.bilibili.com/"
+    user_agent: str = BROWSER_UA
+    # qn: 16=360P, 32=480P, 64=720P, 80=1080P (login), 112=1080P+, 116=1080P60, 120=4K
+    quality: int = 80
+
+
+class WeiboSettings(PlatformSettings):
+    page_base: str = "https://weibo.com"
+    mobile_base: str = "https://m.weibo.cn"
+    video_base: str = "https://video.weibo.com"
+    referer: str = "https://weibo.com/"
+    user_agent: str = BROWSER_UA
+
+
+class FacebookSettings(PlatformSettings):
+    page_base: str = "https://www.facebook.com"
+    short_base: str = "https://fb.watch"
+    user_agent: str = BROWSER_UA
+    requests_per_second: float = Field(default=0.5, gt=0)
+
+
+class PlatformsSettings(_Section):
+    bilibili: BilibiliSettings = BilibiliSettings()
+    weibo: WeiboSettings = WeiboSettings()
+    facebook: FacebookSettings = FacebookSettings()
+    generic: PlatformSettings = PlatformSettings()
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="TRAWL_",
@@ -151,6 +202,7 @@ class Settings(BaseSettings):
     download: DownloadSettings = DownloadSettings()
     worker: WorkerSettings = WorkerSettings()
     retry: RetrySettings = RetrySettings()
+    platforms: PlatformsSettings = PlatformsSettings()
 
     @classmethod
     def settings_customise_sources(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import http.cookiejar
+import json
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -129,3 +131,52 @@ def require(value: Any, platform: str, url: str, path: str) -> Any:
 
 def unsupported(url: str, why: str) -> UnsupportedUrl:
     return UnsupportedUrl(f"{url}: {why}")
+
+
+def dig(obj: Any, *path: str | int) -> Any:
+    """``obj[path[0]][path[1]]...`` or None when any step is missing or of the wrong type."""
+    for key in path:
+        if isinstance(key, int):
+            if not isinstance(obj, list) or not -len(obj) <= key < len(obj):
+                return None
+        elif not isinstance(obj, dict):
+            return None
+        obj = obj[key] if isinstance(key, int) else obj.get(key)
+    return obj
+
+
+def base_pattern(real_hosts: str, *configured: str) -> str:
+    """A regex for the scheme and host part of a platform's URLs.
+
+    ``real_hosts`` is a regex of the real host names (e.g. ``(?:www\\.|m\\.)?bilibili\\.com``);
+    ``configured`` are base URLs from the settings (the simulator's, in tests), matched exactly.
+    """
+    alternatives = [rf"https?://{real_hosts}"]
+    for base in configured:
+        if base:
+            alternatives.append(re.escape(base.rstrip("/")))
+    return "(?:" + "|".join(alternatives) + ")"
+
+
+def load_cookies(path: str) -> dict[str, str]:
+    """Cookies from a Netscape ``cookies.txt`` file (as browsers' export extensions write it)."""
+    if not path:
+        return {}
+    jar = http.cookiejar.MozillaCookieJar(path)
+    try:
+        jar.load(ignore_discard=True, ignore_expires=True)
+    except (OSError, http.cookiejar.LoadError) as exc:
+        raise ParseError(f"cannot read cookies file {path}: {exc}") from None
+    return {cookie.name: cookie.value or "" for cookie in jar}
+
+
+def get_json(resolver: Resolver, url: str, ctx: ResolveContext, headers: dict[str, str] | None = None) -> dict:
+    """GET a JSON API; platform error codes are classified (see ``trawl.errors``)."""
+    page = resolver.fetch_page(url, ctx, headers)
+    try:
+        doc = json.loads(page.body)
+    except ValueError:
+        raise ParseError(f"{resolver.platform}: {url}: answer is not JSON ({page.content_type})") from None
+    if not isinstance(doc, dict):
+        raise ParseError(f"{resolver.platform}: {url}: JSON answer is not an object")
+    return doc

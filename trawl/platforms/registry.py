@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from trawl.errors import UnsupportedUrl
 from trawl.platforms.base import Resolver
 from trawl.platforms.generic import GenericResolver
+from trawl.settings import PlatformsSettings
 from trawl.urls import canonicalize, url_sha1, validate_url
 
 
@@ -47,5 +50,21 @@ class Registry:
         return Route(resolver, workflow_id)
 
 
+def build_registry(platforms: PlatformsSettings | None = None) -> Registry:
+    """The resolvers of the enabled platforms, generic last."""
+    platforms = platforms or PlatformsSettings()
+    resolvers: list[Resolver] = []
+    for name, factory in PLATFORM_RESOLVERS.items():
+        config = getattr(platforms, name)
+        if config.enabled:
+            resolvers.extend(factory(config))
+    return Registry([*resolvers, GenericResolver()])
+
+
 def default_registry() -> Registry:
-    return Registry([GenericResolver()])
+    """The registry with every platform at its real address (tests use it for generic URLs)."""
+    return build_registry()
+
+
+# Platform name -> resolvers built from that platform's settings; filled as platforms are added.
+PLATFORM_RESOLVERS: dict[str, Callable[[Any], list[Resolver]]] = {}
