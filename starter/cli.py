@@ -22,7 +22,7 @@ from starter.client import connect, ensure_search_attributes, item_progress, ite
 from starter.embedded import ServerError, temporal_server
 from trawl.errors import TrawlError, UnsupportedUrl
 from trawl.logs import configure_logging, default_worker_name
-from trawl.platforms.registry import Registry, default_registry
+from trawl.platforms.registry import Registry, build_registry
 from trawl.settings import ConfigError, Settings, load_settings
 from trawl.storage.catalog import Catalog, CatalogItem
 from workers.main import running_worker
@@ -126,7 +126,7 @@ async def cmd_crawl(args: argparse.Namespace, settings: Settings) -> int:
     if not urls:
         print("trawl crawl: no URLs given (pass URLs or --file FILE)", file=sys.stderr)
         return EXIT_USAGE
-    registry = default_registry()
+    registry = build_registry(settings.platforms)
 
     def emit(result: ItemResult) -> None:
         print(json.dumps(result_record(result)) if args.json else result_line(result), flush=True)
@@ -174,7 +174,8 @@ def progress_bar(progress: dict[str, Any], width: int = 30) -> str:
 
 async def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     async with session(settings, worker=False) as client:
-        handle = client.get_workflow_handle_for(MediaItemWorkflow.run, _workflow_id(default_registry(), args.id))
+        workflow_id = _workflow_id(build_registry(settings.platforms), args.id)
+        handle = client.get_workflow_handle_for(MediaItemWorkflow.run, workflow_id)
         try:
             desc = await handle.describe()
         except RPCError as err:
@@ -207,7 +208,8 @@ async def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_signal(args: argparse.Namespace, settings: Settings) -> int:
     async with session(settings, worker=False) as client:
-        handle = client.get_workflow_handle_for(MediaItemWorkflow.run, _workflow_id(default_registry(), args.id))
+        workflow_id = _workflow_id(build_registry(settings.platforms), args.id)
+        handle = client.get_workflow_handle_for(MediaItemWorkflow.run, workflow_id)
         try:
             if args.command == "cancel":
                 await handle.cancel()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from starter.cli import crawl_urls, result_line, session
 from trawl.download import file_sha256
-from trawl.platforms.registry import default_registry
+from trawl.platforms.registry import build_registry
 from trawl.settings import Settings
 from trawl.simulator import Simulator
 from trawl.simulator.demo import install_demo_site
@@ -47,7 +47,7 @@ def check_demo(results: list[ItemResult], expected: dict[str, tuple[str, str | N
 async def run_demo(settings: Settings, sim_port: int) -> int:
     # The simulator listens on loopback, which trawl refuses by default.
     settings = settings.model_copy(update={"net": settings.net.model_copy(update={"allow_private": True})})
-    registry = default_registry()
+    registry = build_registry(settings.platforms)
     try:
         sim = Simulator(port=sim_port)
     except OSError as err:

@@ -184,7 +184,8 @@ class PlatformsSettings(_Section):
     bilibili: BilibiliSettings = BilibiliSettings()
     weibo: WeiboSettings = WeiboSettings()
     facebook: FacebookSettings = FacebookSettings()
-    generic: PlatformSettings = PlatformSettings()
+    # "generic" is every other site at once, so its shared rate is higher.
+    generic: PlatformSettings = PlatformSettings(requests_per_second=20)
 
 
 class Settings(BaseSettings):

@@ -24,7 +24,7 @@ from activities.verify import VerifyActivities
 from trawl.http import make_client
 from trawl.logs import default_worker_name
 from trawl.platforms.base import ResolveContext
-from trawl.platforms.registry import Registry, default_registry
+from trawl.platforms.registry import Registry, build_registry
 from trawl.settings import Settings
 from trawl.storage.blobs import LocalBlobStore
 from trawl.storage.catalog import Catalog
@@ -40,7 +40,7 @@ async def running_worker(
     client: Client, settings: Settings, registry: Registry | None = None
 ) -> AsyncIterator[list[Worker]]:
     """Run every trawl worker of this process for the duration of the block."""
-    registry = registry or default_registry()
+    registry = registry or build_registry(settings.platforms)
     # The item summary line carries its own fields; the SDK's context suffix would repeat them.
     temporalio.workflow.logger.workflow_info_on_message = False
     identity = settings.worker.identity or default_worker_name()
@@ -75,8 +75,11 @@ async def running_worker(
                activity_executor=executor, max_concurrent_activities=download_slots, **common),
     ]
     for platform in registry.platforms:
+        # The server enforces this rate for the queue, i.e. for all workers on all hosts together.
+        rate = getattr(settings.platforms, platform).requests_per_second
         workers.append(Worker(client, task_queue=fetch_queue(prefix, platform), activities=[fetch.fetch],
-                              activity_executor=executor, max_concurrent_activities=FETCH_CONCURRENCY, **common))
+                              activity_executor=executor, max_concurrent_activities=FETCH_CONCURRENCY,
+                              max_task_queue_activities_per_second=rate, **common))
     tasks = [asyncio.create_task(worker.run()) for worker in workers]
     try:
         yield workers

@@ -71,14 +71,20 @@ class Resolver(ABC):
         """Resolve ``url``; raise a :class:`trawl.errors.TrawlError` on failure."""
 
     # -- helpers ---------------------------------------------------------------------------
-    def fetch_page(self, url: str, ctx: ResolveContext, headers: dict[str, str] | None = None) -> Page:
-        """GET a page, refusing bodies over the page limit and classifying failures."""
+    def fetch_page(self, url: str, ctx: ResolveContext, headers: dict[str, str] | None = None,
+                   platform_codes: bool = True) -> Page:
+        """GET a page, refusing bodies over the page limit and classifying failures.
+
+        ``platform_codes=False`` ignores JSON error codes in a 200 answer (for APIs like
+        Bilibili's nav, which says "not logged in" and still carries what we need).
+        """
         try:
             with ctx.client.stream("GET", url, headers=headers) as resp:
                 body = _read_limited(resp, ctx.max_page_bytes, url)
         except httpx.HTTPError as exc:
             raise classify_exception(exc) from None
-        error = classify_response(resp.status_code, resp.headers, body, url=url)
+        checked = body if platform_codes or resp.status_code >= 400 else None
+        error = classify_response(resp.status_code, resp.headers, checked, url=url)
         if error is not None:
             raise error
         return Page(str(resp.url), resp.status_code, resp.headers, body)
@@ -170,9 +176,10 @@ def load_cookies(path: str) -> dict[str, str]:
     return {cookie.name: cookie.value or "" for cookie in jar}
 
 
-def get_json(resolver: Resolver, url: str, ctx: ResolveContext, headers: dict[str, str] | None = None) -> dict:
+def get_json(resolver: Resolver, url: str, ctx: ResolveContext, headers: dict[str, str] | None = None,
+             platform_codes: bool = True) -> dict:
     """GET a JSON API; platform error codes are classified (see ``trawl.errors``)."""
-    page = resolver.fetch_page(url, ctx, headers)
+    page = resolver.fetch_page(url, ctx, headers, platform_codes)
     try:
         doc = json.loads(page.body)
     except ValueError:

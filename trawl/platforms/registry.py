@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trawl.errors import UnsupportedUrl
+from trawl.platforms import bilibili
 from trawl.platforms.base import Resolver
 from trawl.platforms.generic import GenericResolver
 from trawl.settings import PlatformsSettings
@@ -66,5 +67,7 @@ def default_registry() -> Registry:
     return build_registry()
 
 
-# Platform name -> resolvers built from that platform's settings; filled as platforms are added.
-PLATFORM_RESOLVERS: dict[str, Callable[[Any], list[Resolver]]] = {}
+# Platform name -> resolvers built from that platform's settings, in the order they are tried.
+PLATFORM_RESOLVERS: dict[str, Callable[[Any], list[Resolver]]] = {
+    "bilibili": bilibili.resolvers,
+}

@@ -1,0 +1,225 @@
+"""Bilibili at its real paths, answering with the real response shapes.
+
+``BV117411r7R1`` is the captured ``view`` answer with the captured DASH ``playurl`` answer;
+``BV1GJ411x7h7`` is a two-part video built from the same shapes whose streams come as
+``durl`` (part 2 in two segments); ``BV17x411w7KC`` is deleted (code -404). With
+``rewrite_media`` every stream URL points at signed, expiring media on the simulator that
+answers 403 without ``Referer: https://www.bilibili.com/``; without it the captured answers are
+served verbatim. ``playurl`` and the uploader search check the WBI signature.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from trawl.platforms.bilibili import wbi_sign
+from trawl.settings import BilibiliSettings
+from trawl.simulator.media import MediaFile
+from trawl.simulator.references import reference_json
+from trawl.simulator.server import Request, Response, Simulator
+from trawl.simulator.signed import SignedMedia
+
+IMG_KEY = "7cd084941338484aae1ad9425b84077c"
+SUB_KEY = "4932caff0ff746eab6f01bf08b70ac45"
+UPLOADER_MID = "66606350"
+SHORT_LINK = "kpLP9MF"
+SHORT_LINK_NOT_VIDEO = "xNotVid"
+TRACKING = ("share_medium=android&share_plat=android&share_session_id=f3852d0c-516a-42a9-8253-fea9aaccb11b"
+            "&share_source=COPY&share_tag=s_i&timestamp=1639477906&unique_k=kpLP9MF")
+
+
+def _json(doc: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    body = json.dumps(doc, ensure_ascii=False).encode()
+    return Response(status, {"Content-Type": "application/json; charset=utf-8", **(headers or {})}, body)
+
+
+@dataclass
+class Video:
+    bvid: str
+    view: dict
+    playurl: dict[int, dict]  # cid -> playurl answer
+
+
+@dataclass
+class BilibiliSite:
+    sim: Simulator
+    rewrite_media: bool = True
+    # More API requests than this per second get the risk-control answers (412, -352).
+    rate_limit_per_s: float | None = None
+    videos: dict[str, Video] = field(default_factory=dict)
+    media: SignedMedia | None = None
+    _recent: deque[float] = field(default_factory=deque)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def settings(self, **overrides: Any) -> BilibiliSettings:
+        base = self.sim.base_url
+        return BilibiliSettings(page_base=base, mobile_base=f"{base}/m", api_base=base, short_base=f"{base}/b23",
+                                requests_per_second=1000, **overrides)
+
+    def url(self, bvid: str, page: int = 1) -> str:
+        return self.sim.url(f"/video/{bvid}" + (f"?p={page}" if page > 1 else ""))
+
+    # -- building ----------------------------------------------------------------------------
+    def _build(self) -> None:
+        view = reference_json("bilibili_view_1.json")
+        dash = reference_json("bilibili_playurl_dash_1.json")
+        self.videos["BV117411r7R1"] = Video("BV117411r7R1", view, {view["data"]["cid"]: dash})
+
+        multi = copy.deepcopy(view)
+        data = multi["data"]
+        data.update(bvid="BV1GJ411x7h7", aid=80433022, title="两集合集：拜年祭快板电音版", videos=2, cid=1001,
+                    duration=300)
+        first, second = copy.deepcopy(data["pages"][0]), copy.deepcopy(data["pages"][0])
+        first.update(cid=1001, page=1, part="上集", duration=120)
+        second.update(cid=1002, page=2, part="下集", duration=180)
+        data["pages"] = [first, second]
+        durl = reference_json("bilibili_playurl_durl_1.json")
+        two = copy.deepcopy(durl)
+        segment = two["data"]["durl"][0]
+        later = copy.deepcopy(segment)
+        later["order"] = 2
+        later["url"] = segment["url"].replace("-1-64.flv", "-2-64.flv")
+        later["backup_url"] = [u.replace("-1-64.flv", "-2-64.flv") for u in segment.get("backup_url") or []]
+        two["data"]["durl"].append(later)
+        self.videos["BV1GJ411x7h7"] = Video("BV1GJ411x7h7", multi, {1001: durl, 1002: two})
+        if self.rewrite_media:
+            for video in self.videos.values():
+                for cid, answer in video.playurl.items():
+                    self._rewrite(answer, f"{video.bvid}-{cid}")
+
+    def _rewrite(self, answer: dict, stem: str) -> None:
+        """Point every stream at signed simulator media of a small size (and fix sizes)."""
+        assert self.media is not None
+        data = answer["data"]
+        for index, segment in enumerate(data.get("durl") or []):
+            media = MediaFile("flv", f"{stem}-durl-{index}", 300_000 + 7919 * index)
+            name = f"{stem}/durl-{index}.flv"
+            self.media.add(name, media)
+            self.media.add(f"{name}.backup", media)
+            segment["url"] = self.media.url(name)
+            segment["backup_url"] = [self.media.url(f"{name}.backup")]
+            segment["size"] = media.size
+        dash = data.get("dash") or {}
+        for kind, fmt in (("video", "mp4"), ("audio", "m4a")):
+            for index, stream in enumerate(dash.get(kind) or []):
+                size = (400_000 if kind == "video" else 120_000) + 1009 * index
+                media = MediaFile(fmt, f"{stem}-{kind}-{index}", size)
+                name = f"{stem}/{kind}-{stream.get('id')}-{index}.m4s"
+                self.media.add(name, media)
+                self.media.add(f"{name}.backup", media)
+                primary, backup = self.media.url(name), self.media.url(f"{name}.backup")
+                stream.update(baseUrl=primary, base_url=primary, backupUrl=[backup], backup_url=[backup])
+
+    def reissue_media_urls(self) -> None:
+        """Sign every stream URL again (a fresh playurl answer after the old URLs expired)."""
+        if self.media is None:
+            return
+        for video in self.videos.values():
+            for answer in video.playurl.values():
+                for segment in answer["data"].get("durl") or []:
+                    segment["url"] = _resign(self.media, segment["url"])
+                    segment["backup_url"] = [_resign(self.media, u) for u in segment.get("backup_url") or []]
+                for kind in ("video", "audio"):
+                    for stream in (answer["data"].get("dash") or {}).get(kind) or []:
+                        fresh = _resign(self.media, stream["baseUrl"])
+                        backups = [_resign(self.media, u) for u in stream.get("backupUrl") or []]
+                        stream.update(baseUrl=fresh, base_url=fresh, backupUrl=backups, backup_url=backups)
+
+    # -- answering ---------------------------------------------------------------------------
+    def _limited(self) -> bool:
+        if not self.rate_limit_per_s:
+            return False
+        now = time.monotonic()
+        with self._lock:
+            while self._recent and now - self._recent[0] > 1.0:
+                self._recent.popleft()
+            self._recent.append(now)
+            return len(self._recent) > self.rate_limit_per_s
+
+    def _signed_ok(self, req: Request) -> bool:
+        params = {k: v[0] for k, v in req.query.items() if k not in ("w_rid",)}
+        wts = params.pop("wts", None)
+        if wts is None or not wts.isdigit():
+            return False
+        expected = wbi_sign(params, IMG_KEY, SUB_KEY, now=int(wts))["w_rid"]
+        return req.arg("w_rid") == expected
+
+    def view(self, req: Request) -> Response:
+        if self._limited():
+            return Response(412, {"Content-Type": "text/html"}, b"<html><body>412 Precondition Failed</body></html>")
+        bvid = req.arg("bvid")
+        aid = req.arg("aid")
+        video = self.videos.get(bvid or "") or next(
+            (v for v in self.videos.values() if str(v.view["data"]["aid"]) == aid), None)
+        if video is None:
+            return _json({"code": -404, "message": "啥都木有", "ttl": 1})
+        return _json(video.view)
+
+    def nav(self, req: Request) -> Response:
+        return _json({"code": -101, "message": "账号未登录", "ttl": 1, "data": {
+            "isLogin": False,
+            "wbi_img": {"img_url": f"https://i0.hdslb.com/bfs/wbi/{IMG_KEY}.png",
+                        "sub_url": f"https://i0.hdslb.com/bfs/wbi/{SUB_KEY}.png"}}})
+
+    def playurl(self, req: Request) -> Response:
+        if self._limited():
+            return _json(reference_json("bilibili_error_-352_vvoucher.json"), headers={"Bili-Status-Code": "-352"})
+        if not self._signed_ok(req):
+            return _json({"code": -403, "message": "访问权限不足", "ttl": 1})
+        video = self.videos.get(req.arg("bvid") or "")
+        cid = int(req.arg("cid") or 0)
+        if video is None or cid not in video.playurl:
+            return _json({"code": -404, "message": "啥都木有", "ttl": 1})
+        return _json(video.playurl[cid])
+
+    def arc_search(self, req: Request) -> Response:
+        if not self._signed_ok(req):
+            return _json({"code": -403, "message": "访问权限不足", "ttl": 1})
+        page = int(req.arg("pn") or 1)
+        listed = [{"bvid": v.bvid, "aid": v.view["data"]["aid"], "title": v.view["data"]["title"]}
+                  for v in self.videos.values()] if req.arg("mid") == UPLOADER_MID else []
+        size = int(req.arg("ps") or 30)
+        chunk = listed[(page - 1) * size: page * size]
+        return _json({"code": 0, "message": "0", "ttl": 1, "data": {
+            "list": {"vlist": chunk}, "page": {"pn": page, "ps": size, "count": len(listed)}}})
+
+    def short_link(self, req: Request) -> Response:
+        code = req.match.group("code") if req.match else ""
+        if code == SHORT_LINK:
+            target = self.sim.url(f"/video/BV117411r7R1?p=1&{TRACKING}")
+        elif code == SHORT_LINK_NOT_VIDEO:
+            target = self.sim.url("/read/cv123456")
+        else:
+            return Response(404, {"Content-Type": "text/html"}, b"<html>404</html>")
+        return Response(302, {"Location": target, "Content-Type": "text/html; charset=utf-8"},
+                        f'<a href="{target}">Found</a>.'.encode())
+
+    def page(self, req: Request) -> Response:
+        return Response(200, {"Content-Type": "text/html; charset=utf-8"},
+                        b"<!DOCTYPE html><html><head><title>bilibili</title></head><body></body></html>")
+
+
+def _resign(media: SignedMedia, url: str) -> str:
+    name = url.split(media.prefix + "/", 1)[1].split("?", 1)[0]
+    return media.url(name)
+
+
+def install_bilibili_site(sim: Simulator, *, rewrite_media: bool = True) -> BilibiliSite:
+    site = BilibiliSite(sim, rewrite_media=rewrite_media)
+    if rewrite_media:
+        site.media = SignedMedia(sim, "/upgcxcode", expiry_param="deadline", sig_param="upsig",
+                                 require_referer="https://www.bilibili.com")
+    site._build()
+    sim.add_exact("/x/web-interface/view", site.view)
+    sim.add_exact("/x/web-interface/nav", site.nav)
+    sim.add_exact("/x/player/wbi/playurl", site.playurl)
+    sim.add_exact("/x/space/wbi/arc/search", site.arc_search)
+    sim.add_route(r"/b23/(?P<code>[A-Za-z0-9]+)/?", site.short_link)
+    sim.add_route(r"(?:/m)?/video/.+|/read/.+", site.page)
+    return site
