@@ -11,8 +11,6 @@ import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Iterable
-from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client, WorkflowExecutionStatus
@@ -26,7 +24,7 @@ from trawl.platforms.registry import Registry, build_registry
 from trawl.settings import ConfigError, Settings, load_settings
 from trawl.storage.catalog import Catalog, CatalogItem
 from workers.main import running_worker
-from workflows.media_item import ItemResult, MediaItemWorkflow, Progress
+from workflows.media_item import ItemResult, MediaItemWorkflow
 
 EXIT_FAILED_ITEMS = 1
 EXIT_USAGE = 2
@@ -121,12 +119,30 @@ async def crawl_urls(client: Client, settings: Settings, registry: Registry, url
     return results
 
 
+def source_urls(settings: Settings, registry: Registry, name: str) -> list[str]:
+    from trawl.http import make_client
+    from trawl.platforms.base import ResolveContext
+    from trawl.sources import expand, find_source
+
+    source = find_source(settings, name)
+    with make_client(settings.net) as http:
+        return expand(source, settings, registry, ResolveContext(http, settings.net.max_page_bytes))
+
+
 async def cmd_crawl(args: argparse.Namespace, settings: Settings) -> int:
-    urls = read_urls(args.urls, args.file)
-    if not urls:
-        print("trawl crawl: no URLs given (pass URLs or --file FILE)", file=sys.stderr)
-        return EXIT_USAGE
+    from trawl.sources import SourceError
+
     registry = build_registry(settings.platforms)
+    urls = read_urls(args.urls, args.file)
+    if args.source:
+        try:
+            urls += await asyncio.to_thread(source_urls, settings, registry, args.source)
+        except (SourceError, TrawlError) as err:
+            print(f"trawl crawl: source {args.source}: {err}", file=sys.stderr)
+            return EXIT_USAGE
+    if not urls:
+        print("trawl crawl: no URLs given (pass URLs, --file FILE or --source NAME)", file=sys.stderr)
+        return EXIT_USAGE
 
     def emit(result: ItemResult) -> None:
         print(json.dumps(result_record(result)) if args.json else result_line(result), flush=True)
@@ -134,6 +150,44 @@ async def cmd_crawl(args: argparse.Namespace, settings: Settings) -> int:
     async with session(settings, worker=not args.no_worker, registry=registry) as client:
         results = await crawl_urls(client, settings, registry, urls, emit)
     return EXIT_FAILED_ITEMS if any(r.outcome == "failed" for r in results) else 0
+
+
+def resolved_record(url: str, item: Any) -> dict[str, Any]:
+    return {"url": url, "outcome": "resolved", "canonical_key": item.canonical_key,
+            "canonical_url": item.canonical_url, "platform": item.platform, "title": item.title,
+            "uploader": item.uploader, "duration": item.duration, "published_at": item.published_at,
+            "assets": [{"name": a.name, "kind": a.kind, "urls": a.urls, "expected_size": a.expected_size,
+                        "mime": a.mime} for a in item.assets]}
+
+
+def cmd_resolve(args: argparse.Namespace, settings: Settings) -> int:
+    """Resolve without downloading, like ``yt-dlp -j``."""
+    from trawl.http import make_client
+    from trawl.platforms.base import ResolveContext
+
+    registry = build_registry(settings.platforms)
+    failed = False
+    with make_client(settings.net) as http:
+        ctx = ResolveContext(http, settings.net.max_page_bytes)
+        for url in args.urls:
+            try:
+                item = registry.resolver_for(url).resolve(url.strip(), ctx)
+            except TrawlError as err:
+                failed = True
+                record = {"url": url, "outcome": "failed", "error_class": err.error_class, "error": err.message}
+                print(json.dumps(record) if args.json else f"failed     {err.error_class}: {_clean(err.message, 100)}",
+                      flush=True)
+                continue
+            if args.json:
+                print(json.dumps(resolved_record(url, item), ensure_ascii=False), flush=True)
+                continue
+            duration = f"{item.duration:.0f} s" if item.duration else "-"
+            print(f"{item.canonical_key}  {_clean(item.title, 60)}  by {_clean(item.uploader, 30)}  {duration}")
+            for asset in item.assets:
+                size = _human_size(asset.expected_size) if asset.expected_size else "size unknown"
+                print(f"    {asset.name:<10} {asset.kind:<9} {size:>12}  {_clean(asset.urls[0], 100)}"
+                      + (f"  (+{len(asset.urls) - 1} backup)" if len(asset.urls) > 1 else ""))
+    return EXIT_FAILED_ITEMS if failed else 0
 
 
 def cmd_items(args: argparse.Namespace, settings: Settings) -> int:
@@ -301,7 +355,7 @@ def cmd_simulator(args: argparse.Namespace, settings: Settings) -> int:
 
     with Simulator(port=args.port) as sim:
         for case in install_demo_site(sim):
-            print(sim.url(case.path), flush=True)
+            print(case.url, flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             while True:
                 time.sleep(3600)
@@ -317,8 +371,13 @@ def build_parser() -> argparse.ArgumentParser:
     crawl = sub.add_parser("crawl", help="crawl URLs and wait for the results")
     crawl.add_argument("urls", nargs="*", help="page or media URLs")
     crawl.add_argument("--file", help="read URLs from FILE, one per line ('-' for stdin)")
+    crawl.add_argument("--source", help="crawl the named source from the settings ([[sources]])")
     crawl.add_argument("--json", action="store_true", help="one JSON object per item")
     crawl.add_argument("--no-worker", action="store_true", help="do not run a worker in this process")
+
+    resolve = sub.add_parser("resolve", help="resolve URLs without downloading (like yt-dlp -j)")
+    resolve.add_argument("urls", nargs="+")
+    resolve.add_argument("--json", action="store_true")
 
     items = sub.add_parser("items", help="list the catalog")
     items.add_argument("--json", action="store_true")
@@ -354,7 +413,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 ASYNC_COMMANDS = {"crawl": cmd_crawl, "status": cmd_status, "pause": cmd_signal, "resume": cmd_signal,
                   "cancel": cmd_signal, "worker": cmd_worker, "up": cmd_up, "server": cmd_server, "demo": cmd_demo}
-SYNC_COMMANDS = {"items": cmd_items, "simulator": cmd_simulator, "logs": cmd_logs}
+SYNC_COMMANDS = {"items": cmd_items, "simulator": cmd_simulator, "logs": cmd_logs, "resolve": cmd_resolve}
 LONG_RUNNING = {"worker", "up", "server"}
 
 
@@ -366,8 +425,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"trawl: {err}", file=sys.stderr)
         return EXIT_USAGE
     long_running = args.command in LONG_RUNNING
+    quiet = "ERROR" if args.command == "demo" else "WARNING"  # the demo prints its own table
     configure_logging(stream=sys.stdout if long_running else sys.stderr,
-                      level=args.log_level or ("INFO" if long_running else "WARNING"),
+                      level=args.log_level or ("INFO" if long_running else quiet),
                       worker=settings.worker.identity or default_worker_name())
     try:
         if args.command in SYNC_COMMANDS:

@@ -114,7 +114,10 @@ async def item_progress(client: Client, handle: WorkflowHandle) -> dict[str, Any
 async def item_result(handle: WorkflowHandle, url: str) -> ItemResult:
     """Wait for an item workflow; a cancelled or terminated one becomes a result too."""
     try:
-        return await handle.result()
+        result = await handle.result()
+        # Several URL forms may share one workflow; each caller hears about the URL it gave.
+        result.url = url or result.url
+        return result
     except WorkflowFailureError as err:
         cause = err.cause
         if isinstance(cause, CancelledError):

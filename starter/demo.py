@@ -10,7 +10,12 @@ from trawl.download import file_sha256
 from trawl.platforms.registry import build_registry
 from trawl.settings import Settings
 from trawl.simulator import Simulator
-from trawl.simulator.demo import install_demo_site
+from trawl.simulator.demo import (
+    install_bilibili_demo,
+    install_demo_site,
+    install_facebook_demo,
+    install_weibo_demo,
+)
 from trawl.storage.catalog import Catalog
 from workflows.media_item import ItemResult
 
@@ -45,21 +50,39 @@ def check_demo(results: list[ItemResult], expected: dict[str, tuple[str, str | N
 
 
 async def run_demo(settings: Settings, sim_port: int) -> int:
-    # The simulator listens on loopback, which trawl refuses by default.
-    settings = settings.model_copy(update={"net": settings.net.model_copy(update={"allow_private": True})})
-    registry = build_registry(settings.platforms)
+    """Crawl the generic demo site and the simulated platforms (ports sim_port .. sim_port+3)."""
+    sims: list[Simulator] = []
     try:
-        sim = Simulator(port=sim_port)
+        for offset in range(4):
+            sims.append(Simulator(port=sim_port + offset).start())
     except OSError as err:
-        print(f"trawl demo: cannot listen on 127.0.0.1:{sim_port} ({err.strerror}); try --sim-port", file=sys.stderr)
+        for sim in sims:
+            sim.stop()
+        print(f"trawl demo: cannot listen on 127.0.0.1:{sim_port + len(sims)} ({err.strerror}); try --sim-port",
+              file=sys.stderr)
         return 2
-    with sim:
-        cases = install_demo_site(sim)
-        expected = {sim.url(c.path): (c.expect, c.group) for c in cases}
-        print(f"trawl demo: crawling {len(cases)} URLs from the simulator at {sim.base_url}\n")
+    generic, bilibili, facebook, weibo = sims
+    try:
+        cases = install_demo_site(generic)
+        bili_settings, bili_cases = install_bilibili_demo(bilibili)
+        fb_settings, fb_cases = install_facebook_demo(facebook)
+        weibo_settings, weibo_cases = install_weibo_demo(weibo)
+        cases += bili_cases + fb_cases + weibo_cases
+        # The simulators listen on loopback, which trawl refuses by default.
+        platforms = settings.platforms.model_copy(update={
+            "bilibili": bili_settings, "facebook": fb_settings, "weibo": weibo_settings})
+        settings = settings.model_copy(update={
+            "net": settings.net.model_copy(update={"allow_private": True}), "platforms": platforms})
+        registry = build_registry(settings.platforms)
+        expected = {c.url: (c.expect, c.group) for c in cases}
+        print(f"trawl demo: crawling {len(cases)} URLs: generic pages and files, Bilibili, Facebook and "
+              f"Weibo, from simulators on 127.0.0.1:{sim_port}-{sim_port + 3}\n")
         async with session(settings, worker=True, registry=registry) as client:
             results = await crawl_urls(client, settings, registry, list(expected),
                                        lambda r: print(result_line(r), flush=True))
+    finally:
+        for sim in sims:
+            sim.stop()
     catalog = Catalog(settings.catalog_url)
     problems = check_demo(results, expected, catalog)
     counts: dict[str, int] = {}
@@ -75,5 +98,6 @@ async def run_demo(settings: Settings, sim_port: int) -> int:
     if problems:
         print("\ndemo FAILED:\n  " + "\n  ".join(problems), file=sys.stderr)
         return 1
-    print("\ndemo OK: every item is stored once; the 404 failed as not_found. Run it again: all duplicates.")
+    print("\ndemo OK: every item is stored once, under whatever URL form it was given; the failures are the "
+          "expected ones (a 404, a deleted Bilibili video, a Facebook login wall, a Weibo post without media). Run it again: all duplicates.")
     return 0

@@ -2,17 +2,37 @@
 
 from __future__ import annotations
 
+import os
+
 import httpx
 
 from trawl.netguard import check_host
 from trawl.settings import NetSettings
 
 
+def proxy_url(net: NetSettings) -> str | None:
+    """The proxy in use: the setting, else the environment's (as httpx would pick it)."""
+    if net.proxy:
+        return net.proxy
+    return os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy") or \
+        os.environ.get("HTTP_PROXY") or os.environ.get("http_proxy") or None
+
+
 def make_client(net: NetSettings) -> httpx.Client:
-    """A synchronous client with timeouts, redirects bounded and every hop checked by the guard."""
+    """A synchronous client with timeouts, redirects bounded and every hop checked by the guard.
+
+    With a proxy the proxy resolves names, so the guard checks the proxy's own address instead
+    of each target's.
+    """
     allow_private = net.allow_private
+    proxy = proxy_url(net)
+    if proxy:
+        parts = httpx.URL(proxy)
+        check_host(parts.host, parts.port or 80, allow_private=allow_private)
 
     def guard(request: httpx.Request) -> None:
+        if proxy:
+            return
         check_host(request.url.host, request.url.port or (443 if request.url.scheme == "https" else 80),
                    allow_private=allow_private)
 
@@ -29,4 +49,6 @@ def make_client(net: NetSettings) -> httpx.Client:
         headers={"User-Agent": net.user_agent},
         event_hooks={"request": [guard]},
         limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
+        proxy=net.proxy or None,
+        verify=net.ca_bundle or True,
     )

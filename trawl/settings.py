@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 from pydantic_settings import (
@@ -54,6 +54,10 @@ class CatalogSettings(_Section):
 
 class NetSettings(_Section):
     allow_private: bool = False
+    # An HTTP(S) proxy for all outbound traffic (HTTP_PROXY/HTTPS_PROXY/NO_PROXY are honoured too).
+    proxy: str = ""
+    # A CA bundle file for TLS verification (a corporate proxy's CA, say); empty: certifi's.
+    ca_bundle: str = ""
     user_agent: str = "trawl/0.1 (media crawler)"
     connect_timeout: Duration = timedelta(seconds=10)
     read_timeout: Duration = timedelta(seconds=30)
@@ -188,6 +192,24 @@ class PlatformsSettings(_Section):
     generic: PlatformSettings = PlatformSettings(requests_per_second=20)
 
 
+class SourceSettings(_Section):
+    """A named list of URLs to crawl: ``trawl crawl --source NAME``."""
+
+    name: str
+    kind: Literal["bilibili_uploader", "weibo_user", "url_file"]
+    id: str = ""  # uploader mid / Weibo uid
+    path: str = ""  # url_file: one URL per line, # comments
+    max_pages: int = Field(default=3, ge=1, le=100)
+
+    @model_validator(mode="after")
+    def _needs_its_argument(self) -> SourceSettings:
+        if self.kind == "url_file" and not self.path:
+            raise ValueError(f"source {self.name!r}: kind url_file needs path")
+        if self.kind != "url_file" and not self.id:
+            raise ValueError(f"source {self.name!r}: kind {self.kind} needs id")
+        return self
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="TRAWL_",
@@ -204,6 +226,7 @@ class Settings(BaseSettings):
     worker: WorkerSettings = WorkerSettings()
     retry: RetrySettings = RetrySettings()
     platforms: PlatformsSettings = PlatformsSettings()
+    sources: list[SourceSettings] = []
 
     @classmethod
     def settings_customise_sources(

@@ -19,7 +19,6 @@ from starter.client import item_result, start_item
 from tests.conftest import make_settings
 from trawl.logs import LOG_FIELDS
 from trawl.platforms.registry import default_registry
-from trawl.settings import Settings
 from trawl.simulator import MediaFile, Simulator
 from trawl.simulator import faults
 from trawl.simulator.demo import og_page

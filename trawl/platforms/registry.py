@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trawl.errors import UnsupportedUrl
-from trawl.platforms import bilibili
+from trawl.platforms import bilibili, facebook, weibo
 from trawl.platforms.base import Resolver
 from trawl.platforms.generic import GenericResolver
 from trawl.settings import PlatformsSettings
@@ -70,4 +70,6 @@ def default_registry() -> Registry:
 # Platform name -> resolvers built from that platform's settings, in the order they are tried.
 PLATFORM_RESOLVERS: dict[str, Callable[[Any], list[Resolver]]] = {
     "bilibili": bilibili.resolvers,
+    "weibo": weibo.resolvers,
+    "facebook": facebook.resolvers,
 }

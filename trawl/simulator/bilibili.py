@@ -59,8 +59,8 @@ class BilibiliSite:
 
     def settings(self, **overrides: Any) -> BilibiliSettings:
         base = self.sim.base_url
-        return BilibiliSettings(page_base=base, mobile_base=f"{base}/m", api_base=base, short_base=f"{base}/b23",
-                                requests_per_second=1000, **overrides)
+        return BilibiliSettings(**{"page_base": base, "mobile_base": f"{base}/m", "api_base": base,
+                                   "short_base": f"{base}/b23", "requests_per_second": 1000, **overrides})
 
     def url(self, bvid: str, page: int = 1) -> str:
         return self.sim.url(f"/video/{bvid}" + (f"?p={page}" if page > 1 else ""))

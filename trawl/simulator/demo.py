@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from trawl.settings import BilibiliSettings, FacebookSettings, WeiboSettings
+from trawl.simulator.bilibili import SHORT_LINK as BILI_SHORT
+from trawl.simulator.bilibili import install_bilibili_site
+from trawl.simulator.facebook import LOGIN_WALL_ID as FB_LOGIN_WALL
+from trawl.simulator.facebook import VIDEOS as FB_VIDEOS
+from trawl.simulator.facebook import install_facebook_site
 from trawl.simulator.media import MediaFile
+from trawl.simulator.weibo import install_weibo_site
 from trawl.simulator.server import Simulator
 
 MiB = 1024 * 1024
@@ -12,8 +19,8 @@ MiB = 1024 * 1024
 
 @dataclass(frozen=True)
 class DemoCase:
-    path: str
-    expect: str  # committed | not_found
+    url: str
+    expect: str  # committed, or the error class the item must fail with
     note: str
     # Cases sharing a group are one item under several URL forms: one catalog row between them.
     group: str | None = None
@@ -65,14 +72,49 @@ def install_demo_site(sim: Simulator) -> list[DemoCase]:
     sim.add_page("/watch/tide", og_page("Low tide", "/cdn/v/tide-480.mp4", image="/cdn/img/tide.jpg"))
     sim.add_page("/photo/lighthouse", og_page("The lighthouse", None, image="/cdn/img/lighthouse.png"))
     return [
-        DemoCase("/media/harbour-timelapse.mp4", "committed", "direct mp4"),
-        DemoCase("/media/night-train.webm", "committed", "direct webm"),
-        DemoCase("/media/field-recording.mp3?utm_source=newsletter", "committed", "direct mp3, tracking param"),
-        DemoCase("/media/poster.jpg", "committed", "direct image"),
-        DemoCase("/watch/sunrise", "committed", "OpenGraph page", group="sunrise"),
-        DemoCase("/m/watch/sunrise?utm_medium=share", "committed", "same item, mobile URL form", group="sunrise"),
-        DemoCase("/watch/gull", "committed", "OpenGraph page"),
-        DemoCase("/watch/tide", "committed", "OpenGraph video + thumbnail"),
-        DemoCase("/photo/lighthouse", "committed", "OpenGraph image only"),
-        DemoCase("/watch/deleted-clip", "not_found", "a page that is gone (404)"),
+        DemoCase(sim.url(path), expect, note, group) for path, expect, note, group in (
+            ("/media/harbour-timelapse.mp4", "committed", "direct mp4", None),
+            ("/media/night-train.webm", "committed", "direct webm", None),
+            ("/media/field-recording.mp3?utm_source=newsletter", "committed", "direct mp3, tracking param", None),
+            ("/media/poster.jpg", "committed", "direct image", None),
+            ("/watch/sunrise", "committed", "OpenGraph page", "sunrise"),
+            ("/m/watch/sunrise?utm_medium=share", "committed", "same item, mobile URL form", "sunrise"),
+            ("/watch/gull", "committed", "OpenGraph page", None),
+            ("/watch/tide", "committed", "OpenGraph video + thumbnail", None),
+            ("/photo/lighthouse", "committed", "OpenGraph image only", None),
+            ("/watch/deleted-clip", "not_found", "a page that is gone (404)", None),
+        )
+    ]
+
+
+def install_bilibili_demo(sim: Simulator) -> tuple[BilibiliSettings, list[DemoCase]]:
+    site = install_bilibili_site(sim)
+    return site.settings(requests_per_second=20), [
+        DemoCase(site.url("BV117411r7R1"), "committed", "Bilibili DASH: video + audio", "bili"),
+        DemoCase(sim.url("/video/av85440373"), "committed", "same video by av number", "bili"),
+        DemoCase(sim.url(f"/b23/{BILI_SHORT}"), "committed", "same video by b23.tv short link", "bili"),
+        DemoCase(site.url("BV1GJ411x7h7", page=2), "committed", "Bilibili part 2, two durl segments"),
+        DemoCase(site.url("BV17x411w7KC"), "not_found", "Bilibili code -404"),
+    ]
+
+
+def install_facebook_demo(sim: Simulator) -> tuple[FacebookSettings, list[DemoCase]]:
+    site = install_facebook_site(sim)
+    classic, reel = FB_VIDEOS[0], FB_VIDEOS[1]
+    return site.settings(requests_per_second=20), [
+        DemoCase(sim.url(f"/watch/?v={classic.id}"), "committed", "Facebook video, HD + SD", "fb"),
+        DemoCase(site.short_url("aBc12XyZ9"), "committed", "same video by fb.watch link", "fb"),
+        DemoCase(sim.url(f"/reel/{reel.id}"), "committed", "Facebook reel"),
+        DemoCase(sim.url(f"/watch/?v={FB_LOGIN_WALL}"), "login_required", "Facebook login wall"),
+    ]
+
+
+def install_weibo_demo(sim: Simulator) -> tuple[WeiboSettings, list[DemoCase]]:
+    site = install_weibo_site(sim)
+    video, pictures, text_only = site.posts["playback"], site.posts["pictures"], site.posts["novideo"]
+    return site.settings(requests_per_second=20), [
+        DemoCase(sim.url(f"/{video.uid}/{video.mblogid}"), "committed", "Weibo video post", "weibo"),
+        DemoCase(sim.url(f"/detail/{video.mid}"), "committed", "same post, m.weibo.cn form by mid", "weibo"),
+        DemoCase(sim.url(f"/{pictures.uid}/{pictures.mblogid}"), "committed", "Weibo post with two pictures"),
+        DemoCase(sim.url(f"/{text_only.uid}/{text_only.mblogid}"), "unsupported_url", "Weibo post without media"),
     ]

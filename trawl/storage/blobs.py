@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import uuid
 from pathlib import Path
 from typing import Protocol
 
@@ -48,7 +49,8 @@ class LocalBlobStore:
             source.unlink(missing_ok=True)
             return self.relative(sha256)
         target.parent.mkdir(parents=True, exist_ok=True)
-        staging = target.with_name(f".{sha256}.{os.getpid()}.tmp")
+        # Unique per call: two workflows may commit the same bytes at the same moment.
+        staging = target.with_name(f".{sha256}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp")
         try:
             os.replace(source, staging)
         except OSError:  # another filesystem: copy, then drop the source

@@ -1,0 +1,276 @@
+"""Facebook videos and reels, read from the JSON the video page embeds.
+
+URL forms: ``/<page>/videos/[<slug>/]<id>``, ``/watch/?v=<id>``, ``/video.php?v=<id>``,
+``/reel/<id>`` on ``www.``, ``m.``, ``web.`` and locale (``de-de.``) hosts; short links
+``/share/v/<code>/``, ``/share/r/<code>/`` and ``https://fb.watch/<code>/`` are followed.
+
+The page carries ``<script type="application/json" data-sjs>`` blocks; somewhere inside them a
+video node (``videoId`` or ``id`` equal to the wanted id) holds progressive MP4 URLs. Only
+progressive URLs are used: DASH manifests (``dash_manifest``, ``manifest_xml``) split video and
+audio into separate files, and every video that has one also has progressive URLs.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urljoin
+
+from trawl.errors import LoginRequired, NotFound, ParseError, UnsupportedUrl
+from trawl.models import Asset, Resolved
+from trawl.platforms.base import (
+    Page,
+    ResolveContext,
+    Resolver,
+    base_pattern,
+    dig,
+    float_or_none,
+    load_cookies,
+    str_or_none,
+    unsupported,
+)
+from trawl.platforms.generic import parse_page_meta
+from trawl.settings import FacebookSettings
+from trawl.urls import validate_url
+
+# www., m., web., mbasic., touch. and locale hosts (de-de., pt-br.) all serve the same videos.
+_HOSTS = r"(?:(?:www|m|web|mbasic|touch|[a-z]{2}-[a-z]{2})\.)?facebook\.com"
+_END = r"/?(?:[?#].*)?$"
+_SCRIPT_OPEN = re.compile(r"<script\b", re.IGNORECASE)
+_SCRIPT_CLOSE = re.compile(r"</script", re.IGNORECASE)
+_LOGIN_MARKERS = ('id="login_form"', "you must log in to continue")
+# The apostrophe arrives straight, curly or as an entity; the page text is unescaped first.
+_GONE_MARKERS = ("content isn't available", "content isn\u2019t available")
+HD_FIELDS = ("playable_url_quality_hd", "browser_native_hd_url")
+SD_FIELDS = ("playable_url", "browser_native_sd_url")
+
+
+def canonical_url(video_id: str) -> str:
+    """The one URL form every Facebook video has, whatever URL it was found under."""
+    return f"https://www.facebook.com/watch/?v={video_id}"
+
+
+@dataclass
+class VideoInfo:
+    """What the page's JSON says about one video; every field may be missing."""
+
+    hd: list[str] = field(default_factory=list)
+    sd: list[str] = field(default_factory=list)
+    title: str | None = None
+    uploader: str | None = None
+    duration: float | None = None
+
+    @property
+    def urls(self) -> list[str]:
+        """HD URLs first, then SD ones, each once."""
+        return list(dict.fromkeys(self.hd + self.sd))
+
+
+class FacebookResolver(Resolver):
+    """``facebook:video``: one progressive MP4 per video, HD first and SD as its backup."""
+
+    name = "facebook:video"
+    platform = "facebook"
+
+    def __init__(self, config: FacebookSettings) -> None:
+        self.config = config
+        site = base_pattern(_HOSTS, config.page_base)
+        short = base_pattern(r"fb\.watch", config.short_base)
+        self.video_patterns = (
+            re.compile(rf"{site}/[^/?#]+/videos/(?:[^/?#]+/)?(?P<id>\d+){_END}", re.IGNORECASE),
+            re.compile(rf"{site}/(?:watch/?|video\.php)\?(?:[^#]*&)?v=(?P<id>\d+)(?:[&#].*)?$", re.IGNORECASE),
+            re.compile(rf"{site}/reel/(?P<id>\d+){_END}", re.IGNORECASE),
+        )
+        self.short_patterns = (
+            re.compile(rf"{site}/share/[vr]/(?P<code>[\w-]+){_END}", re.IGNORECASE),
+            re.compile(rf"{short}/(?P<code>[\w-]+){_END}", re.IGNORECASE),
+        )
+        self.url_patterns = self.video_patterns + self.short_patterns
+
+    # -- URLs --------------------------------------------------------------------------------
+    def video_id(self, url: str) -> str | None:
+        """The numeric video id a long URL names; None for short links and other URLs."""
+        for pattern in self.video_patterns:
+            found = pattern.match(url)
+            if found:
+                return found.group("id")
+        return None
+
+    def offline_key(self, url: str) -> str | None:
+        video_id = self.video_id(url)
+        return f"facebook:{video_id}" if video_id else None
+
+    def _headers(self) -> dict[str, str]:
+        # English pages, so the login and "not available" markers below can be recognised.
+        headers = {"User-Agent": self.config.user_agent, "Accept-Language": "en-US,en;q=0.9",
+                   **self.config.headers}
+        # Read on every resolve so a refreshed cookies file is used without restarting workers.
+        cookies = load_cookies(self.config.cookies_file)
+        if cookies:
+            headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
+        return headers
+
+    # -- resolving ---------------------------------------------------------------------------
+    def resolve(self, url: str, ctx: ResolveContext) -> Resolved:
+        url = validate_url(url)
+        video_id = self.video_id(url)
+        if video_id is not None:
+            page_url = f"{self.config.page_base.rstrip('/')}/watch/?v={video_id}"
+            return self.from_page(self.fetch_page(page_url, ctx, self._headers()), video_id)
+        if not self.claims(url):
+            raise unsupported(url, "not a Facebook video URL")
+        # A short link: the client follows the redirect and the page it lands on is the video's.
+        page = self.fetch_page(url, ctx, self._headers())
+        video_id = self.video_id(page.url)
+        if video_id is None:
+            if _has_marker(page.text(), _LOGIN_MARKERS):
+                raise LoginRequired(f"facebook: {url}: short link leads to a login wall")
+            raise UnsupportedUrl(f"{url}: short link leads to {page.url}, not a Facebook video")
+        return self.from_page(page, video_id)
+
+    def from_page(self, page: Page, video_id: str) -> Resolved:
+        """Build the item for ``video_id`` from its fetched video page.
+
+        The page's JSON comes first, then OpenGraph. The login and "content isn't available"
+        markers count only when neither has the video: pages for anonymous visitors carry a
+        login form in their header even when the video plays.
+
+        Raises:
+            LoginRequired: the page is a login wall.
+            NotFound: the page says the content is not available.
+            ParseError: neither the JSON nor OpenGraph has a video URL.
+        """
+        text = page.text()
+        info = find_video(json_blocks(text), video_id, page.url)
+        meta = parse_page_meta(text)
+        urls = info.urls
+        if not urls:
+            # An og:video typed as something else (a Flash or HTML player) is not the file.
+            playable = [v for v in meta.videos if not v.type or v.type.startswith("video/")]
+            og = [_absolute(page.url, u) for v in playable for u in (v.secure_url, v.url)]
+            urls = list(dict.fromkeys(u for u in og if u))
+        if not urls:
+            if _has_marker(text, _LOGIN_MARKERS):
+                raise LoginRequired(f"facebook: {page.url}: login wall instead of video {video_id}")
+            if _has_marker(text, _GONE_MARKERS):
+                raise NotFound(f"facebook: {page.url}: video {video_id} is not available")
+            raise ParseError(f"facebook: {page.url}: no video URL for {video_id} in the page JSON "
+                             f"({', '.join(HD_FIELDS + SD_FIELDS)}, progressive_urls) nor in og:video")
+        return Resolved(
+            canonical_key=f"facebook:{video_id}",
+            canonical_url=canonical_url(video_id),
+            platform=self.platform,
+            title=info.title or meta.og.get("og:title"),
+            uploader=info.uploader,
+            duration=info.duration,
+            assets=[Asset(name="video", kind="video", urls=urls, mime="video/mp4",
+                          headers={"User-Agent": self.config.user_agent})],
+        )
+
+
+def json_blocks(text: str) -> list[Any]:
+    """The parsed ``<script type="application/json" data-sjs>`` blocks; broken ones are skipped."""
+    # A forward scan rather than one regex: a lazy ``<script>(.*?)</script>`` turns quadratic on
+    # a page full of unclosed script tags.
+    blocks: list[Any] = []
+    pos = 0
+    while (start := _SCRIPT_OPEN.search(text, pos)) is not None:
+        tag_end = text.find(">", start.end())
+        close = _SCRIPT_CLOSE.search(text, tag_end) if tag_end >= 0 else None
+        if close is None:
+            break
+        pos = close.end()
+        attrs = text[start.end():tag_end].lower()
+        if "data-sjs" not in attrs or not re.search(r"""type\s*=\s*["']?application/json""", attrs):
+            continue
+        try:
+            blocks.append(json.loads(text[tag_end + 1:close.start()]))
+        except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
+            continue
+    return blocks
+
+
+def find_video(blocks: list[Any], video_id: str, base_url: str) -> VideoInfo:
+    """Merge what every node about ``video_id`` says (URLs, title, owner and length may be split).
+
+    Nodes about other videos (suggestions, the next reel) are ignored even when they carry URLs:
+    downloading a neighbour under this id would be worse than failing.
+    """
+    info = VideoInfo()
+    stack: list[Any] = list(reversed(blocks))
+    while stack:  # iterative: the nesting depth of the page's JSON is not ours to choose
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(reversed(node))
+            continue
+        if not isinstance(node, dict):
+            continue
+        stack.extend(reversed([v for v in node.values() if isinstance(v, (dict, list))]))
+        if video_id not in (_id_str(node.get("videoId")), _id_str(node.get("id"))):
+            continue
+        hd, sd = _node_urls(node, base_url)
+        info.hd += hd
+        info.sd += sd
+        info.title = info.title or str_or_none(node.get("name")) or _title(node.get("title"))
+        info.uploader = info.uploader or str_or_none(dig(node, "owner", "name"))
+        if info.duration is None:
+            info.duration = _duration(node)
+    return info
+
+
+def _node_urls(node: dict[str, Any], base_url: str) -> tuple[list[str], list[str]]:
+    hd = [u for u in (_absolute(base_url, node.get(f)) for f in HD_FIELDS) if u]
+    sd = [u for u in (_absolute(base_url, node.get(f)) for f in SD_FIELDS) if u]
+    progressive = node.get("progressive_urls")
+    for entry in progressive if isinstance(progressive, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        url = _absolute(base_url, entry.get("progressive_url"))
+        quality = str_or_none(dig(entry, "metadata", "quality"))
+        if url:
+            (hd if quality and quality.upper() == "HD" else sd).append(url)
+    return hd, sd
+
+
+def _duration(node: dict[str, Any]) -> float | None:
+    ms = float_or_none(node.get("playable_duration_in_ms"))
+    if ms is not None and math.isfinite(ms) and ms > 0:
+        return ms / 1000
+    seconds = float_or_none(node.get("length_in_second"))  # older pages: whole seconds
+    return seconds if seconds is not None and math.isfinite(seconds) and seconds > 0 else None
+
+
+def _id_str(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return str(value)
+    return str_or_none(value)
+
+
+def _title(value: Any) -> str | None:
+    return str_or_none(dig(value, "text")) if isinstance(value, dict) else str_or_none(value)
+
+
+def _absolute(base: str, value: Any) -> str | None:
+    url = str_or_none(value)
+    if url is None:
+        return None
+    try:
+        return validate_url(urljoin(base, url))
+    except (UnsupportedUrl, ValueError):
+        return None
+
+
+def _has_marker(text: str, markers: tuple[str, ...]) -> bool:
+    lowered = html.unescape(text).lower()
+    return any(marker in lowered for marker in markers)
+
+
+def resolvers(config: FacebookSettings) -> list[Resolver]:
+    """The Facebook resolvers built from the platform's settings."""
+    return [FacebookResolver(config)]

@@ -1,0 +1,550 @@
+"""Weibo posts (statuses): their video or pictures, from the desktop JSON API with a mobile fallback.
+
+URL forms: ``weibo.com/<uid>/<mblogid|mid>``, ``m.weibo.cn/status|detail/<mblogid|mid>``,
+``weibo.com/tv/show/1034:<oid>`` and ``video.weibo.com/show?fid=1034:<oid>``. The canonical key is
+``weibo:<numeric mid>``; the canonical URL is always on the real host,
+``https://weibo.com/<uid>/<mblogid>``, so an item keeps one URL whichever base URL fetched it.
+
+What the code relies on, and how sure that is:
+
+- Captured (``shared/reference/platforms/weibo_*.json``): the status fields (``mid``, ``bid``,
+  ``text``, ``created_at``, ``user``), the mobile ``{"ok": 1, "data": {...}}`` envelope and both
+  shapes of ``page_info`` (``media_info.playback_list`` and the older ``stream_url*`` / ``urls``).
+- Documented, not captured: the desktop ``/ajax/statuses/show`` answer (the status itself with
+  ``"ok": 1`` at its top level, ``mblogid``, ``text_raw``, ``pic_infos``), 403 without a Referer, a
+  redirect to ``passport.weibo.com`` when visitor cookies are missing, ``ok: -100`` when rate
+  limited, and the ``/api/container/getIndex`` card list used by :func:`user_post_urls`.
+- Modelled on other open-source clients (yt-dlp and others), not captured: ``{"ok": 0, "msg": ...}``
+  for an unknown or hidden status, and the video page API used for ``tv/show`` URLs (see
+  :meth:`WeiboResolver.mid_for_video`). On the real site that API also wants visitor cookies
+  (``SUB``); give them with ``cookies_file``.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from datetime import datetime, timedelta, timezone
+from typing import Any
+from urllib.parse import quote, unquote, urlencode, urlsplit
+
+import httpx
+
+from trawl.errors import (
+    Forbidden,
+    LoginRequired,
+    NotFound,
+    ParseError,
+    RateLimited,
+    TrawlError,
+    UnsupportedUrl,
+    classify_exception,
+    classify_response,
+)
+from trawl.models import Asset, Resolved
+from trawl.platforms.base import (
+    ResolveContext,
+    Resolver,
+    _read_limited,
+    base_pattern,
+    dig,
+    float_or_none,
+    get_json,
+    int_or_none,
+    load_cookies,
+    require,
+    str_or_none,
+)
+from trawl.settings import WeiboSettings
+
+PLATFORM = "weibo"
+REAL_HOST = "https://weibo.com"
+BASE62 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_MID = r"\d{16}"
+_MBLOGID = r"[0-9A-Za-z]{8,10}"
+_FID = r"\d+(?::|%3[Aa])\d+"
+_TAIL = r"/?(?:[?#].*)?\Z"
+# Older API fields with a video URL, best quality first (the 720p field, then HD, then LD).
+_LEGACY_VIDEO_FIELDS = (
+    ("media_info", "mp4_720p_mp4"), ("urls", "mp4_720p_mp4"),
+    ("media_info", "stream_url_hd"), ("media_info", "mp4_hd_url"), ("urls", "mp4_hd_mp4"),
+    ("media_info", "stream_url"), ("media_info", "mp4_sd_url"), ("urls", "mp4_ld_mp4"),
+)
+_MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
+                                        "Nov", "Dec"), start=1)}
+_CREATED_AT = re.compile(r"\w{3} (\w{3}) (\d{1,2}) (\d{2}):(\d{2}):(\d{2}) ([+-])(\d{2})(\d{2}) (\d{4})")
+_TAG = re.compile(r"<[^>]*>")
+
+
+# -- mid <-> mblogid -------------------------------------------------------------------------
+def mid_to_mblogid(mid: str | int) -> str:
+    """The base62 ``mblogid`` (``bid``) of a numeric mid.
+
+    The decimal mid is cut into groups of 7 digits from the right; each group is written in
+    base62 (alphabet ``0-9a-zA-Z``), every group but the leftmost padded to 4 characters.
+
+    Raises:
+        ValueError: ``mid`` is not a positive decimal number.
+    """
+    digits = str(mid)
+    if not (digits.isascii() and digits.isdigit()) or int(digits) == 0:
+        raise ValueError(f"not a Weibo mid: {mid!r}")
+    digits = digits.lstrip("0")
+    groups = [digits[max(0, end - 7):end] for end in range(len(digits), 0, -7)][::-1]
+    codes = [_to_base62(int(group)) for group in groups]
+    return codes[0] + "".join(code.rjust(4, "0") for code in codes[1:])
+
+
+def mblogid_to_mid(mblogid: str) -> str:
+    """The numeric mid of a base62 ``mblogid``; the inverse of :func:`mid_to_mblogid`.
+
+    Raises:
+        ValueError: ``mblogid`` has characters outside ``0-9a-zA-Z`` or a group too large for
+            7 digits (so no mid encodes to it).
+    """
+    if not mblogid or not mblogid.isascii() or not mblogid.isalnum():
+        raise ValueError(f"not a Weibo mblogid: {mblogid!r}")
+    groups = [mblogid[max(0, end - 4):end] for end in range(len(mblogid), 0, -4)][::-1]
+    numbers = [_from_base62(group) for group in groups]
+    if any(n >= 10**7 for n in numbers):
+        raise ValueError(f"not a Weibo mblogid: {mblogid!r}")
+    mid = str(numbers[0]) + "".join(str(n).rjust(7, "0") for n in numbers[1:])
+    if int(mid) == 0:
+        raise ValueError(f"not a Weibo mblogid: {mblogid!r}")
+    return mid.lstrip("0")
+
+
+def _to_base62(number: int) -> str:
+    out = ""
+    while number:
+        number, rest = divmod(number, 62)
+        out = BASE62[rest] + out
+    return out or "0"
+
+
+def _from_base62(code: str) -> int:
+    number = 0
+    for char in code:
+        number = number * 62 + BASE62.index(char)
+    return number
+
+
+def _mid_of(ident: str) -> str | None:
+    """The mid named by a URL id (a 16-digit mid or an mblogid), or None when it is neither."""
+    if re.fullmatch(_MID, ident):
+        return _digits(ident)  # drops leading zeros, as the API's answer will
+    try:
+        return mblogid_to_mid(ident)
+    except ValueError:
+        return None
+
+
+# -- the resolver ----------------------------------------------------------------------------
+class WeiboResolver(Resolver):
+    """A Weibo status: one video, or its pictures (``image-1``, ``image-2``...)."""
+
+    name = "weibo:status"
+    platform = PLATFORM
+
+    def __init__(self, config: WeiboSettings) -> None:
+        self.config = config
+        desktop = "(?i:" + base_pattern(r"(?:www\.)?weibo\.com", config.page_base) + ")"
+        mobile = "(?i:" + base_pattern(r"m\.weibo\.cn", config.mobile_base) + ")"
+        video = "(?i:" + base_pattern(r"(?:h5\.)?video\.weibo\.com", config.video_base) + ")"
+        # Instance attribute on purpose: the configured base URLs (the simulator's) are claimed too.
+        self.url_patterns = (  # type: ignore[misc]
+            re.compile(rf"{desktop}/\d+/(?P<id>{_MID}|{_MBLOGID}){_TAIL}"),
+            re.compile(rf"{mobile}/(?:status|detail)/(?P<id>{_MID}|{_MBLOGID}){_TAIL}"),
+            re.compile(rf"{desktop}/tv/show/(?P<id>{_FID}){_TAIL}"),
+            re.compile(rf"{video}/show/?\?(?:[^#]*&)?fid=(?P<id>{_FID})(?:[&#].*)?\Z"),
+        )
+        self._cookies: dict[str, str] | None = None
+
+    # -- routing -----------------------------------------------------------------------------
+    def offline_key(self, url: str) -> str | None:
+        """``weibo:<mid>`` for post URLs; None for video page URLs (their id is not the mid)."""
+        found = self.match(url)
+        if found is None or _is_fid(found.group("id")):
+            return None
+        mid = _mid_of(found.group("id"))
+        return f"weibo:{mid}" if mid else None
+
+    def resolve(self, url: str, ctx: ResolveContext) -> Resolved:
+        found = self.match(url)
+        if found is None:
+            raise UnsupportedUrl(f"{url}: not a Weibo post URL")
+        ident = found.group("id")
+        if _is_fid(ident):
+            ident = wanted = self.mid_for_video(unquote(ident), url, ctx)
+        else:
+            wanted = _mid_of(ident)
+            if wanted is None:
+                raise UnsupportedUrl(f"{url}: {ident!r} is neither a Weibo mid nor an mblogid")
+        item = self.from_status(self.fetch_status(ident, url, ctx), url)
+        # The offline key promised weibo:<wanted>; an answer about another status would file
+        # the item under a key the workflow id does not match.
+        got = item.metadata.get("mid")
+        if got != wanted:
+            raise ParseError(f"{PLATFORM}: {url}: asked for status {wanted}, the answer is status {got}")
+        return item
+
+    # -- fetching ----------------------------------------------------------------------------
+    def api_headers(self, referer: str) -> dict[str, str]:
+        """Headers for Weibo's JSON APIs: browser-like, the configured extras, the cookies."""
+        if self._cookies is None:
+            self._cookies = load_cookies(self.config.cookies_file)
+        headers = {
+            "Referer": referer,
+            "User-Agent": self.config.user_agent,
+            "Accept": "application/json, text/plain, */*",
+            "X-Requested-With": "XMLHttpRequest",
+            **self.config.headers,
+        }
+        if self._cookies:
+            headers["Cookie"] = "; ".join(f"{name}={value}" for name, value in self._cookies.items())
+        return headers
+
+    def fetch_status(self, ident: str, url: str, ctx: ResolveContext) -> dict[str, Any]:
+        """The status object for ``ident`` (mid or mblogid): desktop API first, then mobile.
+
+        The desktop API refuses requests without Referer (403) and redirects visitors without
+        cookies to passport.weibo.com; the mobile API usually answers both. Rate limiting, a
+        missing status and network trouble are not retried on the other API: they would fail
+        there too, and hammering a rate-limited site makes the ban longer.
+        """
+        try:
+            return self._desktop_status(ident, url, ctx)
+        except (Forbidden, ParseError, LoginRequired) as exc:
+            desktop_error = exc
+        try:
+            return self._mobile_status(ident, url, ctx)
+        except TrawlError as exc:
+            if isinstance(exc, ParseError) and isinstance(desktop_error, LoginRequired):
+                raise desktop_error from None
+            raise type(exc)(f"{exc} (desktop API: {desktop_error})", retry_after=exc.retry_after) from None
+
+    def _desktop_status(self, ident: str, url: str, ctx: ResolveContext) -> dict[str, Any]:
+        api = f"{self.config.page_base.rstrip('/')}/ajax/statuses/show?{urlencode({'id': ident})}"
+        page = self.fetch_page(api, ctx, self.api_headers(self.config.referer))
+        final = urlsplit(page.url)
+        if (final.hostname or "").startswith(("passport.", "login.")) or final.path.startswith("/visitor/"):
+            where = page.url.split("?")[0]
+            raise LoginRequired(f"{PLATFORM}: {url}: desktop API redirected to {where} (visitor cookies needed)")
+        try:
+            doc = json.loads(page.body)
+        except ValueError:
+            raise ParseError(f"{PLATFORM}: {api}: answer is not JSON ({page.content_type})") from None
+        if not isinstance(doc, dict):
+            raise ParseError(f"{PLATFORM}: {api}: JSON answer is not an object")
+        # The desktop answer is the status itself, with "ok": 1 among its fields.
+        _check_ok(doc, url, allow_missing=True)
+        return doc
+
+    def _mobile_status(self, ident: str, url: str, ctx: ResolveContext) -> dict[str, Any]:
+        base = self.config.mobile_base.rstrip("/")
+        doc = get_json(self, f"{base}/statuses/show?{urlencode({'id': ident})}", ctx, self.api_headers(base + "/"))
+        _check_ok(doc, url, allow_missing=False)
+        data = doc.get("data")
+        if not isinstance(data, dict):
+            raise ParseError(f"{PLATFORM}: {url}: response has no data")
+        return data
+
+    def mid_for_video(self, fid: str, url: str, ctx: ResolveContext) -> str:
+        """The mid of the post that carries the video ``fid`` (``1034:<object id>``).
+
+        The real ``tv/show`` page is a JavaScript shell; its data comes from
+        ``POST {page_base}/tv/api/component?page=/tv/show/<fid>`` with the form field
+        ``data={"Component_Play_Playinfo":{"oid":"<fid>"}}``, answering
+        ``{"code": "100000", "data": {"Component_Play_Playinfo": {"mid": ..., "urls": ...}}}``.
+        This shape is taken from other open-source clients, not from a capture. Only the mid is
+        used: the post then resolves like any other, so both URL forms give the same item.
+        """
+        base = self.config.page_base.rstrip("/")
+        page_path = f"/tv/show/{fid}"
+        api = f"{base}/tv/api/component?{urlencode({'page': page_path})}"
+        form = {"data": json.dumps({"Component_Play_Playinfo": {"oid": fid}}, separators=(",", ":"))}
+        doc = self._post_json(api, form, ctx, self.api_headers(base + quote(page_path, safe="/:")))
+        code = str(doc.get("code", ""))
+        info = dig(doc, "data", "Component_Play_Playinfo")
+        mid = str(int_or_none(dig(info, "mid")) or "")
+        if not re.fullmatch(r"\d+", mid):
+            if code and code != "100000":
+                message = str_or_none(doc.get("msg")) or "no post for this video"
+                raise NotFound(f"{PLATFORM}: {url}: video page API says {code}: {message}")
+            require(None, PLATFORM, url, "data.Component_Play_Playinfo.mid")
+        return mid
+
+    def _post_json(self, url: str, form: dict[str, str], ctx: ResolveContext, headers: dict[str, str]) -> dict:
+        try:
+            with ctx.client.stream("POST", url, data=form, headers=headers) as resp:
+                body = _read_limited(resp, ctx.max_page_bytes, url)
+        except httpx.HTTPError as exc:
+            raise classify_exception(exc) from None
+        error = classify_response(resp.status_code, resp.headers, body, url=url)
+        if error is not None:
+            raise error
+        try:
+            doc = json.loads(body)
+        except ValueError:
+            raise ParseError(f"{PLATFORM}: {url}: answer is not JSON") from None
+        if not isinstance(doc, dict):
+            raise ParseError(f"{PLATFORM}: {url}: JSON answer is not an object")
+        return doc
+
+    # -- parsing -----------------------------------------------------------------------------
+    def from_status(self, status: Any, url: str) -> Resolved:
+        """Build the item from a status object (desktop or mobile shape); no network.
+
+        Raises:
+            ParseError: the status has no usable mid.
+            UnsupportedUrl: the status has neither a video nor pictures.
+        """
+        status = status if isinstance(status, dict) else {}
+        mid: str = require(_status_mid(status), PLATFORM, url, "mid (or id, idstr, mblogid, bid)")
+        mblogid = mid_to_mblogid(mid)  # derived, not read: a stated bid could disagree with the mid
+        user = status.get("user") if isinstance(status.get("user"), dict) else {}
+        uid = _digits(user.get("idstr")) or _digits(user.get("id"))
+        media_headers = {"Referer": self.config.referer, "User-Agent": self.config.user_agent}
+        video, play_duration = _video_asset(status.get("page_info"), media_headers)
+        assets = [video] if video else []
+        assets += _image_assets(status, media_headers)
+        if not assets:
+            hint = _repost_hint(status)
+            raise UnsupportedUrl(f"{url}: Weibo status {mid} has no media (no video, no pictures){hint}")
+        duration = _positive(dig(status, "page_info", "media_info", "duration")) or play_duration
+        metadata = {"mid": mid, "mblogid": mblogid}
+        if uid:
+            metadata["uid"] = uid
+        return Resolved(
+            canonical_key=f"weibo:{mid}",
+            canonical_url=f"{REAL_HOST}/{uid}/{mblogid}" if uid else f"https://m.weibo.cn/detail/{mid}",
+            platform=PLATFORM,
+            assets=assets,
+            title=_title(status),
+            uploader=str_or_none(user.get("screen_name")),
+            duration=duration,
+            published_at=parse_created_at(status.get("created_at")),
+            metadata=metadata,
+        )
+
+
+def resolvers(config: WeiboSettings) -> list[Resolver]:
+    """The Weibo resolvers built from the platform's settings (the registry calls this)."""
+    return [WeiboResolver(config)]
+
+
+def user_post_urls(config: WeiboSettings, ctx: ResolveContext, uid: str, max_pages: int = 5) -> list[str]:
+    """The post URLs of user ``uid``, newest first, from the mobile profile feed.
+
+    Reads ``GET {mobile_base}/api/container/getIndex?containerid=107603<uid>&page=N`` for
+    N = 1..max_pages, stopping at the first page without posts (the real API answers
+    ``{"ok": 0, "msg": "这里还没有内容", "data": {"cards": []}}`` past the end).
+
+    Raises:
+        TrawlError: classified (rate limited, network, a page that is not JSON...).
+    """
+    resolver = WeiboResolver(config)
+    base = config.mobile_base.rstrip("/")
+    urls: list[str] = []
+    for page in range(1, max_pages + 1):
+        query = urlencode({"containerid": f"107603{uid}", "page": page})
+        doc = get_json(resolver, f"{base}/api/container/getIndex?{query}", ctx, resolver.api_headers(base + "/"))
+        found = [u for u in (_post_url(card, uid) for card in _cards(dig(doc, "data", "cards"))) if u]
+        if not found:
+            break
+        urls.extend(found)
+    return list(dict.fromkeys(urls))  # a post can move to the next page while we page
+
+
+# -- helpers ---------------------------------------------------------------------------------
+def parse_created_at(value: Any) -> str | None:
+    """``Sat Jun 15 11:44:46 +0800 2019`` -> ``2019-06-15T11:44:46+08:00``; None otherwise.
+
+    Parsed by hand rather than with ``strptime`` so the result does not depend on the locale.
+    """
+    found = _CREATED_AT.fullmatch(value.strip()) if isinstance(value, str) else None
+    if not found or found.group(1) not in _MONTHS:
+        return None
+    _, day, hour, minute, second, sign, off_h, off_m, year = found.groups()
+    offset = timedelta(hours=int(off_h), minutes=int(off_m)) * (-1 if sign == "-" else 1)
+    try:
+        moment = datetime(int(year), _MONTHS[found.group(1)], int(day), int(hour), int(minute), int(second),
+                          tzinfo=timezone(offset))
+    except ValueError:
+        return None
+    return moment.isoformat()
+
+
+def _positive(value: Any) -> float | None:
+    number = float_or_none(value)
+    return number if number is not None and 0 < number < float("inf") else None
+
+
+def _is_fid(ident: str) -> bool:
+    return ":" in ident or "%3a" in ident.lower()
+
+
+def _digits(value: Any) -> str | None:
+    """A positive decimal id from an int or a string, else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return str(value) if value > 0 else None
+    text = value.strip() if isinstance(value, str) else ""
+    if text.isascii() and text.isdigit() and int(text) > 0:
+        return text.lstrip("0")
+    return None
+
+
+def _status_mid(status: dict[str, Any]) -> str | None:
+    for key in ("mid", "idstr", "id"):
+        mid = _digits(status.get(key))
+        if mid:
+            return mid
+    for key in ("mblogid", "bid"):
+        code = status.get(key)
+        if isinstance(code, str):
+            try:
+                return mblogid_to_mid(code)
+            except ValueError:
+                continue
+    return None
+
+
+def _check_ok(doc: dict[str, Any], url: str, *, allow_missing: bool) -> None:
+    """Raise for an API answer that is not ``ok: 1`` (``ok: -100`` was classified already)."""
+    ok = int_or_none(doc.get("ok"))
+    if ok == 1 or (ok is None and allow_missing and _status_mid(doc)):
+        return
+    message = str_or_none(doc.get("msg")) or str_or_none(doc.get("message"))
+    if ok is None:
+        raise ParseError(f"{PLATFORM}: {url}: response has no ok")
+    if message and ("登录" in message or "login" in message.lower()):
+        raise LoginRequired(f"{PLATFORM}: {url}: {message}")
+    if ok == -100:
+        raise RateLimited(f"{PLATFORM}: {url}: ok:-100 (captcha)")
+    raise NotFound(f"{PLATFORM}: {url}: {message or f'status not found (ok: {ok})'}")
+
+
+def _clean_text(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return None
+    text = html.unescape(_TAG.sub("", re.sub(r"<br\s*/?>", "\n", value, flags=re.IGNORECASE)))
+    return " ".join(text.split()) or None
+
+
+def _title(status: dict[str, Any]) -> str | None:
+    for candidate in (status.get("text_raw"), status.get("raw_text"), status.get("text"),
+                      dig(status, "page_info", "title"), dig(status, "page_info", "content2")):
+        text = _clean_text(candidate)
+        if text:
+            return text
+    return None
+
+
+def _repost_hint(status: dict[str, Any]) -> str:
+    original = status.get("retweeted_status")
+    if not isinstance(original, dict):
+        return ""
+    mid = _status_mid(original)
+    return f"; it reposts status {mid}, resolve that one instead" if mid else "; it is a repost"
+
+
+def _media_url(value: Any) -> str | None:
+    url = str_or_none(value)
+    if url and url.startswith("//"):
+        url = "https:" + url  # the video page API gives protocol-relative URLs
+    return url if url and url.lower().startswith(("http://", "https://")) else None
+
+
+def _video_asset(page_info: Any, headers: dict[str, str]) -> tuple[Asset | None, float | None]:
+    """The video of a ``page_info`` and the duration its chosen stream states."""
+    if not isinstance(page_info, dict):
+        return None, None
+    best = _best_playback(dig(page_info, "media_info", "playback_list"))
+    if best is not None:
+        size = int_or_none(best.get("size"))
+        asset = Asset(name="video", kind="video", urls=[best["url"]], headers=dict(headers),
+                      expected_size=size if size and size > 0 else None,
+                      mime=str_or_none(best.get("mime")))
+        return asset, _positive(best.get("duration"))
+    # Older answers name several qualities and no sizes; the lower ones are backups. Without an
+    # expected size a backup's different length cannot fail verification, and the downloader
+    # only resumes a partial file across URLs when the ETag still matches.
+    urls = [_media_url(dig(page_info, *path)) for path in _LEGACY_VIDEO_FIELDS]
+    urls = list(dict.fromkeys(u for u in urls if u))
+    if not urls:
+        return None, None
+    return Asset(name="video", kind="video", urls=urls, headers=dict(headers)), None
+
+
+def _best_playback(entries: Any) -> dict[str, Any] | None:
+    """The ``play_info`` of the highest ``meta.quality_index`` that is a progressive video.
+
+    Image entries (``scrubber_*`` thumbnail sprites) and non-``general`` protocols (DASH, HLS
+    manifests, which are not one file) are skipped.
+    """
+    best: tuple[tuple[int, int], dict[str, Any]] | None = None
+    for entry in entries if isinstance(entries, list) else []:
+        info = dig(entry, "play_info")
+        if not isinstance(info, dict) or not _media_url(info.get("url")):
+            continue
+        mime = str_or_none(info.get("mime"))
+        if mime is not None and not mime.lower().startswith("video/"):
+            continue
+        if mime is None and not urlsplit(str(info["url"])).path.lower().endswith(".mp4"):
+            continue
+        if str_or_none(info.get("protocol")) not in (None, "general"):
+            continue
+        rank = (int_or_none(dig(entry, "meta", "quality_index")) or int_or_none(info.get("height")) or 0,
+                int_or_none(info.get("bitrate")) or 0)
+        if best is None or rank > best[0]:
+            best = (rank, {**info, "url": _media_url(info.get("url"))})
+    return best[1] if best else None
+
+
+def _image_assets(status: dict[str, Any], headers: dict[str, str]) -> list[Asset]:
+    """Pictures: desktop ``pic_infos`` (in ``pic_ids`` order) or mobile ``pics[]``."""
+    urls: list[str] = []
+    infos = status.get("pic_infos")
+    if isinstance(infos, dict) and infos:
+        order = status.get("pic_ids") if isinstance(status.get("pic_ids"), list) else []
+        keys = [k for k in order if isinstance(k, str) and k in infos] or list(infos)
+        for key in keys:
+            info = infos.get(key)
+            url = next((u for u in (_media_url(dig(info, size, "url"))
+                                    for size in ("largest", "original", "mw2000", "large")) if u), None)
+            if url:
+                urls.append(url)
+    else:
+        pics = status.get("pics")
+        pics = list(pics.values()) if isinstance(pics, dict) else pics if isinstance(pics, list) else []
+        for pic in pics:
+            url = _media_url(dig(pic, "large", "url")) or _media_url(dig(pic, "url"))
+            if url:
+                urls.append(url)
+    urls = list(dict.fromkeys(urls))
+    return [Asset(name=f"image-{n}", kind="image", urls=[url], headers=dict(headers))
+            for n, url in enumerate(urls, start=1)]
+
+
+def _cards(cards: Any) -> list[dict[str, Any]]:
+    """Post cards (``card_type`` 9), including those nested in ``card_group``s."""
+    out: list[dict[str, Any]] = []
+    for card in cards if isinstance(cards, list) else []:
+        if not isinstance(card, dict):
+            continue
+        if int_or_none(card.get("card_type")) == 9:
+            out.append(card)
+        out.extend(_cards(card.get("card_group")))
+    return out
+
+
+def _post_url(card: dict[str, Any], uid: str) -> str | None:
+    mblog = card.get("mblog") if isinstance(card.get("mblog"), dict) else {}
+    mid = _status_mid(mblog)
+    if not mid:
+        return None
+    author = _digits(dig(mblog, "user", "id")) or _digits(uid) or uid
+    return f"{REAL_HOST}/{author}/{mid_to_mblogid(mid)}"

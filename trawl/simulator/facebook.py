@@ -1,0 +1,265 @@
+"""A simulated Facebook: video pages with embedded JSON, short links and signed CDN media.
+
+No capture of a real Facebook page is in the references, so the pages are built from the field
+names PLATFORMS.md documents: several ``<script type="application/json" data-sjs>`` blocks, the
+video node nested a few levels deep inside ``require`` arrays the way real pages nest their
+Relay payloads, a neighbouring video's node (which a resolver must not take), and OpenGraph tags.
+
+fb.watch is another host, and a simulator is one host. Short links are therefore served on the
+same simulator under :data:`SHORT_PREFIX`; :meth:`FacebookSite.settings` points ``short_base``
+there, and the resolver matches configured bases exactly, so ``<short_base>/<code>/`` is a
+short link to it just as ``https://fb.watch/<code>/`` is.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import re
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from trawl.settings import FacebookSettings
+from trawl.simulator.media import MediaFile
+from trawl.simulator.server import FileBehaviour, Request, Response, Simulator
+from trawl.simulator.signed import SignedMedia
+
+SHORT_PREFIX = "/_fb.watch"
+CDN_PREFIX = "/v/t42.1790-2"
+MEDIA_TTL = 24 * 3600.0  # real video URLs live ~24-48 h (facebook_cdn_urls_real.txt)
+
+LOGIN_WALL_ID = "4012345678901234"  # a members-only video: always the login wall
+REMOVED_ID = "5099887766554433"  # answers 404
+UNAVAILABLE_ID = "5100000000000001"  # answers 200 "This content isn't available right now"
+NO_VIDEO_ID = "6000000000000001"  # a page whose JSON only has a neighbour's video: parse error
+
+
+@dataclass(frozen=True)
+class FbVideo:
+    """A served video and what a resolver should find out about it.
+
+    ``layout`` is how its page describes it: ``classic`` (``playable_url[_quality_hd]`` and
+    ``browser_native_*_url``, title in a separate node), ``reel`` (``progressive_urls[]``,
+    title only in ``og:title``) or ``og`` (OpenGraph only, no JSON node).
+    """
+
+    id: str
+    page: str  # the page name in /<page>/videos/<id>
+    title: str
+    uploader: str | None
+    duration: float | None
+    hd_size: int | None
+    sd_size: int | None
+    layout: str
+
+
+VIDEOS = (
+    FbVideo("1029384756473829", "harbourcouncil", "Harbour lights at dusk", "Harbour Council", 42.5,
+            700_000, 300_000, "classic"),
+    FbVideo("2847561930284756", "tidepoolstudio", "Tidepool timelapse", "Tidepool Studio", 15.2,
+            500_000, 200_000, "reel"),
+    FbVideo("3958271046382910", "keepersdiary", "A lighthouse keeper's day", None, None, None, 250_000, "og"),
+)
+
+_LOGIN_WALL = """<!DOCTYPE html><html lang="en"><head><title>Log in to Facebook</title>
+<meta property="og:title" content="Log in or sign up to view" /></head>
+<body><div class="_4-u2"><h2>You must log in to continue.</h2>
+<form id="login_form" action="/login/device-based/regular/login/" method="post">
+<input type="text" name="email" /><input type="password" name="pass" /></form></div></body></html>"""
+_UNAVAILABLE = """<!DOCTYPE html><html lang="en"><head><title>Facebook</title></head>
+<body><h2>This content isn&#039;t available right now</h2>
+<p>When this happens, it&#039;s usually because the owner only shared it with a small group of people,
+changed who can see it or it&#039;s been deleted.</p></body></html>"""
+_NOT_FOUND = b"<!DOCTYPE html><html><head><title>Page not found</title></head><body>Page not found</body></html>"
+
+
+def _script(doc: Any) -> str:
+    # Real pages escape "/" and "<" inside these blocks so "</script>" never appears in them.
+    text = json.dumps(doc, separators=(",", ":")).replace("/", "\\/").replace("<", "\\u003c")
+    return f'<script type="application/json" data-content-len="{len(text)}" data-sjs>{text}</script>'
+
+
+def _relay(name: str, data: dict[str, Any]) -> dict[str, Any]:
+    """A Relay payload wrapped the way real pages wrap theirs: require -> __bbox -> require -> ..."""
+    result = {"__bbox": {"complete": True, "result": {"data": data, "extensions": {"is_final": True}}}}
+    inner = {"__bbox": {"require": [["RelayPrefetchedStreamCache", "next", [], [f"adp_{name}", result]]]}}
+    return {"require": [["ScheduledServerJS", "handle", None, [inner]]]}
+
+
+class FacebookSite:
+    """Facebook's pages, short links and CDN on a :class:`Simulator`.
+
+    Attributes:
+        videos: the videos that play, by id.
+        short_links: fb.watch code -> path on the site (served under :data:`SHORT_PREFIX`).
+        share_links: ``(kind, code)`` of ``/share/<kind>/<code>/`` -> path on the site.
+        max_anonymous_requests: after this many page requests without a ``c_user`` cookie,
+            pages answer with the login wall (the real site's soft ban); None: never.
+        page_requests: video page requests served, anonymous or not.
+        cdn: the signed media host (``oe`` hex expiry, ``oh`` signature).
+    """
+
+    def __init__(self, sim: Simulator) -> None:
+        self.sim = sim
+        self.videos = {video.id: video for video in VIDEOS}
+        classic, reel = VIDEOS[0], VIDEOS[1]
+        self.short_links = {"aBc12XyZ9": f"/watch/?v={classic.id}", "Pr0f1le7": f"/{classic.page}"}
+        self.share_links = {
+            ("v", "1AbCdEfGhJ"): f"/{classic.page}/videos/harbour-lights/{classic.id}/",
+            ("r", "9ZyXwVuTsR"): f"/reel/{reel.id}/",
+        }
+        self.max_anonymous_requests: int | None = None
+        self.page_requests = 0
+        self.anonymous_requests = 0
+        self.cdn = SignedMedia(sim, CDN_PREFIX, ttl=MEDIA_TTL, expiry_param="oe", hex_expiry=True, sig_param="oh")
+        self._lock = threading.Lock()
+        self._generation = 0
+        self._behaviours: list[FileBehaviour] = []
+        self._media = {(v.id, q): MediaFile("mp4", f"facebook-{v.id}-{q}", size)
+                       for v in VIDEOS for q, size in (("hd", v.hd_size), ("sd", v.sd_size)) if size}
+        self._publish_media()
+        sim.add_route(r"/watch/?", self._serve_page)
+        sim.add_route(r"/video\.php", self._serve_page)
+        sim.add_route(r"/reel/(?P<id>\d+)/?", self._serve_page)
+        sim.add_route(r"/[^/]+/videos/(?:[^/]+/)?(?P<id>\d+)/?", self._serve_page)
+        sim.add_route(r"/share/(?P<kind>[vr])/(?P<code>[\w-]+)/?", self._serve_share)
+        sim.add_route(rf"{re.escape(SHORT_PREFIX)}/(?P<code>[\w-]+)/?", self._serve_short)
+        for video in VIDEOS:  # a page's own profile: no video on it
+            sim.add_page(f"/{video.page}", f"<html><head><title>{video.uploader or video.page}</title></head></html>")
+
+    # -- what tests use ----------------------------------------------------------------------
+    def settings(self, **overrides: Any) -> FacebookSettings:
+        """Settings whose page and short-link bases point at this simulator."""
+        return FacebookSettings(page_base=self.sim.base_url, short_base=self.sim.url(SHORT_PREFIX), **overrides)
+
+    def short_url(self, code: str) -> str:
+        """The simulator's stand-in for ``https://fb.watch/<code>/``."""
+        return self.sim.url(f"{SHORT_PREFIX}/{code}/")
+
+    def media_url(self, video_id: str, quality: str, ttl: float | None = None) -> str:
+        """A freshly signed CDN URL for ``quality`` (``hd`` or ``sd``), as a page would carry it."""
+        # The parameters real video URLs carry besides the signature; nothing checks them.
+        efg = base64.b64encode(json.dumps({"vencode_tag": f"sve_{quality}"}, separators=(",", ":")).encode())
+        noise = {"_nc_cat": "104", "ccb": "1-5", "_nc_sid": "985c63", "efg": efg.decode(),
+                 "_nc_ohc": "aIF7h__NmCIAX-gTN_9", "_nc_ht": "video-bos3-1.xx"}
+        return self.cdn.url(self._media_name(video_id, quality), ttl=ttl, **noise)
+
+    def expire_media_urls(self) -> None:
+        """Make every media URL issued so far answer 403 ``URL signature expired``.
+
+        Pages served from now on carry URLs under new names that work, as after a real expiry
+        a fresh page load does.
+        """
+        with self._lock:
+            for behaviour in self._behaviours:
+                behaviour.expires_at = time.time() - 1
+            self._behaviours = []
+            self._generation += 1
+            self._publish_media()
+
+    def page_html(self, video_id: str) -> str:
+        """The video page for ``video_id`` with freshly signed media URLs."""
+        video = self.videos.get(video_id)
+        neighbour = self._neighbour_node(video_id)
+        blocks = [{"define": [["SiteData", [], {"server_revision": 1012345678, "locale": "en_US"}, 317]]}]
+        og = {"og:site_name": "Facebook", "og:type": "video.other"}
+        header_login = ""
+        if video is None:  # NO_VIDEO_ID: only a suggestion for another video is on the page
+            og["og:title"] = "Facebook"
+        else:
+            og |= {"og:title": video.title, "og:url": f"https://www.facebook.com/watch/?v={video.id}"}
+            if video.layout == "og":
+                url = self.media_url(video.id, "sd")
+                og |= {"og:video": url, "og:video:secure_url": url, "og:video:type": "video/mp4"}
+            else:
+                blocks.append(_relay("CometVideoRootQueryRelayPreloader_1",
+                                     {"video": {"story": {"attachments": [{"media": self._video_node(video)}]}}}))
+            if video.layout == "classic":
+                # Anonymous real pages have a login form in their header while the video plays.
+                header_login = '<form id="login_form" action="/login/" method="post"></form>'
+                title_node = {"__typename": "Video", "id": video.id, "title": {"text": video.title}}
+                blocks.append(_relay("CometVideoRootQueryRelayPreloader_2",
+                                     {"creation_story": {"attachments": [{"media": title_node}]}}))
+        blocks.append(_relay("CometVideoSuggestionsRelayPreloader_3", {"suggested": [{"media": neighbour}]}))
+        meta = "\n".join(f'<meta property="{k}" content="{html.escape(v)}" />' for k, v in og.items())
+        scripts = "\n".join(_script(block) for block in blocks)
+        return (f'<!DOCTYPE html><html lang="en"><head><title>{html.escape(og["og:title"])} | Facebook</title>\n'
+                f"{meta}\n</head><body>{header_login}<div id=\"mount_0_0\"></div>\n{scripts}\n</body></html>")
+
+    # -- internals ---------------------------------------------------------------------------
+    def _media_name(self, video_id: str, quality: str) -> str:
+        return f"{video_id}_{quality}_g{self._generation}_n.mp4"
+
+    def _publish_media(self) -> None:
+        for (video_id, quality), media in self._media.items():
+            self._behaviours.append(self.cdn.add(self._media_name(video_id, quality), media))
+
+    def _video_node(self, video: FbVideo) -> dict[str, Any]:
+        hd = self.media_url(video.id, "hd") if video.hd_size else None
+        sd = self.media_url(video.id, "sd") if video.sd_size else None
+        node: dict[str, Any] = {
+            "__typename": "Video", "id": video.id, "videoId": video.id, "is_live_streaming": False,
+            "owner": {"__typename": "Page", "id": "100064" + video.id[:8], "name": video.uploader},
+            "playable_duration_in_ms": int(video.duration * 1000) if video.duration else None,
+        }
+        if video.layout == "classic":
+            node |= {"playable_url": sd, "playable_url_quality_hd": hd, "browser_native_sd_url": sd,
+                     "browser_native_hd_url": hd, "dash_manifest": '<?xml version="1.0"?><MPD></MPD>'}
+        else:
+            node["progressive_urls"] = [
+                {"progressive_url": url, "failure_reason": None, "metadata": {"quality": quality}}
+                for url, quality in ((hd, "HD"), (sd, "SD")) if url
+            ]
+            node["manifest_xml"] = '<?xml version="1.0"?><MPD></MPD>'
+        return node
+
+    def _neighbour_node(self, video_id: str) -> dict[str, Any]:
+        # A suggested video with working URLs: taking it instead of the wanted one is the bug
+        # this node is here to catch.
+        other = next(v for v in VIDEOS if v.id != video_id)
+        url = self.media_url(other.id, "sd")
+        return {"__typename": "Video", "id": other.id, "videoId": other.id, "name": other.title,
+                "playable_url": url, "browser_native_sd_url": url}
+
+    def _html(self, body: str | bytes, status: int = 200) -> Response:
+        data = body.encode() if isinstance(body, str) else body
+        return Response(status, {"Content-Type": "text/html; charset=utf-8"}, data)
+
+    def _serve_page(self, req: Request) -> Response:
+        groups = req.match.groupdict() if req.match else {}
+        video_id = groups.get("id") or req.arg("v") or ""
+        anonymous = "c_user=" not in req.headers.get("cookie", "")
+        with self._lock:
+            self.page_requests += 1
+            self.anonymous_requests += anonymous
+            limited = (anonymous and self.max_anonymous_requests is not None
+                       and self.anonymous_requests > self.max_anonymous_requests)
+        if limited or video_id == LOGIN_WALL_ID:
+            return self._html(_LOGIN_WALL)
+        if video_id == UNAVAILABLE_ID:
+            return self._html(_UNAVAILABLE)
+        if video_id in self.videos or video_id == NO_VIDEO_ID:
+            with self._lock:
+                return self._html(self.page_html(video_id))
+        return self._html(_NOT_FOUND, 404)  # REMOVED_ID and every unknown id
+
+    def _redirect(self, target: str | None) -> Response:
+        if target is None:
+            return self._html(_NOT_FOUND, 404)
+        return Response(302, {"Location": self.sim.url(target), "Content-Length": "0"}, b"")
+
+    def _serve_share(self, req: Request) -> Response:
+        groups = req.match.groupdict() if req.match else {}
+        return self._redirect(self.share_links.get((groups.get("kind", ""), groups.get("code", ""))))
+
+    def _serve_short(self, req: Request) -> Response:
+        groups = req.match.groupdict() if req.match else {}
+        return self._redirect(self.short_links.get(groups.get("code", "")))
+
+
+def install_facebook_site(sim: Simulator) -> FacebookSite:
+    """Register Facebook's routes on ``sim``; tests resolve against ``site.settings()``."""
+    return FacebookSite(sim)

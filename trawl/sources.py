@@ -1,0 +1,50 @@
+"""Named sources from the settings, expanded to the URLs they stand for."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from trawl.errors import UnsupportedUrl
+from trawl.platforms.base import ResolveContext
+from trawl.platforms.registry import Registry
+from trawl.settings import Settings, SourceSettings
+
+
+class SourceError(Exception):
+    """A source is unknown or cannot be expanded; the message says which and why."""
+
+
+def find_source(settings: Settings, name: str) -> SourceSettings:
+    for source in settings.sources:
+        if source.name == name:
+            return source
+    known = ", ".join(s.name for s in settings.sources) or "none configured"
+    raise SourceError(f"no source named {name!r} in the settings (known: {known})")
+
+
+def read_url_file(path: Path) -> list[str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SourceError(f"cannot read URL file {path}: {exc.strerror}") from None
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def expand(source: SourceSettings, settings: Settings, registry: Registry, ctx: ResolveContext) -> list[str]:
+    """The URLs of a source, in the order the platform lists them."""
+    if source.kind == "url_file":
+        return read_url_file(Path(source.path))
+    if source.kind == "bilibili_uploader":
+        from trawl.platforms.bilibili import BilibiliResolver
+
+        resolver = next((r for r in registry.resolvers if isinstance(r, BilibiliResolver)), None)
+        if resolver is None:
+            raise SourceError(f"source {source.name!r}: the bilibili platform is disabled")
+        return resolver.uploader_video_urls(ctx, source.id, source.max_pages)
+    if source.kind == "weibo_user":
+        from trawl.platforms import weibo
+
+        if not settings.platforms.weibo.enabled:
+            raise SourceError(f"source {source.name!r}: the weibo platform is disabled")
+        return weibo.user_post_urls(settings.platforms.weibo, ctx, source.id, source.max_pages)
+    raise UnsupportedUrl(f"source {source.name!r}: unknown kind {source.kind!r}")
