@@ -94,6 +94,10 @@ class MediaItemWorkflow:
         self._pause_cancelled: set[str] = set()
         self._running: dict[str, asyncio.Task[DownloadResult]] = {}
         self._canonical_url: str | None = None
+        # Re-fetches after url_expired: a generation counter so concurrent assets share one.
+        self._generation = 0
+        self._fresh: Resolved | None = None
+        self._refetch_lock = asyncio.Lock()
 
     # -- signals and queries ---------------------------------------------------------------
     @workflow.signal
@@ -184,6 +188,7 @@ class MediaItemWorkflow:
         """Download and verify one asset; re-download corrupt files and re-fetch expired URLs, bounded."""
         asset = resolved.assets[index]
         redownloads = refetches = 0
+        seen_generation = self._generation
         while True:
             await self._wait_unpaused()
             self._stage("download")
@@ -199,7 +204,9 @@ class MediaItemWorkflow:
                     raise asyncio.CancelledError from None  # the item itself is being cancelled
                 if error_class == "url_expired" and refetches < self._opts.max_refetches:
                     refetches += 1
-                    asset = self._same_asset((await self._fetch()).resolved, asset)
+                    fresh = await self._refetch(seen_generation)
+                    seen_generation = self._generation
+                    asset = self._same_asset(fresh, asset)
                     continue
                 raise ItemFailed(error_class, message) from None
             self._stage("verify")
@@ -240,6 +247,15 @@ class MediaItemWorkflow:
             return await task
         finally:
             self._running.pop(asset.name, None)
+
+    async def _refetch(self, seen_generation: int) -> Resolved:
+        """Fresh media URLs; assets whose URLs expired together share one fetch."""
+        async with self._refetch_lock:
+            if self._generation == seen_generation:
+                self._fresh = (await self._fetch()).resolved
+                self._generation += 1
+            assert self._fresh is not None
+            return self._fresh
 
     @staticmethod
     def _same_asset(resolved: Resolved, old: Asset) -> Asset:

@@ -22,7 +22,7 @@ from trawl.platforms.bilibili import wbi_sign
 from trawl.settings import BilibiliSettings
 from trawl.simulator.media import MediaFile
 from trawl.simulator.references import reference_json
-from trawl.simulator.server import Request, Response, Simulator
+from trawl.simulator.server import FileBehaviour, Request, Response, Simulator
 from trawl.simulator.signed import SignedMedia
 
 IMG_KEY = "7cd084941338484aae1ad9425b84077c"
@@ -54,6 +54,7 @@ class BilibiliSite:
     rate_limit_per_s: float | None = None
     videos: dict[str, Video] = field(default_factory=dict)
     media: SignedMedia | None = None
+    generation: int = 0  # bumped by expire_media(): new URL names, same bytes
     _recent: deque[float] = field(default_factory=deque)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -94,12 +95,17 @@ class BilibiliSite:
                     self._rewrite(answer, f"{video.bvid}-{cid}")
 
     def _rewrite(self, answer: dict, stem: str) -> None:
-        """Point every stream at signed simulator media of a small size (and fix sizes)."""
+        """Point every stream at signed simulator media of a small size (and fix sizes).
+
+        The bytes (and ETags) depend on the stream only, the URL names also on the generation,
+        so a download resumed on a re-issued URL appends to the same file.
+        """
         assert self.media is not None
         data = answer["data"]
+        prefix = f"{stem}/g{self.generation}"
         for index, segment in enumerate(data.get("durl") or []):
             media = MediaFile("flv", f"{stem}-durl-{index}", 300_000 + 7919 * index)
-            name = f"{stem}/durl-{index}.flv"
+            name = f"{prefix}/durl-{index}.flv"
             self.media.add(name, media)
             self.media.add(f"{name}.backup", media)
             segment["url"] = self.media.url(name)
@@ -110,26 +116,28 @@ class BilibiliSite:
             for index, stream in enumerate(dash.get(kind) or []):
                 size = (400_000 if kind == "video" else 120_000) + 1009 * index
                 media = MediaFile(fmt, f"{stem}-{kind}-{index}", size)
-                name = f"{stem}/{kind}-{stream.get('id')}-{index}.m4s"
+                name = f"{prefix}/{kind}-{stream.get('id')}-{index}.m4s"
                 self.media.add(name, media)
                 self.media.add(f"{name}.backup", media)
                 primary, backup = self.media.url(name), self.media.url(f"{name}.backup")
                 stream.update(baseUrl=primary, base_url=primary, backupUrl=[backup], backup_url=[backup])
 
-    def reissue_media_urls(self) -> None:
-        """Sign every stream URL again (a fresh playurl answer after the old URLs expired)."""
+    def expire_media(self) -> None:
+        """Every stream URL issued so far answers 403 ``URL signature expired`` (its deadline
+        passed); ``playurl`` answers from now on carry fresh URLs to the same bytes."""
         if self.media is None:
             return
-        for video in self.videos.values():
-            for answer in video.playurl.values():
-                for segment in answer["data"].get("durl") or []:
-                    segment["url"] = _resign(self.media, segment["url"])
-                    segment["backup_url"] = [_resign(self.media, u) for u in segment.get("backup_url") or []]
-                for kind in ("video", "audio"):
-                    for stream in (answer["data"].get("dash") or {}).get(kind) or []:
-                        fresh = _resign(self.media, stream["baseUrl"])
-                        backups = [_resign(self.media, u) for u in stream.get("backupUrl") or []]
-                        stream.update(baseUrl=fresh, base_url=fresh, backupUrl=backups, backup_url=backups)
+        for entry in self.media.files.values():
+            entry.behaviour.expires_at = time.time() - 1
+        self.generation += 1
+        self.videos.clear()
+        self._build()
+
+    def behaviour(self, url: str) -> FileBehaviour:
+        """The behaviour of the signed media a URL points at (to cut or throttle it in tests)."""
+        assert self.media is not None
+        name = url.split(self.media.prefix + "/", 1)[1].split("?", 1)[0]
+        return self.media.files[name].behaviour
 
     # -- answering ---------------------------------------------------------------------------
     def _limited(self) -> bool:
@@ -203,11 +211,6 @@ class BilibiliSite:
     def page(self, req: Request) -> Response:
         return Response(200, {"Content-Type": "text/html; charset=utf-8"},
                         b"<!DOCTYPE html><html><head><title>bilibili</title></head><body></body></html>")
-
-
-def _resign(media: SignedMedia, url: str) -> str:
-    name = url.split(media.prefix + "/", 1)[1].split("?", 1)[0]
-    return media.url(name)
 
 
 def install_bilibili_site(sim: Simulator, *, rewrite_media: bool = True) -> BilibiliSite:

@@ -1,0 +1,160 @@
+"""Each simulated platform end to end: the CLI, a real dev server, real files."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+
+from starter.client import item_result, start_item
+from tests.conftest import make_settings
+from tests.e2e.test_cli import blob_count, records, run, trawl_env
+from trawl.platforms.registry import build_registry
+from trawl.settings import PlatformSettings, PlatformsSettings
+from trawl.simulator import Simulator
+from trawl.simulator.bilibili import SHORT_LINK, UPLOADER_MID, install_bilibili_site
+from trawl.simulator.facebook import LOGIN_WALL_ID, VIDEOS, install_facebook_site
+from trawl.simulator.weibo import install_weibo_site
+from trawl.storage.catalog import Catalog
+from workers.main import running_worker
+
+
+def platform_env(name: str, config: PlatformSettings) -> dict[str, str]:
+    """TRAWL_PLATFORMS__<NAME>__* variables for a platform's simulator settings."""
+    env = {}
+    for field, value in config.model_dump().items():
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool) and value != "":
+            env[f"TRAWL_PLATFORMS__{name.upper()}__{field.upper()}"] = str(value)
+    return env
+
+
+@pytest.fixture
+def bili(sim: Simulator):
+    return install_bilibili_site(sim)
+
+
+def test_bilibili_three_url_forms_commit_once_with_dash_streams(bili, tmp_path: Path,
+                                                               temporal_address: str) -> None:
+    env = trawl_env(tmp_path, temporal_address, **platform_env("bilibili", bili.settings()))
+    urls = [bili.url("BV117411r7R1"), bili.sim.url("/video/av85440373?spm_id_from=333.1"),
+            bili.sim.url(f"/b23/{SHORT_LINK}")]
+    done = run(["crawl", "--json", *urls], env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    got = records(done.stdout)
+    assert {r["canonical_key"] for r in got} == {"bilibili:BV117411r7R1"}
+    assert {r["outcome"] for r in got} <= {"committed", "duplicate"} and "committed" in {r["outcome"] for r in got}
+    assert sorted(a["kind"] for a in got[0]["assets"]) == ["audio", "video"]  # no ffmpeg here: both kept
+    listed = records(run(["items", "--json"], env, tmp_path).stdout)
+    assert len(listed) == 1 and listed[0]["platform"] == "bilibili"
+    assert listed[0]["canonical_url"] == "https://www.bilibili.com/video/BV117411r7R1"
+    assert blob_count(tmp_path) == 2
+
+
+def test_bilibili_multipart_durl_segments(bili, tmp_path: Path, temporal_address: str) -> None:
+    env = trawl_env(tmp_path, temporal_address, **platform_env("bilibili", bili.settings()))
+    done = run(["crawl", "--json", bili.url("BV1GJ411x7h7"), bili.url("BV1GJ411x7h7", page=2)], env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    got = {r["canonical_key"]: r for r in records(done.stdout)}
+    assert set(got) == {"bilibili:BV1GJ411x7h7", "bilibili:BV1GJ411x7h7_p2"}
+    assert [a["name"] for a in got["bilibili:BV1GJ411x7h7_p2"]["assets"]] == ["video-1", "video-2"]
+    assert all(Path(a["path"]).read_bytes()[:3] == b"FLV" for r in got.values() for a in r["assets"])
+
+
+def test_resolve_and_source_through_the_cli(bili, tmp_path: Path, temporal_address: str) -> None:
+    env = trawl_env(tmp_path, temporal_address, **platform_env("bilibili", bili.settings()),
+                    TRAWL_SOURCES=json.dumps([{"name": "uploads", "kind": "bilibili_uploader", "id": UPLOADER_MID}]))
+    resolved = run(["resolve", "--json", bili.sim.url("/video/av85440373"), bili.url("BV17x411w7KC")], env, tmp_path)
+    assert resolved.returncode == 1
+    first, second = records(resolved.stdout)
+    assert first["canonical_key"] == "bilibili:BV117411r7R1" and first["duration"] == 486
+    assert [a["kind"] for a in first["assets"]] == ["video", "audio"] and blob_count(tmp_path) == 0
+    assert (second["outcome"], second["error_class"]) == ("failed", "not_found")
+    crawled = run(["crawl", "--json", "--source", "uploads"], env, tmp_path)
+    assert crawled.returncode == 0, crawled.stderr
+    assert {r["canonical_key"] for r in records(crawled.stdout)} == {"bilibili:BV117411r7R1",
+                                                                      "bilibili:BV1GJ411x7h7"}
+    unknown = run(["crawl", "--source", "nope"], env, tmp_path)
+    assert unknown.returncode == 2 and "no source named 'nope'" in unknown.stderr
+
+
+def test_weibo_video_and_picture_posts(sim: Simulator, tmp_path: Path, temporal_address: str) -> None:
+    site = install_weibo_site(sim)
+    env = trawl_env(tmp_path, temporal_address, **platform_env("weibo", site.settings()))
+    video, pictures = site.posts["playback"], site.posts["pictures"]
+    urls = [sim.url(f"/{video.uid}/{video.mblogid}"), sim.url(f"/detail/{video.mid}"),
+            sim.url(f"/{pictures.uid}/{pictures.mblogid}")]
+    done = run(["crawl", "--json", *urls], env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    got = records(done.stdout)
+    assert {r["canonical_key"] for r in got} == {f"weibo:{video.mid}", f"weibo:{pictures.mid}"}
+    pics = next(r for r in got if r["canonical_key"] == f"weibo:{pictures.mid}")
+    assert [a["kind"] for a in pics["assets"]] == ["image", "image"]
+    assert all(Path(a["path"]).read_bytes()[:3] == b"\xff\xd8\xff" for a in pics["assets"])
+    assert len(records(run(["items", "--json"], env, tmp_path).stdout)) == 2
+
+
+def test_facebook_short_link_and_login_wall(sim: Simulator, tmp_path: Path, temporal_address: str) -> None:
+    site = install_facebook_site(sim)
+    env = trawl_env(tmp_path, temporal_address, **platform_env("facebook", site.settings(requests_per_second=50)))
+    classic = VIDEOS[0]
+    urls = [sim.url(f"/{classic.page}/videos/{classic.id}"), site.short_url("aBc12XyZ9"),
+            sim.url(f"/watch/?v={LOGIN_WALL_ID}")]
+    done = run(["crawl", "--json", *urls], env, tmp_path)
+    assert done.returncode == 1
+    got = {r["url"]: r for r in records(done.stdout)}
+    assert got[urls[0]]["canonical_key"] == got[urls[1]]["canonical_key"] == f"facebook:{classic.id}"
+    assert got[urls[0]]["assets"][0]["size"] == classic.hd_size
+    assert (got[urls[2]]["outcome"], got[urls[2]]["error_class"]) == ("failed", "login_required")
+    assert len(records(run(["items", "--json"], env, tmp_path).stdout)) == 1
+
+
+async def test_expired_media_url_is_refetched_and_resumed(temporal_client: Client, tmp_path: Path,
+                                                          temporal_address: str, bili) -> None:
+    settings = make_settings(tmp_path, temporal_address,
+                             retry={"download": {"initial_interval": "1s", "maximum_interval": "2s"}},
+                             platforms=PlatformsSettings(bilibili=bili.settings()))
+    registry = build_registry(settings.platforms)
+    resolver = registry.resolvers[0]
+    from trawl.http import make_client
+    from trawl.platforms.base import ResolveContext
+
+    with make_client(settings.net) as http:
+        first_urls = resolver.resolve(bili.url("BV117411r7R1"), ResolveContext(http, 1 << 20)).assets[0].urls
+    cut = bili.behaviour(first_urls[0])
+    cut.cut_at = 150_000
+    async with running_worker(temporal_client, settings, registry):
+        started = await start_item(temporal_client, settings, registry, bili.url("BV117411r7R1"))
+        deadline = time.monotonic() + 30
+        while cut.cut_times and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        bili.expire_media()  # the CDN deadline passes between the cut and the retry
+        result = await asyncio.wait_for(item_result(started.handle, ""), 90)
+    assert result.outcome == "committed", result
+    playurls = bili.sim.stats["/x/player/wbi/playurl"].requests
+    assert playurls == 3  # our probe, the first fetch, the re-fetch after url_expired
+    served = sum(s.bytes_sent for path, s in bili.sim.stats.items() if "/video-80-" in path)
+    video = next(a for a in result.assets if a.kind == "video")
+    assert served < video.size + 50_000  # resumed from the cut on the fresh URL
+    ranges = [r for path, s in bili.sim.stats.items() if "/g1/video-80-" in path for r in s.ranges]
+    assert ranges and ranges[0] == "bytes=150000-"
+
+
+async def test_rate_limited_platform_recovers(temporal_client: Client, tmp_path: Path, temporal_address: str,
+                                              bili) -> None:
+    settings = make_settings(tmp_path, temporal_address,
+                             retry={"fetch": {"initial_interval": "500ms", "maximum_interval": "2s"}},
+                             platforms=PlatformsSettings(bilibili=bili.settings()))
+    bili.rate_limit_per_s = 2
+    registry = build_registry(settings.platforms)
+    urls = [bili.url("BV117411r7R1"), bili.url("BV1GJ411x7h7"), bili.url("BV1GJ411x7h7", page=2)]
+    async with running_worker(temporal_client, settings, registry):
+        handles = [(await start_item(temporal_client, settings, registry, u)).handle for u in urls]
+        results = await asyncio.wait_for(asyncio.gather(*(item_result(h, "") for h in handles)), 120)
+    assert [r.outcome for r in results] == ["committed"] * 3
+    statuses = bili.sim.stats["/x/web-interface/view"].requests + bili.sim.stats["/x/player/wbi/playurl"].requests
+    assert statuses > 6  # some answers were 412/-352 and were asked again
+    assert Catalog(settings.catalog_url).count() == 3
