@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,8 @@ from temporalio.service import RPCError
 from starter.embedded import SEARCH_ATTRIBUTES
 from trawl.platforms.registry import Registry
 from trawl.settings import Settings, StageRetry
+from activities.crawl import route_items
+from workflows.crawl import CrawlInput, CrawlWorkflow
 from workflows.media_item import ItemInput, ItemResult, MediaItemWorkflow, Progress
 from workflows.policies import ItemOptions, StagePolicy, workflow_queue
 
@@ -129,3 +132,21 @@ async def item_result(handle: WorkflowHandle, url: str) -> ItemResult:
         return ItemResult(handle.id, url, "failed", error_class="internal_error", error=str(cause or err))
     except RPCError as err:
         return ItemResult(handle.id, url, "failed", error_class="internal_error", error=str(err))
+
+
+async def start_crawl(client: Client, settings: Settings, registry: Registry, urls: list[str], *,
+                      source: str | None = None, concurrency: int = 8, crawl_id: str | None = None,
+                      history_limit: int = 10_000) -> tuple[WorkflowHandle, list[str]]:
+    """Start a CrawlWorkflow; returns its handle and the URLs refused before starting."""
+    items, refused = route_items(registry, urls)
+    crawl_id = crawl_id or f"crawl-{uuid.uuid4().hex[:12]}"
+    handle = await client.start_workflow(
+        CrawlWorkflow.run,
+        CrawlInput(items=items, source=source, concurrency=concurrency, options=item_options(settings),
+                   history_limit=history_limit),
+        id=crawl_id,
+        task_queue=workflow_queue(settings.temporal.task_queue_prefix),
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        static_summary=f"crawl of {len(items)} URL(s)" + (f" and source {source}" if source else ""),
+    )
+    return handle, refused

@@ -18,6 +18,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.commit import CommitActivities
+from activities.crawl import CrawlActivities
 from activities.download import DownloadActivities
 from activities.fetch import FetchActivities
 from activities.verify import VerifyActivities
@@ -29,6 +30,7 @@ from trawl.settings import Settings
 from trawl.storage.blobs import LocalBlobStore
 from trawl.storage.catalog import Catalog
 from workers.interceptors import ObservingInterceptor
+from workflows.crawl import CrawlWorkflow
 from workflows.media_item import MediaItemWorkflow
 from workflows.policies import download_queue, fetch_queue, workflow_queue
 
@@ -68,10 +70,12 @@ async def running_worker(
         max_heartbeat_throttle_interval=timedelta(seconds=1),
         default_heartbeat_throttle_interval=timedelta(seconds=1),
     )
+    crawl = CrawlActivities(client, settings, registry)
     workers = [
-        Worker(client, task_queue=workflow_queue(prefix), workflows=[MediaItemWorkflow], **common),
+        Worker(client, task_queue=workflow_queue(prefix), workflows=[MediaItemWorkflow, CrawlWorkflow], **common),
         Worker(client, task_queue=download_queue(prefix),
-               activities=[download.download, download.discard, verify.verify, commit.commit],
+               activities=[download.download, download.discard, verify.verify, commit.commit,
+                           crawl.expand_source, crawl.join_item],
                activity_executor=executor, max_concurrent_activities=download_slots, **common),
     ]
     for platform in registry.platforms:

@@ -1,0 +1,125 @@
+"""CrawlWorkflow against a real dev server, a real worker and the simulator."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+
+from activities.crawl import route_items
+from starter.client import start_crawl
+from tests.conftest import make_settings
+from trawl.platforms.registry import default_registry
+from trawl.settings import Settings
+from trawl.simulator import FileBehaviour, MediaFile, Simulator
+from trawl.storage.catalog import Catalog
+from workers.main import running_worker
+from workflows.crawl import CrawlStats, CrawlWorkflow
+
+
+@pytest.fixture
+def settings(tmp_path: Path, temporal_address: str) -> Settings:
+    return make_settings(tmp_path, temporal_address, retry={
+        stage: {"initial_interval": "100ms", "maximum_interval": "500ms"} for stage in ("fetch", "download")})
+
+
+@pytest.fixture
+async def worker(temporal_client: Client, settings: Settings) -> AsyncIterator[None]:
+    async with running_worker(temporal_client, settings):
+        yield
+
+
+def files(sim: Simulator, count: int, size: int = 20_000, throttle: int | None = None, tag: str = "c") -> list[str]:
+    urls = []
+    for i in range(count):
+        sim.add_file(f"/{tag}/{i}.mp4", MediaFile("mp4", f"{tag}-{i}", size + i), FileBehaviour(throttle_bps=throttle))
+        urls.append(sim.url(f"/{tag}/{i}.mp4"))
+    return urls
+
+
+async def until(predicate, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not await predicate():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.2)
+
+
+async def test_crawl_commits_every_item_once_and_dedups(temporal_client: Client, settings: Settings,
+                                                        sim: Simulator, worker) -> None:
+    urls = files(sim, 6)
+    handle, refused = await start_crawl(temporal_client, settings, default_registry(),
+                                        [*urls, urls[0] + "?utm_source=again", "notaurl"], concurrency=3)
+    assert refused and "notaurl" in refused[0]
+    stats: CrawlStats = await asyncio.wait_for(handle.result(), 60)
+    assert stats.outcomes.get("committed") == 6 and stats.queued == stats.running == 0
+    assert stats.outcomes.get("duplicate", 0) == 1 and stats.bytes >= 6 * 20_000
+    assert Catalog(settings.catalog_url).count() == 6
+    query = f"CrawlId = '{handle.id}' AND Outcome = 'committed' AND WorkflowType = 'MediaItemWorkflow'"
+
+    async def listed() -> bool:
+        return len([w async for w in temporal_client.list_workflows(query)]) == 6
+    await until(listed, 20)
+
+
+async def test_pause_stops_new_work_and_resume_finishes(temporal_client: Client, settings: Settings,
+                                                        sim: Simulator, worker) -> None:
+    urls = files(sim, 30, size=400_000, throttle=2_000_000, tag="p")
+    handle, _ = await start_crawl(temporal_client, settings, default_registry(), urls, concurrency=4)
+
+    async def some_done() -> bool:
+        return (await handle.query(CrawlWorkflow.stats)).finished >= 4
+    await until(some_done)
+    await handle.signal(CrawlWorkflow.pause)
+    await asyncio.sleep(3)  # running downloads stop at their next heartbeat
+    served = sum(s.bytes_sent for s in sim.stats.values())
+    requests = sum(s.requests for s in sim.stats.values())
+    await asyncio.sleep(3)
+    assert sum(s.bytes_sent for s in sim.stats.values()) == served  # nothing moves while paused
+    assert sum(s.requests for s in sim.stats.values()) == requests  # and nothing new starts
+    paused = await handle.query(CrawlWorkflow.stats)
+    assert paused.paused and paused.queued > 0
+    await handle.signal(CrawlWorkflow.resume)
+    stats = await asyncio.wait_for(handle.result(), 120)
+    assert stats.outcomes == {"committed": 30}
+    assert Catalog(settings.catalog_url).count() == 30
+
+
+async def test_cancel_cancels_children_and_removes_partial_files(temporal_client: Client, settings: Settings,
+                                                                 sim: Simulator, worker) -> None:
+    urls = files(sim, 10, size=3_000_000, throttle=1_000_000, tag="x")
+    handle, _ = await start_crawl(temporal_client, settings, default_registry(), urls, concurrency=3)
+
+    async def downloading() -> bool:
+        return any(p.suffix == ".part" for p in settings.work_dir.rglob("*"))
+    await until(downloading)
+    await handle.signal(CrawlWorkflow.cancel)
+    stats = await asyncio.wait_for(handle.result(), 60)
+    assert stats.cancelled and stats.outcomes.get("cancelled") == 3 and stats.queued == 0
+    assert not list(settings.work_dir.rglob("*.part"))
+    assert Catalog(settings.catalog_url).count() == 0
+
+
+async def test_add_urls_to_a_running_crawl(temporal_client: Client, settings: Settings, sim: Simulator,
+                                           worker) -> None:
+    first = files(sim, 2, size=500_000, throttle=500_000, tag="a")
+    more = files(sim, 3, tag="b")
+    handle, _ = await start_crawl(temporal_client, settings, default_registry(), first, concurrency=2)
+    items, _ = route_items(default_registry(), more)
+    await handle.signal(CrawlWorkflow.add_urls, items)
+    stats = await asyncio.wait_for(handle.result(), 60)
+    assert stats.outcomes == {"committed": 5}
+
+
+async def test_continue_as_new_keeps_going(temporal_client: Client, settings: Settings, sim: Simulator,
+                                           worker) -> None:
+    urls = files(sim, 24, size=5_000, tag="n")
+    handle, _ = await start_crawl(temporal_client, settings, default_registry(), urls, concurrency=4,
+                                  history_limit=60)
+    stats = await asyncio.wait_for(handle.result(), 180)
+    assert stats.runs >= 3, stats
+    assert stats.outcomes == {"committed": 24}
+    assert Catalog(settings.catalog_url).count() == 24

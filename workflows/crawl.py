@@ -1,0 +1,246 @@
+"""CrawlWorkflow: many items as child workflows, a bounded window, steerable, unbounded in length.
+
+Children are started with parent close policy ABANDON, so continue-as-new (when the history
+grows large) does not end them: the items in flight are carried in the state and the next run
+waits for them through the ``join_item`` activity, as it does for an item another crawl or a
+CLI command already runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ChildWorkflowError, WorkflowAlreadyStartedError
+from temporalio.workflow import ParentClosePolicy
+
+with workflow.unsafe.imports_passed_through():
+    from activities.crawl import CrawlActivities, CrawlItem, ExpandInput, JoinInput, JoinResult
+    from workflows.media_item import CRAWL_ID, OUTCOME, ItemInput, MediaItemWorkflow
+    from workflows.policies import ItemOptions, workflow_queue
+
+
+@dataclass
+class CrawlState:
+    """Everything a crawl carries across continue-as-new."""
+
+    pending: list[CrawlItem] = field(default_factory=list)
+    in_flight: list[CrawlItem] = field(default_factory=list)
+    outcomes: dict[str, int] = field(default_factory=dict)
+    bytes: int = 0
+    refused: list[str] = field(default_factory=list)
+    started_at: str = ""
+    paused: bool = False
+    cancelled: bool = False
+    source_expanded: bool = False
+    runs: int = 1
+
+
+@dataclass
+class CrawlInput:
+    items: list[CrawlItem] = field(default_factory=list)
+    source: str | None = None
+    concurrency: int = 8
+    options: ItemOptions = field(default_factory=ItemOptions)
+    # Continue as new once the history holds this many events (the server's limit is 51,200).
+    history_limit: int = 10_000
+    state: CrawlState | None = None
+
+
+@dataclass
+class CrawlStats:
+    queued: int
+    running: int
+    finished: int
+    outcomes: dict[str, int]
+    bytes: int
+    refused: int
+    started_at: str
+    finished_at: str | None
+    paused: bool
+    cancelled: bool
+    runs: int
+
+
+@workflow.defn
+class CrawlWorkflow:
+    def __init__(self) -> None:
+        self._state = CrawlState()
+        self._running: dict[str, asyncio.Task[None]] = {}
+        self._items: dict[str, CrawlItem] = {}
+        self._finished_at: str | None = None
+
+    # -- signals and queries ---------------------------------------------------------------
+    @workflow.signal
+    def add_urls(self, items: list[CrawlItem]) -> None:
+        """Queue more (already routed) items."""
+        self._state.pending.extend(items)
+
+    @workflow.signal
+    async def pause(self) -> None:
+        """Start no new items; pause the running ones (their downloads keep their bytes)."""
+        self._state.paused = True
+        await self._signal_running("pause")
+
+    @workflow.signal
+    async def resume(self) -> None:
+        self._state.paused = False
+        await self._signal_running("resume")
+
+    @workflow.signal
+    def cancel(self) -> None:
+        """Cancel the running items (their partial files are removed) and drop the queued ones."""
+        self._state.cancelled = True
+
+    @workflow.query
+    def stats(self) -> CrawlStats:
+        s = self._state
+        return CrawlStats(
+            queued=len(s.pending), running=len(self._running), finished=sum(s.outcomes.values()),
+            outcomes=dict(s.outcomes), bytes=s.bytes, refused=len(s.refused), started_at=s.started_at,
+            finished_at=self._finished_at, paused=s.paused, cancelled=s.cancelled, runs=s.runs)
+
+    # -- the run ---------------------------------------------------------------------------
+    @workflow.run
+    async def run(self, inp: CrawlInput) -> CrawlStats:
+        self._inp = inp
+        # Signals delivered with the start are handled before this method runs: keep them.
+        early = self._state
+        if inp.state is not None:
+            self._state = inp.state
+            self._state.runs += 1
+            self._state.pending.extend(early.pending)
+            self._state.paused |= early.paused
+            self._state.cancelled |= early.cancelled
+        else:
+            self._state.pending[:0] = inp.items
+            self._state.started_at = workflow.now().isoformat()
+        workflow.upsert_search_attributes([CRAWL_ID.value_set(workflow.info().workflow_id)])
+        state = self._state
+        if inp.source and not state.source_expanded:
+            await self._expand(inp.source)
+        for item in state.in_flight:
+            self._track(item, self._join(item))
+        state.in_flight = []
+        while True:
+            await workflow.wait_condition(lambda: self._can_start() or self._idle() or state.cancelled
+                                          or self._history_full())
+            if state.cancelled:
+                await self._cancel_all()
+                break
+            if self._history_full():
+                await self._continue_as_new()
+            if self._idle():
+                break
+            if self._can_start():
+                item = state.pending.pop(0)
+                if item.workflow_id in self._running:
+                    self._count("duplicate", 0)  # the same item twice in one crawl
+                    continue
+                self._track(item, self._child(item))
+        self._finished_at = workflow.now().isoformat()
+        workflow.upsert_search_attributes([OUTCOME.value_set("cancelled" if state.cancelled else "done")])
+        return self.stats()
+
+    def _can_start(self) -> bool:
+        state = self._state
+        return bool(state.pending) and not state.paused and len(self._running) < max(1, self._inp.concurrency)
+
+    def _idle(self) -> bool:
+        return not self._state.pending and not self._running
+
+    def _history_full(self) -> bool:
+        info = workflow.info()
+        return info.get_current_history_length() >= self._inp.history_limit or info.is_continue_as_new_suggested()
+
+    async def _continue_as_new(self) -> None:
+        # Signals being handled must finish first; the items in flight go on without us
+        # (ABANDON) and the next run joins them.
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        self._state.in_flight = [self._items[wid] for wid in self._running]
+        workflow.continue_as_new(CrawlInput(
+            source=self._inp.source, concurrency=self._inp.concurrency, options=self._inp.options,
+            history_limit=self._inp.history_limit, state=self._state))
+
+    async def _expand(self, source: str) -> None:
+        try:
+            expanded = await workflow.execute_activity_method(
+                CrawlActivities.expand_source, ExpandInput(source),
+                task_queue=self._inp.options.download_queue,
+                start_to_close_timeout=timedelta(minutes=10),
+                retry_policy=self._inp.options.fetch.retry_policy(),
+            )
+        except ActivityError as err:
+            self._state.refused.append(f"source {source}: {err.cause or err}")
+            self._state.source_expanded = True
+            return
+        self._state.pending.extend(expanded.items)
+        self._state.refused.extend(expanded.refused)
+        self._state.source_expanded = True
+
+    def _track(self, item: CrawlItem, work) -> None:  # noqa: ANN001 - a coroutine
+        self._items[item.workflow_id] = item
+        task = asyncio.create_task(work)
+        self._running[item.workflow_id] = task
+        task.add_done_callback(lambda _: (self._running.pop(item.workflow_id, None),
+                                          self._items.pop(item.workflow_id, None)))
+
+    def _count(self, outcome: str, size: int) -> None:
+        self._state.outcomes[outcome] = self._state.outcomes.get(outcome, 0) + 1
+        self._state.bytes += size
+
+    async def _child(self, item: CrawlItem) -> None:
+        options = self._inp.options
+        try:
+            handle = await workflow.start_child_workflow(
+                MediaItemWorkflow.run,
+                ItemInput(url=item.url, platform=item.platform, crawl_id=workflow.info().workflow_id,
+                          options=options),
+                id=item.workflow_id,
+                task_queue=workflow_queue(options.queue_prefix),
+                parent_close_policy=ParentClosePolicy.ABANDON,
+                static_summary=f"{item.platform}: {item.url[:200]}",
+            )
+        except WorkflowAlreadyStartedError:
+            await self._join(item)  # another crawl or command runs this item: wait for it
+            return
+        try:
+            result = await handle
+        except ChildWorkflowError:
+            self._count("cancelled" if self._state.cancelled else "failed", 0)
+            return
+        self._count(result.outcome, sum(a.size for a in result.assets))
+
+    async def _join(self, item: CrawlItem) -> None:
+        try:
+            joined: JoinResult = await workflow.execute_activity_method(
+                CrawlActivities.join_item, JoinInput(item.workflow_id),
+                task_queue=self._inp.options.download_queue,
+                start_to_close_timeout=timedelta(days=7),
+                heartbeat_timeout=timedelta(seconds=60),
+                retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=1)),
+            )
+        except ActivityError:
+            self._count("cancelled" if self._state.cancelled else "failed", 0)
+            return
+        self._count(joined.outcome, joined.bytes)
+
+    async def _signal_running(self, name: str) -> None:
+        for wid in list(self._running):
+            try:
+                await workflow.get_external_workflow_handle(wid).signal(name)
+            except Exception:  # noqa: BLE001 - an item that just finished cannot be signalled
+                workflow.logger.info(f"could not {name} {wid}")
+
+    async def _cancel_all(self) -> None:
+        self._state.pending.clear()
+        for wid, task in list(self._running.items()):
+            try:
+                await workflow.get_external_workflow_handle(wid).cancel()
+            except Exception:  # noqa: BLE001 - already finished
+                workflow.logger.info(f"could not cancel {wid}")
+        if self._running:
+            await workflow.wait(list(self._running.values()))
