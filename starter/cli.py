@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -16,7 +17,14 @@ from typing import Any
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
-from starter.client import connect, ensure_search_attributes, item_progress, item_result, start_item
+from starter.client import (
+    connect,
+    ensure_search_attributes,
+    item_progress,
+    item_result,
+    start_crawl,
+    start_item,
+)
 from starter.embedded import ServerError, temporal_server
 from trawl.errors import TrawlError, UnsupportedUrl
 from trawl.logs import configure_logging, default_worker_name
@@ -24,6 +32,7 @@ from trawl.platforms.registry import Registry, build_registry
 from trawl.settings import ConfigError, Settings, load_settings
 from trawl.storage.catalog import Catalog, CatalogItem
 from workers.main import running_worker
+from workflows.crawl import CrawlWorkflow
 from workflows.media_item import ItemResult, MediaItemWorkflow
 
 EXIT_FAILED_ITEMS = 1
@@ -134,6 +143,8 @@ async def cmd_crawl(args: argparse.Namespace, settings: Settings) -> int:
 
     registry = build_registry(settings.platforms)
     urls = read_urls(args.urls, args.file)
+    if args.detach:
+        return await detach_crawl(args, settings, registry, urls)
     if args.source:
         try:
             urls += await asyncio.to_thread(source_urls, settings, registry, args.source)
@@ -188,6 +199,79 @@ def cmd_resolve(args: argparse.Namespace, settings: Settings) -> int:
                 print(f"    {asset.name:<10} {asset.kind:<9} {size:>12}  {_clean(asset.urls[0], 100)}"
                       + (f"  (+{len(asset.urls) - 1} backup)" if len(asset.urls) > 1 else ""))
     return EXIT_FAILED_ITEMS if failed else 0
+
+
+async def detach_crawl(args: argparse.Namespace, settings: Settings, registry: Registry, urls: list[str]) -> int:
+    """Start a CrawlWorkflow (workers elsewhere do the work) and print its id."""
+    if not urls and not args.source:
+        print("trawl crawl: no URLs given (pass URLs, --file FILE or --source NAME)", file=sys.stderr)
+        return EXIT_USAGE
+    async with session(settings, worker=False) as client:
+        handle, refused = await start_crawl(client, settings, registry, urls, source=args.source,
+                                            concurrency=args.concurrency)
+    for line in refused:
+        print(f"trawl crawl: refused {line}", file=sys.stderr)
+    print(json.dumps({"crawl_id": handle.id, "refused": refused}) if args.json else handle.id)
+    return 0
+
+
+def stats_line(stats: Any) -> str:
+    done = ", ".join(f"{n} {outcome}" for outcome, n in sorted(stats.outcomes.items())) or "nothing finished"
+    state = "cancelled" if stats.cancelled else ("paused" if stats.paused else ("finished" if stats.finished_at
+                                                                                 else "running"))
+    return (f"{state:<9} {stats.queued} queued, {stats.running} running, {done}; "
+            f"{_human_size(stats.bytes)}" + (f"; {stats.refused} refused" if stats.refused else ""))
+
+
+async def crawl_stats(handle: Any) -> Any:
+    desc = await handle.describe()
+    if desc.status == WorkflowExecutionStatus.RUNNING:
+        return desc, await handle.query(CrawlWorkflow.stats)
+    if desc.status == WorkflowExecutionStatus.COMPLETED:
+        return desc, await handle.result()
+    return desc, None
+
+
+async def cmd_crawls(args: argparse.Namespace, settings: Settings) -> int:
+    async with session(settings, worker=False) as client:
+        found = 0
+        async for execution in client.list_workflows("WorkflowType = 'CrawlWorkflow'", limit=args.limit):
+            found += 1
+            handle = client.get_workflow_handle_for(CrawlWorkflow.run, execution.id)
+            try:
+                _, stats = await crawl_stats(handle)
+            except RPCError:
+                stats = None
+            status = execution.status.name.lower() if execution.status else "unknown"
+            started = execution.start_time.strftime("%Y-%m-%d %H:%M:%S") if execution.start_time else "-"
+            print(f"{execution.id:<20} {started}  {status:<10} {stats_line(stats) if stats else ''}")
+        if not found:
+            print("no crawls", file=sys.stderr)
+    return 0
+
+
+async def cmd_crawl_status(args: argparse.Namespace, settings: Settings) -> int:
+    async with session(settings, worker=False) as client:
+        handle = client.get_workflow_handle_for(CrawlWorkflow.run, args.id)
+        try:
+            desc, stats = await crawl_stats(handle)
+            while sys.stdout.isatty() and not args.json and desc.status == WorkflowExecutionStatus.RUNNING:
+                print("\r" + stats_line(stats) + " " * 8, end="", flush=True)
+                await asyncio.sleep(1)
+                desc, stats = await crawl_stats(handle)
+        except RPCError as err:
+            print(f"trawl crawl-status: no crawl {args.id!r}: {err.message}", file=sys.stderr)
+            return EXIT_USAGE
+        if sys.stdout.isatty() and not args.json:
+            print()
+        if args.json:
+            print(json.dumps({"id": handle.id, "status": desc.status.name if desc.status else None,
+                              "stats": dataclasses.asdict(stats) if stats else None}))
+        else:
+            print(f"{handle.id}: {desc.status.name.lower() if desc.status else 'unknown'}")
+            if stats:
+                print(stats_line(stats))
+    return 0
 
 
 def cmd_items(args: argparse.Namespace, settings: Settings) -> int:
@@ -262,12 +346,11 @@ async def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_signal(args: argparse.Namespace, settings: Settings) -> int:
     async with session(settings, worker=False) as client:
-        workflow_id = _workflow_id(build_registry(settings.platforms), args.id)
-        handle = client.get_workflow_handle_for(MediaItemWorkflow.run, workflow_id)
+        handle = client.get_workflow_handle(_workflow_id(build_registry(settings.platforms), args.id))
         try:
-            if args.command == "cancel":
+            if args.command == "cancel" and not handle.id.startswith("crawl-"):
                 await handle.cancel()
-            else:
+            else:  # a crawl cancels through its signal, which cancels its items and reports them
                 await handle.signal(args.command)
         except RPCError as err:
             print(f"trawl {args.command}: {args.id}: {err.message}", file=sys.stderr)
@@ -374,6 +457,15 @@ def build_parser() -> argparse.ArgumentParser:
     crawl.add_argument("--source", help="crawl the named source from the settings ([[sources]])")
     crawl.add_argument("--json", action="store_true", help="one JSON object per item")
     crawl.add_argument("--no-worker", action="store_true", help="do not run a worker in this process")
+    crawl.add_argument("--detach", action="store_true",
+                       help="start a crawl workflow, print its id and return (workers elsewhere do the work)")
+    crawl.add_argument("--concurrency", type=int, default=8, help="items in flight at once (with --detach)")
+
+    crawls = sub.add_parser("crawls", help="list crawl workflows")
+    crawls.add_argument("--limit", type=int, default=50)
+    crawl_status = sub.add_parser("crawl-status", help="a crawl's progress (live on a terminal)")
+    crawl_status.add_argument("id")
+    crawl_status.add_argument("--json", action="store_true")
 
     resolve = sub.add_parser("resolve", help="resolve URLs without downloading (like yt-dlp -j)")
     resolve.add_argument("urls", nargs="+")
@@ -389,9 +481,10 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--json", action="store_true")
     status.add_argument("--once", action="store_true", help="print once instead of following on a terminal")
 
-    for name, text in (("pause", "pause an item"), ("resume", "resume a paused item"), ("cancel", "cancel an item")):
+    for name, text in (("pause", "pause an item or a crawl"), ("resume", "resume a paused item or crawl"),
+                       ("cancel", "cancel an item or a crawl")):
         cmd = sub.add_parser(name, help=text)
-        cmd.add_argument("id", help="workflow id or URL")
+        cmd.add_argument("id", help="item workflow id, item URL, or crawl id")
 
     sub.add_parser("server", help="run only the embedded Temporal server (foreground)")
     sub.add_parser("worker", help="run only a worker (foreground)")
@@ -411,7 +504,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-ASYNC_COMMANDS = {"crawl": cmd_crawl, "status": cmd_status, "pause": cmd_signal, "resume": cmd_signal,
+ASYNC_COMMANDS = {"crawl": cmd_crawl, "crawls": cmd_crawls, "crawl-status": cmd_crawl_status, "status": cmd_status, "pause": cmd_signal, "resume": cmd_signal,
                   "cancel": cmd_signal, "worker": cmd_worker, "up": cmd_up, "server": cmd_server, "demo": cmd_demo}
 SYNC_COMMANDS = {"items": cmd_items, "simulator": cmd_simulator, "logs": cmd_logs, "resolve": cmd_resolve}
 LONG_RUNNING = {"worker", "up", "server"}

@@ -15,8 +15,10 @@ from trawl.urls import canonicalize
 
 log = get_logger("trawl.activity")
 
-# Activity name -> pipeline stage; discard is the download stage's clean-up.
-STAGE_OF = {"fetch": "fetch", "download": "download", "discard": "download", "verify": "verify", "commit": "commit"}
+# Activity name -> pipeline stage: discard is the download stage's clean-up; a crawl expands a
+# source like a fetch and waits on an item started elsewhere as on a download.
+STAGE_OF = {"fetch": "fetch", "download": "download", "discard": "download", "verify": "verify", "commit": "commit",
+            "expand_source": "fetch", "join_item": "download"}
 
 
 def _describe(arg: Any) -> dict[str, Any]:

@@ -125,6 +125,20 @@ class CrawlWorkflow:
         for item in state.in_flight:
             self._track(item, self._join(item))
         state.in_flight = []
+        try:
+            await self._loop()
+        except asyncio.CancelledError:
+            # Cancelled through Temporal (the Web UI, say): children are ABANDON-ed, so cancel
+            # them here as the cancel signal would.
+            state.cancelled = True
+            await self._cancel_all()
+            raise
+        self._finished_at = workflow.now().isoformat()
+        workflow.upsert_search_attributes([OUTCOME.value_set("cancelled" if state.cancelled else "done")])
+        return self.stats()
+
+    async def _loop(self) -> None:
+        state = self._state
         while True:
             await workflow.wait_condition(lambda: self._can_start() or self._idle() or state.cancelled
                                           or self._history_full())
@@ -141,9 +155,6 @@ class CrawlWorkflow:
                     self._count("duplicate", 0)  # the same item twice in one crawl
                     continue
                 self._track(item, self._child(item))
-        self._finished_at = workflow.now().isoformat()
-        workflow.upsert_search_attributes([OUTCOME.value_set("cancelled" if state.cancelled else "done")])
-        return self.stats()
 
     def _can_start(self) -> bool:
         state = self._state

@@ -123,3 +123,20 @@ async def test_continue_as_new_keeps_going(temporal_client: Client, settings: Se
     assert stats.runs >= 3, stats
     assert stats.outcomes == {"committed": 24}
     assert Catalog(settings.catalog_url).count() == 24
+
+
+async def test_temporal_cancellation_cancels_the_items(temporal_client: Client, settings: Settings,
+                                                       sim: Simulator, worker) -> None:
+    urls = files(sim, 6, size=3_000_000, throttle=1_000_000, tag="t")
+    handle, _ = await start_crawl(temporal_client, settings, default_registry(), urls, concurrency=2)
+
+    async def downloading() -> bool:
+        return any(p.suffix == ".part" for p in settings.work_dir.rglob("*"))
+    await until(downloading)
+    await handle.cancel()
+    with pytest.raises(Exception):
+        await asyncio.wait_for(handle.result(), 60)
+    running = [w async for w in temporal_client.list_workflows(
+        f"CrawlId = '{handle.id}' AND ExecutionStatus = 'Running'")]
+    assert running == []
+    assert not list(settings.work_dir.rglob("*.part"))

@@ -1,0 +1,82 @@
+"""Crawls from the command line: --detach, crawls, crawl-status, pause/resume/cancel by crawl id."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+from temporalio.client import Client
+
+from tests.e2e.test_cli import records, run, trawl_env
+from trawl.settings import Settings, SourceSettings
+from trawl.simulator import FileBehaviour, MediaFile, Simulator
+from workers.main import running_worker
+
+
+def env_for(settings: Settings, tmp_path: Path, **extra: str) -> dict[str, str]:
+    return trawl_env(tmp_path, settings.temporal.address,
+                     TRAWL_TEMPORAL__TASK_QUEUE_PREFIX=settings.temporal.task_queue_prefix, **extra)
+
+
+async def cli(args: list[str], env: dict[str, str], cwd: Path):
+    return await asyncio.to_thread(run, args, env, cwd)
+
+
+async def wait_finished(crawl_id: str, env: dict[str, str], cwd: Path, timeout: float = 90) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        done = await cli(["crawl-status", crawl_id, "--json"], env, cwd)
+        assert done.returncode == 0, done.stderr
+        status = json.loads(done.stdout)
+        if status["status"] != "RUNNING":
+            return status
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.5)
+
+
+async def test_detached_crawl_with_a_source_and_url_list(temporal_client: Client, settings: Settings,
+                                                         sim: Simulator, tmp_path: Path) -> None:
+    for i in range(4):
+        sim.add_file(f"/d/{i}.mp4", MediaFile("mp4", f"d{i}", 30_000 + i))
+    url_file = tmp_path / "list.txt"
+    url_file.write_text("\n".join(sim.url(f"/d/{i}.mp4") for i in (2, 3)) + "\n")
+    # The worker expands the source, so the worker's settings must name it.
+    settings = settings.model_copy(update={"sources": [SourceSettings(name="list", kind="url_file",
+                                                                      path=str(url_file))]})
+    env = env_for(settings, tmp_path)
+    async with running_worker(temporal_client, settings):
+        started = await cli(["crawl", "--detach", "--json", "--source", "list", sim.url("/d/0.mp4"),
+                             sim.url("/d/1.mp4"), "ftp://nope/x"], env, tmp_path)
+        assert started.returncode == 0, started.stderr
+        out = json.loads(started.stdout)
+        crawl_id = out["crawl_id"]
+        assert crawl_id.startswith("crawl-") and "ftp://nope/x" in out["refused"][0]
+        status = await wait_finished(crawl_id, env, tmp_path)
+    assert status["status"] == "COMPLETED" and status["stats"]["outcomes"] == {"committed": 4}
+    listed = await cli(["crawls"], env, tmp_path)
+    assert crawl_id in listed.stdout and "4 committed" in listed.stdout
+    items = records((await cli(["items", "--json"], env, tmp_path)).stdout)
+    assert len(items) == 4
+
+
+async def test_pause_resume_cancel_a_crawl_by_id(temporal_client: Client, settings: Settings, sim: Simulator,
+                                                 tmp_path: Path) -> None:
+    for i in range(6):
+        sim.add_file(f"/s/{i}.mp4", MediaFile("mp4", f"s{i}", 2_000_000), FileBehaviour(throttle_bps=1_000_000))
+    env = env_for(settings, tmp_path)
+    async with running_worker(temporal_client, settings):
+        started = await cli(["crawl", "--detach", "--concurrency", "2",
+                             *[sim.url(f"/s/{i}.mp4") for i in range(6)]], env, tmp_path)
+        crawl_id = started.stdout.strip()
+        assert (await cli(["pause", crawl_id], env, tmp_path)).returncode == 0
+        shown = await cli(["crawl-status", crawl_id, "--json"], env, tmp_path)
+        paused = json.loads(shown.stdout)
+        assert paused["stats"] and paused["stats"]["paused"] is True, (shown.stdout, shown.stderr)
+        assert (await cli(["resume", crawl_id], env, tmp_path)).returncode == 0
+        assert (await cli(["cancel", crawl_id], env, tmp_path)).returncode == 0
+        status = await wait_finished(crawl_id, env, tmp_path)
+    assert status["stats"], status
+    assert status["stats"]["cancelled"] is True and status["stats"]["queued"] == 0
+    assert not list(settings.work_dir.rglob("*.part"))
