@@ -25,6 +25,7 @@ from starter.client import (
     start_crawl,
     start_item,
 )
+from starter.binding import ApiConfigError
 from starter.embedded import ServerError, temporal_server
 from trawl.errors import TrawlError, UnsupportedUrl
 from trawl.logs import configure_logging, default_worker_name
@@ -385,12 +386,58 @@ def _metrics_url(settings: Settings) -> str | None:
     return f"http://{worker.metrics_host}:{worker.metrics_port}/metrics" if worker.metrics_port else None
 
 
-async def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
+async def serve_api(settings: Settings, client: Client, stop: asyncio.Event) -> None:
+    import uvicorn
+
+    from starter.api import create_app
+    from starter.binding import require_safe_binding
+
+    require_safe_binding(settings)
+    config = uvicorn.Config(create_app(settings, client), host=settings.api.host, port=settings.api.port,
+                            log_config=None, access_log=False, lifespan="on")
+    server = uvicorn.Server(config)
+    server.install_signal_handlers = lambda: None  # type: ignore[method-assign] - our handlers stop it
+    task = asyncio.create_task(server.serve())
+    await stop.wait()
+    server.should_exit = True
+    await task
+
+
+def _with_api_args(args: argparse.Namespace, settings: Settings) -> Settings:
+    api = settings.api.model_copy(update={k: v for k, v in (("host", args.host), ("port", args.port)) if v})
+    return settings.model_copy(update={"api": api})
+
+
+async def cmd_api(args: argparse.Namespace, settings: Settings) -> int:
+    settings = _with_api_args(args, settings)
     stop = _stop_event()
-    async with session(settings, worker=True, metrics=True):
+    async with session(settings, worker=False) as client:
+        print(f"trawl api on http://{settings.api.host}:{settings.api.port} (docs at /docs); Ctrl-C stops",
+              file=sys.stderr)
+        await serve_api(settings, client, stop)
+    return 0
+
+
+async def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
+    settings = _with_api_args(args, settings)
+    stop = _stop_event()
+    async with session(settings, worker=True, metrics=True) as client:
         print(f"trawl up: Temporal {settings.temporal.address}, Web UI http://127.0.0.1:{settings.temporal.ui_port}"
-              f", data {settings.data_dir.resolve()}; Ctrl-C stops", file=sys.stderr)
-        await stop.wait()
+              f", API http://{settings.api.host}:{settings.api.port}/docs, data {settings.data_dir.resolve()}; "
+              "Ctrl-C stops", file=sys.stderr)
+        await serve_api(settings, client, stop)
+    return 0
+
+
+async def cmd_setup(args: argparse.Namespace, settings: Settings) -> int:
+    """Prepare a server and catalog trawl did not create: search attributes and tables."""
+    client = await connect(settings)
+    await ensure_search_attributes(client, settings.temporal.namespace)
+    catalog = Catalog(settings.catalog_url)
+    catalog.create_schema()
+    catalog.close()
+    print(f"search attributes registered in namespace {settings.temporal.namespace} at {settings.temporal.address}; "
+          f"catalog tables ready in {settings.catalog_url.split('@')[-1]}")
     return 0
 
 
@@ -487,8 +534,13 @@ def build_parser() -> argparse.ArgumentParser:
         cmd.add_argument("id", help="item workflow id, item URL, or crawl id")
 
     sub.add_parser("server", help="run only the embedded Temporal server (foreground)")
+    sub.add_parser("setup", help="register search attributes on a Temporal server and create the catalog tables")
     sub.add_parser("worker", help="run only a worker (foreground)")
-    sub.add_parser("up", help="run the embedded server and a worker (foreground)")
+    up = sub.add_parser("up", help="run the embedded server, a worker and the HTTP API (foreground)")
+    api = sub.add_parser("api", help="run the HTTP API (foreground)")
+    for cmd in (up, api):
+        cmd.add_argument("--host", help="listen address (default api.host, 127.0.0.1)")
+        cmd.add_argument("--port", type=int, help="listen port (default api.port, 8000)")
     demo = sub.add_parser("demo", help="crawl the built-in simulated site end to end")
     demo.add_argument("--sim-port", type=int, default=18765)
     logs = sub.add_parser("logs", help="read trawl's JSON logs")
@@ -505,9 +557,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 ASYNC_COMMANDS = {"crawl": cmd_crawl, "crawls": cmd_crawls, "crawl-status": cmd_crawl_status, "status": cmd_status, "pause": cmd_signal, "resume": cmd_signal,
-                  "cancel": cmd_signal, "worker": cmd_worker, "up": cmd_up, "server": cmd_server, "demo": cmd_demo}
+                  "cancel": cmd_signal, "worker": cmd_worker, "up": cmd_up, "api": cmd_api, "setup": cmd_setup, "server": cmd_server, "demo": cmd_demo}
 SYNC_COMMANDS = {"items": cmd_items, "simulator": cmd_simulator, "logs": cmd_logs, "resolve": cmd_resolve}
-LONG_RUNNING = {"worker", "up", "server"}
+LONG_RUNNING = {"worker", "up", "server", "api"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -526,7 +578,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command in SYNC_COMMANDS:
             return SYNC_COMMANDS[args.command](args, settings)
         return asyncio.run(ASYNC_COMMANDS[args.command](args, settings))
-    except (ServerError, UnsupportedUrl) as err:
+    except (ServerError, UnsupportedUrl, ApiConfigError) as err:
         print(f"trawl {args.command}: {err}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

@@ -86,6 +86,7 @@ async def start_item(client: Client, settings: Settings, registry: Registry, url
         task_queue=workflow_queue(settings.temporal.task_queue_prefix),
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         static_summary=f"{route.platform}: {url.strip()[:200]}",
+        memo={"url": url.strip()},
     )
     return Started(url, route.workflow_id, handle)
 

@@ -85,6 +85,13 @@ class WorkerSettings(_Section):
     metrics_port: int = Field(default=9464, ge=0, le=65535)
 
 
+class ApiSettings(_Section):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=1, le=65535)
+    # Bearer token for every mutating endpoint; required when the API binds a non-loopback address.
+    token: str = ""
+
+
 class StageRetry(_Section):
     initial_interval: Duration
     backoff_coefficient: float = Field(default=2.0, ge=1.0)
@@ -227,6 +234,7 @@ class Settings(BaseSettings):
     retry: RetrySettings = RetrySettings()
     platforms: PlatformsSettings = PlatformsSettings()
     sources: list[SourceSettings] = []
+    api: ApiSettings = ApiSettings()
 
     @classmethod
     def settings_customise_sources(

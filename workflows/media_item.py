@@ -94,6 +94,7 @@ class MediaItemWorkflow:
         self._pause_cancelled: set[str] = set()
         self._running: dict[str, asyncio.Task[DownloadResult]] = {}
         self._canonical_url: str | None = None
+        self._title: str | None = None
         # Re-fetches after url_expired: a generation counter so concurrent assets share one.
         self._generation = 0
         self._fresh: Resolved | None = None
@@ -131,6 +132,7 @@ class MediaItemWorkflow:
             fetched = await self._fetch()
             resolved = fetched.resolved
             self._canonical_url = resolved.canonical_url
+            self._title = resolved.title
             workflow.upsert_search_attributes([
                 PLATFORM.value_set(resolved.platform), CANONICAL_KEY.value_set(resolved.canonical_key[:255])])
             if fetched.committed:
@@ -286,9 +288,12 @@ class MediaItemWorkflow:
         self._stage_details(stage)
 
     def _stage_details(self, stage: str) -> None:
+        # The static summary is fixed at start (the URL); the title arrives with fetch, so the
+        # Web UI's live details line carries it.
         total = self._progress.bytes_total
         percent = f" {100 * self._progress.bytes_done // total}%" if total else ""
-        workflow.set_current_details(f"{stage}{percent}")
+        title = f" - {self._title[:200]}" if self._title else ""
+        workflow.set_current_details(f"{stage}{percent}{title}")
 
     def _finish(self, result: ItemResult) -> ItemResult:
         last_stage = self._progress.stage

@@ -172,3 +172,11 @@ def test_demo_on_the_embedded_server_twice(tmp_path: Path) -> None:
     assert records(run(["items", "--json"], env, tmp_path).stdout) == catalog_before
     assert sorted(p.name for p in (tmp_path / "data" / "blobs").rglob("*") if p.is_file()) == blobs_before
     assert not any(p.is_file() for p in (tmp_path / "data" / "work").rglob("*"))
+
+
+def test_setup_registers_search_attributes_and_tables(tmp_path: Path, temporal_address: str) -> None:
+    env = trawl_env(tmp_path, temporal_address)
+    done = run(["setup"], env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "search attributes registered" in done.stdout
+    assert (tmp_path / "data" / "catalog.db").exists()

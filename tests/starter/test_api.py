@@ -1,0 +1,143 @@
+"""The HTTP API through real HTTP (uvicorn on loopback) against a real dev server and worker."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+from temporalio.client import Client
+
+from starter.api import create_app
+from starter.binding import ApiConfigError, require_safe_binding
+from tests.conftest import make_settings
+from trawl.settings import ApiSettings, Settings, SourceSettings
+from trawl.simulator import FileBehaviour, MediaFile, Simulator
+from workers.main import running_worker
+
+TOKEN = "s3cret-token"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def settings(tmp_path: Path, temporal_address: str) -> Settings:
+    (tmp_path / "list.txt").write_text("")
+    return make_settings(tmp_path, temporal_address, api=ApiSettings(port=free_port(), token=TOKEN),
+                         sources=[SourceSettings(name="empty", kind="url_file", path=str(tmp_path / "list.txt"))])
+
+
+@pytest.fixture
+async def api(temporal_client: Client, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    server = uvicorn.Server(uvicorn.Config(create_app(settings, temporal_client), host="127.0.0.1",
+                                           port=settings.api.port, log_config=None, access_log=False))
+    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+    serving = asyncio.create_task(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.02)
+    async with running_worker(temporal_client, settings):
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api.port}",
+                                     headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+            yield client
+    server.should_exit = True
+    await serving
+
+
+async def wait_job(api: httpx.AsyncClient, job_id: str, done: set[str], timeout: float = 60) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        job = (await api.get(f"/api/v1/jobs/{job_id}")).json()
+        if job["status"] in done:
+            return job
+        assert time.monotonic() < deadline, job
+        await asyncio.sleep(0.2)
+
+
+async def test_job_lifecycle_and_idempotent_creation(api: httpx.AsyncClient, sim: Simulator) -> None:
+    sim.add_file("/v/a.mp4", MediaFile("mp4", "api-a", 3_000_000), FileBehaviour(throttle_bps=1_500_000))
+    created = await api.post("/api/v1/jobs", json={"url": sim.url("/v/a.mp4")})
+    assert created.status_code == 202
+    job = created.json()
+    assert job["status"] in ("PENDING", "PROCESSING") and job["retry_count"] == 0
+    again = await api.post("/api/v1/jobs", json={"url": sim.url("/v/a.mp4?utm_source=x")})
+    assert again.json()["id"] == job["id"]
+    processing = await wait_job(api, job["id"], {"PROCESSING"})
+    assert processing["stage"] in ("fetch", "download", "verify", "commit")
+    done = await wait_job(api, job["id"], {"COMPLETED"})
+    assert done["outcome"] == "committed" and done["assets"][0]["size"] == 3_000_000
+    assert done["scraped_title"] == "a.mp4" and done["error_log"] is None and done["progress"]["percent"] == 100
+
+    key = done["canonical_key"]
+    items = (await api.get("/api/v1/items", params={"platform": "generic"})).json()["items"]
+    assert [i["canonical_key"] for i in items] == [key]
+    assert (await api.get(f"/api/v1/items/{key}")).json()["assets"][0]["sha256"] == done["assets"][0]["sha256"]
+    part = await api.get(f"/api/v1/items/{key}/assets/video", headers={"Range": "bytes=4-11"})
+    assert part.status_code == 206 and part.content == b"ftypisom"
+    assert (await api.get(f"/api/v1/items/{key}/assets/audio")).status_code == 404
+
+
+async def test_failed_job_reports_retries_and_error(api: httpx.AsyncClient, sim: Simulator) -> None:
+    created = await api.post("/api/v1/jobs", json={"url": sim.url("/missing")})
+    failed = await wait_job(api, created.json()["id"], {"FAILED"})
+    assert failed["retry_count"] == 1 and failed["error_log"].startswith("not_found:")
+    sim.add_file("/flaky.mp4", MediaFile("mp4", "flaky", 10_000))
+    sim.faults.outage(r"/flaky\.mp4", 1.0, status_code=503)
+    created = await api.post("/api/v1/jobs", json={"url": sim.url("/flaky.mp4")})
+    done = await wait_job(api, created.json()["id"], {"COMPLETED", "FAILED"})
+    assert done["status"] == "COMPLETED" and done["retry_count"] >= 1
+
+
+async def test_auth_and_malformed_bodies(api: httpx.AsyncClient, settings: Settings) -> None:
+    anonymous = httpx.AsyncClient(base_url=str(api.base_url))
+    refused = await anonymous.post("/api/v1/jobs", json={"url": "https://example.com/x.mp4"})
+    assert refused.status_code == 401 and refused.json()["detail"] == "missing or wrong bearer token"
+    wrong = await anonymous.post("/api/v1/jobs", json={"url": "https://example.com/x.mp4"},
+                                 headers={"Authorization": "Bearer nope"})
+    assert wrong.status_code == 401
+    assert (await anonymous.get("/healthz")).json() == {"status": "ok", "temporal": "ok", "catalog": "ok"}
+    await anonymous.aclose()
+    for body, message in (({"url": "ftp://x/y"}, "unsupported scheme"), ({"nope": 1}, "Field required"),
+                          ({"url": "https://e.com/" + "a" * 9000}, "at most")):
+        answer = await api.post("/api/v1/jobs", json=body)
+        assert answer.status_code == 422 and message in answer.text
+    broken = await api.post("/api/v1/jobs", content=b"{not json", headers={"Content-Type": "application/json"})
+    assert broken.status_code == 422 and "JSON" in broken.text
+    missing = await api.get("/api/v1/jobs/url-nothing-here")
+    assert missing.status_code == 404 and "detail" in missing.json()
+    assert (await api.get("/docs")).status_code == 200
+
+
+async def test_crawls_through_the_api(api: httpx.AsyncClient, sim: Simulator) -> None:
+    for i in range(4):
+        sim.add_file(f"/c/{i}.mp4", MediaFile("mp4", f"api-c{i}", 20_000 + i))
+    created = await api.post("/api/v1/crawls", json={"urls": [sim.url("/c/0.mp4"), sim.url("/c/1.mp4"), "bad"],
+                                                     "concurrency": 2})
+    assert created.status_code == 202
+    crawl = created.json()
+    assert crawl["id"].startswith("crawl-") and "bad" in crawl["refused"][0]
+    added = await api.post(f"/api/v1/crawls/{crawl['id']}/urls", json={"urls": [sim.url("/c/2.mp4")]})
+    assert added.status_code in (202, 404)  # 404 only if the crawl already finished
+    deadline = time.monotonic() + 60
+    while (view := (await api.get(f"/api/v1/crawls/{crawl['id']}")).json())["status"] == "RUNNING":
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.2)
+    assert view["status"] == "COMPLETED" and view["stats"]["outcomes"]["committed"] >= 2
+    assert (await api.post("/api/v1/crawls", json={})).status_code == 422
+    assert (await api.post("/api/v1/crawls", json={"source": "nope"})).status_code == 422
+    assert (await api.post("/api/v1/crawls", json={"source": "empty"})).status_code == 202
+
+
+def test_non_loopback_binding_needs_a_token(tmp_path: Path) -> None:
+    with pytest.raises(ApiConfigError, match="without api.token"):
+        require_safe_binding(Settings(data_dir=tmp_path, api=ApiSettings(host="0.0.0.0")))
+    require_safe_binding(Settings(data_dir=tmp_path, api=ApiSettings(host="0.0.0.0", token="t")))
+    require_safe_binding(Settings(data_dir=tmp_path, api=ApiSettings(host="127.0.0.1")))
