@@ -115,7 +115,7 @@ def test_facebook_short_link_and_login_wall(sim: Simulator, tmp_path: Path, temp
 async def test_expired_media_url_is_refetched_and_resumed(temporal_client: Client, tmp_path: Path,
                                                           temporal_address: str, bili) -> None:
     settings = make_settings(tmp_path, temporal_address,
-                             retry={"download": {"initial_interval": "1s", "maximum_interval": "2s"}},
+                             retry={"download": {"initial_interval": "3s", "maximum_interval": "3s"}},
                              platforms=PlatformsSettings(bilibili=bili.settings()))
     registry = build_registry(settings.platforms)
     resolver = registry.resolvers[0]
@@ -126,6 +126,9 @@ async def test_expired_media_url_is_refetched_and_resumed(temporal_client: Clien
         first_urls = resolver.resolve(bili.url("BV117411r7R1"), ResolveContext(http, 1 << 20)).assets[0].urls
     cut = bili.behaviour(first_urls[0])
     cut.cut_at = 150_000
+    # The backup mirror is down, so the cut download can only go on after the retry delay, by
+    # which time the URLs have expired: the path under test, whatever the machine's load.
+    bili.behaviour(first_urls[1]).statuses.extend([503] * 10)
     async with running_worker(temporal_client, settings, registry):
         started = await start_item(temporal_client, settings, registry, bili.url("BV117411r7R1"))
         deadline = time.monotonic() + 30
