@@ -23,6 +23,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
 from activities.crawl import route_items
+from activities.models import StoredAsset
 from starter.client import connect, ensure_search_attributes, item_progress, item_result, start_crawl, start_item
 from trawl.errors import TrawlError
 from trawl.platforms.registry import Registry, build_registry
@@ -49,15 +50,6 @@ class JobCreate(BaseModel):
             raise ValueError(err.message) from None
 
 
-class Asset(BaseModel):
-    name: str
-    kind: str
-    sha256: str
-    size: int
-    path: str
-    mime: str | None = None
-
-
 class Progress(BaseModel):
     bytes_done: int = 0
     bytes_total: int | None = None
@@ -78,7 +70,7 @@ class Job(BaseModel):
     stage: str | None = None
     progress: Progress = Progress()
     outcome: str | None = None
-    assets: list[Asset] = []
+    assets: list[StoredAsset] = []
 
 
 class CrawlCreate(BaseModel):
@@ -289,7 +281,7 @@ async def job_view(state: State, job_id: str, url: str = "") -> Job:
                error_log=f"{result.error_class}: {result.error}" if result.error_class else None,
                canonical_key=result.canonical_key, platform=result.platform, stage="done", outcome=result.outcome,
                progress=Progress(bytes_done=size, bytes_total=size, percent=100.0 if size else None),
-               assets=[Asset(**dataclasses.asdict(a)) for a in result.assets])
+               assets=result.assets)
 
 
 def _attr(desc: Any, name: str) -> str | None:

@@ -179,11 +179,15 @@ def load_cookies(path: str) -> dict[str, str]:
 def get_json(resolver: Resolver, url: str, ctx: ResolveContext, headers: dict[str, str] | None = None,
              platform_codes: bool = True) -> dict:
     """GET a JSON API; platform error codes are classified (see ``trawl.errors``)."""
-    page = resolver.fetch_page(url, ctx, headers, platform_codes)
+    return json_object(resolver.platform, url, resolver.fetch_page(url, ctx, headers, platform_codes))
+
+
+def json_object(platform: str, url: str, page: Page) -> dict:
+    """The page's body as a JSON object, or ParseError saying what it was instead."""
     try:
         doc = json.loads(page.body)
     except ValueError:
-        raise ParseError(f"{resolver.platform}: {url}: answer is not JSON ({page.content_type})") from None
+        raise ParseError(f"{platform}: {url}: answer is not JSON ({page.content_type})") from None
     if not isinstance(doc, dict):
-        raise ParseError(f"{resolver.platform}: {url}: JSON answer is not an object")
+        raise ParseError(f"{platform}: {url}: JSON answer is not an object")
     return doc

@@ -52,6 +52,7 @@ from trawl.platforms.base import (
     float_or_none,
     get_json,
     int_or_none,
+    json_object,
     load_cookies,
     require,
     str_or_none,
@@ -231,12 +232,7 @@ class WeiboResolver(Resolver):
         if (final.hostname or "").startswith(("passport.", "login.")) or final.path.startswith("/visitor/"):
             where = page.url.split("?")[0]
             raise LoginRequired(f"{PLATFORM}: {url}: desktop API redirected to {where} (visitor cookies needed)")
-        try:
-            doc = json.loads(page.body)
-        except ValueError:
-            raise ParseError(f"{PLATFORM}: {api}: answer is not JSON ({page.content_type})") from None
-        if not isinstance(doc, dict):
-            raise ParseError(f"{PLATFORM}: {api}: JSON answer is not an object")
+        doc = json_object(PLATFORM, api, page)
         # The desktop answer is the status itself, with "ok": 1 among its fields.
         _check_ok(doc, url, allow_missing=True)
         return doc
