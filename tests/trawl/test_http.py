@@ -1,0 +1,53 @@
+"""The outbound client: proxies, and the address guard's decision (no connection is opened to
+any address but loopback)."""
+
+from __future__ import annotations
+
+import pytest
+
+from trawl.errors import BlockedAddress
+from trawl.http import make_client
+from trawl.netguard import check_host, is_blocked_ip
+from trawl.platforms.base import ResolveContext
+from trawl.platforms.generic import GenericResolver
+from trawl.settings import NetSettings
+from trawl.simulator import MediaFile, Simulator
+
+
+def test_a_proxy_answers_for_real_host_names(sim: Simulator, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With net.proxy set, names are resolved by the proxy: here the simulator, answering for
+    a host that does not exist, in absolute-form HTTP requests."""
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "NO_PROXY", "no_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(var, raising=False)
+    sim.add_file("/v/clip.mp4", MediaFile("mp4", "proxied", 12_345))
+    with make_client(NetSettings(proxy=sim.base_url, allow_private=True)) as client:
+        item = GenericResolver().resolve("http://media.trawl-test.invalid/v/clip.mp4", ResolveContext(client, 1 << 20))
+    assert item.canonical_url == "http://media.trawl-test.invalid/v/clip.mp4"
+    assert item.assets[0].expected_size == 12_345
+    assert sim.stats["/v/clip.mp4"].requests == 1
+
+
+def test_the_proxy_itself_is_checked_by_the_guard() -> None:
+    with pytest.raises(BlockedAddress, match="127.0.0.1"):
+        make_client(NetSettings(proxy="http://127.0.0.1:3128", allow_private=False))
+
+
+@pytest.mark.parametrize(
+    ("address", "blocked"),
+    [
+        ("10.0.0.1", True), ("172.16.0.1", True), ("192.168.1.1", True), ("169.254.169.254", True),
+        ("127.0.0.1", True), ("0.0.0.0", True), ("224.0.0.1", True), ("255.255.255.255", True),
+        ("100.64.0.1", True), ("::1", True), ("fd00::1", True), ("fe80::1", True), ("::", True),
+        ("ff02::1", True), ("::ffff:127.0.0.1", True), ("::ffff:10.0.0.1", True), ("2002:0a00:0001::", True),
+        ("fd00:ec2::254", True), ("93.184.216.34", False), ("2606:2800:220:1:248:1893:25c8:1946", False),
+        ("8.8.8.8", False),
+    ],
+)
+def test_guard_decision_table(address: str, blocked: bool) -> None:
+    assert is_blocked_ip(address) is blocked
+
+
+def test_loopback_names_are_refused_unless_allowed() -> None:
+    with pytest.raises(BlockedAddress, match="localhost"):
+        check_host("localhost", 80, allow_private=False)  # resolves locally, connects nowhere
+    check_host("localhost", 80, allow_private=True)
