@@ -24,6 +24,7 @@ from temporalio.service import RPCError
 
 from activities.crawl import route_items
 from activities.models import StoredAsset
+from starter.limits import BodySizeLimit, RateLimit
 from starter.client import connect, ensure_search_attributes, item_progress, item_result, start_crawl, start_item
 from trawl.errors import TrawlError
 from trawl.platforms.registry import Registry, build_registry
@@ -121,6 +122,8 @@ def create_app(settings: Settings, client: Client | None = None) -> FastAPI:
 
     app = FastAPI(title="trawl", version="0.1.0", lifespan=lifespan,
                   description="A durable media crawler on Temporal: jobs, crawls and the catalog.")
+    app.add_middleware(BodySizeLimit, limit=settings.api.max_body_bytes)
+    app.add_middleware(RateLimit, per_minute=settings.api.requests_per_minute)
     bearer = HTTPBearer(auto_error=False)
 
     def authorized(credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> None:

@@ -429,6 +429,40 @@ async def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+async def cmd_fsck(args: argparse.Namespace, settings: Settings) -> int:
+    """Check every blob against its name and every catalog row against the store."""
+    from trawl.storage.blobs import LocalBlobStore
+    from trawl.storage.fsck import check, quarantine
+
+    catalog = Catalog(settings.catalog_url)
+    catalog.create_schema()
+    blobs = LocalBlobStore(settings.blobs_dir)
+    report = await asyncio.to_thread(check, catalog, blobs)
+    if args.json:
+        print(json.dumps({"items": report.items, "blobs": report.blobs, "orphans": report.orphans,
+                          "problems": [dataclasses.asdict(p) for p in report.problems]}))
+    else:
+        for problem in report.problems:
+            print(f"{problem.kind:<14} {problem.path}  {problem.detail}"
+                  + (f"  [{problem.canonical_key}]" if problem.canonical_key else ""))
+        print(f"{report.items} item(s), {report.blobs} blob(s) checked: {len(report.problems)} problem(s), "
+              f"{len(report.orphans)} unreferenced blob(s)", file=sys.stderr)
+    if not report.problems:
+        return 0
+    if not args.repair:
+        return EXIT_FAILED_ITEMS
+    urls = quarantine(report, catalog, blobs, settings.data_dir / "quarantine")
+    catalog.close()
+    print(f"moved damaged files to {settings.data_dir / 'quarantine'}; crawling {len(urls)} item(s) again",
+          file=sys.stderr)
+    if not urls:
+        return 0
+    registry = build_registry(settings.platforms)
+    async with session(settings, worker=True, registry=registry) as client:
+        results = await crawl_urls(client, settings, registry, urls, lambda r: print(result_line(r), flush=True))
+    return EXIT_FAILED_ITEMS if any(r.outcome == "failed" for r in results) else 0
+
+
 async def cmd_setup(args: argparse.Namespace, settings: Settings) -> int:
     """Prepare a server and catalog trawl did not create: search attributes and tables."""
     client = await connect(settings)
@@ -535,6 +569,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("server", help="run only the embedded Temporal server (foreground)")
     sub.add_parser("setup", help="register search attributes on a Temporal server and create the catalog tables")
+    fsck = sub.add_parser("fsck", help="check every blob against its hash and every catalog row against the store")
+    fsck.add_argument("--repair", action="store_true",
+                      help="move damaged blobs to data/quarantine, drop their rows and crawl those items again")
+    fsck.add_argument("--json", action="store_true")
     sub.add_parser("worker", help="run only a worker (foreground)")
     up = sub.add_parser("up", help="run the embedded server, a worker and the HTTP API (foreground)")
     api = sub.add_parser("api", help="run the HTTP API (foreground)")
@@ -557,7 +595,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 ASYNC_COMMANDS = {"crawl": cmd_crawl, "crawls": cmd_crawls, "crawl-status": cmd_crawl_status, "status": cmd_status, "pause": cmd_signal, "resume": cmd_signal,
-                  "cancel": cmd_signal, "worker": cmd_worker, "up": cmd_up, "api": cmd_api, "setup": cmd_setup, "server": cmd_server, "demo": cmd_demo}
+                  "cancel": cmd_signal, "worker": cmd_worker, "up": cmd_up, "api": cmd_api, "setup": cmd_setup, "fsck": cmd_fsck, "server": cmd_server, "demo": cmd_demo}
 SYNC_COMMANDS = {"items": cmd_items, "simulator": cmd_simulator, "logs": cmd_logs, "resolve": cmd_resolve}
 LONG_RUNNING = {"worker", "up", "server", "api"}
 

@@ -245,7 +245,10 @@ def classify_exception(exc: BaseException) -> TrawlError:
     if isinstance(exc, httpx.TimeoutException):
         return NetworkTimeout(f"timeout: {type(exc).__name__} {exc}".strip())
     if isinstance(exc, httpx.TooManyRedirects):
-        return Forbidden(f"too many redirects: {exc}")
+        return Forbidden(f"redirect loop or too many redirects: {exc}")
+    if isinstance(exc, httpx.RemoteProtocolError) and "too long" in str(exc).lower():
+        # h11 refuses a header block past its buffer limit: a hostile or broken server.
+        return TooLarge(f"response headers too large: {exc}")
     if isinstance(exc, (httpx.InvalidURL, httpx.UnsupportedProtocol)):
         return UnsupportedUrl(f"invalid URL: {exc}")
     if isinstance(exc, httpx.RemoteProtocolError) and any(

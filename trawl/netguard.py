@@ -37,7 +37,22 @@ def is_blocked_ip(address: str | ipaddress.IPv4Address | ipaddress.IPv6Address) 
     )
 
 
-def check_host(host: str, port: int, *, allow_private: bool) -> None:
+def is_allowed(address: str, allowed_networks: tuple[str, ...] = ()) -> bool:
+    """Whether trawl may connect to ``address`` given the allow-list."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if any(ip in ipaddress.ip_network(net, strict=False) for net in allowed_networks):
+        return True
+    return not is_blocked_ip(ip)
+
+
+def check_address(host: str, address: str, *, allow_private: bool, allowed_networks: tuple[str, ...] = ()) -> None:
+    """Refuse a connection already made (the address a name resolved to when connecting)."""
+    if not allow_private and not is_allowed(address, allowed_networks):
+        raise BlockedAddress(f"refusing {host} -> {address}: not a public address (set net.allow_private or "
+                             "net.allowed_networks to allow)")
+
+
+def check_host(host: str, port: int, *, allow_private: bool, allowed_networks: tuple[str, ...] = ()) -> None:
     """Resolve ``host`` and refuse it when any address it resolves to is blocked.
 
     Raises:
@@ -51,6 +66,4 @@ def check_host(host: str, port: int, *, allow_private: bool) -> None:
     except socket.gaierror as exc:
         raise NetworkError(f"cannot resolve {host!r}: {exc.strerror}") from None
     for info in infos:
-        address = info[4][0].split("%", 1)[0]
-        if is_blocked_ip(address):
-            raise BlockedAddress(f"refusing {host} -> {address}: not a public address (set net.allow_private to allow)")
+        check_address(host, info[4][0], allow_private=False, allowed_networks=allowed_networks)

@@ -8,12 +8,13 @@ working directory (or the file named by ``TRAWL_CONFIG``). Built once in each pr
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -54,6 +55,9 @@ class CatalogSettings(_Section):
 
 class NetSettings(_Section):
     allow_private: bool = False
+    # Networks (CIDR) allowed even though they are private, e.g. ["10.20.0.0/16"] for an
+    # internal media server; everything else private stays refused.
+    allowed_networks: list[str] = []
     # An HTTP(S) proxy for all outbound traffic (HTTP_PROXY/HTTPS_PROXY/NO_PROXY are honoured too).
     proxy: str = ""
     # A CA bundle file for TLS verification (a corporate proxy's CA, say); empty: certifi's.
@@ -64,6 +68,14 @@ class NetSettings(_Section):
     max_redirects: int = Field(default=10, ge=0, le=50)
     # Largest HTML/JSON page a resolver reads.
     max_page_bytes: int = Field(default=5 * MiB, gt=0)
+
+
+    @field_validator("allowed_networks")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        for network in value:
+            ipaddress.ip_network(network, strict=False)  # ValueError names the bad entry
+        return value
 
 
 class DownloadSettings(_Section):
@@ -90,6 +102,9 @@ class ApiSettings(_Section):
     port: int = Field(default=8000, ge=1, le=65535)
     # Bearer token for every mutating endpoint; required when the API binds a non-loopback address.
     token: str = ""
+    max_body_bytes: int = Field(default=1024 * 1024, gt=0)
+    # Requests per minute per token (per client address without one); 0 turns the limit off.
+    requests_per_minute: int = Field(default=600, ge=0)
 
 
 class StageRetry(_Section):

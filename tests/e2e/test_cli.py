@@ -180,3 +180,27 @@ def test_setup_registers_search_attributes_and_tables(tmp_path: Path, temporal_a
     assert done.returncode == 0, done.stderr
     assert "search attributes registered" in done.stdout
     assert (tmp_path / "data" / "catalog.db").exists()
+
+
+def test_fsck_finds_an_altered_blob_and_repairs_it(site: Simulator, tmp_path: Path, temporal_address: str) -> None:
+    env = trawl_env(tmp_path, temporal_address)
+    url = site.url("/media/a.mp4")
+    assert run(["crawl", url], env, tmp_path).returncode == 0
+    assert run(["fsck"], env, tmp_path).returncode == 0
+    blob = next(p for p in (tmp_path / "data" / "blobs").rglob("*") if p.is_file())
+    with open(blob, "r+b") as handle:  # one flipped byte, size unchanged
+        handle.seek(1000)
+        byte = handle.read(1)
+        handle.seek(1000)
+        handle.write(bytes([byte[0] ^ 0xFF]))
+    found = run(["fsck", "--json"], env, tmp_path)
+    assert found.returncode == 1
+    problems = json.loads(found.stdout)["problems"]
+    assert [(p["kind"], p["path"]) for p in problems] == [("corrupt_blob", str(blob))]
+    assert problems[0]["source_url"] == url
+    repaired = run(["fsck", "--repair"], env, tmp_path)
+    assert repaired.returncode == 0, repaired.stderr
+    assert "committed" in repaired.stdout
+    assert (tmp_path / "data" / "quarantine" / blob.name).exists()
+    assert run(["fsck"], env, tmp_path).returncode == 0
+    assert file_sha256(blob) == blob.name

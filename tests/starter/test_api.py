@@ -141,3 +141,35 @@ def test_non_loopback_binding_needs_a_token(tmp_path: Path) -> None:
         require_safe_binding(Settings(data_dir=tmp_path, api=ApiSettings(host="0.0.0.0")))
     require_safe_binding(Settings(data_dir=tmp_path, api=ApiSettings(host="0.0.0.0", token="t")))
     require_safe_binding(Settings(data_dir=tmp_path, api=ApiSettings(host="127.0.0.1")))
+
+
+async def test_body_size_and_rate_limits(temporal_client: Client, tmp_path: Path, temporal_address: str) -> None:
+    settings = make_settings(tmp_path, temporal_address,
+                             api=ApiSettings(port=free_port(), token=TOKEN, max_body_bytes=2048, requests_per_minute=60))
+    server = uvicorn.Server(uvicorn.Config(create_app(settings, temporal_client), host="127.0.0.1",
+                                           port=settings.api.port, log_config=None, access_log=False))
+    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+    serving = asyncio.create_task(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.02)
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api.port}",
+                                     headers={"Authorization": f"Bearer {TOKEN}"}) as api:
+            big = await api.post("/api/v1/crawls", json={"urls": ["https://e.com/" + "a" * 100] * 50})
+            assert big.status_code == 413 and "over 2048 bytes" in big.json()["detail"]
+
+            async def chunks():
+                for _ in range(10):
+                    yield b"x" * 1000
+            streamed = await api.post("/api/v1/jobs", content=chunks(), headers={"Content-Type": "application/json"})
+            assert streamed.status_code == 413
+            codes = [(await api.get("/healthz")).status_code for _ in range(15)]
+            assert codes[:8] == [200] * 8 and codes[-1] == 429
+            limited = await api.get("/healthz")
+            assert limited.status_code == 429 and int(limited.headers["retry-after"]) >= 1
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api.port}",
+                                     headers={"Authorization": "Bearer other"}) as other:
+            assert (await other.get("/healthz")).status_code == 200  # buckets are per token
+    finally:
+        server.should_exit = True
+        await serving

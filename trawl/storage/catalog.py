@@ -218,6 +218,17 @@ class Catalog:
                 query = query.where(Item.platform == platform)
             return [_to_item(row) for row in session.scalars(query)]
 
+    def delete(self, canonical_key: str) -> bool:
+        """Forget an item (``trawl fsck --repair`` does, so it can be crawled again)."""
+        with _storage_errors("catalog write failed"), self._session.begin() as session:
+            row = session.scalar(select(Item).where(Item.canonical_key == canonical_key))
+            if row is None:
+                return False
+            for asset in list(row.assets):
+                session.delete(asset)
+            session.delete(row)
+            return True
+
     def count(self) -> int:
         with _storage_errors("catalog read failed"), self._session() as session:
             return session.scalar(select(func.count(Item.id))) or 0
