@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from temporalio.exceptions import ApplicationError, CancelledError
 
-from trawl.errors import classify_exception
+from trawl.errors import classify_exception, redact
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -24,7 +24,7 @@ def to_application_error(exc: BaseException, max_delay: timedelta | None = None)
         if max_delay is not None:
             delay = min(delay, max_delay)
     return ApplicationError(
-        error.message,
+        redact(error.message),
         type=error.error_class,
         non_retryable=not error.retryable,
         next_retry_delay=delay,

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import errno
 import json
+import re
 import time
 from collections.abc import Mapping
 from email.utils import parsedate_to_datetime
@@ -148,6 +149,15 @@ ALL_ERRORS: tuple[type[TrawlError], ...] = (
 )
 BY_CLASS: dict[str, type[TrawlError]] = {cls.error_class: cls for cls in ALL_ERRORS}
 NON_RETRYABLE: tuple[str, ...] = tuple(cls.error_class for cls in ALL_ERRORS if not cls.retryable)
+
+
+_CREDENTIALS = re.compile(r"(?<=//)[^/@\s:]+:[^/@\s]+@")
+_SECRET_PARAMS = re.compile(r"(?i)\b(SESSDATA|SUB|token|access_token|password|passwd|c_user|xs)=([^&\s;\"']+)")
+
+
+def redact(text: str) -> str:
+    """Remove credentials a message might quote (proxy user:password, session cookies, tokens)."""
+    return _SECRET_PARAMS.sub(r"\1=***", _CREDENTIALS.sub("***@", text))
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:

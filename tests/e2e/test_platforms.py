@@ -161,3 +161,21 @@ async def test_rate_limited_platform_recovers(temporal_client: Client, tmp_path:
     statuses = bili.sim.stats["/x/web-interface/view"].requests + bili.sim.stats["/x/player/wbi/playurl"].requests
     assert statuses > 6  # some answers were 412/-352 and were asked again
     assert Catalog(settings.catalog_url).count() == 3
+
+
+async def test_cookies_never_reach_temporal_history(temporal_client: Client, tmp_path: Path,
+                                                    temporal_address: str, bili) -> None:
+    cookies = tmp_path / "cookies.txt"
+    cookies.write_text("# Netscape HTTP Cookie File\n"
+                       ".bilibili.com\tTRUE\t/\tFALSE\t0\tSESSDATA\ttop-secret-session-value\n")
+    settings = make_settings(tmp_path, temporal_address,
+                             platforms=PlatformsSettings(bilibili=bili.settings(cookies_file=str(cookies))))
+    registry = build_registry(settings.platforms)
+    async with running_worker(temporal_client, settings, registry):
+        started = await start_item(temporal_client, settings, registry, bili.url("BV117411r7R1"))
+        result = await asyncio.wait_for(item_result(started.handle, ""), 60)
+    assert result.outcome == "committed"
+    history = await started.handle.fetch_history()
+    raw = b"".join(event.SerializeToString() for event in history.events)
+    assert b"BV117411r7R1" in raw  # the payloads are searchable as they are
+    assert b"top-secret-session-value" not in raw and str(cookies).encode() not in raw

@@ -81,3 +81,11 @@ def test_non_retryable_classes_match_the_taxonomy() -> None:
         "url_expired", "content_corrupt", "not_found", "login_required", "forbidden", "unsupported_url",
         "parse_error", "too_large", "blocked_address",
     }
+
+
+def test_redact_removes_credentials_from_messages() -> None:
+    from trawl.errors import redact
+
+    text = redact("ProxyError http://bob:hunter2@proxy:3128/ failed; SESSDATA=abc123; /x?token=zzz&a=1")
+    assert "hunter2" not in text and "abc123" not in text and "zzz" not in text
+    assert "proxy:3128" in text and "a=1" in text
