@@ -51,3 +51,16 @@ def test_loopback_names_are_refused_unless_allowed() -> None:
     with pytest.raises(BlockedAddress, match="localhost"):
         check_host("localhost", 80, allow_private=False)  # resolves locally, connects nowhere
     check_host("localhost", 80, allow_private=True)
+
+
+@pytest.mark.parametrize("spelling", ["2130706433", "0x7f000001", "0177.0.0.1", "127.1", "0x7f.1", "017700000001"])
+def test_other_spellings_of_loopback_are_refused(spelling: str) -> None:
+    """getaddrinfo reads these numeric forms itself (no DNS query, no connection)."""
+    with pytest.raises(BlockedAddress, match="127.0.0.1"):
+        check_host(spelling, 80, allow_private=False)
+
+
+def test_allowed_networks_open_only_themselves() -> None:
+    check_host("127.0.0.2", 80, allow_private=False, allowed_networks=("127.0.0.2/32",))
+    with pytest.raises(BlockedAddress):
+        check_host("127.0.0.1", 80, allow_private=False, allowed_networks=("127.0.0.2/32",))
