@@ -573,7 +573,8 @@ def build_parser() -> argparse.ArgumentParser:
     fsck.add_argument("--repair", action="store_true",
                       help="move damaged blobs to data/quarantine, drop their rows and crawl those items again")
     fsck.add_argument("--json", action="store_true")
-    sub.add_parser("worker", help="run only a worker (foreground)")
+    worker = sub.add_parser("worker", help="run only a worker (foreground)")
+    worker.add_argument("--processes", type=int, help="worker processes to supervise (default worker.processes)")
     up = sub.add_parser("up", help="run the embedded server, a worker and the HTTP API (foreground)")
     api = sub.add_parser("api", help="run the HTTP API (foreground)")
     for cmd in (up, api):
@@ -613,6 +614,10 @@ def main(argv: list[str] | None = None) -> int:
                       level=args.log_level or ("INFO" if long_running else quiet),
                       worker=settings.worker.identity or default_worker_name())
     try:
+        if args.command == "worker" and (args.processes or settings.worker.processes) > 1:
+            from workers.supervisor import supervise  # signal handlers need the main thread
+
+            return supervise(settings, args.processes or settings.worker.processes)
         if args.command in SYNC_COMMANDS:
             return SYNC_COMMANDS[args.command](args, settings)
         return asyncio.run(ASYNC_COMMANDS[args.command](args, settings))

@@ -1,0 +1,83 @@
+"""`trawl worker --processes N`: N real processes, each its own identity and metrics port; a
+killed one is restarted; SIGTERM stops them all."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from tests.e2e.test_cli import trawl_env
+
+TRAWL = str(Path(sys.executable).parent / "trawl")
+
+
+def free_ports(count: int) -> int:
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            first = s.getsockname()[1]
+        try:
+            for offset in range(count):
+                with socket.socket() as probe:
+                    probe.bind(("127.0.0.1", first + offset))
+            return first
+        except OSError:
+            continue
+    raise RuntimeError("no free port range")
+
+
+def metrics_up(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=1) as resp:
+            return resp.status == 200
+    except OSError:
+        return False
+
+
+def started_pids(log: Path) -> list[int]:
+    pids = []
+    for line in log.read_text().splitlines():
+        if line.startswith("{"):
+            event = json.loads(line)
+            if event["event"] == "worker process started":
+                pids.append(event["pid"])
+    return pids
+
+
+def wait(predicate, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.2)
+
+
+def test_processes_are_supervised(tmp_path: Path, temporal_address: str) -> None:
+    port = free_ports(2)
+    env = trawl_env(tmp_path, temporal_address, TRAWL_WORKER__METRICS_PORT=str(port))
+    log = tmp_path / "supervisor.log"
+    with open(log, "wb") as out:
+        supervisor = subprocess.Popen([TRAWL, "worker", "--processes", "2"], env=env, cwd=tmp_path, stdout=out,
+                                      stderr=subprocess.STDOUT)
+    try:
+        wait(lambda: metrics_up(port) and metrics_up(port + 1))  # two processes, one port each
+        first = started_pids(log)
+        assert len(first) == 2
+        os.kill(first[0], signal.SIGKILL)
+        wait(lambda: len(started_pids(log)) == 3)
+        replacement = started_pids(log)[2]
+        wait(lambda: metrics_up(port))
+        assert replacement not in first
+        supervisor.send_signal(signal.SIGTERM)
+        assert supervisor.wait(timeout=60) == 0
+        for pid in (first[1], replacement):
+            assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
+    finally:
+        if supervisor.poll() is None:
+            supervisor.kill()
