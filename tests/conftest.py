@@ -24,6 +24,55 @@ REFERENCE = REPO.parent / "shared" / "reference" / "platforms"
 assert [k.name for k in SA_KEYS] == list(SEARCH_ATTRIBUTES)
 
 
+_CREATED_DATABASES: list[str] = []
+
+
+def postgres_mode() -> bool:
+    """The whole suite against PostgreSQL: TRAWL_TEST_CATALOG=postgresql (CI runs it both ways)."""
+    return os.environ.get("TRAWL_TEST_CATALOG") == "postgresql"
+
+
+def _admin_engine():  # noqa: ANN202 - an SQLAlchemy engine
+    from sqlalchemy import create_engine
+
+    return create_engine(os.environ["TRAWL_TEST_POSTGRES_URL"], isolation_level="AUTOCOMMIT")
+
+
+def new_postgres_database() -> str:
+    """A fresh database on the test server; dropped when the session ends."""
+    from sqlalchemy import text
+
+    name = f"trawl_test_{uuid.uuid4().hex[:12]}"
+    admin = _admin_engine()
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    _CREATED_DATABASES.append(name)
+    return os.environ["TRAWL_TEST_POSTGRES_URL"].rsplit("/", 1)[0] + "/" + name
+
+
+def test_catalog_url() -> str:
+    """The catalog a test's settings use: "" (SQLite in the data dir) or a fresh PostgreSQL database."""
+    return new_postgres_database() if postgres_mode() else ""
+
+
+test_catalog_url.__test__ = False  # type: ignore[attr-defined] - a helper, not a test
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _drop_test_databases() -> Iterator[None]:
+    yield
+    if not _CREATED_DATABASES:
+        return
+    from sqlalchemy import text
+
+    admin = _admin_engine()
+    with admin.connect() as conn:
+        for name in _CREATED_DATABASES:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
 def catalog_urls() -> list[str]:
     """SQLite always; PostgreSQL too when TRAWL_TEST_POSTGRES_URL is set (CI sets it)."""
     urls = ["sqlite"]
@@ -69,12 +118,13 @@ def settings(tmp_path: Path, temporal_address: str) -> Settings:
     return make_settings(tmp_path, temporal_address)
 
 
-def make_settings(tmp_path: Path, temporal_address: str, catalog_url: str = "", **overrides: object) -> Settings:
+def make_settings(tmp_path: Path, temporal_address: str, catalog_url: str | None = None,
+                  **overrides: object) -> Settings:
     return Settings(
         data_dir=tmp_path / "data",
         temporal=TemporalSettings(address=temporal_address, embedded=False,
                                   task_queue_prefix=f"t-{uuid.uuid4().hex[:10]}"),
-        catalog=CatalogSettings(url=catalog_url),
+        catalog=CatalogSettings(url=test_catalog_url() if catalog_url is None else catalog_url),
         net=NetSettings(allow_private=True),
         **overrides,  # type: ignore[arg-type]
     )
@@ -85,14 +135,4 @@ def catalog_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'catalog.db'}"
         return
-    base = os.environ["TRAWL_TEST_POSTGRES_URL"]
-    from sqlalchemy import create_engine, text
-
-    name = f"trawl_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(base, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    yield base.rsplit("/", 1)[0] + "/" + name
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    yield new_postgres_database()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import new_postgres_database, postgres_mode
 from trawl.download import file_sha256
 from trawl.simulator import MediaFile, Simulator
 from trawl.simulator.demo import og_page
@@ -25,6 +26,8 @@ def trawl_env(tmp_path: Path, temporal_address: str | None = None, **extra: str)
                TRAWL_TEMPORAL__TASK_QUEUE_PREFIX=f"cli-{uuid.uuid4().hex[:8]}")
     if temporal_address:
         env.update(TRAWL_TEMPORAL__ADDRESS=temporal_address, TRAWL_TEMPORAL__EMBEDDED="false")
+    if postgres_mode():
+        env["TRAWL_CATALOG__URL"] = new_postgres_database()
     env.update(extra)
     return env
 
@@ -179,7 +182,7 @@ def test_setup_registers_search_attributes_and_tables(tmp_path: Path, temporal_a
     done = run(["setup"], env, tmp_path)
     assert done.returncode == 0, done.stderr
     assert "search attributes registered" in done.stdout
-    assert (tmp_path / "data" / "catalog.db").exists()
+    assert postgres_mode() or (tmp_path / "data" / "catalog.db").exists()
 
 
 def test_fsck_finds_an_altered_blob_and_repairs_it(site: Simulator, tmp_path: Path, temporal_address: str) -> None:

@@ -17,7 +17,8 @@ from workers.main import running_worker
 
 def env_for(settings: Settings, tmp_path: Path, **extra: str) -> dict[str, str]:
     return trawl_env(tmp_path, settings.temporal.address,
-                     TRAWL_TEMPORAL__TASK_QUEUE_PREFIX=settings.temporal.task_queue_prefix, **extra)
+                     TRAWL_TEMPORAL__TASK_QUEUE_PREFIX=settings.temporal.task_queue_prefix,
+                     TRAWL_CATALOG__URL=settings.catalog.url, **extra)
 
 
 async def cli(args: list[str], env: dict[str, str], cwd: Path):

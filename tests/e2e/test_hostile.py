@@ -18,6 +18,7 @@ import pytest
 from temporalio.client import Client
 
 from starter.client import item_result, start_item
+from tests.conftest import test_catalog_url
 from trawl.errors import TrawlError
 from trawl.logs import configure_logging
 from trawl.platforms.registry import default_registry
@@ -42,7 +43,7 @@ def settings(tmp_path: Path, temporal_address: str) -> Settings:
         data_dir=tmp_path / "data",
         temporal=TemporalSettings(address=temporal_address, embedded=False,
                                   task_queue_prefix=f"h-{uuid.uuid4().hex[:8]}"),
-        catalog=CatalogSettings(),
+        catalog=CatalogSettings(url=test_catalog_url()),
         net=NetSettings(allow_private=False, allowed_networks=["127.0.0.2/32"], read_timeout="5s"),
         download=DownloadSettings(max_file_size=5 * 1024 * 1024),
         retry={stage: {"initial_interval": "100ms", "maximum_interval": "200ms", "maximum_attempts": 2}

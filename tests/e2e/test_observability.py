@@ -44,6 +44,7 @@ async def test_outage_is_retried_logged_triaged_and_counted(temporal_client: Cli
     env.update(TRAWL_DATA_DIR=str(settings.data_dir), TRAWL_NET__ALLOW_PRIVATE="true",
                TRAWL_TEMPORAL__ADDRESS=temporal_address, TRAWL_TEMPORAL__EMBEDDED="false",
                TRAWL_TEMPORAL__TASK_QUEUE_PREFIX=settings.temporal.task_queue_prefix,
+        TRAWL_CATALOG__URL=settings.catalog.url,
                TRAWL_WORKER__METRICS_PORT=str(metrics_port), TRAWL_WORKER__IDENTITY="outage-worker")
     log_path = tmp_path / "worker.log"
     urls = []

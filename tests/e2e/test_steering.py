@@ -22,7 +22,8 @@ SIZE = 5_000_000
 
 def cli_env(settings: Settings, tmp_path: Path) -> dict[str, str]:
     return trawl_env(tmp_path, settings.temporal.address,
-                     TRAWL_TEMPORAL__TASK_QUEUE_PREFIX=settings.temporal.task_queue_prefix)
+                     TRAWL_TEMPORAL__TASK_QUEUE_PREFIX=settings.temporal.task_queue_prefix,
+                     TRAWL_CATALOG__URL=settings.catalog.url)
 
 
 async def status(url: str, env: dict[str, str], tmp_path: Path) -> dict:

@@ -38,6 +38,7 @@ def start_worker(settings: Settings, tmp_path: Path) -> subprocess.Popen[bytes]:
         TRAWL_DATA_DIR=str(settings.data_dir), TRAWL_NET__ALLOW_PRIVATE="true",
         TRAWL_TEMPORAL__ADDRESS=settings.temporal.address, TRAWL_TEMPORAL__EMBEDDED="false",
         TRAWL_TEMPORAL__TASK_QUEUE_PREFIX=settings.temporal.task_queue_prefix,
+        TRAWL_CATALOG__URL=settings.catalog.url,
         TRAWL_WORKER__GRACEFUL_SHUTDOWN_TIMEOUT="5s",
     )
     log = open(tmp_path / f"worker-{time.monotonic_ns()}.log", "wb")

@@ -143,10 +143,10 @@ class Catalog:
         self._session = sessionmaker(self.engine, expire_on_commit=False)
 
     def create_schema(self) -> None:
-        """Create missing tables; safe when several processes start at once."""
+        """Bring the schema to the newest migration; safe when several processes start at once."""
         for attempt in range(5):
             try:
-                Base.metadata.create_all(self.engine)
+                migrate(self.engine)
                 return
             except SQLAlchemyError as exc:
                 # Another process created a table between the existence check and the CREATE.
@@ -232,6 +232,29 @@ class Catalog:
     def count(self) -> int:
         with _storage_errors("catalog read failed"), self._session() as session:
             return session.scalar(select(func.count(Item.id))) or 0
+
+
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+
+
+def migrate(engine: Engine) -> None:
+    """``alembic upgrade head`` on ``engine``.
+
+    A catalog created before migrations existed (tables, no ``alembic_version``) is stamped as
+    the first revision, whose schema it has, and upgraded from there.
+    """
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import inspect
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        tables = set(inspect(connection).get_table_names())
+        if "items" in tables and "alembic_version" not in tables:
+            command.stamp(config, "0001")
+        command.upgrade(config, "head")
 
 
 @contextlib.contextmanager

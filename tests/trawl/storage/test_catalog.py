@@ -59,3 +59,33 @@ def test_list_filters_by_platform_and_pages(catalog_url: str) -> None:
     assert catalog.list(platform="bilibili") == []
     assert len(catalog.list(platform="generic")) == 5
     catalog.close()
+
+
+def test_migrations_build_exactly_the_models_schema(catalog_url: str) -> None:
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
+    from trawl.storage.catalog import Base
+
+    catalog = Catalog(catalog_url)
+    catalog.create_schema()
+    with catalog.engine.connect() as connection:
+        diff = compare_metadata(MigrationContext.configure(connection), Base.metadata)
+    assert diff == []
+    catalog.close()
+
+
+def test_a_catalog_from_before_migrations_is_adopted(catalog_url: str) -> None:
+    from sqlalchemy import inspect, text
+
+    from trawl.storage.catalog import Base
+
+    catalog = Catalog(catalog_url)
+    Base.metadata.create_all(catalog.engine)  # how catalogs were made before migrations
+    assert _commit(catalog)
+    catalog.create_schema()
+    with catalog.engine.connect() as connection:
+        assert "alembic_version" in inspect(connection).get_table_names()
+        assert connection.execute(text("select version_num from alembic_version")).scalar() == "0001"
+    assert catalog.count() == 1
+    catalog.close()
