@@ -14,15 +14,16 @@ from temporalio.exceptions import ApplicationError, CancelledError
 from trawl.errors import classify_exception, redact
 
 F = TypeVar("F", bound=Callable[..., Any])
+MAX_RETRY_DELAY_S = 86_400.0
 
 
 def to_application_error(exc: BaseException, max_delay: timedelta | None = None) -> ApplicationError:
     error = classify_exception(exc)
     delay = None
     if error.retry_after is not None and error.retryable:
-        delay = timedelta(seconds=error.retry_after)
-        if max_delay is not None:
-            delay = min(delay, max_delay)
+        # Cap before building the timedelta: a hostile Retry-After may be astronomically large.
+        cap = max_delay.total_seconds() if max_delay is not None else MAX_RETRY_DELAY_S
+        delay = timedelta(seconds=min(error.retry_after, cap, MAX_RETRY_DELAY_S))
     return ApplicationError(
         redact(error.message),
         type=error.error_class,

@@ -34,6 +34,7 @@ from __future__ import annotations
 import errno
 import json
 import re
+import socket
 import time
 from collections.abc import Mapping
 from email.utils import parsedate_to_datetime
@@ -165,8 +166,8 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     if not value:
         return None
     value = value.strip()
-    if value.isdigit():
-        return float(value)
+    if value.isascii() and value.isdigit():
+        return float(value) if len(value) < 12 else float("inf")
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError):
@@ -183,7 +184,7 @@ def _platform_code(body: bytes | None) -> tuple[int | None, int | None]:
         return None, None
     try:
         doc = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None, None
     if not isinstance(doc, dict):
         return None, None
@@ -266,6 +267,10 @@ def classify_exception(exc: BaseException) -> TrawlError:
     ):
         return Truncated(f"connection closed early: {exc}")
     if isinstance(exc, httpx.TransportError):
+        return NetworkError(f"{type(exc).__name__}: {exc}")
+    if isinstance(exc, TimeoutError):
+        return NetworkTimeout(f"timeout: {exc}")
+    if isinstance(exc, (ConnectionError, socket.gaierror, socket.herror)):
         return NetworkError(f"{type(exc).__name__}: {exc}")
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO):
         return StorageError(f"storage: {exc.strerror or exc}")

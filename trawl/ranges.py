@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_CONTENT_RANGE = re.compile(r"^\s*bytes\s+(?:(\d+)-(\d+)|\*)/(\d+|\*)\s*$", re.IGNORECASE)
-_RANGE = re.compile(r"^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$", re.IGNORECASE)
+# At most 19 digits (up to 9.2e18 bytes): longer numbers are nonsense, and int() refuses
+# thousands of digits anyway.
+_CONTENT_RANGE = re.compile(r"^\s*bytes\s+(?:([0-9]{1,19})-([0-9]{1,19})|\*)/([0-9]{1,19}|\*)\s*$", re.IGNORECASE)
+_RANGE = re.compile(r"^\s*bytes\s*=\s*([0-9]{0,19})\s*-\s*([0-9]{0,19})\s*$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,10 @@ def validate_url(url: str) -> str:
     if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in url):
         raise UnsupportedUrl(f"URL contains control characters: {url[:200]!r}")
     try:
+        url.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UnsupportedUrl(f"URL is not valid text (a lone surrogate?): {url[:200]!r}") from None
+    try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError as exc:
@@ -74,8 +78,9 @@ def canonicalize(url: str, *, keep_params: frozenset[str] | None = None) -> str:
     url = validate_url(url)
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
-    host = parts.hostname or ""
-    host = host.rstrip(".")
+    host = (parts.hostname or "").rstrip(".")
+    if not host:
+        raise UnsupportedUrl(f"URL has no host: {url[:200]!r}")
     if ":" in host:  # IPv6 literal
         host = f"[{host}]"
     netloc = host

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.cookiejar
 import json
+import math
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -109,17 +110,19 @@ def int_or_none(value: Any) -> int | None:
         return None
     try:
         return int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # json reads 1e400 and Infinity as inf
         return None
 
 
 def float_or_none(value: Any) -> float | None:
+    """A finite float, or None (a 400-digit JSON integer, inf and NaN are not durations)."""
     if isinstance(value, bool):
         return None
     try:
-        return float(value)
-    except (TypeError, ValueError):
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
         return None
+    return number if math.isfinite(number) else None
 
 
 def str_or_none(value: Any) -> str | None:

@@ -155,7 +155,7 @@ class BilibiliResolver(Resolver):
         view = get_json(self, f"{api}/x/web-interface/view?bvid={ref.bvid}", ctx, headers)
         data = view.get("data") if isinstance(view.get("data"), dict) else {}
         bvid = str_or_none(data.get("bvid")) or ref.bvid
-        pages = [p for p in (data.get("pages") or []) if isinstance(p, dict)]
+        pages = [p for p in _list(data.get("pages")) if isinstance(p, dict)]
         part = next((p for p in pages if int_or_none(p.get("page")) == ref.page), None)
         if ref.page > 1 and part is None:
             raise NotFound(f"bilibili: {url}: video {bvid} has no part {ref.page}")
@@ -206,7 +206,7 @@ class BilibiliResolver(Resolver):
         media_headers = {"Referer": self.config.referer, "User-Agent": self.config.user_agent}
         if isinstance(data.get("dash"), dict):
             return self._dash(url, data["dash"], media_headers)
-        segments = [s for s in (data.get("durl") or []) if isinstance(s, dict)]
+        segments = [s for s in _list(data.get("durl")) if isinstance(s, dict)]
         if segments:
             return self._durl(url, segments, media_headers)
         raise ParseError(f"bilibili: {url}: playurl answer has neither data.dash nor data.durl")
@@ -223,7 +223,7 @@ class BilibiliResolver(Resolver):
         return assets
 
     def _dash(self, url: str, dash: dict, headers: dict[str, str]) -> list[Asset]:
-        videos = [v for v in (dash.get("video") or []) if isinstance(v, dict) and int_or_none(v.get("id"))]
+        videos = [v for v in _list(dash.get("video")) if isinstance(v, dict) and int_or_none(v.get("id"))]
         require(videos, self.platform, url, "data.dash.video")
         wanted = self.config.quality
         allowed = [v for v in videos if int_or_none(v.get("id")) <= wanted] or videos  # type: ignore[operator]
@@ -233,7 +233,7 @@ class BilibiliResolver(Resolver):
         require(video_urls, self.platform, url, "data.dash.video[].baseUrl")
         assets = [Asset(name="video", kind="video", urls=video_urls, headers=dict(headers),
                         mime=str_or_none(best.get("mimeType") or best.get("mime_type")))]
-        audios = [a for a in (dash.get("audio") or []) if isinstance(a, dict)]
+        audios = [a for a in _list(dash.get("audio")) if isinstance(a, dict)]
         if audios:
             audio = max(audios, key=lambda a: (int_or_none(a.get("bandwidth")) or 0, int_or_none(a.get("id")) or 0))
             audio_urls = _urls(audio.get("baseUrl") or audio.get("base_url"),
@@ -253,7 +253,7 @@ class BilibiliResolver(Resolver):
         for page in range(1, max_pages + 1):
             params = wbi_sign({"mid": mid, "pn": page, "ps": 30, "order": "pubdate"}, img, sub)
             doc = get_json(self, f"{api}/x/space/wbi/arc/search?{urllib.parse.urlencode(params)}", ctx, headers)
-            vlist = dig(doc, "data", "list", "vlist") or []
+            vlist = _list(dig(doc, "data", "list", "vlist"))
             found = [v.get("bvid") for v in vlist if isinstance(v, dict) and isinstance(v.get("bvid"), str)]
             if not found:
                 break
@@ -262,6 +262,10 @@ class BilibiliResolver(Resolver):
             if count is not None and page * 30 >= count:
                 break
         return urls
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _urls(primary: Any, backups: Any) -> list[str]:

@@ -34,7 +34,10 @@ def kind_from_content_type(content_type: str) -> str | None:
 
 
 def kind_from_extension(url: str) -> str | None:
-    ext = posixpath.splitext(urlsplit(url).path)[1].lower()
+    try:
+        ext = posixpath.splitext(urlsplit(url).path)[1].lower()
+    except ValueError:  # not splittable (an unbalanced IPv6 bracket): no kind to read
+        return None
     if ext in VIDEO_EXTS:
         return "video"
     if ext in AUDIO_EXTS:
@@ -126,7 +129,7 @@ class _MetaParser(HTMLParser):
     def _json_ld(self, text: str) -> None:
         try:
             doc = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return
         stack = [doc]
         while stack:
@@ -143,18 +146,20 @@ class _MetaParser(HTMLParser):
 def parse_page_meta(html: str) -> PageMeta:
     """Extract title, OpenGraph media, canonical link and JSON-LD content URLs from HTML."""
     parser = _MetaParser()
-    parser.feed(html)
-    parser.close()
+    try:
+        parser.feed(html)
+        parser.close()
+    except AssertionError:  # html.parser asserts on some malformed marked sections ("<![x[")
+        pass
     return parser.meta
 
 
 def _absolute(base: str, candidate: str | None) -> str | None:
     if not candidate:
         return None
-    url = urljoin(base, candidate)
     try:
-        return validate_url(url)
-    except UnsupportedUrl:
+        return validate_url(urljoin(base, candidate))
+    except (UnsupportedUrl, ValueError):  # urljoin refuses e.g. an unbalanced IPv6 bracket
         return None
 
 
@@ -261,5 +266,8 @@ class GenericResolver(Resolver):
         for candidate in (meta.canonical, meta.og.get("og:url")):
             absolute = _absolute(page_url, candidate)
             if absolute and urlsplit(absolute).hostname == page_host:
-                return canonicalize(absolute)
+                try:
+                    return canonicalize(absolute)
+                except UnsupportedUrl:  # e.g. credentials in the link: use the page's own URL
+                    continue
         return canonicalize(page_url)

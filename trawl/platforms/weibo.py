@@ -489,7 +489,7 @@ def _best_playback(entries: Any) -> dict[str, Any] | None:
         mime = str_or_none(info.get("mime"))
         if mime is not None and not mime.lower().startswith("video/"):
             continue
-        if mime is None and not urlsplit(str(info["url"])).path.lower().endswith(".mp4"):
+        if mime is None and not _path_of(str(info["url"])).lower().endswith(".mp4"):
             continue
         if str_or_none(info.get("protocol")) not in (None, "general"):
             continue
@@ -544,3 +544,10 @@ def _post_url(card: dict[str, Any], uid: str) -> str | None:
         return None
     author = _digits(dig(mblog, "user", "id")) or _digits(uid) or uid
     return f"{REAL_HOST}/{author}/{mid_to_mblogid(mid)}"
+
+
+def _path_of(url: str) -> str:
+    try:
+        return urlsplit(url).path
+    except ValueError:  # an unbalanced IPv6 bracket
+        return ""
