@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
@@ -42,21 +43,26 @@ class LocalBlobStore:
     def put(self, source: Path, sha256: str) -> str:
         """Move ``source`` into the store; if the blob exists already, drop ``source``.
 
-        The file is fsynced and renamed into place, so a blob either is complete or absent.
+        The bytes are fsynced, then renamed into place in one step: at every instant either the
+        source or the complete blob exists, so a process killed anywhere in here loses nothing.
         """
         target = self.path(sha256)
         if target.is_file():
             source.unlink(missing_ok=True)
             return self.relative(sha256)
         target.parent.mkdir(parents=True, exist_ok=True)
-        # Unique per call: two workflows may commit the same bytes at the same moment.
-        staging = target.with_name(f".{sha256}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp")
-        try:
-            os.replace(source, staging)
-        except OSError:  # another filesystem: copy, then drop the source
-            shutil.copyfile(source, staging)
-            source.unlink(missing_ok=True)
-        with open(staging, "rb") as handle:
+        with open(source, "rb") as handle:
             os.fsync(handle.fileno())
-        os.replace(staging, target)
+        try:
+            os.replace(source, target)
+        except OSError as exc:
+            if exc.errno != errno.EXDEV:
+                raise
+            # Another filesystem: copy beside the target, rename, and only then drop the source.
+            staging = target.with_name(f".{sha256}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp")
+            shutil.copyfile(source, staging)
+            with open(staging, "rb") as handle:
+                os.fsync(handle.fileno())
+            os.replace(staging, target)
+            source.unlink(missing_ok=True)
         return self.relative(sha256)

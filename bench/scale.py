@@ -1,0 +1,161 @@
+"""Items per second with 1, 2 and 4 worker processes, against the ceiling of the same server.
+
+Latency-bound items: the simulator waits ~300 ms before the first byte and caps each
+connection at 2 MB/s. The ceiling is a trivial workflow with four no-op activities run on the
+same dev server in the same run. Prints JSON, including CPU seconds of the server and of the
+workers (where the time goes).
+
+Usage: .venv/bin/python bench/scale.py [--items N] [--processes 1,2,4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from datetime import timedelta
+from pathlib import Path
+
+from common import BIN, REPO, free_port, wait_port
+from temporalio import activity, workflow
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+CLK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process and its reaped children."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) / CLK
+
+
+@activity.defn
+async def noop(step: int) -> int:
+    return step
+
+
+@workflow.defn
+class TrivialWorkflow:
+    @workflow.run
+    async def run(self) -> None:
+        for step in range(4):
+            await workflow.execute_activity(noop, step, start_to_close_timeout=timedelta(seconds=30))
+
+
+async def ceiling(client: Client, count: int) -> float:
+    queue = f"trivial-{uuid.uuid4().hex[:6]}"
+    async with Worker(client, task_queue=queue, workflows=[TrivialWorkflow], activities=[noop],
+                      max_concurrent_activities=64):
+        started = time.perf_counter()
+        handles = [await client.start_workflow(TrivialWorkflow.run, id=f"{queue}-{i}", task_queue=queue)
+                   for i in range(count)]
+        await asyncio.gather(*(h.result() for h in handles))
+        return count / (time.perf_counter() - started)
+
+
+async def crawl_rate(client: Client, env: dict[str, str], urls: list[str], processes: int, tmp: Path,
+                     server_pid: int) -> dict:
+    from starter.client import item_result, start_item
+    from trawl.platforms.registry import default_registry
+    from trawl.settings import load_settings
+
+    prefix = f"scale-{processes}-{uuid.uuid4().hex[:6]}"
+    worker_env = {**env, "TRAWL_TEMPORAL__TASK_QUEUE_PREFIX": prefix, "TRAWL_DATA_DIR": str(tmp / prefix)}
+    saved = dict(os.environ)
+    os.environ.update({k: v for k, v in worker_env.items() if k.startswith("TRAWL_")})
+    settings = load_settings()
+    os.environ.clear()
+    os.environ.update(saved)
+    supervisor = subprocess.Popen([str(BIN / "trawl"), "worker", "--processes", str(processes)], env=worker_env,
+                                  cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    await asyncio.sleep(4)  # pollers up
+    server_cpu = cpu_seconds(server_pid)
+    started = time.perf_counter()
+    handles = [(await start_item(client, settings, default_registry(), u)).handle for u in urls]
+    results = await asyncio.gather(*(item_result(h, "") for h in handles))
+    elapsed = time.perf_counter() - started
+    server_cpu = cpu_seconds(server_pid) - server_cpu
+    workers_cpu = cpu_seconds(supervisor.pid)
+    children = subprocess.run(["pgrep", "-P", str(supervisor.pid)], capture_output=True, text=True).stdout.split()
+    workers_cpu += sum(cpu_seconds(int(p)) for p in children if Path(f"/proc/{p}").exists())
+    supervisor.send_signal(signal.SIGTERM)
+    supervisor.wait(timeout=60)
+    committed = sum(r.outcome == "committed" for r in results)
+    return {"processes": processes, "items": len(urls), "committed": committed, "seconds": round(elapsed, 2),
+            "items_per_s": round(len(urls) / elapsed, 2), "server_cpu_s": round(server_cpu, 1),
+            "workers_cpu_s": round(workers_cpu, 1)}
+
+
+async def run(args: argparse.Namespace) -> dict:
+    tmp = Path(tempfile.mkdtemp(prefix="trawl-scale-"))
+    port, sim_port = free_port(), free_port()
+    server = subprocess.Popen(
+        [str(BIN / "temporal"), "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(port),
+         "--http-port", str(free_port()), "--log-level", "error", "--db-filename", str(tmp / "temporal.db"),
+         "--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal",
+         "--dynamic-config-value", "history.shardIOConcurrency=8",
+         *sum((["--search-attribute", f"{n}=Keyword"] for n in
+               ("Platform", "CanonicalKey", "Stage", "Outcome", "CrawlId")), [])],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sim_code = (
+        "import time\n"
+        "from trawl.simulator import Simulator, MediaFile, FileBehaviour\n"
+        f"sim = Simulator(port={sim_port}).start()\n"
+        f"for i in range({args.items * 8}):\n"
+        "    sim.add_file(f'/slow/{i}.mp4', MediaFile('mp4', f's{i}', 100_000),"
+        " FileBehaviour(first_byte_delay=0.3, throttle_bps=2_000_000))\n"
+        f"for i in range({args.items * 2}):\n"
+        "    sim.add_file(f'/tiny/{i}.mp4', MediaFile('mp4', f't{i}', 2_000))\n"
+        "time.sleep(1e9)\n"
+    )
+    sim = subprocess.Popen([sys.executable, "-c", sim_code], cwd=REPO)
+    try:
+        wait_port(port)
+        wait_port(sim_port)
+        client = await Client.connect(f"127.0.0.1:{port}")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TRAWL_")}
+        env.update(TRAWL_TEMPORAL__ADDRESS=f"127.0.0.1:{port}", TRAWL_TEMPORAL__EMBEDDED="false",
+                   TRAWL_NET__ALLOW_PRIVATE="true", TRAWL_WORKER__METRICS_PORT="0",
+                   TRAWL_PLATFORMS__GENERIC__REQUESTS_PER_SECOND="1000")
+        trivial = await ceiling(client, args.items)
+        runs = []
+        offset = 0
+        for processes in args.processes:
+            urls = [f"http://127.0.0.1:{sim_port}/slow/{i}.mp4" for i in range(offset, offset + args.items)]
+            offset += args.items
+            runs.append(await crawl_rate(client, env, urls, processes, tmp, server.pid))
+        tiny_urls = [f"http://127.0.0.1:{sim_port}/tiny/{i}.mp4" for i in range(args.items)]
+        tiny = await crawl_rate(client, env, tiny_urls, max(args.processes), tmp, server.pid)
+        one = runs[0]["items_per_s"]
+        return {
+            "benchmark": "scale",
+            "trivial_workflows_per_s": round(trivial, 2),
+            "latency_bound": runs,
+            "speedup_vs_1": {r["processes"]: round(r["items_per_s"] / one, 2) for r in runs},
+            "tiny_items": tiny,
+            "tiny_over_trivial_ceiling": round(tiny["items_per_s"] / trivial, 2),
+        }
+    finally:
+        sim.kill()
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
+        subprocess.run(["rm", "-rf", str(tmp)], check=False)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--items", type=int, default=80)
+    parser.add_argument("--processes", type=lambda s: [int(x) for x in s.split(",")], default=[1, 2, 4])
+    print(json.dumps(asyncio.run(run(parser.parse_args()))))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,156 @@
+"""Chaos: 200 items across the simulated platforms with 20 % injected 5xx, a 10 s outage of one
+platform, worker processes SIGKILLed every few seconds (the supervisor restarts them) and the
+Temporal dev server stopped and restarted once mid-crawl. The catalog must converge: every item
+committed once, every blob matching its name, no partial file, no workflow still running."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import TEMPORAL_BIN, test_catalog_url
+from tests.e2e.test_platforms import platform_env
+from tests.workers.test_supervisor import free_ports, started_pids
+from trawl.download import file_sha256
+from trawl.simulator import MediaFile, Simulator
+from trawl.simulator.bilibili import install_bilibili_site
+from trawl.simulator.facebook import VIDEOS, install_facebook_site
+from trawl.simulator.weibo import install_weibo_site
+from trawl.storage.catalog import Catalog
+
+TRAWL = str(Path(sys.executable).parent / "trawl")
+GENERIC_ITEMS = 193
+
+
+def start_server(db: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+    cmd = [TEMPORAL_BIN, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(port),
+           "--http-port", str(port + 1), "--db-filename", str(db), "--log-level", "error",
+           "--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal"]
+    for name in ("Platform", "CanonicalKey", "Stage", "Outcome", "CrawlId"):
+        cmd += ["--search-attribute", f"{name}=Keyword"]
+    with open(log, "ab") as out:
+        return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+
+
+def trawl(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([TRAWL, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(540)
+def test_chaos_converges(tmp_path: Path) -> None:
+    rng = random.Random(20261130)
+    port = free_ports(2)
+    db = tmp_path / "temporal.db"
+    server = start_server(db, port, tmp_path / "temporal.log")
+    sims = [Simulator().start() for _ in range(4)]
+    generic, bili_sim, fb_sim, weibo_sim = sims
+    supervisor = None
+    try:
+        urls = []
+        for i in range(GENERIC_ITEMS):
+            generic.add_file(f"/m/{i}.mp4", MediaFile("mp4", f"chaos-{i}", 20_000 + 37 * i))
+            urls.append(generic.url(f"/m/{i}.mp4"))
+        bili = install_bilibili_site(bili_sim)
+        urls += [bili.url("BV117411r7R1"), bili_sim.url("/video/av85440373"), bili.url("BV1GJ411x7h7"),
+                 bili.url("BV1GJ411x7h7", page=2)]
+        fb = install_facebook_site(fb_sim)
+        urls += [fb_sim.url(f"/watch/?v={VIDEOS[0].id}"), fb.short_url("aBc12XyZ9"), fb_sim.url(f"/reel/{VIDEOS[1].id}")]
+        weibo = install_weibo_site(weibo_sim)
+        video, pictures = weibo.posts["playback"], weibo.posts["pictures"]
+        urls += [weibo_sim.url(f"/{video.uid}/{video.mblogid}"), weibo_sim.url(f"/detail/{video.mid}"),
+                 weibo_sim.url(f"/{pictures.uid}/{pictures.mblogid}")]
+        unique_items = GENERIC_ITEMS + 3 + 2 + 2
+        for sim in sims:
+            sim.faults.rule(r"/.*").failure_rate = 0.2
+
+        catalog_url = test_catalog_url()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TRAWL_")}
+        env.update(
+            TRAWL_DATA_DIR=str(tmp_path / "data"), TRAWL_CATALOG__URL=catalog_url,
+            TRAWL_TEMPORAL__ADDRESS=f"127.0.0.1:{port}", TRAWL_TEMPORAL__EMBEDDED="false",
+            TRAWL_NET__ALLOW_PRIVATE="true", TRAWL_WORKER__METRICS_PORT="0",
+            TRAWL_DOWNLOAD__HEARTBEAT_TIMEOUT="3s", TRAWL_WORKER__GRACEFUL_SHUTDOWN_TIMEOUT="2s",
+            TRAWL_RETRY__FETCH__START_TO_CLOSE="10s", TRAWL_RETRY__FETCH__MAXIMUM_ATTEMPTS="30",
+            TRAWL_RETRY__FETCH__MAXIMUM_INTERVAL="3s", TRAWL_RETRY__DOWNLOAD__MAXIMUM_INTERVAL="3s",
+            TRAWL_RETRY__VERIFY__START_TO_CLOSE="20s", TRAWL_RETRY__COMMIT__START_TO_CLOSE="20s",
+            **platform_env("bilibili", bili.settings()),
+            **platform_env("facebook", fb.settings(requests_per_second=100)),
+            **platform_env("weibo", weibo.settings(requests_per_second=100)),
+        )
+        url_file = tmp_path / "urls.txt"
+        url_file.write_text("\n".join(urls) + "\n")
+        supervisor_log = tmp_path / "supervisor.log"
+        with open(supervisor_log, "wb") as out:
+            supervisor = subprocess.Popen([TRAWL, "worker", "--processes", "2"], env=env, cwd=tmp_path, stdout=out,
+                                          stderr=subprocess.STDOUT)
+        started = trawl(["crawl", "--detach", "--file", str(url_file), "--concurrency", "16"], env, tmp_path)
+        assert started.returncode == 0, started.stderr
+        crawl_id = started.stdout.strip()
+
+        began = time.monotonic()
+        outage_done = restarted = False
+        kills = 0
+        status = None
+        while time.monotonic() - began < 420:
+            time.sleep(3)
+            alive = [pid for pid in started_pids(supervisor_log) if Path(f"/proc/{pid}").exists()
+                     and "zombie" not in Path(f"/proc/{pid}/status").read_text()]
+            if alive:
+                os.kill(rng.choice(alive), signal.SIGKILL)
+                kills += 1
+            elapsed = time.monotonic() - began
+            if not outage_done and elapsed > 6:
+                bili_sim.faults.outage(r"/.*", 10, status_code=503)
+                outage_done = True
+            if not restarted and elapsed > 15:
+                server.send_signal(signal.SIGTERM)
+                server.wait(timeout=30)
+                time.sleep(2)
+                server = start_server(db, port, tmp_path / "temporal.log")
+                restarted = True
+            shown = trawl(["crawl-status", crawl_id, "--json"], env, tmp_path)
+            if shown.returncode == 0:
+                status = json.loads(shown.stdout)
+                if status["status"] != "RUNNING" and restarted:
+                    break
+        assert restarted and kills >= 5, (restarted, kills)
+        assert status is not None and status["status"] == "COMPLETED", status
+        outcomes = status["stats"]["outcomes"]
+        assert set(outcomes) <= {"committed", "duplicate"}, outcomes
+
+        supervisor.send_signal(signal.SIGTERM)
+        supervisor.wait(timeout=60)
+        running = trawl(["crawls"], env, tmp_path)
+        assert running.returncode == 0
+        listed = subprocess.run([TEMPORAL_BIN, "workflow", "count", "--address", f"127.0.0.1:{port}",
+                                 "--query", "ExecutionStatus='Running'"], capture_output=True, text=True, timeout=30)
+        assert listed.stdout.strip().endswith("0"), listed.stdout
+
+        catalog = Catalog(catalog_url or f"sqlite:///{tmp_path / 'data' / 'catalog.db'}")
+        items = catalog.list(limit=10_000)
+        assert len(items) == unique_items == len({i.canonical_key for i in items})
+        blobs = [p for p in (tmp_path / "data" / "blobs").rglob("*") if p.is_file()]
+        assert blobs and all(file_sha256(p) == p.name for p in blobs)
+        referenced = {a.sha256 for i in items for a in i.assets}
+        assert referenced == {p.name for p in blobs}
+        assert not [p for p in (tmp_path / "data" / "work").rglob("*.part")]
+        catalog.close()
+    finally:
+        if supervisor is not None and supervisor.poll() is None:
+            supervisor.kill()
+        for sim in sims:
+            sim.stop()
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
