@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import time
 from collections.abc import AsyncIterator
@@ -36,20 +37,28 @@ def settings(tmp_path: Path, temporal_address: str) -> Settings:
                          sources=[SourceSettings(name="empty", kind="url_file", path=str(tmp_path / "list.txt"))])
 
 
-@pytest.fixture
-async def api(temporal_client: Client, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    server = uvicorn.Server(uvicorn.Config(create_app(settings, temporal_client), host="127.0.0.1",
+@contextlib.asynccontextmanager
+async def serving(settings: Settings, client: Client) -> AsyncIterator[None]:
+    """The API app on a real uvicorn server on loopback, for the duration of the block."""
+    server = uvicorn.Server(uvicorn.Config(create_app(settings, client), host="127.0.0.1",
                                            port=settings.api.port, log_config=None, access_log=False))
     server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
-    serving = asyncio.create_task(server.serve())
+    task = asyncio.create_task(server.serve())
     while not server.started:
         await asyncio.sleep(0.02)
-    async with running_worker(temporal_client, settings):
+    try:
+        yield
+    finally:
+        server.should_exit = True
+        await task
+
+
+@pytest.fixture
+async def api(temporal_client: Client, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    async with serving(settings, temporal_client), running_worker(temporal_client, settings):
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api.port}",
                                      headers={"Authorization": f"Bearer {TOKEN}"}) as client:
             yield client
-    server.should_exit = True
-    await serving
 
 
 async def wait_job(api: httpx.AsyncClient, job_id: str, done: set[str], timeout: float = 60) -> dict:
@@ -146,15 +155,9 @@ def test_non_loopback_binding_needs_a_token(tmp_path: Path) -> None:
 async def test_body_size_and_rate_limits(temporal_client: Client, tmp_path: Path, temporal_address: str) -> None:
     settings = make_settings(tmp_path, temporal_address,
                              api=ApiSettings(port=free_port(), token=TOKEN, max_body_bytes=2048, requests_per_minute=60))
-    server = uvicorn.Server(uvicorn.Config(create_app(settings, temporal_client), host="127.0.0.1",
-                                           port=settings.api.port, log_config=None, access_log=False))
-    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
-    serving = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.02)
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api.port}",
-                                     headers={"Authorization": f"Bearer {TOKEN}"}) as api:
+    base = f"http://127.0.0.1:{settings.api.port}"
+    async with serving(settings, temporal_client):
+        async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {TOKEN}"}) as api:
             big = await api.post("/api/v1/crawls", json={"urls": ["https://e.com/" + "a" * 100] * 50})
             assert big.status_code == 413 and "over 2048 bytes" in big.json()["detail"]
 
@@ -167,9 +170,5 @@ async def test_body_size_and_rate_limits(temporal_client: Client, tmp_path: Path
             assert codes[:8] == [200] * 8 and codes[-1] == 429
             limited = await api.get("/healthz")
             assert limited.status_code == 429 and int(limited.headers["retry-after"]) >= 1
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api.port}",
-                                     headers={"Authorization": "Bearer other"}) as other:
+        async with httpx.AsyncClient(base_url=base, headers={"Authorization": "Bearer other"}) as other:
             assert (await other.get("/healthz")).status_code == 200  # buckets are per token
-    finally:
-        server.should_exit = True
-        await serving
