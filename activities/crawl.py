@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from temporalio import activity
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import ApplicationError, CancelledError
+from temporalio.service import RPCError, RPCStatusCode
 
 from trawl.errors import TrawlError
 from trawl.http import make_client
@@ -42,7 +43,7 @@ class JoinInput:
 
 @dataclass
 class JoinResult:
-    outcome: str
+    outcome: str  # an item outcome, or "missing" when no such workflow exists
     bytes: int = 0
     error_class: str | None = None
 
@@ -86,6 +87,12 @@ class CrawlActivities:
         from workflows.media_item import ItemResult
 
         handle = self.client.get_workflow_handle(inp.workflow_id, result_type=ItemResult)
+        try:
+            await handle.describe()
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                return JoinResult("missing")
+            raise
         waiting = asyncio.ensure_future(handle.result())
         try:
             while True:

@@ -72,6 +72,7 @@ class CrawlWorkflow:
         self._running: dict[str, asyncio.Task[None]] = {}
         self._items: dict[str, CrawlItem] = {}
         self._finished_at: str | None = None
+        self._starting = 0  # child starts not yet confirmed by the server
 
     # -- signals and queries ---------------------------------------------------------------
     @workflow.signal
@@ -168,9 +169,10 @@ class CrawlWorkflow:
         return info.get_current_history_length() >= self._inp.history_limit or info.is_continue_as_new_suggested()
 
     async def _continue_as_new(self) -> None:
-        # Signals being handled must finish first; the items in flight go on without us
-        # (ABANDON) and the next run joins them.
-        await workflow.wait_condition(workflow.all_handlers_finished)
+        # Signals being handled must finish first, and every child start must be confirmed: a
+        # start still in flight when this run closes may never happen. The items in flight go
+        # on without us (ABANDON) and the next run joins them.
+        await workflow.wait_condition(lambda: workflow.all_handlers_finished() and self._starting == 0)
         self._state.in_flight = [self._items[wid] for wid in self._running]
         workflow.continue_as_new(CrawlInput(
             source=self._inp.source, concurrency=self._inp.concurrency, options=self._inp.options,
@@ -205,6 +207,7 @@ class CrawlWorkflow:
 
     async def _child(self, item: CrawlItem) -> None:
         options = self._inp.options
+        self._starting += 1
         try:
             handle = await workflow.start_child_workflow(
                 MediaItemWorkflow.run,
@@ -216,8 +219,10 @@ class CrawlWorkflow:
                 static_summary=f"{item.platform}: {item.url[:200]}",
             )
         except WorkflowAlreadyStartedError:
+            self._starting -= 1
             await self._join(item)  # another crawl or command runs this item: wait for it
             return
+        self._starting -= 1
         try:
             result = await handle
         except ChildWorkflowError:
@@ -232,10 +237,14 @@ class CrawlWorkflow:
                 task_queue=self._inp.options.download_queue,
                 start_to_close_timeout=timedelta(days=7),
                 heartbeat_timeout=timedelta(seconds=60),
-                retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=1)),
+                retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=1),
+                                         maximum_attempts=20),
             )
         except ActivityError:
             self._count("cancelled" if self._state.cancelled else "failed", 0)
+            return
+        if joined.outcome == "missing":  # never started (or already deleted): start it again
+            self._state.pending.insert(0, item)
             return
         self._count(joined.outcome, joined.bytes)
 

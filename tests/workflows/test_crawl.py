@@ -140,3 +140,21 @@ async def test_temporal_cancellation_cancels_the_items(temporal_client: Client, 
         f"CrawlId = '{handle.id}' AND ExecutionStatus = 'Running'")]
     assert running == []
     assert not list(settings.work_dir.rglob("*.part"))
+
+
+async def test_an_in_flight_item_that_never_started_is_started_again(temporal_client: Client, settings: Settings,
+                                                                     sim: Simulator, worker) -> None:
+    """A child start still in flight when a run continued as new may never have happened: the
+    next run finds no such workflow and starts the item itself."""
+    from starter.client import item_options
+    from workflows.crawl import CrawlInput, CrawlState
+    from workflows.policies import workflow_queue
+
+    urls = files(sim, 2, tag="lost")
+    items, _ = route_items(default_registry(), urls)
+    state = CrawlState(pending=[items[1]], in_flight=[items[0]], started_at="2026-11-30T00:00:00")
+    handle = await temporal_client.start_workflow(
+        CrawlWorkflow.run, CrawlInput(options=item_options(settings), state=state),
+        id=f"crawl-lost-{time.monotonic_ns()}", task_queue=workflow_queue(settings.temporal.task_queue_prefix))
+    stats = await asyncio.wait_for(handle.result(), 60)
+    assert stats.outcomes == {"committed": 2} and stats.runs == 2
