@@ -7,6 +7,7 @@ gracefully (running downloads record their offset), then the supervisor exits.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import socket
@@ -23,6 +24,7 @@ log = get_logger("trawl.supervisor")
 # A child that dies within this many seconds of starting is restarted after a growing pause,
 # so a worker that cannot start (bad settings, no server) does not spin.
 QUICK_DEATH = 5.0
+PR_SET_PDEATHSIG = 1
 MAX_BACKOFF = 30.0
 
 
@@ -44,8 +46,17 @@ def child_env(settings: Settings, index: int) -> dict[str, str]:
     return env
 
 
+def _die_with_parent() -> None:
+    """Linux: SIGTERM this child when the supervisor dies, even by SIGKILL (no orphan workers)."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except OSError:
+        pass
+
+
 def spawn(settings: Settings, index: int) -> Child:
-    process = subprocess.Popen([sys.executable, "-m", "starter.cli", "worker"], env=child_env(settings, index))
+    process = subprocess.Popen([sys.executable, "-m", "starter.cli", "worker"], env=child_env(settings, index),
+                               preexec_fn=_die_with_parent if sys.platform == "linux" else None)
     log.info("worker process started", index=index, pid=process.pid)
     return Child(index, process, time.monotonic())
 

@@ -81,3 +81,17 @@ def test_processes_are_supervised(tmp_path: Path, temporal_address: str) -> None
     finally:
         if supervisor.poll() is None:
             supervisor.kill()
+
+
+def test_workers_do_not_outlive_a_killed_supervisor(tmp_path: Path, temporal_address: str) -> None:
+    env = trawl_env(tmp_path, temporal_address, TRAWL_WORKER__METRICS_PORT="0")
+    log = tmp_path / "supervisor.log"
+    with open(log, "wb") as out:
+        supervisor = subprocess.Popen([TRAWL, "worker", "--processes", "2"], env=env, cwd=tmp_path, stdout=out,
+                                      stderr=subprocess.STDOUT)
+    wait(lambda: len(started_pids(log)) == 2)
+    children = started_pids(log)
+    supervisor.kill()
+    supervisor.wait()
+    wait(lambda: not any(Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text()
+                         for pid in children), timeout=30)
