@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +25,9 @@ from workflows.media_item import ItemInput, ItemResult, MediaItemWorkflow, Progr
 from workflows.policies import ItemOptions, StagePolicy, workflow_queue
 
 
+CONNECT_PATIENCE_S = 30.0
+
+
 async def connect(settings: Settings, *, metrics: bool = False) -> Client:
     """A client; with ``metrics``, its runtime serves Prometheus metrics for the worker using it."""
     runtime = None
@@ -30,8 +35,17 @@ async def connect(settings: Settings, *, metrics: bool = False) -> Client:
         bind = f"{settings.worker.metrics_host}:{settings.worker.metrics_port}"
         runtime = Runtime(telemetry=TelemetryConfig(metrics=PrometheusConfig(
             bind_address=bind, counters_total_suffix=True, durations_as_seconds=True)))
-    return await Client.connect(settings.temporal.address, namespace=settings.temporal.namespace,
-                                runtime=runtime or Runtime.default())
+    # A server that has just started accepts connections before its frontend is healthy; wait
+    # for it rather than failing the command.
+    deadline = time.monotonic() + CONNECT_PATIENCE_S
+    while True:
+        try:
+            return await Client.connect(settings.temporal.address, namespace=settings.temporal.namespace,
+                                        runtime=runtime or Runtime.default())
+        except RuntimeError as err:
+            if "not healthy" not in str(err) or time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.25)
 
 
 async def ensure_search_attributes(client: Client, namespace: str) -> None:
