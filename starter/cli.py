@@ -27,7 +27,7 @@ from starter.client import (
 )
 from starter.binding import ApiConfigError
 from starter.embedded import ServerError, temporal_server
-from trawl.errors import TrawlError, UnsupportedUrl
+from trawl.errors import BlockedAddress, TrawlError, UnsupportedUrl
 from trawl.logs import configure_logging, default_worker_name
 from trawl.platforms.registry import Registry, build_registry
 from trawl.settings import ConfigError, Settings, load_settings
@@ -430,7 +430,10 @@ async def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_fsck(args: argparse.Namespace, settings: Settings) -> int:
-    """Check every blob against its name and every catalog row against the store."""
+    """Check every blob against its name and every catalog row against the store.
+
+    With ``--json`` the only thing on stdout is one JSON object, the repair's re-crawl included.
+    """
     from trawl.storage.blobs import LocalBlobStore
     from trawl.storage.fsck import check, quarantine
 
@@ -438,29 +441,34 @@ async def cmd_fsck(args: argparse.Namespace, settings: Settings) -> int:
     catalog.create_schema()
     blobs = LocalBlobStore(settings.blobs_dir)
     report = await asyncio.to_thread(check, catalog, blobs)
-    if args.json:
-        print(json.dumps({"items": report.items, "blobs": report.blobs, "orphans": report.orphans,
-                          "problems": [dataclasses.asdict(p) for p in report.problems]}))
-    else:
+    summary: dict[str, Any] = {"items": report.items, "blobs": report.blobs, "orphans": report.orphans,
+                               "problems": [dataclasses.asdict(p) for p in report.problems]}
+    if not args.json:
         for problem in report.problems:
             print(f"{problem.kind:<14} {problem.path}  {problem.detail}"
                   + (f"  [{problem.canonical_key}]" if problem.canonical_key else ""))
         print(f"{report.items} item(s), {report.blobs} blob(s) checked: {len(report.problems)} problem(s), "
               f"{len(report.orphans)} unreferenced blob(s)", file=sys.stderr)
-    if not report.problems:
-        return 0
-    if not args.repair:
-        return EXIT_FAILED_ITEMS
-    urls = quarantine(report, catalog, blobs, settings.data_dir / "quarantine")
-    catalog.close()
-    print(f"moved damaged files to {settings.data_dir / 'quarantine'}; crawling {len(urls)} item(s) again",
-          file=sys.stderr)
-    if not urls:
-        return 0
-    registry = build_registry(settings.platforms)
-    async with session(settings, worker=True, registry=registry) as client:
-        results = await crawl_urls(client, settings, registry, urls, lambda r: print(result_line(r), flush=True))
-    return EXIT_FAILED_ITEMS if any(r.outcome == "failed" for r in results) else 0
+    code = 0
+    if report.problems and not args.repair:
+        code = EXIT_FAILED_ITEMS
+    elif report.problems:
+        urls = quarantine(report, catalog, blobs, settings.data_dir / "quarantine")
+        catalog.close()
+        summary["repair"] = {"quarantine": str(settings.data_dir / "quarantine"), "recrawled": []}
+        if not args.json:
+            print(f"moved damaged files to {settings.data_dir / 'quarantine'}; crawling {len(urls)} item(s) again",
+                  file=sys.stderr)
+        if urls:
+            registry = build_registry(settings.platforms)
+            show = (lambda r: None) if args.json else (lambda r: print(result_line(r), flush=True))
+            async with session(settings, worker=True, registry=registry) as client:
+                results = await crawl_urls(client, settings, registry, urls, show)
+            summary["repair"]["recrawled"] = [result_record(r) for r in results]
+            code = EXIT_FAILED_ITEMS if any(r.outcome == "failed" for r in results) else 0
+    if args.json:
+        print(json.dumps(summary))
+    return code
 
 
 async def cmd_setup(args: argparse.Namespace, settings: Settings) -> int:
@@ -615,13 +623,15 @@ def main(argv: list[str] | None = None) -> int:
                       worker=settings.worker.identity or default_worker_name())
     try:
         if args.command == "worker" and (args.processes or settings.worker.processes) > 1:
+            from trawl.http import make_client
             from workers.supervisor import supervise  # signal handlers need the main thread
 
+            make_client(settings.net).close()  # a refused proxy is said once here, not by every child
             return supervise(settings, args.processes or settings.worker.processes)
         if args.command in SYNC_COMMANDS:
             return SYNC_COMMANDS[args.command](args, settings)
         return asyncio.run(ASYNC_COMMANDS[args.command](args, settings))
-    except (ServerError, UnsupportedUrl, ApiConfigError) as err:
+    except (ServerError, UnsupportedUrl, ApiConfigError, BlockedAddress) as err:
         print(f"trawl {args.command}: {err}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

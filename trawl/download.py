@@ -5,17 +5,24 @@ it is re-hashed so the streamed sha256 covers the whole file. A resumed request 
 ``Range: bytes=<offset>-`` with ``If-Range: <etag or last-modified>`` and appends only on a 206
 whose ``Content-Range`` starts at the offset; a 200 restarts from zero; a 416 with the file
 already complete finishes; a changed validator is never appended to.
+
+Without a strong validator (no ETag or only a weak one, and no Last-Modified) the server cannot
+be asked whether it still has the same resource, so a resume first proves it: the request starts
+:data:`OVERLAP` bytes before the offset and those bytes must equal the kept ones, otherwise the
+file is started again from zero (a file replaced by another of the same size would else be
+spliced into one that matches neither).
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -36,6 +43,8 @@ from trawl.ranges import parse_content_range
 
 HASH_CHUNK = 1 << 20
 WRITE_BATCH = 1 << 20
+# Bytes re-fetched before the offset to prove a resource without validators is unchanged.
+OVERLAP = 64 * 1024
 
 
 @dataclass
@@ -169,11 +178,15 @@ class Downloader:
         size_on_disk = part.stat().st_size if part.exists() else 0
         offset = min(state.offset, size_on_disk)
         validator = state.etag if state.etag and not state.etag.startswith("W/") else state.last_modified
-        if offset and not validator and state.total is None:
-            offset = 0  # nothing to prove the server still has the same bytes
+        overlap = 0
+        if offset and not validator:
+            if state.total is None:
+                offset = 0  # nothing to prove the server still has the same bytes
+            else:
+                overlap = min(offset, OVERLAP)
         headers["Accept-Encoding"] = "identity"
         if offset:
-            headers["Range"] = f"bytes={offset}-"
+            headers["Range"] = f"bytes={offset - overlap}-"
             if validator:
                 headers["If-Range"] = validator
         signed_before = state.url == url and state.offset > 0
@@ -197,7 +210,7 @@ class Downloader:
             if status == 206:
                 content_range = parse_content_range(resp.headers.get("content-range"))
                 changed = bool(state.etag and etag and etag != state.etag)
-                if content_range is None or content_range.start != offset or changed or (
+                if content_range is None or content_range.start != offset - overlap or changed or (
                     state.total is not None and content_range.total not in (None, state.total)
                 ):
                     if restarted:
@@ -205,15 +218,21 @@ class Downloader:
                     return self._restart(url, part, headers, expected_size)
                 total = content_range.total
             else:
-                offset = 0  # a 200 is the whole resource: the validator failed or Range is unsupported
+                offset = overlap = 0  # a 200 is the whole resource: the validator failed or Range is unsupported
                 total = _content_length(resp)
+            chunks: Iterable[bytes] = resp.iter_raw()
+            if overlap:
+                confirmed = _after_overlap(iter(chunks), _read_range(part, offset - overlap, overlap), url)
+                if confirmed is None:
+                    return self._restart(url, part, headers, expected_size)
+                chunks = confirmed
             limit_total = total or expected_size
             if limit_total is not None and limit_total > self.max_file_size:
                 discard(part)
                 raise TooLarge(f"{url} is {limit_total} bytes, over max_file_size {self.max_file_size}")
             new_state = ResumeState(offset, total, etag, last_modified, url)
             digest = _hash_prefix(part, offset)
-            transferred = self._stream(resp, part, digest, new_state)
+            transferred = self._stream(chunks, part, digest, new_state)
         if new_state.total is not None and new_state.offset < new_state.total:
             raise Truncated(f"{url}: body ended at byte {new_state.offset} of {new_state.total}")
         return self._finish(part, url, new_state.offset, new_state.total, etag, mime, offset, transferred, digest)
@@ -226,7 +245,7 @@ class Downloader:
         _save_state(part, fresh)
         return self._attempt(url, part, headers, fresh, expected_size, restarted=True)
 
-    def _stream(self, resp: httpx.Response, part: Path, digest: "hashlib._Hash", state: ResumeState) -> int:
+    def _stream(self, chunks: Iterable[bytes], part: Path, digest: "hashlib._Hash", state: ResumeState) -> int:
         """Append the body to ``part``; the state advances only over bytes written to the file."""
         transferred = 0
         last_beat = time.monotonic()
@@ -240,7 +259,7 @@ class Downloader:
                     out.truncate(state.offset)
                     out.seek(state.offset)
                 try:
-                    for chunk in resp.iter_raw():
+                    for chunk in chunks:
                         batch += chunk
                         now = time.monotonic()
                         # A slow transfer still writes at every heartbeat, so the recorded
@@ -313,6 +332,31 @@ class _HashThread:
     def finish(self) -> None:
         self.queue.put(None)
         self.thread.join()
+
+
+def _read_range(part: Path, start: int, length: int) -> bytes:
+    with open(part, "rb") as src:
+        src.seek(start)
+        return src.read(length)
+
+
+def _after_overlap(chunks: Iterator[bytes], kept: bytes, url: str) -> Iterator[bytes] | None:
+    """The body after its first ``len(kept)`` bytes, or None when those differ from ``kept``.
+
+    Raises:
+        Truncated: the body ended inside the overlap (the kept file is untouched; resume again).
+    """
+    received = bytearray()
+    for chunk in chunks:
+        received += chunk
+        if len(received) >= len(kept):
+            break
+    if len(received) < len(kept):
+        raise Truncated(f"{url}: body ended while checking the {len(kept)} bytes before the resume offset")
+    if received[: len(kept)] != kept:
+        return None
+    rest = bytes(received[len(kept):])
+    return itertools.chain([rest] if rest else [], chunks)
 
 
 def _content_length(resp: httpx.Response) -> int | None:

@@ -1,9 +1,20 @@
-"""The one outbound HTTP client of a process, built from the network settings."""
+"""The one outbound HTTP client of a process, built from the network settings.
+
+The address guard sits below httpx, in the network backend that opens every TCP connection of
+the client: the host is resolved there, every address it resolves to is checked, and the socket
+is opened to a checked address. So whatever route httpx picks for a request (direct, through
+``net.proxy``, through ``HTTP(S)_PROXY``, or direct again because ``NO_PROXY`` lists the host),
+the connection actually made is to an allowed address, and a name cannot resolve differently
+between the check and the connect (DNS rebinding).
+"""
 
 from __future__ import annotations
 
 import os
+import socket
+from collections.abc import Iterable
 
+import httpcore
 import httpx
 
 from trawl.errors import BlockedAddress
@@ -19,53 +30,98 @@ def proxy_url(net: NetSettings) -> str | None:
         os.environ.get("HTTP_PROXY") or os.environ.get("http_proxy") or None
 
 
-def make_client(net: NetSettings) -> httpx.Client:
-    """A synchronous client with timeouts, redirects bounded and every hop checked by the guard.
+class GuardedBackend(httpcore.NetworkBackend):
+    """Opens TCP connections only to addresses the guard allows, whoever the peer is."""
 
-    With a proxy the proxy resolves names, so the guard checks the proxy's own address instead
-    of each target's.
+    def __init__(self, allowed_networks: tuple[str, ...]) -> None:
+        self._inner = httpcore.SyncBackend()
+        self._allowed = allowed_networks
+
+    def checked_addresses(self, host: str, port: int) -> list[str]:
+        """Every address ``host`` resolves to, each allowed by the guard, in resolver order.
+
+        Raises:
+            BlockedAddress: any of them is refused (a name that also points inward is refused
+                whole, so a resolver's answer order cannot decide it).
+            httpcore.ConnectError: the name does not resolve (as httpcore reports it itself).
+        """
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except socket.gaierror as exc:
+            raise httpcore.ConnectError(str(exc)) from exc
+        addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
+        for address in addresses:
+            check_address(host, address, allow_private=False, allowed_networks=self._allowed)
+        return addresses
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None,
+                    local_address: str | None = None,
+                    socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None) -> httpcore.NetworkStream:
+        addresses = self.checked_addresses(host, port)
+        last_error: Exception | None = None
+        for address in addresses:
+            try:
+                return self._inner.connect_tcp(address, port, timeout=timeout, local_address=local_address,
+                                               socket_options=socket_options)
+            except httpcore.ConnectError as exc:
+                last_error = exc
+        assert last_error is not None  # getaddrinfo never answers an empty list without raising
+        raise last_error
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None,
+                            socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None) -> httpcore.NetworkStream:
+        return self._inner.connect_unix_socket(path, timeout=timeout, socket_options=socket_options)
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+def guard_connections(client: httpx.Client, backend: httpcore.NetworkBackend) -> None:
+    """Route every connection of ``client``, on every transport httpx may pick, through ``backend``.
+
+    httpx has no public hook for the network backend; the pools it builds keep it in
+    ``_network_backend``. Fails closed: a transport of another shape (an httpx upgrade) stops
+    the client from being built rather than leaving a route unguarded.
     """
-    allow_private = net.allow_private
+    transports = [client._transport, *(t for t in client._mounts.values() if t is not None)]
+    for transport in transports:
+        pool = getattr(transport, "_pool", None)
+        if not isinstance(transport, httpx.HTTPTransport) or not hasattr(pool, "_network_backend"):
+            raise RuntimeError(f"cannot guard connections of {type(transport).__name__}: check the httpx version")
+        pool._network_backend = backend
+
+
+def make_client(net: NetSettings) -> httpx.Client:
+    """A synchronous client with timeouts, redirects bounded and every connection checked by the guard.
+
+    Raises:
+        BlockedAddress: the configured proxy's own address is refused (said before anything runs).
+    """
     allowed = tuple(net.allowed_networks)
     proxy = proxy_url(net)
-    if proxy:
+    if proxy and not net.allow_private:
         parts = httpx.URL(proxy)
-        check_host(parts.host, parts.port or 80, allow_private=allow_private, allowed_networks=allowed)
-
-    def guard(request: httpx.Request) -> None:
-        if proxy:
-            return
-        check_host(request.url.host, request.url.port or (443 if request.url.scheme == "https" else 80),
-                   allow_private=allow_private, allowed_networks=allowed)
-
-    def connected(response: httpx.Response) -> None:
-        # The name may resolve differently at connect time than when the guard looked it up
-        # (DNS rebinding): check the address actually connected to before reading the body.
-        if proxy or allow_private:
-            return
-        stream = response.extensions.get("network_stream")
-        peer = stream.get_extra_info("server_addr") if stream is not None else None
-        if peer:
-            try:
-                check_address(response.request.url.host, str(peer[0]), allow_private=False,
-                              allowed_networks=allowed)
-            except BlockedAddress:
-                response.close()
-                raise
-
+        try:
+            check_host(parts.host, parts.port or 80, allow_private=False, allowed_networks=allowed)
+        except BlockedAddress as err:
+            raise BlockedAddress(f"the proxy {parts.host}:{parts.port or 80} is refused by the address guard "
+                                 f"({err.message.split(': ', 1)[-1]}); add its address to net.allowed_networks "
+                                 "or unset the proxy") from None
     timeout = httpx.Timeout(
         connect=net.connect_timeout.total_seconds(),
         read=net.read_timeout.total_seconds(),
         write=net.read_timeout.total_seconds(),
         pool=net.connect_timeout.total_seconds(),
     )
-    return httpx.Client(
+    client = httpx.Client(
         timeout=timeout,
         follow_redirects=True,
         max_redirects=net.max_redirects,
         headers={"User-Agent": net.user_agent},
-        event_hooks={"request": [guard], "response": [connected]},
         limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
         proxy=net.proxy or None,
         verify=net.ca_bundle or True,
     )
+    if not net.allow_private:
+        guard_connections(client, GuardedBackend(allowed))
+    return client

@@ -201,9 +201,27 @@ def test_fsck_finds_an_altered_blob_and_repairs_it(site: Simulator, tmp_path: Pa
     problems = json.loads(found.stdout)["problems"]
     assert [(p["kind"], p["path"]) for p in problems] == [("corrupt_blob", str(blob))]
     assert problems[0]["source_url"] == url
-    repaired = run(["fsck", "--repair"], env, tmp_path)
+    repaired = run(["fsck", "--repair", "--json"], env, tmp_path)
     assert repaired.returncode == 0, repaired.stderr
-    assert "committed" in repaired.stdout
+    report = json.loads(repaired.stdout)  # --json: stdout is one JSON object and nothing else
+    assert [r["outcome"] for r in report["repair"]["recrawled"]] == ["committed"]
+    assert report["repair"]["recrawled"][0]["url"] == url
     assert (tmp_path / "data" / "quarantine" / blob.name).exists()
     assert run(["fsck"], env, tmp_path).returncode == 0
     assert file_sha256(blob) == blob.name
+
+
+@pytest.mark.parametrize("command", [["resolve", "URL"], ["crawl", "URL"], ["worker"],
+                                     ["worker", "--processes", "2"]], ids=lambda c: " ".join(c))
+def test_a_refused_proxy_is_one_line_from_every_command(sim: Simulator, tmp_path: Path, temporal_address: str,
+                                                        command: list[str]) -> None:
+    env = trawl_env(tmp_path, temporal_address, TRAWL_NET__ALLOW_PRIVATE="false", HTTP_PROXY="http://127.0.0.1:9")
+    for var in ("HTTPS_PROXY", "https_proxy", "http_proxy", "NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        env.pop(var, None)
+    args = [sim.url("/media/a.mp4") if a == "URL" else a for a in command]
+    done = run(args, env, tmp_path, timeout=60)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr + done.stdout
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "proxy 127.0.0.1:9 is refused" in lines[0], lines
+    assert "net.allowed_networks" in lines[0]

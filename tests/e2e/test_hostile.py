@@ -147,3 +147,22 @@ async def test_hostile_title_is_data_only(temporal_client: Client, settings: Set
 
     shown = result_line(result)
     assert "\x1b" not in shown and "\n" not in shown and "\r" not in shown
+
+
+async def test_no_proxy_hosts_are_guarded_through_the_pipeline(temporal_client: Client, settings: Settings,
+                                                               allowed: Simulator, loopback: Simulator,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """HTTP_PROXY on an allowed host, NO_PROXY listing the machine's own names: the item that
+    names a loopback service fails as blocked_address and the service sees no request."""
+    build_site(allowed, loopback)
+    for var in ("HTTPS_PROXY", "https_proxy", "http_proxy", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.2:9")
+    monkeypatch.setenv("NO_PROXY", "localhost,127.0.0.1")
+    async with running_worker(temporal_client, settings):
+        for url in (loopback.url("/secret"), loopback.url("/secret").replace("127.0.0.1", "localhost")):
+            started = await start_item(temporal_client, settings, default_registry(), url)
+            result = await asyncio.wait_for(item_result(started.handle, url), 60)
+            assert (result.outcome, result.error_class) == ("failed", "blocked_address"), result
+    assert loopback.stats["/secret"].requests == 0
+    assert Catalog(settings.catalog_url).count() == 0

@@ -1,5 +1,7 @@
 """The resume protocol, branch by branch, against the simulator over real sockets."""
 
+import hashlib
+
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
@@ -7,9 +9,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from trawl.download import Downloader, ResumeState, Stopped, file_sha256, load_state, state_path
-from trawl.errors import StorageError, TooLarge, Truncated, TrawlError, UrlExpired
+from trawl.download import OVERLAP, Downloader, ResumeState, Stopped, file_sha256, load_state, state_path
+from trawl.errors import ContentCorrupt, StorageError, TooLarge, Truncated, TrawlError, UrlExpired
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
+from trawl.verify import verify_file
 
 SIZE = 3 * 1024 * 1024 + 17
 CUT = 1_200_000
@@ -154,3 +157,71 @@ def test_stop_request_keeps_partial_file_and_state(sim: Simulator, client: httpx
     assert 0 < kept < SIZE and load_state(part).offset == kept and state_path(part).exists()
     out = make(client).download([sim.url("/f.mp4")], part)
     assert out.resumed_from == kept and out.sha256 == media.sha256()
+
+
+class BytesFile:
+    """Served like a MediaFile, from bytes a test controls (to replace a file in precise ways)."""
+
+    content_type = "video/mp4"
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.size = len(data)
+        self.etag = '"unused"'
+
+    def chunks(self, start: int, end: int, chunk: int = 256 * 1024) -> Iterator[bytes]:
+        for pos in range(start, end + 1, chunk):
+            yield self.data[pos:min(pos + chunk, end + 1)]
+
+
+NO_VALIDATORS = dict(validators=False, cut_at=CUT)
+
+
+def test_without_validators_a_replaced_file_is_started_again_not_spliced(sim: Simulator, client: httpx.Client,
+                                                                          part: Path) -> None:
+    """No ETag, no Last-Modified: the file is swapped for another of the same size mid-download.
+    The resume sees that the bytes before its offset changed and starts over."""
+    first, second = MediaFile("mp4", "before", SIZE), MediaFile("mp4", "after", SIZE)
+    sim.add_file("/f.mp4", first, FileBehaviour(**NO_VALIDATORS))
+    with pytest.raises(Truncated):
+        make(client).download([sim.url("/f.mp4")], part)
+    assert (load_state(part).etag, load_state(part).last_modified) == (None, None)
+    sim.add_file("/f.mp4", second, FileBehaviour(validators=False))
+    out = make(client).download([sim.url("/f.mp4")], part)
+    assert out.sha256 == second.sha256() == file_sha256(part)  # the new file whole, not a splice
+    assert out.resumed_from == 0
+    assert sim.stats["/f.mp4"].ranges == [None, f"bytes={CUT - OVERLAP}-", None]
+
+
+def test_without_validators_an_unchanged_file_resumes_after_the_overlap_matches(sim: Simulator,
+                                                                              client: httpx.Client,
+                                                                              part: Path) -> None:
+    media = MediaFile("mp4", "same", SIZE)
+    sim.add_file("/f.mp4", media, FileBehaviour(**NO_VALIDATORS))
+    with pytest.raises(Truncated):
+        make(client).download([sim.url("/f.mp4")], part)
+    out = make(client).download([sim.url("/f.mp4")], part)
+    assert (out.resumed_from, out.transferred) == (CUT, SIZE - CUT)
+    assert out.sha256 == media.sha256() == file_sha256(part)
+    assert sim.stats["/f.mp4"].ranges == [None, f"bytes={CUT - OVERLAP}-"]
+    assert sim.bytes_sent("/f.mp4") == SIZE + OVERLAP  # only the proof window is sent twice
+
+
+def test_a_splice_the_overlap_cannot_see_is_caught_by_the_platform_checksum(sim: Simulator, client: httpx.Client,
+                                                                            part: Path) -> None:
+    """The replacement differs before the overlap window and after the offset, so the overlap
+    matches and the resumed file is a splice; the platform's md5 (of the new file) rejects it in verify."""
+    old = b"".join(MediaFile("mp4", "splice", SIZE).chunks(0, SIZE - 1))
+    flip = CUT + 100_000  # changed before the overlap window and after the offset, equal inside it
+    new = (old[:1000] + bytes(b ^ 0xFF for b in old[1000:2000]) + old[2000:flip]
+           + bytes(b ^ 0xFF for b in old[flip:flip + 1000]) + old[flip + 1000:])
+    sim.add_file("/f.mp4", BytesFile(old), FileBehaviour(**NO_VALIDATORS))  # type: ignore[arg-type]
+    with pytest.raises(Truncated):
+        make(client).download([sim.url("/f.mp4")], part)
+    sim.add_file("/f.mp4", BytesFile(new), FileBehaviour(validators=False))  # type: ignore[arg-type]
+    out = make(client).download([sim.url("/f.mp4")], part)
+    assert out.resumed_from == CUT and out.sha256 not in (hashlib.sha256(old).hexdigest(),
+                                                          hashlib.sha256(new).hexdigest())
+    with pytest.raises(ContentCorrupt, match="md5"):
+        verify_file(part, kind="video", sha256=out.sha256, size=out.size,
+                    expected_md5=hashlib.md5(new, usedforsecurity=False).hexdigest())

@@ -3,6 +3,7 @@ any address but loopback)."""
 
 from __future__ import annotations
 
+import httpx
 import pytest
 
 from trawl.errors import BlockedAddress
@@ -64,3 +65,53 @@ def test_allowed_networks_open_only_themselves() -> None:
     check_host("127.0.0.2", 80, allow_private=False, allowed_networks=("127.0.0.2/32",))
     with pytest.raises(BlockedAddress):
         check_host("127.0.0.1", 80, allow_private=False, allowed_networks=("127.0.0.2/32",))
+
+
+PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "NO_PROXY", "no_proxy", "ALL_PROXY",
+              "all_proxy")
+
+
+@pytest.mark.parametrize("no_proxy", ["localhost", "127.0.0.1", "*"])
+def test_hosts_exempted_by_no_proxy_are_still_guarded(monkeypatch: pytest.MonkeyPatch, no_proxy: str) -> None:
+    """HTTP_PROXY names an allowed host; NO_PROXY sends the listed hosts around it, directly:
+    those direct connections are checked exactly as without a proxy."""
+    for var in PROXY_VARS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.2:9")
+    monkeypatch.setenv("NO_PROXY", no_proxy)
+    with Simulator(host="127.0.0.1") as inside:
+        inside.add_page("/secret", "<html><title>internal admin</title></html>")
+        net = NetSettings(allow_private=False, allowed_networks=["127.0.0.2/32"])
+        host = "localhost" if no_proxy == "localhost" else "127.0.0.1"
+        with make_client(net) as client, pytest.raises(BlockedAddress, match="127.0.0.1|::1"):
+            client.get(inside.base_url.replace("127.0.0.1", host) + "/secret")
+        assert inside.stats["/secret"].requests == 0
+
+
+def test_every_transport_of_a_guarded_client_uses_the_guard(monkeypatch: pytest.MonkeyPatch) -> None:
+    from trawl.http import GuardedBackend
+
+    for var in PROXY_VARS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.2:9")
+    monkeypatch.setenv("NO_PROXY", "example.invalid")
+    with make_client(NetSettings(allow_private=False, allowed_networks=["127.0.0.2/32"])) as client:
+        transports = [client._transport, *(t for t in client._mounts.values() if t is not None)]
+        assert len(transports) >= 2  # the direct route and the proxied one
+        assert all(isinstance(t._pool._network_backend, GuardedBackend) for t in transports)
+
+
+def test_a_direct_connection_goes_to_the_checked_address(sim: Simulator) -> None:
+    """The socket is opened to the address the guard checked, not to a second lookup."""
+    from trawl.http import GuardedBackend
+
+    port = httpx.URL(sim.base_url).port
+    backend = GuardedBackend(("127.0.0.0/8",))
+    assert backend.checked_addresses("127.0.0.1", port) == ["127.0.0.1"]
+    stream = backend.connect_tcp("127.0.0.1", port, timeout=5)
+    try:
+        assert stream.get_extra_info("server_addr")[0] == "127.0.0.1"
+    finally:
+        stream.close()
+    with pytest.raises(BlockedAddress):
+        GuardedBackend(("127.0.0.2/32",)).connect_tcp("127.0.0.1", port, timeout=5)

@@ -61,6 +61,7 @@ class FileBehaviour:
     require_referer: str | None = None
     statuses: collections.deque[int] = field(default_factory=collections.deque)  # served first, in order
     first_byte_delay: float = 0.0
+    validators: bool = True  # False: no ETag and no Last-Modified (nothing to validate a resume with)
 
 
 Handler = Callable[[Request], Response]
@@ -192,10 +193,10 @@ class Simulator:
             time.sleep(how.first_byte_delay)
         headers = {
             "Content-Type": media.content_type,
-            "ETag": media.etag,
-            "Last-Modified": LAST_MODIFIED,
             "Accept-Ranges": "none" if how.ignore_range else "bytes",
         }
+        if how.validators:
+            headers.update({"ETag": media.etag, "Last-Modified": LAST_MODIFIED})
         size = media.size
         start, end, status = 0, size - 1, 200
         if not how.ignore_range:
