@@ -9,6 +9,7 @@ from pathlib import Path
 from temporalio import activity
 
 from activities.errors import classified, workdir_name
+from activities.liveness import heartbeating
 from activities.models import CommitFile, CommitInput, CommitResult, DownloadResult, StoredAsset, stored_assets
 from trawl.download import file_sha256, state_path
 from trawl.merge import merge_dash
@@ -18,14 +19,17 @@ from trawl.storage.catalog import Catalog, CommittedAsset
 
 
 class CommitActivities:
-    def __init__(self, catalog: Catalog, blobs: LocalBlobStore, work_dir: Path, max_delay: timedelta) -> None:
+    def __init__(self, catalog: Catalog, blobs: LocalBlobStore, work_dir: Path, max_delay: timedelta,
+                 max_attempts: int = 0) -> None:
         self.catalog = catalog
         self.blobs = blobs
         self.work_dir = Path(work_dir)
         self.max_delay = max_delay
+        self.max_attempts = max_attempts
 
     @activity.defn(name="commit")
     @classified(lambda self: self.max_delay)
+    @heartbeating
     def commit(self, inp: CommitInput) -> CommitResult:
         item = inp.resolved
         existing = self.catalog.get(item.canonical_key)

@@ -10,6 +10,8 @@ from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.service import RPCError, RPCStatusCode
 
+from activities.errors import to_application_error
+from activities.liveness import heartbeating
 from trawl.errors import TrawlError
 from trawl.http import make_client
 from trawl.platforms.base import ResolveContext
@@ -68,6 +70,7 @@ class CrawlActivities:
         self.registry = registry
 
     @activity.defn(name="expand_source")
+    @heartbeating
     def expand_source(self, inp: ExpandInput) -> ExpandResult:
         try:
             source = find_source(self.settings, inp.source)
@@ -77,7 +80,8 @@ class CrawlActivities:
         except SourceError as err:
             raise ApplicationError(str(err), type="unsupported_url", non_retryable=True) from None
         except TrawlError as err:
-            raise ApplicationError(err.message, type=err.error_class, non_retryable=not err.retryable) from None
+            raise to_application_error(err, self.settings.retry.fetch.maximum_interval,
+                                       stage_attempts=self.settings.retry.fetch.maximum_attempts) from None
         items, refused = route_items(self.registry, urls)
         return ExpandResult(items, refused)
 

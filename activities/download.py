@@ -14,6 +14,7 @@ from activities.errors import classified, workdir_name
 from activities.models import DiscardInput, DownloadInput, DownloadResult
 from trawl.download import Downloader, ResumeState, Stopped, discard
 from trawl.settings import DownloadSettings
+from trawl.workdirs import mark_owner
 
 import httpx
 
@@ -29,11 +30,13 @@ def _previous_state() -> ResumeState | None:
 
 
 class DownloadActivities:
-    def __init__(self, client: httpx.Client, work_dir: Path, settings: DownloadSettings, max_delay: timedelta) -> None:
+    def __init__(self, client: httpx.Client, work_dir: Path, settings: DownloadSettings, max_delay: timedelta,
+                 max_attempts: int = 0) -> None:
         self.client = client
         self.work_dir = Path(work_dir)
         self.settings = settings
         self.max_delay = max_delay
+        self.max_attempts = max_attempts
 
     def part_path(self, workflow_id: str, asset_name: str) -> Path:
         return self.work_dir / workdir_name(workflow_id) / f"{asset_name}.part"
@@ -44,6 +47,7 @@ class DownloadActivities:
     @classified(lambda self: self.max_delay)
     def download(self, inp: DownloadInput) -> DownloadResult:
         part = self.part_path(inp.workflow_id, inp.asset.name)
+        mark_owner(part.parent, inp.workflow_id)
         downloader = Downloader(
             self.client,
             max_file_size=self.settings.max_file_size,

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, TypeVar
 
+from temporalio import activity
 from temporalio.exceptions import ApplicationError, CancelledError
 
 from trawl.errors import classify_exception, redact
@@ -17,25 +18,53 @@ F = TypeVar("F", bound=Callable[..., Any])
 MAX_RETRY_DELAY_S = 86_400.0
 
 
-def to_application_error(exc: BaseException, max_delay: timedelta | None = None) -> ApplicationError:
+def to_application_error(exc: BaseException, max_delay: timedelta | None = None,
+                         attempt: int | None = None, stage_attempts: int | None = None) -> ApplicationError:
+    """The Temporal error for ``exc``, classified; the retry policy decides from its type.
+
+    The stages' retry policies have no attempt limit of their own (schedule_to_close bounds
+    them), so that infrastructure failures (``patient`` classes: a full disk, the catalog down)
+    wait for as long as the stage may take. Every other retryable class is made final here at
+    the stage's ``maximum_attempts``, or earlier at its own ``max_attempts`` (e.g. name_not_found),
+    with a message saying so.
+
+    Args:
+        exc: the failure.
+        max_delay: the stage's maximum retry interval; caps ``Retry-After``.
+        attempt: the activity attempt that failed (1-based); read from the running activity
+            when not given.
+        stage_attempts: the stage's ``maximum_attempts`` (0 or None: unlimited).
+    """
     error = classify_exception(exc)
+    attempt = _current_attempt() if attempt is None else attempt
+    limits = [n for n in (error.max_attempts, None if error.patient else stage_attempts) if n]
+    final = not error.retryable or (bool(limits) and attempt >= min(limits))
+    message = error.message
+    if final and error.retryable:
+        message += f" (still so after {attempt} attempts: {error.give_up_hint or 'giving up'})"
     delay = None
-    if error.retry_after is not None and error.retryable:
+    if error.retry_after is not None and not final:
         # Cap before building the timedelta: a hostile Retry-After may be astronomically large.
         cap = max_delay.total_seconds() if max_delay is not None else MAX_RETRY_DELAY_S
         delay = timedelta(seconds=min(error.retry_after, cap, MAX_RETRY_DELAY_S))
     return ApplicationError(
-        redact(error.message),
+        redact(message),
         type=error.error_class,
-        non_retryable=not error.retryable,
+        non_retryable=final,
         next_retry_delay=delay,
     )
+
+
+def _current_attempt() -> int:
+    """The running activity's attempt number; 1 outside an activity (nothing was retried yet)."""
+    return activity.info().attempt if activity.in_activity() else 1
 
 
 def classified(max_delay: Callable[[Any], timedelta | None]) -> Callable[[F], F]:
     """Wrap a sync activity method so every failure leaves it classified.
 
-    ``max_delay(self)`` gives the stage's maximum retry interval, which caps ``Retry-After``.
+    ``max_delay(self)`` gives the stage's maximum retry interval, which caps ``Retry-After``;
+    ``self.max_attempts``, when the activity class has it, the stage's attempt limit.
     """
 
     def wrap(method: F) -> F:
@@ -46,7 +75,8 @@ def classified(max_delay: Callable[[Any], timedelta | None]) -> Callable[[F], F]
             except (ApplicationError, CancelledError):
                 raise
             except Exception as exc:  # noqa: BLE001 - classification is the point
-                raise to_application_error(exc, max_delay(self)) from None
+                raise to_application_error(exc, max_delay(self),
+                                           stage_attempts=getattr(self, "max_attempts", None)) from None
 
         return run  # type: ignore[return-value]
 

@@ -7,6 +7,7 @@ from datetime import timedelta
 from temporalio import activity
 
 from activities.errors import classified
+from activities.liveness import heartbeating
 from activities.models import FetchInput, FetchResult, stored_assets
 from trawl.platforms.base import ResolveContext
 from trawl.platforms.registry import Registry
@@ -16,15 +17,17 @@ from trawl.storage.catalog import Catalog
 
 class FetchActivities:
     def __init__(self, registry: Registry, context: ResolveContext, catalog: Catalog, blobs: LocalBlobStore,
-                 max_delay: timedelta) -> None:
+                 max_delay: timedelta, max_attempts: int = 0) -> None:
         self.registry = registry
         self.context = context
         self.catalog = catalog
         self.blobs = blobs
         self.max_delay = max_delay
+        self.max_attempts = max_attempts
 
     @activity.defn(name="fetch")
     @classified(lambda self: self.max_delay)
+    @heartbeating
     def fetch(self, inp: FetchInput) -> FetchResult:
         resolver = self.registry.resolver_for(inp.url)
         resolved = resolver.resolve(inp.url, self.context)

@@ -8,16 +8,19 @@ from pathlib import Path
 from temporalio import activity
 
 from activities.errors import classified
+from activities.liveness import heartbeating
 from activities.models import VerifyInput, VerifyResult
 from trawl.verify import verify_file
 
 
 class VerifyActivities:
-    def __init__(self, max_delay: timedelta) -> None:
+    def __init__(self, max_delay: timedelta, max_attempts: int = 0) -> None:
         self.max_delay = max_delay
+        self.max_attempts = max_attempts
 
     @activity.defn(name="verify")
     @classified(lambda self: self.max_delay)
+    @heartbeating
     def verify(self, inp: VerifyInput) -> VerifyResult:
         expected = inp.asset.expected_size if inp.asset.expected_size is not None else inp.download.total
         checked = verify_file(

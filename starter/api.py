@@ -2,11 +2,14 @@
 
 Run with ``trawl api``; OpenAPI docs at ``/docs``. Every mutating endpoint needs
 ``Authorization: Bearer <api.token>`` when a token is set, and a token is required whenever the
-API listens on a non-loopback address.
+API listens on a non-loopback address. A wrong token is 401 on any endpoint. Every request, reads
+included, is rate limited: per token when it carries the right one, per client address otherwise
+(``starter.limits.RateLimit``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import hmac
@@ -14,18 +17,29 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Literal
 
-from fastapi import Depends, FastAPI, HTTPException, Request, status
+from fastapi import Depends, FastAPI, HTTPException, Query, Request, status
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field, field_validator, model_validator
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowQueryFailedError
 from temporalio.service import RPCError
 
-from activities.crawl import route_items
 from activities.models import StoredAsset
 from starter.limits import BodySizeLimit, RateLimit
-from starter.client import connect, ensure_search_attributes, item_progress, item_result, start_crawl, start_item
+from starter.client import (
+    MAX_CRAWL_BYTES,
+    MAX_CRAWL_URLS,
+    CrawlRefused,
+    CrawlTooLarge,
+    add_to_crawl,
+    connect,
+    ensure_search_attributes,
+    item_progress,
+    item_result,
+    start_crawl,
+    start_item,
+)
 from trawl.errors import TrawlError
 from trawl.platforms.registry import Registry, build_registry
 from trawl.settings import Settings
@@ -36,6 +50,11 @@ from workflows.crawl import CrawlWorkflow
 from workflows.media_item import MediaItemWorkflow
 
 JobStatus = Literal["PENDING", "PROCESSING", "COMPLETED", "FAILED", "CANCELLED", "PAUSED"]
+MAX_ITEMS_PAGE = 1000
+MAX_ITEMS_OFFSET = 1_000_000_000
+CRAWL_URLS_LIMITS = (f"At most {MAX_CRAWL_URLS} URLs: a crawl holds at most {MAX_CRAWL_URLS} queued or running "
+                     f"at once and {MAX_CRAWL_BYTES} bytes of them once encoded (413 beyond that); "
+                     "a bigger list goes in several crawls, or is added as the crawl drains.")
 
 
 # -- request and response bodies ---------------------------------------------------------------
@@ -75,8 +94,8 @@ class Job(BaseModel):
 
 
 class CrawlCreate(BaseModel):
-    urls: list[str] = Field(default_factory=list, max_length=100_000)
-    source: str | None = None
+    urls: list[str] = Field(default_factory=list, max_length=MAX_CRAWL_URLS, description=CRAWL_URLS_LIMITS)
+    source: str | None = Field(default=None, max_length=200)
     concurrency: int = Field(default=8, ge=1, le=256)
 
     @model_validator(mode="after")
@@ -87,7 +106,7 @@ class CrawlCreate(BaseModel):
 
 
 class UrlsAdd(BaseModel):
-    urls: list[str] = Field(min_length=1, max_length=100_000)
+    urls: list[str] = Field(min_length=1, max_length=MAX_CRAWL_URLS, description=CRAWL_URLS_LIMITS)
 
 
 class Crawl(BaseModel):
@@ -123,7 +142,8 @@ def create_app(settings: Settings, client: Client | None = None) -> FastAPI:
     app = FastAPI(title="trawl", version="0.1.0", lifespan=lifespan,
                   description="A durable media crawler on Temporal: jobs, crawls and the catalog.")
     app.add_middleware(BodySizeLimit, limit=settings.api.max_body_bytes)
-    app.add_middleware(RateLimit, per_minute=settings.api.requests_per_minute)
+    # Outermost (added last): authenticate and count every request before its body is read.
+    app.add_middleware(RateLimit, per_minute=settings.api.requests_per_minute, token=settings.api.token)
     bearer = HTTPBearer(auto_error=False)
 
     def authorized(credentials: HTTPAuthorizationCredentials | None = Depends(bearer)) -> None:
@@ -141,8 +161,27 @@ def create_app(settings: Settings, client: Client | None = None) -> FastAPI:
 
     @app.exception_handler(RPCError)
     async def _temporal(_: Request, exc: RPCError) -> JSONResponse:
-        code = 404 if exc.status.name == "NOT_FOUND" else 503
+        # Only an unavailable Temporal is worth retrying; a request it refuses as malformed is not.
+        code = {"NOT_FOUND": 404, "INVALID_ARGUMENT": 422}.get(exc.status.name, 503)
         return JSONResponse({"detail": exc.message}, status_code=code)
+
+    @app.exception_handler(WorkflowQueryFailedError)
+    async def _unanswered(_: Request, exc: WorkflowQueryFailedError) -> JSONResponse:
+        # The workflow exists but its worker cannot answer now (a failing or unpicked task).
+        return JSONResponse({"detail": f"the workflow cannot answer now: {exc}"}, status_code=503)
+
+    @app.exception_handler(CrawlRefused)
+    async def _refused(_: Request, exc: CrawlRefused) -> JSONResponse:
+        # Shaped like FastAPI's own validation errors: one entry per URL, with its reason.
+        return JSONResponse({"detail": [
+            {"type": r.error_class, "loc": ["body", "urls", r.index], "msg": r.message, "input": r.url}
+            for r in exc.refusals]}, status_code=422)
+
+    @app.exception_handler(CrawlTooLarge)
+    async def _too_large(_: Request, exc: CrawlTooLarge) -> JSONResponse:
+        return JSONResponse({"detail": exc.message}, status_code=413)
+
+    adding = asyncio.Lock()  # the crawl limits count what a crawl holds: one addition at a time
 
     # -- jobs ---------------------------------------------------------------------------------
     @app.post("/api/v1/jobs", status_code=202, response_model=Job, dependencies=[Depends(authorized)])
@@ -185,8 +224,8 @@ def create_app(settings: Settings, client: Client | None = None) -> FastAPI:
     @app.post("/api/v1/crawls/{crawl_id}/urls", status_code=202, response_model=Crawl,
               dependencies=[Depends(authorized)])
     async def add_crawl_urls(crawl_id: str, body: UrlsAdd) -> Crawl:
-        items, refused = route_items(state.registry, body.urls)
-        await state.client.get_workflow_handle(crawl_id).signal(CrawlWorkflow.add_urls, items)
+        async with adding:
+            refused = await add_to_crawl(state.client, state.registry, crawl_id, body.urls)
         view = await crawl_view(state, crawl_id)
         view.refused = refused
         return view
@@ -198,9 +237,10 @@ def create_app(settings: Settings, client: Client | None = None) -> FastAPI:
 
     # -- catalog ------------------------------------------------------------------------------
     @app.get("/api/v1/items")
-    async def list_items(platform: str | None = None, limit: int = 100, offset: int = 0) -> dict[str, Any]:
-        limit = max(1, min(limit, 1000))
-        items = state.catalog.list(platform=platform, limit=limit, offset=max(0, offset))
+    async def list_items(platform: str | None = Query(None, max_length=64),
+                         limit: int = Query(100, ge=1, le=MAX_ITEMS_PAGE),
+                         offset: int = Query(0, ge=0, le=MAX_ITEMS_OFFSET)) -> dict[str, Any]:
+        items = state.catalog.list(platform=platform, limit=limit, offset=offset)
         return {"items": [item_body(i, state.blobs) for i in items], "limit": limit, "offset": offset}
 
     @app.get("/api/v1/items/{key:path}/assets/{kind}")

@@ -11,6 +11,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
@@ -22,19 +23,23 @@ from starter.client import (
     ensure_search_attributes,
     item_progress,
     item_result,
+    live_workers,
     start_crawl,
+    unreachable,
     start_item,
 )
 from starter.binding import ApiConfigError
 from starter.embedded import ServerError, temporal_server
 from trawl.errors import BlockedAddress, TrawlError, UnsupportedUrl
-from trawl.logs import configure_logging, default_worker_name
+from trawl.logs import configure_logging, default_worker_name, get_logger, quiet_stream, stdout_for_logs
 from trawl.platforms.registry import Registry, build_registry
 from trawl.settings import ConfigError, Settings, load_settings
 from trawl.storage.catalog import Catalog, CatalogItem
-from workers.main import running_worker
+from workers.main import install_core_logging, running_worker
 from workflows.crawl import CrawlWorkflow
 from workflows.media_item import ItemResult, MediaItemWorkflow
+
+log = get_logger("trawl.cli")
 
 EXIT_FAILED_ITEMS = 1
 EXIT_USAGE = 2
@@ -42,13 +47,27 @@ EXIT_USAGE = 2
 
 @contextlib.asynccontextmanager
 async def session(settings: Settings, *, worker: bool, registry: Registry | None = None,
-                  metrics: bool = False) -> AsyncIterator[Client]:
-    """A Temporal client (starting the embedded server if needed) and, optionally, a worker."""
-    with temporal_server(settings):
+                  metrics: bool = False, one_shot: bool = False) -> AsyncIterator[Client]:
+    """A Temporal client (starting the embedded server if needed) and, optionally, a worker.
+
+    A ``one_shot`` command (crawl, fsck --repair) runs its own worker only when none of the
+    deployment's workers polls its queues: workers on one queue must be interchangeable, and the
+    running ones carry the operator's settings (net policy, limits, platforms), which a client's
+    settings may not widen or change.
+    """
+    with temporal_server(settings) as settings:  # this data directory's server may listen elsewhere
         client = await connect(settings, metrics=metrics)
         await ensure_search_attributes(client, settings.temporal.namespace)
+        if worker and one_shot:
+            running = await live_workers(client, settings)
+            if running:
+                shown = ", ".join(running[:3]) + (f" and {len(running) - 3} more" if len(running) > 3 else "")
+                print(f"trawl: the workers already polling the {settings.temporal.task_queue_prefix!r} queues "
+                      f"({shown}) do this work, under their own settings; no worker started here",
+                      file=sys.stderr)
+                worker = False
         if worker:
-            async with running_worker(client, settings, registry):
+            async with running_worker(client, settings, registry, one_shot=one_shot):
                 yield client
         else:
             yield client
@@ -106,11 +125,63 @@ def read_urls(args_urls: Iterable[str], file: str | None) -> list[str]:
     return urls
 
 
+class OutageNotice:
+    """Says, at most every few seconds, that the server is unreachable while results are awaited."""
+
+    EVERY_S = 10.0
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+        self.last = 0.0
+
+    def unreachable(self, message: str) -> None:
+        now = time.monotonic()
+        if now - self.last < self.EVERY_S:
+            return
+        self.last = now
+        if sys.stderr.isatty():
+            print(f"trawl: Temporal server at {self.address} unreachable, still waiting ({message})",
+                  file=sys.stderr, flush=True)
+        else:
+            log.warning("temporal server unreachable, still waiting", address=self.address, error=message)
+
+
+# Failures that stall items without failing them: the operator must hear of them while waiting.
+STALLING_CLASSES = frozenset({"storage_error"})
+STALL_CHECK_S = 5.0
+STALL_CHECK_ITEMS = 32
+
+
+async def report_stalls(waiting: dict[str, tuple[Any, str]]) -> None:
+    """While items are awaited, say once per item and class when one waits on a stalling failure.
+
+    A full disk or an unreachable catalog is retried for hours; without this, a crawl would just
+    sit there. Only a bounded number of items is described per round.
+    """
+    told: set[tuple[str, str]] = set()
+    while True:
+        await asyncio.sleep(STALL_CHECK_S)
+        for workflow_id, (handle, url) in list(waiting.items())[:STALL_CHECK_ITEMS]:
+            try:
+                desc = await handle.describe()
+            except RPCError:
+                continue
+            for pending in desc.raw_description.pending_activities:
+                kind = pending.last_failure.application_failure_info.type
+                if kind in STALLING_CLASSES and (workflow_id, kind) not in told:
+                    told.add((workflow_id, kind))
+                    print(f"waiting    {kind}: {_clean(pending.last_failure.message, 160)} "
+                          f"(stage {pending.activity_type.name}, attempt {pending.attempt}; retried until it "
+                          f"clears)  {url}", file=sys.stderr, flush=True)
+
+
 async def crawl_urls(client: Client, settings: Settings, registry: Registry, urls: list[str],
                      on_result: Any = None) -> list[ItemResult]:
     """Start one item workflow per URL, wait for all; results in completion order."""
     results: list[ItemResult] = []
     pending = []
+    outage = OutageNotice(settings.temporal.address)
+    waiting: dict[str, tuple[Any, str]] = {}
     for url in urls:
         try:
             started = await start_item(client, settings, registry, url)
@@ -120,12 +191,18 @@ async def crawl_urls(client: Client, settings: Settings, registry: Registry, url
             if on_result:
                 on_result(result)
             continue
-        pending.append(asyncio.create_task(item_result(started.handle, url)))
-    for done in asyncio.as_completed(pending):
-        result = await done
-        results.append(result)
-        if on_result:
-            on_result(result)
+        waiting[started.workflow_id] = (started.handle, url)
+        pending.append(asyncio.create_task(item_result(started.handle, url, outage.unreachable)))
+    stalls = asyncio.create_task(report_stalls(waiting))
+    try:
+        for done in asyncio.as_completed(pending):
+            result = await done
+            waiting.pop(result.workflow_id, None)
+            results.append(result)
+            if on_result:
+                on_result(result)
+    finally:
+        stalls.cancel()
     return results
 
 
@@ -159,7 +236,7 @@ async def cmd_crawl(args: argparse.Namespace, settings: Settings) -> int:
     def emit(result: ItemResult) -> None:
         print(json.dumps(result_record(result)) if args.json else result_line(result), flush=True)
 
-    async with session(settings, worker=not args.no_worker, registry=registry) as client:
+    async with session(settings, worker=not args.no_worker, registry=registry, one_shot=True) as client:
         results = await crawl_urls(client, settings, registry, urls, emit)
     return EXIT_FAILED_ITEMS if any(r.outcome == "failed" for r in results) else 0
 
@@ -261,6 +338,10 @@ async def cmd_crawl_status(args: argparse.Namespace, settings: Settings) -> int:
                 await asyncio.sleep(1)
                 desc, stats = await crawl_stats(handle)
         except RPCError as err:
+            if unreachable(err):
+                print(f"trawl crawl-status: the Temporal server at {settings.temporal.address} is unreachable "
+                      f"({err.message}); try again when it is back", file=sys.stderr)
+                return EXIT_FAILED_ITEMS
             print(f"trawl crawl-status: no crawl {args.id!r}: {err.message}", file=sys.stderr)
             return EXIT_USAGE
         if sys.stdout.isatty() and not args.json:
@@ -462,7 +543,7 @@ async def cmd_fsck(args: argparse.Namespace, settings: Settings) -> int:
         if urls:
             registry = build_registry(settings.platforms)
             show = (lambda r: None) if args.json else (lambda r: print(result_line(r), flush=True))
-            async with session(settings, worker=True, registry=registry) as client:
+            async with session(settings, worker=True, registry=registry, one_shot=True) as client:
                 results = await crawl_urls(client, settings, registry, urls, show)
             summary["repair"]["recrawled"] = [result_record(r) for r in results]
             code = EXIT_FAILED_ITEMS if any(r.outcome == "failed" for r in results) else 0
@@ -485,7 +566,7 @@ async def cmd_setup(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_server(args: argparse.Namespace, settings: Settings) -> int:
     stop = _stop_event()
-    with temporal_server(settings):
+    with temporal_server(settings) as settings:
         print(f"Temporal at {settings.temporal.address}, Web UI http://127.0.0.1:{settings.temporal.ui_port}; "
               "Ctrl-C stops", file=sys.stderr)
         await stop.wait()
@@ -617,12 +698,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"trawl: {err}", file=sys.stderr)
         return EXIT_USAGE
     long_running = args.command in LONG_RUNNING
+    supervising = args.command == "worker" and (args.processes or settings.worker.processes) > 1
     quiet = "ERROR" if args.command == "demo" else "WARNING"  # the demo prints its own table
-    configure_logging(stream=sys.stdout if long_running else sys.stderr,
+    # Long-running commands log on stdout; one with a Temporal client of its own keeps that stream
+    # for trawl's lines (the core of a runtime it does not configure writes to descriptor 1). A
+    # supervisor's children inherit its stdout, so it keeps the real one.
+    log_stream = sys.stderr
+    if long_running:
+        log_stream = sys.stdout if supervising else stdout_for_logs()
+    configure_logging(stream=log_stream,
                       level=args.log_level or ("INFO" if long_running else quiet),
                       worker=settings.worker.identity or default_worker_name())
     try:
-        if args.command == "worker" and (args.processes or settings.worker.processes) > 1:
+        if supervising:
             from trawl.http import make_client
             from workers.supervisor import supervise  # signal handlers need the main thread
 
@@ -630,7 +718,13 @@ def main(argv: list[str] | None = None) -> int:
             return supervise(settings, args.processes or settings.worker.processes)
         if args.command in SYNC_COMMANDS:
             return SYNC_COMMANDS[args.command](args, settings)
+        install_core_logging()  # before any client connects: the core's lines become log records
         return asyncio.run(ASYNC_COMMANDS[args.command](args, settings))
+    except BrokenPipeError:
+        # The reader of our output went away (`trawl logs triage | head`): stop writing, quietly,
+        # with the status a shell shows for a tool that SIGPIPE stopped.
+        quiet_stream(sys.stdout)
+        return 128 + signal.SIGPIPE
     except (ServerError, UnsupportedUrl, ApiConfigError, BlockedAddress) as err:
         print(f"trawl {args.command}: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -649,10 +743,18 @@ def console_main() -> None:
     ("PyGILState_Release ... must be current") after all work is done and the exit code is known.
     Everything trawl writes (catalog transactions, blob renames) is complete by this point.
     """
-    code = main()
+    try:
+        code = main()
+    except BrokenPipeError:  # raised outside main's commands (argparse's help, a usage error)
+        quiet_stream(sys.stdout)
+        code = 128 + signal.SIGPIPE
     logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BrokenPipeError:  # what was still buffered for a reader that went away
+            quiet_stream(stream)
+            code = code or 128 + signal.SIGPIPE
     os._exit(code)
 
 

@@ -5,27 +5,44 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
-from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.common.v1 import Payloads
+from temporalio.api.enums.v1 import EventType, IndexedValueType, TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.exceptions import CancelledError, TerminatedError, TimeoutError as WorkflowTimeoutError
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from starter.embedded import SEARCH_ATTRIBUTES
+from trawl.errors import TrawlError, UnsupportedUrl
 from trawl.platforms.registry import Registry
 from trawl.settings import Settings, StageRetry
-from activities.crawl import route_items
-from workflows.crawl import CrawlInput, CrawlWorkflow
+from activities.crawl import CrawlItem
+from workers.main import ONE_SHOT_MARK, core_logging
+from workflows.crawl import CrawlInput, CrawlState, CrawlWorkflow
 from workflows.media_item import ItemInput, ItemResult, MediaItemWorkflow, Progress
-from workflows.policies import ItemOptions, StagePolicy, workflow_queue
+from workflows.policies import ItemOptions, StagePolicy, download_queue, workflow_queue
 
 
 CONNECT_PATIENCE_S = 30.0
+UNREACHABLE_CODES = (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED)
+MAX_RECONNECT_DELAY_S = 5.0
+
+
+def unreachable(err: RPCError) -> bool:
+    """The server could not be reached (down, restarting, network): a reason to wait, not a result."""
+    return err.status in UNREACHABLE_CODES or "connect error" in err.message or "transport error" in err.message
+
+
+Notice = Callable[[str], None]
 
 
 async def connect(settings: Settings, *, metrics: bool = False) -> Client:
@@ -33,7 +50,7 @@ async def connect(settings: Settings, *, metrics: bool = False) -> Client:
     runtime = None
     if metrics and settings.worker.metrics_port:
         bind = f"{settings.worker.metrics_host}:{settings.worker.metrics_port}"
-        runtime = Runtime(telemetry=TelemetryConfig(metrics=PrometheusConfig(
+        runtime = Runtime(telemetry=TelemetryConfig(logging=core_logging(), metrics=PrometheusConfig(
             bind_address=bind, counters_total_suffix=True, durations_as_seconds=True)))
     # A server that has just started accepts connections before its frontend is healthy; wait
     # for it rather than failing the command.
@@ -56,6 +73,31 @@ async def ensure_search_attributes(client: Client, namespace: str) -> None:
     if missing:
         await client.operator_service.add_search_attributes(
             AddSearchAttributesRequest(namespace=namespace, search_attributes=missing))
+
+
+# A live worker re-polls at least this often (the server answers an idle long poll within about
+# a minute), so a poller last seen longer ago than this has stopped.
+POLLER_FRESH_S = 75.0
+
+
+async def live_workers(client: Client, settings: Settings) -> list[str]:
+    """Identities of the deployment's long-running workers polling this prefix's queues now.
+
+    One-shot commands' own in-process workers are left out: they leave with their command.
+    A worker that died less than :data:`POLLER_FRESH_S` ago may still be listed.
+    """
+    prefix = settings.temporal.task_queue_prefix
+    now = time.time()
+    found: dict[str, None] = {}
+    for queue, kind in ((workflow_queue(prefix), TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW),
+                        (download_queue(prefix), TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY)):
+        described = await client.workflow_service.describe_task_queue(DescribeTaskQueueRequest(
+            namespace=settings.temporal.namespace, task_queue=TaskQueue(name=queue), task_queue_type=kind))
+        for poller in described.pollers:
+            seen = poller.last_access_time.ToMicroseconds() / 1e6 if poller.HasField("last_access_time") else 0.0
+            if not poller.identity.endswith(ONE_SHOT_MARK) and now - seen < POLLER_FRESH_S:
+                found[poller.identity] = None
+    return list(found)
 
 
 def _policy(stage: StageRetry) -> StagePolicy:
@@ -129,8 +171,26 @@ async def item_progress(client: Client, handle: WorkflowHandle) -> dict[str, Any
             "last_error": last_error, "paused": progress.paused}
 
 
-async def item_result(handle: WorkflowHandle, url: str) -> ItemResult:
-    """Wait for an item workflow; a cancelled or terminated one becomes a result too."""
+async def item_result(handle: WorkflowHandle, url: str, on_unreachable: Notice | None = None) -> ItemResult:
+    """Wait for an item workflow; a cancelled or terminated one becomes a result too.
+
+    The wait rides out server outages and restarts: while the server cannot be reached it keeps
+    trying with backoff (telling ``on_unreachable`` each time), since the item itself goes on.
+    """
+    delay = 0.25
+    while True:
+        try:
+            return await _item_result_once(handle, url)
+        except RPCError as err:
+            if not unreachable(err):
+                return ItemResult(handle.id, url, "failed", error_class="internal_error", error=str(err))
+            if on_unreachable is not None:
+                on_unreachable(err.message)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, MAX_RECONNECT_DELAY_S)
+
+
+async def _item_result_once(handle: WorkflowHandle, url: str) -> ItemResult:
     try:
         result = await handle.result()
         # Several URL forms may share one workflow; each caller hears about the URL it gave.
@@ -145,23 +205,171 @@ async def item_result(handle: WorkflowHandle, url: str) -> ItemResult:
         if isinstance(cause, WorkflowTimeoutError):
             return ItemResult(handle.id, url, "failed", error_class="timeout", error=str(cause))
         return ItemResult(handle.id, url, "failed", error_class="internal_error", error=str(cause or err))
-    except RPCError as err:
-        return ItemResult(handle.id, url, "failed", error_class="internal_error", error=str(err))
+
+
+# -- crawls --------------------------------------------------------------------------------------
+# What one crawl can hold. A CrawlWorkflow carries its queued and running items in its input and
+# again in every continue-as-new, so the whole list is one Temporal payload, again and again:
+#  - Temporal refuses a payload over 2 MiB (the blob size limit): a start over it fails with
+#    "Blob data size exceeds limit", and a continue-as-new over it fails its workflow task on
+#    every retry (PayloadsTooLarge), which leaves the crawl stuck. URLs added by signal end up in
+#    that same list, so adding in batches does not raise the limit.
+#  - a worker decodes the whole list in one activation, within the SDK's 2 s deadlock timeout.
+#    Measured on the 2-core reference machine, shared (load average 5): 2,000 items of 1 MiB went
+#    through ten continue-as-new with no failed workflow task; 5,000 items (1.1 MB) and 10,000
+#    (1.2 MB) failed tasks on "Potential deadlock detected" again and again.
+# MAX_CRAWL_BYTES is half the payload limit, leaving room for what the state gathers on the way.
+MAX_CRAWL_URLS = 2_000
+MAX_CRAWL_BYTES = 1024 * 1024
+_REFUSED_KEPT_CHARS = 300  # a crawl's state keeps each refusal this short; callers get them whole
+
+
+class CrawlRefused(UnsupportedUrl):
+    """Nothing to crawl: every URL given was refused (and no source was named)."""
+
+    def __init__(self, refusals: list[Refusal]) -> None:
+        shown = "; ".join(str(r) for r in refusals[:5])
+        more = f" (and {len(refusals) - 5} more)" if len(refusals) > 5 else ""
+        super().__init__(f"nothing to crawl: every URL was refused: {shown}{more}")
+        self.refusals = refusals
+
+
+class CrawlTooLarge(UnsupportedUrl):
+    """More than one crawl can carry (see MAX_CRAWL_URLS, MAX_CRAWL_BYTES)."""
+
+    error_class = "too_large"
+
+
+@dataclass
+class Refusal:
+    """A URL refused before any crawl starts, and why."""
+
+    index: int
+    url: str
+    error_class: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.url}: {self.error_class}: {self.message}"
+
+
+def route_urls(registry: Registry, urls: list[str]) -> tuple[list[CrawlItem], list[Refusal]]:
+    """Route URLs offline (like ``activities.crawl.route_items``), keeping where each refusal was."""
+    items: list[CrawlItem] = []
+    refusals: list[Refusal] = []
+    for index, url in enumerate(urls):
+        try:
+            route = registry.route(url)
+        except TrawlError as err:
+            refusals.append(Refusal(index, url, err.error_class, err.message))
+            continue
+        items.append(CrawlItem(url.strip(), route.platform, route.workflow_id))
+    return items, refusals
+
+
+async def _encoded_size(client: Client, value: Any) -> int:
+    """Bytes of ``value`` as Temporal receives it (the client's converter and codec)."""
+    return Payloads(payloads=await client.data_converter.encode([value])).ByteSize()
+
+
+def _too_many(count: int, already: int = 0) -> CrawlTooLarge:
+    held = f"already holds {already} and would hold {already + count}" if already else f"would hold {count}"
+    return CrawlTooLarge(
+        f"a crawl holds at most {MAX_CRAWL_URLS} URLs queued or running at once; this one {held}: "
+        f"split the list into several crawls, or add the rest as it drains")
+
+
+def _too_big(size: int, already: int = 0) -> CrawlTooLarge:
+    held = f"{already} bytes carried already plus {size}" if already else f"{size} bytes"
+    return CrawlTooLarge(
+        f"a crawl carries at most {MAX_CRAWL_BYTES} bytes of queued URLs (encoded; Temporal refuses a payload "
+        f"over 2 MiB); these make {held}: split the list into several crawls, or add the rest as it drains")
 
 
 async def start_crawl(client: Client, settings: Settings, registry: Registry, urls: list[str], *,
                       source: str | None = None, concurrency: int = 8, crawl_id: str | None = None,
                       history_limit: int = 10_000) -> tuple[WorkflowHandle, list[str]]:
-    """Start a CrawlWorkflow; returns its handle and the URLs refused before starting."""
-    items, refused = route_items(registry, urls)
+    """Start a CrawlWorkflow; returns its handle and the URLs refused before starting.
+
+    Raises:
+        CrawlRefused: every URL was refused and there is no source (nothing was started).
+        CrawlTooLarge: more than MAX_CRAWL_URLS URLs or MAX_CRAWL_BYTES bytes (nothing was started).
+    """
+    if len(urls) > MAX_CRAWL_URLS:
+        raise _too_many(len(urls))
+    items, refusals = await asyncio.to_thread(route_urls, registry, urls)
+    if not items and not source:
+        raise CrawlRefused(refusals)
+    # The refusals go into the state the workflow starts from (the state continue-as-new carries,
+    # with ``runs`` one short: the run counts itself), so its ``stats.refused`` counts them too.
+    state = CrawlState(pending=items, started_at=datetime.now(timezone.utc).isoformat(), runs=0,
+                       refused=[str(r)[:_REFUSED_KEPT_CHARS] for r in refusals])
+    inp = CrawlInput(source=source, concurrency=concurrency, options=item_options(settings),
+                     history_limit=history_limit, state=state)
+    size = await _encoded_size(client, inp)
+    if size > MAX_CRAWL_BYTES:
+        raise _too_big(size)
     crawl_id = crawl_id or f"crawl-{uuid.uuid4().hex[:12]}"
     handle = await client.start_workflow(
         CrawlWorkflow.run,
-        CrawlInput(items=items, source=source, concurrency=concurrency, options=item_options(settings),
-                   history_limit=history_limit),
+        inp,
         id=crawl_id,
         task_queue=workflow_queue(settings.temporal.task_queue_prefix),
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         static_summary=f"crawl of {len(items)} URL(s)" + (f" and source {source}" if source else ""),
     )
-    return handle, refused
+    return handle, [str(r) for r in refusals]
+
+
+async def add_to_crawl(client: Client, registry: Registry, crawl_id: str, urls: list[str]) -> list[str]:
+    """Queue more URLs on a running crawl (signal ``add_urls``); returns the refused ones.
+
+    The crawl's limits count what it carries already: its queued and running items (its
+    ``stats``) and, for bytes, everything its current run was given (its input, the URLs added
+    since, a source's expansion), an upper bound of what the next continue-as-new carries.
+    Concurrent additions to one crawl must be serialised by the caller for the bound to hold.
+
+    Raises:
+        CrawlRefused: every URL was refused (nothing was added).
+        CrawlTooLarge: the crawl would hold more than MAX_CRAWL_URLS or MAX_CRAWL_BYTES.
+        RPCError: no such crawl (NOT_FOUND), or Temporal is unreachable.
+    """
+    items, refusals = await asyncio.to_thread(route_urls, registry, urls)
+    if not items:
+        raise CrawlRefused(refusals)
+    handle = client.get_workflow_handle_for(CrawlWorkflow.run, crawl_id)
+    stats = await handle.query(CrawlWorkflow.stats)
+    held = stats.queued + stats.running
+    if held + len(items) > MAX_CRAWL_URLS:
+        raise _too_many(len(items), held)
+    size = await _encoded_size(client, items)
+    if size > MAX_CRAWL_BYTES:
+        raise _too_big(size)
+    desc = await handle.describe()
+    if desc.raw_description.workflow_execution_info.history_size_bytes + size > MAX_CRAWL_BYTES:
+        carried = await _given_to_current_run(handle)  # the history's size overstates it: look closer
+        if carried + size > MAX_CRAWL_BYTES:
+            raise _too_big(size, carried)
+    await handle.signal(CrawlWorkflow.add_urls, items)
+    return [str(r) for r in refusals]
+
+
+async def _given_to_current_run(handle: WorkflowHandle) -> int:
+    """Payload bytes of the items the crawl's current run received: its input, ``add_urls``
+    signals and source expansions. What it carries into the next run is a part of these."""
+    size = 0
+    expansions: set[int] = set()
+    async for event in handle.fetch_history_events():
+        kind = event.event_type
+        if kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+            size += event.workflow_execution_started_event_attributes.input.ByteSize()
+        elif kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+            if event.workflow_execution_signaled_event_attributes.signal_name == "add_urls":
+                size += event.workflow_execution_signaled_event_attributes.input.ByteSize()
+        elif kind == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            if event.activity_task_scheduled_event_attributes.activity_type.name == "expand_source":
+                expansions.add(event.event_id)
+        elif kind == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            if event.activity_task_completed_event_attributes.scheduled_event_id in expansions:
+                size += event.activity_task_completed_event_attributes.result.ByteSize()
+    return size

@@ -71,8 +71,13 @@ async def run_demo(settings: Settings, sim_port: int) -> int:
         # The simulators listen on loopback, which trawl refuses by default.
         platforms = settings.platforms.model_copy(update={
             "bilibili": bili_settings, "facebook": fb_settings, "weibo": weibo_settings})
+        # Its own task queues too: the demo's settings (loopback allowed, simulated platforms)
+        # differ from a running deployment's, and workers on one queue must be interchangeable.
+        temporal = settings.temporal.model_copy(
+            update={"task_queue_prefix": f"{settings.temporal.task_queue_prefix}-demo"})
         settings = settings.model_copy(update={
-            "net": settings.net.model_copy(update={"allow_private": True}), "platforms": platforms})
+            "net": settings.net.model_copy(update={"allow_private": True}), "platforms": platforms,
+            "temporal": temporal})
         registry = build_registry(settings.platforms)
         expected = {c.url: (c.expect, c.group) for c in cases}
         print(f"trawl demo: crawling {len(cases)} URLs: generic pages and files, Bilibili, Facebook and "

@@ -20,6 +20,12 @@ LOG_FIELDS = ("ts", "level", "worker", "task_id", "platform", "stage", "canonica
 
 MAX_FIELD_CHARS = 2000
 
+# The worker's record of its work: one line per activity attempt (``event: activity``) and one per
+# item (``event: item``, logged by the workflow logger). Its failures are warnings and its
+# successes info, so a level between the two would keep every retry and drop the successes that
+# answer them, and ``trawl logs triage`` would call recovered failures still failing.
+RECORD_LOGGERS = ("trawl.activity", "temporalio.workflow")
+
 
 def default_worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
@@ -62,6 +68,50 @@ class _StaticFields:
         return event
 
 
+def quiet_stream(stream: TextIO) -> TextIO:
+    """Point ``stream`` at /dev/null (its file descriptor when it has one): its reader went away.
+
+    What is still buffered, and whatever is written later, is dropped without an error.
+    """
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives as long as the process
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+    return stream
+
+
+class _LogHandler(logging.StreamHandler):
+    """A stream handler that goes quiet when the reader of its stream goes away.
+
+    ``trawl worker | head`` closes the pipe under the worker: the standard handler would print a
+    "--- Logging error ---" traceback on stderr for every line after that. This one sends the
+    rest to /dev/null, as a tool killed by SIGPIPE would have stopped writing.
+    """
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
+        if isinstance(sys.exc_info()[1], BrokenPipeError):
+            self.stream = quiet_stream(self.stream)
+            return
+        super().handleError(record)
+
+
+def stdout_for_logs() -> TextIO:
+    """A stream to what stdout is now, for log lines only; the descriptor 1 goes to stderr.
+
+    Native code writes to descriptor 1 directly: the Temporal core's console logger (of a runtime
+    whose logs are not forwarded to Python) would put its coloured lines between the JSON lines
+    of a worker's stdout. After this, the JSON stream holds trawl's lines only and anything else
+    written to descriptor 1 lands on stderr.
+    """
+    sys.stdout.flush()
+    own = os.dup(sys.stdout.fileno())
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    return os.fdopen(own, "w", buffering=1, encoding="utf-8", errors="backslashreplace")
+
+
 def configure_logging(
     *, stream: TextIO | None = None, json: bool | None = None, level: str = "INFO", worker: str | None = None
 ) -> None:
@@ -70,7 +120,8 @@ def configure_logging(
     Args:
         stream: where lines go (stdout by default).
         json: force JSON (True) or console (False) rendering; by default JSON unless a TTY.
-        level: the minimum level.
+        level: the minimum level; on a JSON stream the worker's record (:data:`RECORD_LOGGERS`)
+            is kept whole, successes included, as long as the level keeps warnings.
         worker: the ``worker`` field on every line.
     """
     stream = stream or sys.stdout
@@ -101,13 +152,18 @@ def configure_logging(
             renderer,
         ],
     )
-    handler = logging.StreamHandler(stream)
+    handler = _LogHandler(stream)
     handler.setFormatter(formatter)
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())
+    # A JSON stream is read by programs (triage): it carries the record whole whenever it carries
+    # the record's warnings. On a terminal the level alone decides what a person sees.
+    whole_record = json and root.level <= logging.WARNING
+    for name in RECORD_LOGGERS:
+        logging.getLogger(name).setLevel(min(root.level, logging.INFO) if whole_record else logging.NOTSET)
     for noisy in ("httpx", "httpcore"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     # The activity interceptor already writes one line per failed attempt, with its class.

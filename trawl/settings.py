@@ -84,6 +84,9 @@ class DownloadSettings(_Section):
     heartbeat_timeout: Duration = timedelta(seconds=10)
     # A corrupt file is deleted and downloaded again at most this many times.
     max_redownloads: int = Field(default=2, ge=0)
+    # Partial files of a failed item stay this long (a re-crawl resumes from them); then the
+    # workers' clean-up removes them.
+    keep_failed_partials: Duration = timedelta(hours=24)
 
 
 class WorkerSettings(_Section):

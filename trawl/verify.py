@@ -71,7 +71,19 @@ def verify_file(
         actual = probe_duration(path)
         if actual is not None and abs(actual - expected_duration) > duration_tolerance(expected_duration):
             raise ContentCorrupt(f"{path.name}: lasts {actual:.1f} s, the platform says {expected_duration:.1f} s")
-    return Verified(kind_found, MIME_BY_TYPE.get(kind_found, "application/octet-stream"))
+    return Verified(kind_found, mime_of(kind_found, kind))
+
+
+# Containers that hold audio or video alike: sniffing does not read the tracks, the asset's kind
+# says which (a DASH audio segment is an ISO file with a generic brand, not M4A).
+AUDIO_MIME_BY_TYPE = {"mp4": "audio/mp4", "webm": "audio/webm", "ogg": "audio/ogg"}
+
+
+def mime_of(sniffed: str, kind: str) -> str:
+    """The MIME type to record for a file sniffed as ``sniffed`` and saved as ``kind``."""
+    if kind == "audio" and sniffed in AUDIO_MIME_BY_TYPE:
+        return AUDIO_MIME_BY_TYPE[sniffed]
+    return MIME_BY_TYPE.get(sniffed, "application/octet-stream")
 
 
 def duration_tolerance(expected: float) -> float:

@@ -15,9 +15,9 @@ from trawl.urls import canonicalize
 
 log = get_logger("trawl.activity")
 
-# Activity name -> pipeline stage: discard is the download stage's clean-up; a crawl expands a
-# source like a fetch and waits on an item started elsewhere as on a download.
-STAGE_OF = {"fetch": "fetch", "download": "download", "discard": "download", "verify": "verify", "commit": "commit",
+# Activity name -> pipeline stage: discard (removing partial files) is a stage of its own; a crawl
+# expands a source like a fetch and waits on an item started elsewhere as on a download.
+STAGE_OF = {"fetch": "fetch", "download": "download", "discard": "discard", "verify": "verify", "commit": "commit",
             "expand_source": "fetch", "join_item": "download"}
 
 
@@ -91,7 +91,7 @@ class _ActivityObserver(ActivityInboundInterceptor):
             platform = fields.get("platform") or "unknown"
             meter.create_counter("trawl_bytes_downloaded", "Bytes received by downloads", "By").add(
                 transferred, {"platform": platform})
-            meter.create_histogram_float("trawl_download_duration", "Seconds per download attempt", "s").record(
+            meter.create_histogram_float("trawl_download_duration_seconds", "Seconds per download attempt", "s").record(
                 time.monotonic() - started, {"platform": platform})
         resolved = getattr(result, "resolved", None)
         if resolved is not None:

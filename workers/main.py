@@ -10,11 +10,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import temporalio.workflow
 from temporalio.client import Client
+from temporalio.runtime import LogForwardingConfig, LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
 from temporalio.worker import Worker
 
 from activities.commit import CommitActivities
@@ -29,23 +31,53 @@ from trawl.platforms.registry import Registry, build_registry
 from trawl.settings import Settings
 from trawl.storage.blobs import LocalBlobStore
 from trawl.storage.catalog import Catalog
+from workers.cleanup import clean_periodically
 from workers.interceptors import ObservingInterceptor
 from workflows.crawl import CrawlWorkflow
 from workflows.media_item import MediaItemWorkflow
 from workflows.policies import download_queue, fetch_queue, workflow_queue
 
 FETCH_CONCURRENCY = 8
+CORE_LOGGER = "temporalio.core"
+
+
+def core_logging() -> LoggingConfig:
+    """The Temporal core's (Rust) log lines forwarded to the Python logger ``temporalio.core``.
+
+    Left to itself the core writes coloured text straight to descriptor 1; forwarded, its lines go
+    through trawl's handler like every other record (JSON on a log stream that is not a terminal).
+    """
+    return LoggingConfig(
+        filter=TelemetryFilter(core_level="WARN", other_level="ERROR"),
+        forwarding=LogForwardingConfig(logger=logging.getLogger(CORE_LOGGER), append_target_to_name=False),
+    )
+
+
+def install_core_logging() -> None:
+    """Make the default runtime (every client connected without a runtime of its own) forward its logs.
+
+    Call before the first client connects: a runtime's logging is fixed when it is created.
+    """
+    Runtime.set_default(Runtime(telemetry=TelemetryConfig(logging=core_logging())), error_if_already_set=False)
+
+
+# Appended to the identity of a worker that lives only as long as one command.
+ONE_SHOT_MARK = "/one-shot"
 
 
 @contextlib.asynccontextmanager
 async def running_worker(
-    client: Client, settings: Settings, registry: Registry | None = None
+    client: Client, settings: Settings, registry: Registry | None = None, *, one_shot: bool = False
 ) -> AsyncIterator[list[Worker]]:
-    """Run every trawl worker of this process for the duration of the block."""
+    """Run every trawl worker of this process for the duration of the block.
+
+    ``one_shot`` marks the identity of a worker that lives only as long as one command, so other
+    commands can tell it from the deployment's long-running workers (see ``live_workers``).
+    """
     registry = registry or build_registry(settings.platforms)
     # The item summary line carries its own fields; the SDK's context suffix would repeat them.
     temporalio.workflow.logger.workflow_info_on_message = False
-    identity = settings.worker.identity or default_worker_name()
+    identity = (settings.worker.identity or default_worker_name()) + (ONE_SHOT_MARK if one_shot else "")
     prefix = settings.temporal.task_queue_prefix
     settings.work_dir.mkdir(parents=True, exist_ok=True)
     settings.blobs_dir.mkdir(parents=True, exist_ok=True)
@@ -54,11 +86,15 @@ async def running_worker(
     http = make_client(settings.net)
     retry = settings.retry
     blobs = LocalBlobStore(settings.blobs_dir)
+    # Each stage's attempt limit is applied by its activities (activities.errors), so that
+    # infrastructure failures can wait out the stage's schedule_to_close instead.
     fetch = FetchActivities(registry, ResolveContext(http, settings.net.max_page_bytes), catalog, blobs,
-                            retry.fetch.maximum_interval)
-    download = DownloadActivities(http, settings.work_dir, settings.download, retry.download.maximum_interval)
-    verify = VerifyActivities(retry.verify.maximum_interval)
-    commit = CommitActivities(catalog, blobs, settings.work_dir, retry.commit.maximum_interval)
+                            retry.fetch.maximum_interval, retry.fetch.maximum_attempts)
+    download = DownloadActivities(http, settings.work_dir, settings.download, retry.download.maximum_interval,
+                                  retry.download.maximum_attempts)
+    verify = VerifyActivities(retry.verify.maximum_interval, retry.verify.maximum_attempts)
+    commit = CommitActivities(catalog, blobs, settings.work_dir, retry.commit.maximum_interval,
+                              retry.commit.maximum_attempts)
     download_slots = settings.worker.max_concurrent_activities
     threads = download_slots + FETCH_CONCURRENCY * len(registry.platforms)
     executor = concurrent.futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="activity")
@@ -85,11 +121,13 @@ async def running_worker(
                               activity_executor=executor, max_concurrent_activities=FETCH_CONCURRENCY,
                               max_task_queue_activities_per_second=rate, **common))
     tasks = [asyncio.create_task(worker.run()) for worker in workers]
+    cleanup = asyncio.create_task(clean_periodically(client, settings.work_dir, settings.download.keep_failed_partials))
     try:
         yield workers
     finally:
+        cleanup.cancel()
         await asyncio.gather(*(worker.shutdown() for worker in workers), return_exceptions=True)
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(cleanup, *tasks, return_exceptions=True)
         executor.shutdown(wait=False, cancel_futures=True)
         http.close()
         catalog.close()

@@ -184,6 +184,8 @@ class CrawlWorkflow:
                 CrawlActivities.expand_source, ExpandInput(source),
                 task_queue=self._inp.options.download_queue,
                 start_to_close_timeout=timedelta(minutes=10),
+                heartbeat_timeout=timedelta(seconds=self._inp.options.heartbeat_timeout_s),
+                schedule_to_close_timeout=self._inp.options.fetch.schedule_to_close,
                 retry_policy=self._inp.options.fetch.retry_policy(),
             )
         except ActivityError as err:

@@ -38,6 +38,9 @@ OUTCOME = SearchAttributeKey.for_keyword("Outcome")
 CRAWL_ID = SearchAttributeKey.for_keyword("CrawlId")
 SEARCH_ATTRIBUTES = (PLATFORM, CANONICAL_KEY, STAGE, OUTCOME, CRAWL_ID)
 
+# workflow.patched ids (the versioning policy in the README): one per change of the command sequence.
+KEEP_FAILED_PARTIALS = "keep-failed-partials"
+
 
 @dataclass
 class ItemInput:
@@ -149,12 +152,17 @@ class MediaItemWorkflow:
                 task_queue=self._opts.download_queue,
                 start_to_close_timeout=self._opts.commit.start_to_close,
                 schedule_to_close_timeout=self._opts.commit.schedule_to_close,
+                heartbeat_timeout=self._heartbeat_timeout,
                 retry_policy=self._opts.commit.retry_policy(),
             )
             return self._finish(ItemResult(wid, inp.url, committed.outcome, resolved.canonical_key,
                                            resolved.platform, resolved.title, assets=committed.assets))
         except ItemFailed as failed:
-            await self._discard()
+            # Partial files of a failed item are kept so a re-crawl resumes from them (the
+            # workers remove them after download.keep_failed_partials), unless they are what
+            # failed. Runs started before this change discarded them all here.
+            if not workflow.patched(KEEP_FAILED_PARTIALS) or failed.error_class == "content_corrupt":
+                await self._discard()
             return self._finish(ItemResult(
                 wid, inp.url, "failed", resolved.canonical_key if resolved else None,
                 resolved.platform if resolved else inp.platform, resolved.title if resolved else None,
@@ -177,6 +185,7 @@ class MediaItemWorkflow:
                 task_queue=self._opts.fetch_queue(self._inp.platform),
                 start_to_close_timeout=self._opts.fetch.start_to_close,
                 schedule_to_close_timeout=self._opts.fetch.schedule_to_close,
+                heartbeat_timeout=self._heartbeat_timeout,
                 retry_policy=self._opts.fetch.retry_policy(),
             )
         except ActivityError as err:
@@ -219,6 +228,7 @@ class MediaItemWorkflow:
                     task_queue=self._opts.download_queue,
                     start_to_close_timeout=self._opts.verify.start_to_close,
                     schedule_to_close_timeout=self._opts.verify.schedule_to_close,
+                    heartbeat_timeout=self._heartbeat_timeout,
                     retry_policy=self._opts.verify.retry_policy(),
                 )
             except ActivityError as err:
@@ -240,7 +250,7 @@ class MediaItemWorkflow:
             task_queue=self._opts.download_queue,
             start_to_close_timeout=self._opts.download.start_to_close,
             schedule_to_close_timeout=self._opts.download.schedule_to_close,
-            heartbeat_timeout=timedelta(seconds=self._opts.heartbeat_timeout_s),
+            heartbeat_timeout=self._heartbeat_timeout,
             retry_policy=self._opts.download.retry_policy(),
             cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         )
@@ -249,6 +259,11 @@ class MediaItemWorkflow:
             return await task
         finally:
             self._running.pop(asset.name, None)
+
+    @property
+    def _heartbeat_timeout(self) -> timedelta:
+        # Every stage heartbeats, so a dead worker's task moves to another within this time.
+        return timedelta(seconds=self._opts.heartbeat_timeout_s)
 
     async def _refetch(self, seen_generation: int) -> Resolved:
         """Fresh media URLs; assets whose URLs expired together share one fetch."""
@@ -278,6 +293,7 @@ class MediaItemWorkflow:
             DiscardInput(workflow.info().workflow_id, names or [], self._inp.platform),
             task_queue=self._opts.download_queue,
             start_to_close_timeout=timedelta(seconds=60),
+            schedule_to_close_timeout=timedelta(minutes=10),  # the policy itself has no attempt limit
             retry_policy=self._opts.commit.retry_policy(),
         )
 

@@ -24,11 +24,15 @@ class StagePolicy:
     schedule_to_close_s: float | None = None
 
     def retry_policy(self) -> RetryPolicy:
+        """The stage's policy; classes retried only briefly (name_not_found) are retryable here
+        and made final by the activity itself at their ``max_attempts`` (activities.errors)."""
         return RetryPolicy(
             initial_interval=timedelta(seconds=self.initial_interval_s),
             backoff_coefficient=self.backoff_coefficient,
             maximum_interval=timedelta(seconds=self.maximum_interval_s),
-            maximum_attempts=self.maximum_attempts,
+            # No attempt limit here: the activities apply maximum_attempts to every class but the
+            # infrastructure ones, which retry until schedule_to_close (activities.errors).
+            maximum_attempts=0,
             non_retryable_error_types=list(NON_RETRYABLE),
         )
 

@@ -14,9 +14,17 @@ from starter.client import item_result, start_item
 from tests.conftest import make_settings
 from tests.e2e.test_cli import blob_count, records, run, trawl_env
 from trawl.platforms.registry import build_registry
+import trawl.errors
 from trawl.settings import PlatformSettings, PlatformsSettings
 from trawl.simulator import Simulator
-from trawl.simulator.bilibili import SHORT_LINK, UPLOADER_MID, install_bilibili_site
+from trawl.simulator.bilibili import (
+    PRIVATE_VIDEO,
+    SHORT_LINK,
+    UNLISTED_CODE,
+    UNLISTED_CODE_VIDEO,
+    UPLOADER_MID,
+    install_bilibili_site,
+)
 from trawl.simulator.facebook import LOGIN_WALL_ID, VIDEOS, install_facebook_site
 from trawl.simulator.weibo import install_weibo_site
 from trawl.storage.catalog import Catalog
@@ -48,6 +56,8 @@ def test_bilibili_three_url_forms_commit_once_with_dash_streams(bili, tmp_path: 
     assert {r["canonical_key"] for r in got} == {"bilibili:BV117411r7R1"}
     assert {r["outcome"] for r in got} <= {"committed", "duplicate"} and "committed" in {r["outcome"] for r in got}
     assert sorted(a["kind"] for a in got[0]["assets"]) == ["audio", "video"]  # no ffmpeg here: both kept
+    # The DASH audio stream is an ISO file like the video: its kind, not its bytes, makes it audio/mp4.
+    assert {a["kind"]: a["mime"] for a in got[0]["assets"]} == {"video": "video/mp4", "audio": "audio/mp4"}
     listed = records(run(["items", "--json"], env, tmp_path).stdout)
     assert len(listed) == 1 and listed[0]["platform"] == "bilibili"
     assert listed[0]["canonical_url"] == "https://www.bilibili.com/video/BV117411r7R1"
@@ -95,6 +105,54 @@ def test_weibo_video_and_picture_posts(sim: Simulator, tmp_path: Path, temporal_
     assert [a["kind"] for a in pics["assets"]] == ["image", "image"]
     assert all(Path(a["path"]).read_bytes()[:3] == b"\xff\xd8\xff" for a in pics["assets"])
     assert len(records(run(["items", "--json"], env, tmp_path).stdout)) == 2
+
+
+def test_bilibili_platform_codes_are_classified_through_the_cli(bili, tmp_path: Path,
+                                                                temporal_address: str) -> None:
+    env = trawl_env(tmp_path, temporal_address, **platform_env("bilibili", bili.settings()))
+    urls = [bili.url(PRIVATE_VIDEO), bili.url(UNLISTED_CODE_VIDEO)]
+    resolved = run(["resolve", "--json", *urls], env, tmp_path)
+    assert resolved.returncode == 1
+    private, unlisted = records(resolved.stdout)
+    assert (private["error_class"], unlisted["error_class"]) == ("forbidden", "platform_error")
+    assert "62012" in private["error"] and "仅UP主自己可见" in private["error"] and urls[0] in private["error"]
+    assert str(UNLISTED_CODE) in unlisted["error"] and urls[1] in unlisted["error"]
+
+
+# Few, quick fetch attempts: an answer misread as retryable fails as that class instead of hanging.
+QUICK_FETCH = {"TRAWL_RETRY__FETCH__MAXIMUM_ATTEMPTS": "2", "TRAWL_RETRY__FETCH__INITIAL_INTERVAL": "100ms",
+               "TRAWL_RETRY__FETCH__MAXIMUM_INTERVAL": "200ms"}
+
+
+def test_weibo_login_wall_fails_at_once_asking_for_cookies(sim: Simulator, tmp_path: Path,
+                                                           temporal_address: str) -> None:
+    site = install_weibo_site(sim)
+    site.login_wall = {"desktop", "mobile"}
+    env = trawl_env(tmp_path, temporal_address, **platform_env("weibo", site.settings()), **QUICK_FETCH)
+    post = site.posts["playback"]
+    done = run(["crawl", "--json", sim.url(f"/{post.uid}/{post.mblogid}")], env, tmp_path)
+    assert done.returncode == 1
+    [got] = records(done.stdout)
+    assert (got["outcome"], got["error_class"]) == ("failed", "login_required")
+    assert "platforms.weibo.cookies_file" in got["error"]
+    assert sim.stats["/statuses/show"].requests == 1  # tried the mobile API once, then stopped
+
+
+def test_weibo_repost_commits_under_its_own_key_with_the_video(sim: Simulator, tmp_path: Path,
+                                                               temporal_address: str) -> None:
+    site = install_weibo_site(sim)
+    env = trawl_env(tmp_path, temporal_address, **platform_env("weibo", site.settings()))
+    repost, original = site.posts["repost"], site.posts["urls"]
+    urls = [sim.url(f"/{repost.uid}/{repost.mblogid}"), sim.url(f"/detail/{original.mid}")]
+    done = run(["crawl", "--json", *urls], env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    got = {r["canonical_key"]: r for r in records(done.stdout)}
+    assert set(got) == {f"weibo:{repost.mid}", f"weibo:{original.mid}"}
+    shared = got[f"weibo:{repost.mid}"]
+    assert shared["title"] == repost.title and "转发微博" not in shared["title"]
+    assert [a["kind"] for a in shared["assets"]] == ["video"]
+    assert shared["assets"][0]["sha256"] == got[f"weibo:{original.mid}"]["assets"][0]["sha256"]
+    assert blob_count(tmp_path) == 1  # the reposted video is stored once
 
 
 def test_facebook_short_link_and_login_wall(sim: Simulator, tmp_path: Path, temporal_address: str) -> None:
@@ -179,3 +237,24 @@ async def test_cookies_never_reach_temporal_history(temporal_client: Client, tmp
     raw = b"".join(event.SerializeToString() for event in history.events)
     assert b"BV117411r7R1" in raw  # the payloads are searchable as they are
     assert b"top-secret-session-value" not in raw and str(cookies).encode() not in raw
+
+
+async def test_unresolvable_host_is_retried_briefly_then_fails_as_name_not_found(
+        temporal_client: Client, tmp_path: Path, temporal_address: str) -> None:
+    settings = make_settings(tmp_path, temporal_address,
+                             retry={"fetch": {"initial_interval": "100ms", "maximum_interval": "200ms",
+                                              "maximum_attempts": 8}})
+    registry = build_registry(settings.platforms)
+    async with running_worker(temporal_client, settings, registry):
+        started = await start_item(temporal_client, settings, registry, "http://media.invalid/clip.mp4")
+        result = await asyncio.wait_for(item_result(started.handle, ""), 90)
+    assert (result.outcome, result.error_class) == ("failed", "name_not_found")
+    assert "media.invalid" in (result.error or "") and "does not resolve" in (result.error or "")
+    history = await started.handle.fetch_history()
+    fetches = {e.event_id for e in history.events if e.HasField("activity_task_scheduled_event_attributes")
+               and e.activity_task_scheduled_event_attributes.activity_type.name == "fetch"}
+    attempts = [e.activity_task_started_event_attributes.attempt for e in history.events
+                if e.HasField("activity_task_started_event_attributes")
+                and e.activity_task_started_event_attributes.scheduled_event_id in fetches]
+    assert attempts == [trawl.errors.NAME_NOT_FOUND_ATTEMPTS]  # the last attempt's number
+    assert trawl.errors.NAME_NOT_FOUND_ATTEMPTS < 8  # a few attempts, not the policy's eight

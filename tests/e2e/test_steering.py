@@ -17,7 +17,7 @@ from trawl.settings import Settings
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
 from workers.main import running_worker
 
-SIZE = 5_000_000
+SIZE = 12_000_000  # at 1 MB/s: time for several CLI round trips while it downloads, even on a loaded machine
 
 
 def cli_env(settings: Settings, tmp_path: Path) -> dict[str, str]:

@@ -32,7 +32,7 @@ def settings(tmp_path: Path, temporal_address: str) -> Settings:
                          download={"heartbeat_timeout": "3s"}, worker={"graceful_shutdown_timeout": "5s"})
 
 
-def start_worker(settings: Settings, tmp_path: Path) -> subprocess.Popen[bytes]:
+def start_worker(settings: Settings, tmp_path: Path, **extra: str) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRAWL_")}
     env.update(
         TRAWL_DATA_DIR=str(settings.data_dir), TRAWL_NET__ALLOW_PRIVATE="true",
@@ -41,8 +41,10 @@ def start_worker(settings: Settings, tmp_path: Path) -> subprocess.Popen[bytes]:
         TRAWL_CATALOG__URL=settings.catalog.url,
         TRAWL_WORKER__GRACEFUL_SHUTDOWN_TIMEOUT="5s",
     )
+    env.update(extra)
     log = open(tmp_path / f"worker-{time.monotonic_ns()}.log", "wb")
-    return subprocess.Popen([TRAWL, "worker"], env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)
+    return subprocess.Popen([TRAWL, "worker"], env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
 
 
 async def wait_until(predicate, timeout: float = 60) -> None:
@@ -84,3 +86,43 @@ async def test_download_resumes_on_another_worker(how: signal.Signals, temporal_
     assert sim.stats["/big.mp4"].ranges[-1] is not None  # the last request asked for a Range
     assert Catalog(settings.catalog_url).count() == 1
     assert list(settings.work_dir.rglob("*.part")) == []
+
+
+def page_with_duration(title: str, video: str, seconds: float) -> str:
+    return (f'<html><head><meta property="og:title" content="{title}" />'
+            f'<meta property="og:video" content="{video}" /><meta property="og:video:type" content="video/mp4" />'
+            f'<meta property="og:video:duration" content="{seconds}" /></head><body></body></html>')
+
+
+@pytest.mark.slow
+async def test_a_worker_killed_during_verify_hands_the_item_on_within_the_heartbeat_timeout(
+        temporal_client: Client, settings: Settings, sim: Simulator, tmp_path: Path) -> None:
+    """Verify hangs on the first worker (its ffprobe never answers); that worker is SIGKILLed.
+    Verify's start-to-close is 30 minutes: only a heartbeat timeout brings the task to the next
+    worker in seconds."""
+    from workers.main import running_worker
+
+    assert settings.retry.verify.start_to_close.total_seconds() >= 600  # the default, not shortened
+    media = MediaFile("mp4", "verify-kill", 400_000)
+    sim.add_file("/v.mp4", media)
+    sim.add_page("/watch", page_with_duration("verify kill", "/v.mp4", 12.0))
+    slow_bin = tmp_path / "slow-bin"
+    slow_bin.mkdir()
+    marker = tmp_path / "ffprobe-started"
+    (slow_bin / "ffprobe").write_text(f"#!/bin/sh\ntouch {marker}\nsleep 300\necho 12.0\n")
+    (slow_bin / "ffprobe").chmod(0o755)
+    first = start_worker(settings, tmp_path, PATH=f"{slow_bin}:{os.environ['PATH']}")
+    try:
+        started = await start_item(temporal_client, settings, default_registry(), sim.url("/watch"))
+        await wait_until(marker.exists, timeout=60)
+        os.killpg(first.pid, signal.SIGKILL)  # the worker and the ffprobe it started
+        first.wait(timeout=30)
+        async with running_worker(temporal_client, settings):
+            result = await asyncio.wait_for(item_result(started.handle, ""), 90)
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+            first.wait()
+    assert result.outcome == "committed", result
+    assert result.assets[0].sha256 == media.sha256()
+    assert Catalog(settings.catalog_url).count() == 1

@@ -76,3 +76,11 @@ def test_duration_checked_when_ffprobe_is_installed(video, tmp_path: Path, monke
         verify_file(path, kind="video", sha256=sha, size=len(data), expected_duration=300)
     fake.write_text("#!/bin/sh\necho 'Invalid data found' >&2\nexit 1\n")
     verify_file(path, kind="video", sha256=sha, size=len(data), expected_duration=300)  # unreadable: skipped
+
+
+def test_audio_in_a_generic_iso_container_is_recorded_as_audio(tmp_path: Path) -> None:
+    # A DASH audio segment (.m4s) carries a generic ISO brand, not M4A: only the kind says audio.
+    data = MediaFile("mp4", "dash-audio", 10_000).read(0, 10_000)
+    path = tmp_path / "audio.part"
+    checked = verify_file(path, kind="audio", sha256=write(path, data), size=len(data))
+    assert (checked.sniffed, checked.mime) == ("mp4", "audio/mp4")

@@ -73,11 +73,12 @@ class Resolver(ABC):
 
     # -- helpers ---------------------------------------------------------------------------
     def fetch_page(self, url: str, ctx: ResolveContext, headers: dict[str, str] | None = None,
-                   platform_codes: bool = True) -> Page:
+                   platform_codes: bool = True, item_url: str = "") -> Page:
         """GET a page, refusing bodies over the page limit and classifying failures.
 
         ``platform_codes=False`` ignores JSON error codes in a 200 answer (for APIs like
         Bilibili's nav, which says "not logged in" and still carries what we need).
+        ``item_url`` is the URL the user gave, named in the error when ``url`` is an API call.
         """
         try:
             with ctx.client.stream("GET", url, headers=headers) as resp:
@@ -85,7 +86,8 @@ class Resolver(ABC):
         except httpx.HTTPError as exc:
             raise classify_exception(exc) from None
         checked = body if platform_codes or resp.status_code >= 400 else None
-        error = classify_response(resp.status_code, resp.headers, checked, url=url)
+        error = classify_response(resp.status_code, resp.headers, checked, url=url, item_url=item_url,
+                                  platform=self.platform)
         if error is not None:
             raise error
         return Page(str(resp.url), resp.status_code, resp.headers, body)
@@ -180,9 +182,9 @@ def load_cookies(path: str) -> dict[str, str]:
 
 
 def get_json(resolver: Resolver, url: str, ctx: ResolveContext, headers: dict[str, str] | None = None,
-             platform_codes: bool = True) -> dict:
-    """GET a JSON API; platform error codes are classified (see ``trawl.errors``)."""
-    return json_object(resolver.platform, url, resolver.fetch_page(url, ctx, headers, platform_codes))
+             platform_codes: bool = True, item_url: str = "") -> dict:
+    """GET a JSON API; platform error codes are classified (see ``trawl.errors``), naming ``item_url``."""
+    return json_object(resolver.platform, url, resolver.fetch_page(url, ctx, headers, platform_codes, item_url))
 
 
 def json_object(platform: str, url: str, page: Page) -> dict:

@@ -3,6 +3,10 @@
 Metadata comes from ``x/web-interface/view``; streams from ``x/player/wbi/playurl``, signed
 with WBI keys from ``x/web-interface/nav``. A ``durl`` answer gives one asset per segment; a
 ``dash`` answer gives a video and an audio asset, merged at commit when ffmpeg exists.
+
+Any non-zero ``code`` in an answer is an error carrying the code, Bilibili's message and the
+URL given (:func:`trawl.errors.classify_bilibili_code`); the code table comes from the public
+API documentation, and only the -412/-352 bodies are real captures.
 """
 
 from __future__ import annotations
@@ -146,13 +150,13 @@ class BilibiliResolver(Resolver):
     def resolve(self, url: str, ctx: ResolveContext) -> Resolved:
         ref = self.ref(url)
         if ref is None:  # a b23.tv short link: follow it, then it must be a video URL
-            page = self.fetch_page(url, ctx, self._headers())
+            page = self.fetch_page(url, ctx, self._headers(), item_url=url)
             ref = self.ref(page.url)
             if ref is None:
                 raise UnsupportedUrl(f"{url}: short link leads to {page.url}, not a Bilibili video")
         headers = self._headers()
         api = self.config.api_base.rstrip("/")
-        view = get_json(self, f"{api}/x/web-interface/view?bvid={ref.bvid}", ctx, headers)
+        view = get_json(self, f"{api}/x/web-interface/view?bvid={ref.bvid}", ctx, headers, item_url=url)
         data = view.get("data") if isinstance(view.get("data"), dict) else {}
         bvid = str_or_none(data.get("bvid")) or ref.bvid
         pages = [p for p in _list(data.get("pages")) if isinstance(p, dict)]
@@ -199,7 +203,8 @@ class BilibiliResolver(Resolver):
         params = wbi_sign({"bvid": bvid, "cid": cid, "qn": self.config.quality, "fnval": FNVAL_DASH, "fnver": 0,
                            "fourk": 1}, img, sub)
         api = self.config.api_base.rstrip("/")
-        play = get_json(self, f"{api}/x/player/wbi/playurl?{urllib.parse.urlencode(params)}", ctx, headers)
+        play = get_json(self, f"{api}/x/player/wbi/playurl?{urllib.parse.urlencode(params)}", ctx, headers,
+                        item_url=url)
         data = play.get("data")
         if not isinstance(data, dict):
             raise ParseError(f"bilibili: {url}: playurl answer has no data")
@@ -225,10 +230,7 @@ class BilibiliResolver(Resolver):
     def _dash(self, url: str, dash: dict, headers: dict[str, str]) -> list[Asset]:
         videos = [v for v in _list(dash.get("video")) if isinstance(v, dict) and int_or_none(v.get("id"))]
         require(videos, self.platform, url, "data.dash.video")
-        wanted = self.config.quality
-        allowed = [v for v in videos if int_or_none(v.get("id")) <= wanted] or videos  # type: ignore[operator]
-        best = max(allowed, key=lambda v: (int_or_none(v.get("id")) or 0,
-                                           -CODEC_RANK.get(int_or_none(v.get("codecid")) or 0, 9)))
+        best = _pick_video(videos, self.config.quality)
         video_urls = _urls(best.get("baseUrl") or best.get("base_url"), best.get("backupUrl") or best.get("backup_url"))
         require(video_urls, self.platform, url, "data.dash.video[].baseUrl")
         assets = [Asset(name="video", kind="video", urls=video_urls, headers=dict(headers),
@@ -262,6 +264,19 @@ class BilibiliResolver(Resolver):
             if count is not None and page * 30 >= count:
                 break
         return urls
+
+
+def _pick_video(videos: list[dict], wanted: int) -> dict:
+    """The stream closest to ``wanted`` (a ``qn``): the best at or below it, else the lowest above.
+
+    Asking for less than anything offered means "as small as possible", so it never picks the
+    best stream. Among streams of the chosen quality, AVC is preferred (see CODEC_RANK).
+    """
+    ids = {int_or_none(v.get("id")) or 0 for v in videos}
+    at_or_below = [i for i in ids if i <= wanted]
+    chosen = max(at_or_below) if at_or_below else min(ids)
+    return min((v for v in videos if (int_or_none(v.get("id")) or 0) == chosen),
+               key=lambda v: CODEC_RANK.get(int_or_none(v.get("codecid")) or 0, 9))
 
 
 def _list(value: Any) -> list[Any]:

@@ -12,7 +12,6 @@ audio into separate files, and every video that has one also has progressive URL
 
 from __future__ import annotations
 
-import html
 import json
 import math
 import re
@@ -20,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin
 
-from trawl.errors import LoginRequired, NotFound, ParseError, UnsupportedUrl
+from trawl.errors import ParseError, UnsupportedUrl, classify_facebook_page
 from trawl.models import Asset, Resolved
 from trawl.platforms.base import (
     Page,
@@ -42,9 +41,6 @@ _HOSTS = r"(?:(?:www|m|web|mbasic|touch|[a-z]{2}-[a-z]{2})\.)?facebook\.com"
 _END = r"/?(?:[?#].*)?$"
 _SCRIPT_OPEN = re.compile(r"<script\b", re.IGNORECASE)
 _SCRIPT_CLOSE = re.compile(r"</script", re.IGNORECASE)
-_LOGIN_MARKERS = ('id="login_form"', "you must log in to continue")
-# The apostrophe arrives straight, curly or as an entity; the page text is unescaped first.
-_GONE_MARKERS = ("content isn't available", "content isn\u2019t available")
 HD_FIELDS = ("playable_url_quality_hd", "browser_native_hd_url")
 SD_FIELDS = ("playable_url", "browser_native_sd_url")
 
@@ -120,29 +116,31 @@ class FacebookResolver(Resolver):
         video_id = self.video_id(url)
         if video_id is not None:
             page_url = f"{self.config.page_base.rstrip('/')}/watch/?v={video_id}"
-            return self.from_page(self.fetch_page(page_url, ctx, self._headers()), video_id)
+            return self.from_page(self.fetch_page(page_url, ctx, self._headers(), item_url=url), video_id, url)
         if not self.claims(url):
             raise unsupported(url, "not a Facebook video URL")
         # A short link: the client follows the redirect and the page it lands on is the video's.
-        page = self.fetch_page(url, ctx, self._headers())
+        page = self.fetch_page(url, ctx, self._headers(), item_url=url)
         video_id = self.video_id(page.url)
         if video_id is None:
-            if _has_marker(page.text(), _LOGIN_MARKERS):
-                raise LoginRequired(f"facebook: {url}: short link leads to a login wall")
+            stated = classify_facebook_page(page.text(), f" for {url} (short link to {page.url})")
+            if stated is not None:
+                raise stated
             raise UnsupportedUrl(f"{url}: short link leads to {page.url}, not a Facebook video")
-        return self.from_page(page, video_id)
+        return self.from_page(page, video_id, url)
 
-    def from_page(self, page: Page, video_id: str) -> Resolved:
-        """Build the item for ``video_id`` from its fetched video page.
+    def from_page(self, page: Page, video_id: str, url: str = "") -> Resolved:
+        """Build the item for ``video_id`` from its fetched video page (``url``: the user's URL).
 
-        The page's JSON comes first, then OpenGraph. The login and "content isn't available"
-        markers count only when neither has the video: pages for anonymous visitors carry a
-        login form in their header even when the video plays.
+        The page's JSON comes first, then OpenGraph. What the page says instead (a login wall,
+        "content isn't available", a temporary block; see
+        :func:`trawl.errors.classify_facebook_page`) counts only when neither has the video:
+        pages for anonymous visitors carry a login form in their header even when the video
+        plays.
 
         Raises:
-            LoginRequired: the page is a login wall.
-            NotFound: the page says the content is not available.
-            ParseError: neither the JSON nor OpenGraph has a video URL.
+            TrawlError: the error the page states, quoting it and naming the user's URL.
+            ParseError: the page states nothing, and neither the JSON nor OpenGraph has a video URL.
         """
         text = page.text()
         info = find_video(json_blocks(text), video_id, page.url)
@@ -154,10 +152,9 @@ class FacebookResolver(Resolver):
             og = [_absolute(page.url, u) for v in playable for u in (v.secure_url, v.url)]
             urls = list(dict.fromkeys(u for u in og if u))
         if not urls:
-            if _has_marker(text, _LOGIN_MARKERS):
-                raise LoginRequired(f"facebook: {page.url}: login wall instead of video {video_id}")
-            if _has_marker(text, _GONE_MARKERS):
-                raise NotFound(f"facebook: {page.url}: video {video_id} is not available")
+            stated = classify_facebook_page(text, _where(url or page.url, page.url, video_id))
+            if stated is not None:
+                raise stated
             raise ParseError(f"facebook: {page.url}: no video URL for {video_id} in the page JSON "
                              f"({', '.join(HD_FIELDS + SD_FIELDS)}, progressive_urls) nor in og:video")
         return Resolved(
@@ -266,9 +263,10 @@ def _absolute(base: str, value: Any) -> str | None:
         return None
 
 
-def _has_marker(text: str, markers: tuple[str, ...]) -> bool:
-    lowered = html.unescape(text).lower()
-    return any(marker in lowered for marker in markers)
+def _where(url: str, page_url: str, video_id: str) -> str:
+    """What an error is about: the user's URL, the video and, when it differs, the page read."""
+    page = f", page {page_url}" if page_url != url else ""
+    return f" for {url} (video {video_id}{page})"
 
 
 def resolvers(config: FacebookSettings) -> list[Resolver]:

@@ -109,6 +109,8 @@ class _MetaParser(HTMLParser):
                     current.type = content.lower()
                 elif field_name in ("width", "height"):
                     setattr(current, field_name, int_or_none(content))
+                else:  # og:video:duration and the like are simple properties
+                    self.meta.og.setdefault(prop, content)
                 return
         self.meta.og.setdefault(prop, content)
 
@@ -189,7 +191,8 @@ class GenericResolver(Resolver):
                 final_url = str(resp.url)
                 if resp.status_code >= 400:
                     body = _read_limited(resp, 4096, url)
-                    raise classify_response(resp.status_code, resp.headers, body, url=url) or UnsupportedUrl(url)
+                    raise classify_response(resp.status_code, resp.headers, body, url=url,
+                                            platform=self.platform) or UnsupportedUrl(url)
                 kind = kind_from_content_type(content_type)
                 if kind is None and content_type in ("", "application/octet-stream", "binary/octet-stream"):
                     kind = kind_from_extension(final_url)

@@ -10,10 +10,18 @@ What the code relies on, and how sure that is:
 - Captured (``shared/reference/platforms/weibo_*.json``): the status fields (``mid``, ``bid``,
   ``text``, ``created_at``, ``user``), the mobile ``{"ok": 1, "data": {...}}`` envelope and both
   shapes of ``page_info`` (``media_info.playback_list`` and the older ``stream_url*`` / ``urls``).
+- Captured: the repost shape on m.weibo.cn (``retweeted_status`` beside the placeholder text
+  ``转发微博``), from the same capture.
 - Documented, not captured: the desktop ``/ajax/statuses/show`` answer (the status itself with
   ``"ok": 1`` at its top level, ``mblogid``, ``text_raw``, ``pic_infos``), 403 without a Referer, a
-  redirect to ``passport.weibo.com`` when visitor cookies are missing, ``ok: -100`` when rate
-  limited, and the ``/api/container/getIndex`` card list used by :func:`user_post_urls`.
+  redirect to ``passport.weibo.com`` (the Sina Visitor System) when visitor cookies are missing
+  or the client is throttled, ``ok: -100`` with a captcha page when rate limited, and the
+  ``/api/container/getIndex`` card list used by :func:`user_post_urls`.
+- Reported in public issue threads and trawl's issue 11, not captured: ``ok: -100`` with a
+  ``passport.weibo.com/sso/signin`` (or ``login.php``) page as a login wall, HTTP 432 and 418
+  when throttling, and the desktop API lifting a repost's ``page_info`` to the repost's top level
+  while m.weibo.cn keeps it under ``retweeted_status``. How each answer is classified is in
+  :func:`trawl.errors.classify_weibo_answer`.
 - Modelled on other open-source clients (yt-dlp and others), not captured: ``{"ok": 0, "msg": ...}``
   for an unknown or hidden status, and the video page API used for ``tv/show`` URLs (see
   :meth:`WeiboResolver.mid_for_video`). On the real site that API also wants visitor cookies
@@ -36,11 +44,14 @@ from trawl.errors import (
     LoginRequired,
     NotFound,
     ParseError,
+    PlatformError,
     RateLimited,
     TrawlError,
     UnsupportedUrl,
     classify_exception,
     classify_response,
+    classify_weibo_answer,
+    classify_weibo_redirect,
 )
 from trawl.models import Asset, Resolved
 from trawl.platforms.base import (
@@ -76,6 +87,8 @@ _MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                         "Nov", "Dec"), start=1)}
 _CREATED_AT = re.compile(r"\w{3} (\w{3}) (\d{1,2}) (\d{2}):(\d{2}):(\d{2}) ([+-])(\d{2})(\d{2}) (\d{4})")
 _TAG = re.compile(r"<[^>]*>")
+# The text Weibo gives a repost its user wrote nothing for ("Repost Weibo"), simplified and traditional.
+REPOST_PLACEHOLDERS = frozenset({"转发微博", "轉發微博"})
 
 
 # -- mid <-> mblogid -------------------------------------------------------------------------
@@ -142,6 +155,14 @@ def _mid_of(ident: str) -> str | None:
 
 
 # -- the resolver ----------------------------------------------------------------------------
+class _Detour(Exception):
+    """The desktop API refused in a way the mobile API may get around; never leaves the resolver."""
+
+    def __init__(self, error: TrawlError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class WeiboResolver(Resolver):
     """A Weibo status: one video, or its pictures (``image-1``, ``image-2``...)."""
 
@@ -209,29 +230,33 @@ class WeiboResolver(Resolver):
     def fetch_status(self, ident: str, url: str, ctx: ResolveContext) -> dict[str, Any]:
         """The status object for ``ident`` (mid or mblogid): desktop API first, then mobile.
 
-        The desktop API refuses requests without Referer (403) and redirects visitors without
-        cookies to passport.weibo.com; the mobile API usually answers both. Rate limiting, a
-        missing status and network trouble are not retried on the other API: they would fail
-        there too, and hammering a rate-limited site makes the ban longer.
+        The desktop API refuses requests without Referer (403), may answer with the login wall,
+        and sends clients it does not know, or throttles, to the Sina Visitor System; the mobile
+        API often answers anyway, so all three are asked again there. Real rate limiting
+        (``ok: -100`` with a captcha, HTTP 418/432), a missing status and network trouble are
+        not: they would fail there too, and hammering a rate-limited site makes the ban longer.
         """
         try:
             return self._desktop_status(ident, url, ctx)
-        except (Forbidden, ParseError, LoginRequired) as exc:
-            desktop_error = exc
+        except (Forbidden, ParseError, LoginRequired, PlatformError) as exc:
+            desktop_error: TrawlError = exc
+        except _Detour as detour:
+            desktop_error = detour.error
         try:
             return self._mobile_status(ident, url, ctx)
         except TrawlError as exc:
-            if isinstance(exc, ParseError) and isinstance(desktop_error, LoginRequired):
-                raise desktop_error from None
-            raise type(exc)(f"{exc} (desktop API: {desktop_error})", retry_after=exc.retry_after) from None
+            if isinstance(exc, ParseError) and isinstance(desktop_error, (LoginRequired, RateLimited)):
+                raise desktop_error from None  # the mobile API said nothing; the desktop one did
+            also = ("the desktop API answered the same" if type(exc) is type(desktop_error)
+                    else f"desktop API: {desktop_error}")
+            raise type(exc)(f"{exc} ({also})", retry_after=exc.retry_after) from None
 
     def _desktop_status(self, ident: str, url: str, ctx: ResolveContext) -> dict[str, Any]:
         api = f"{self.config.page_base.rstrip('/')}/ajax/statuses/show?{urlencode({'id': ident})}"
-        page = self.fetch_page(api, ctx, self.api_headers(self.config.referer))
-        final = urlsplit(page.url)
-        if (final.hostname or "").startswith(("passport.", "login.")) or final.path.startswith("/visitor/"):
-            where = page.url.split("?")[0]
-            raise LoginRequired(f"{PLATFORM}: {url}: desktop API redirected to {where} (visitor cookies needed)")
+        page = self.fetch_page(api, ctx, self.api_headers(self.config.referer), item_url=url)
+        refusal = classify_weibo_redirect(page.url, f" for {url}")
+        if refusal is not None:
+            raise _Detour(refusal)  # the visitor system or a login page: the mobile API may answer
         doc = json_object(PLATFORM, api, page)
         # The desktop answer is the status itself, with "ok": 1 among its fields.
         _check_ok(doc, url, allow_missing=True)
@@ -239,7 +264,12 @@ class WeiboResolver(Resolver):
 
     def _mobile_status(self, ident: str, url: str, ctx: ResolveContext) -> dict[str, Any]:
         base = self.config.mobile_base.rstrip("/")
-        doc = get_json(self, f"{base}/statuses/show?{urlencode({'id': ident})}", ctx, self.api_headers(base + "/"))
+        api = f"{base}/statuses/show?{urlencode({'id': ident})}"
+        page = self.fetch_page(api, ctx, self.api_headers(base + "/"), item_url=url)
+        refusal = classify_weibo_redirect(page.url, f" for {url}")
+        if refusal is not None:
+            raise refusal
+        doc = json_object(PLATFORM, api, page)
         _check_ok(doc, url, allow_missing=False)
         data = doc.get("data")
         if not isinstance(data, dict):
@@ -260,7 +290,7 @@ class WeiboResolver(Resolver):
         page_path = f"/tv/show/{fid}"
         api = f"{base}/tv/api/component?{urlencode({'page': page_path})}"
         form = {"data": json.dumps({"Component_Play_Playinfo": {"oid": fid}}, separators=(",", ":"))}
-        doc = self._post_json(api, form, ctx, self.api_headers(base + quote(page_path, safe="/:")))
+        doc = self._post_json(api, form, ctx, self.api_headers(base + quote(page_path, safe="/:")), url)
         code = str(doc.get("code", ""))
         info = dig(doc, "data", "Component_Play_Playinfo")
         mid = str(int_or_none(dig(info, "mid")) or "")
@@ -271,13 +301,15 @@ class WeiboResolver(Resolver):
             require(None, PLATFORM, url, "data.Component_Play_Playinfo.mid")
         return mid
 
-    def _post_json(self, url: str, form: dict[str, str], ctx: ResolveContext, headers: dict[str, str]) -> dict:
+    def _post_json(self, url: str, form: dict[str, str], ctx: ResolveContext, headers: dict[str, str],
+                   item_url: str) -> dict:
         try:
             with ctx.client.stream("POST", url, data=form, headers=headers) as resp:
                 body = _read_limited(resp, ctx.max_page_bytes, url)
         except httpx.HTTPError as exc:
             raise classify_exception(exc) from None
-        error = classify_response(resp.status_code, resp.headers, body, url=url)
+        error = classify_response(resp.status_code, resp.headers, body, url=url, item_url=item_url,
+                                  platform=PLATFORM)
         if error is not None:
             raise error
         try:
@@ -292,6 +324,10 @@ class WeiboResolver(Resolver):
     def from_status(self, status: Any, url: str) -> Resolved:
         """Build the item from a status object (desktop or mobile shape); no network.
 
+        A repost is its own item (its own key, its author) with the reposted status's media:
+        m.weibo.cn keeps them under ``retweeted_status``, the desktop API also lifts the
+        ``page_info`` to the top level; both give the same item.
+
         Raises:
             ParseError: the status has no usable mid.
             UnsupportedUrl: the status has neither a video nor pictures.
@@ -302,13 +338,14 @@ class WeiboResolver(Resolver):
         user = status.get("user") if isinstance(status.get("user"), dict) else {}
         uid = _digits(user.get("idstr")) or _digits(user.get("id"))
         media_headers = {"Referer": self.config.referer, "User-Agent": self.config.user_agent}
-        video, play_duration = _video_asset(status.get("page_info"), media_headers)
+        carrier = _media_carrier(status)
+        video, play_duration = _video_asset(carrier.get("page_info"), media_headers)
         assets = [video] if video else []
-        assets += _image_assets(status, media_headers)
+        assets += _image_assets(carrier, media_headers)
         if not assets:
             hint = _repost_hint(status)
             raise UnsupportedUrl(f"{url}: Weibo status {mid} has no media (no video, no pictures){hint}")
-        duration = _positive(dig(status, "page_info", "media_info", "duration")) or play_duration
+        duration = _positive(dig(carrier, "page_info", "media_info", "duration")) or play_duration
         metadata = {"mid": mid, "mblogid": mblogid}
         if uid:
             metadata["uid"] = uid
@@ -317,7 +354,7 @@ class WeiboResolver(Resolver):
             canonical_url=f"{REAL_HOST}/{uid}/{mblogid}" if uid else f"https://m.weibo.cn/detail/{mid}",
             platform=PLATFORM,
             assets=assets,
-            title=_title(status),
+            title=_title(status, carrier),
             uploader=str_or_none(user.get("screen_name")),
             duration=duration,
             published_at=parse_created_at(status.get("created_at")),
@@ -409,18 +446,16 @@ def _status_mid(status: dict[str, Any]) -> str | None:
 
 
 def _check_ok(doc: dict[str, Any], url: str, *, allow_missing: bool) -> None:
-    """Raise for an API answer that is not ``ok: 1`` (``ok: -100`` was classified already)."""
+    """Raise the error an API answer states when it is not ``ok: 1`` (see classify_weibo_answer)."""
     ok = int_or_none(doc.get("ok"))
     if ok == 1 or (ok is None and allow_missing and _status_mid(doc)):
         return
-    message = str_or_none(doc.get("msg")) or str_or_none(doc.get("message"))
     if ok is None:
         raise ParseError(f"{PLATFORM}: {url}: response has no ok")
-    if message and ("登录" in message or "login" in message.lower()):
-        raise LoginRequired(f"{PLATFORM}: {url}: {message}")
-    if ok == -100:
-        raise RateLimited(f"{PLATFORM}: {url}: ok:-100 (captcha)")
-    raise NotFound(f"{PLATFORM}: {url}: {message or f'status not found (ok: {ok})'}")
+    message = str_or_none(doc.get("msg")) or str_or_none(doc.get("message"))
+    error = classify_weibo_answer(ok, message, str_or_none(doc.get("url")), f" for {url}")
+    if error is not None:
+        raise error
 
 
 def _clean_text(value: Any) -> str | None:
@@ -430,9 +465,37 @@ def _clean_text(value: Any) -> str | None:
     return " ".join(text.split()) or None
 
 
-def _title(status: dict[str, Any]) -> str | None:
-    for candidate in (status.get("text_raw"), status.get("raw_text"), status.get("text"),
-                      dig(status, "page_info", "title"), dig(status, "page_info", "content2")):
+def _media_carrier(status: dict[str, Any]) -> dict[str, Any]:
+    """The status whose media an item takes: the status itself, or for a repost without media
+    of its own (m.weibo.cn's shape) the reposted status."""
+    if _has_media(status):
+        return status
+    original = status.get("retweeted_status")
+    return original if isinstance(original, dict) and _has_media(original) else status
+
+
+def _has_media(status: dict[str, Any]) -> bool:
+    return _video_asset(status.get("page_info"), {})[0] is not None or bool(_image_assets(status, {}))
+
+
+def _title(status: dict[str, Any], carrier: dict[str, Any]) -> str | None:
+    """The status's text; for a repost whose text is Weibo's placeholder, the video's own title."""
+    own = _own_text(status)
+    if own and own not in REPOST_PLACEHOLDERS:
+        return own
+    page_info = carrier.get("page_info")
+    # page_info.title and media_info.kol_title are the video's title; content2 is its post's text.
+    for candidate in (dig(page_info, "title"), dig(page_info, "media_info", "kol_title"),
+                      dig(page_info, "content2"), _own_text(status.get("retweeted_status"))):
+        text = _clean_text(candidate)
+        if text and text not in REPOST_PLACEHOLDERS:
+            return text
+    return None  # never the placeholder alone
+
+
+def _own_text(status: Any) -> str | None:
+    """What the status's author wrote (desktop ``text_raw``, mobile ``raw_text``, or ``text``)."""
+    for candidate in (dig(status, "text_raw"), dig(status, "raw_text"), dig(status, "text")):
         text = _clean_text(candidate)
         if text:
             return text
@@ -444,7 +507,7 @@ def _repost_hint(status: dict[str, Any]) -> str:
     if not isinstance(original, dict):
         return ""
     mid = _status_mid(original)
-    return f"; it reposts status {mid}, resolve that one instead" if mid else "; it is a repost"
+    return f"; it reposts status {mid}, which has none either" if mid else "; it is a repost"
 
 
 def _media_url(value: Any) -> str | None:

@@ -6,6 +6,15 @@
 ``rewrite_media`` every stream URL points at signed, expiring media on the simulator that
 answers 403 without ``Referer: https://www.bilibili.com/``; without it the captured answers are
 served verbatim. ``playurl`` and the uploader search check the WBI signature.
+
+Error answers of ``view`` (:data:`VIEW_ERRORS`): the envelope ``{"code", "message", "ttl"}`` is
+the captured one (``bilibili_error_-412.json``); the codes are not captured. 62012 "仅UP主自己可见"
+(visible only to its uploader) is the answer quoted in trawl's issue 11 and listed in the public
+API documentation (bilibili-API-collect, ``docs/video/info.md``); :data:`UNLISTED_CODE` is
+invented, standing for any code trawl has no entry for.
+
+Rewritten DASH audio is an ISO BMFF file with a generic brand, as real ``.m4s`` audio segments
+are (they do not carry the ``M4A`` brand), so nothing but the asset's kind says it is audio.
 """
 
 from __future__ import annotations
@@ -30,6 +39,13 @@ SUB_KEY = "4932caff0ff746eab6f01bf08b70ac45"
 UPLOADER_MID = "66606350"
 SHORT_LINK = "kpLP9MF"
 SHORT_LINK_NOT_VIDEO = "xNotVid"
+PRIVATE_VIDEO = "BV1fx411c7Z8"  # av114514: answers 62012, visible only to its uploader
+UNLISTED_CODE_VIDEO = "BV1cx411A7dD"  # av1919810: answers a code trawl does not list
+UNLISTED_CODE = 88214
+VIEW_ERRORS: dict[str, dict[str, Any]] = {
+    PRIVATE_VIDEO: {"code": 62012, "message": "仅UP主自己可见", "ttl": 1},
+    UNLISTED_CODE_VIDEO: {"code": UNLISTED_CODE, "message": "稿件状态异常", "ttl": 1},
+}
 TRACKING = ("share_medium=android&share_plat=android&share_session_id=f3852d0c-516a-42a9-8253-fea9aaccb11b"
             "&share_source=COPY&share_tag=s_i&timestamp=1639477906&unique_k=kpLP9MF")
 
@@ -112,7 +128,7 @@ class BilibiliSite:
             segment["backup_url"] = [self.media.url(f"{name}.backup")]
             segment["size"] = media.size
         dash = data.get("dash") or {}
-        for kind, fmt in (("video", "mp4"), ("audio", "m4a")):
+        for kind, fmt in (("video", "mp4"), ("audio", "mp4")):  # audio .m4s: an ISO brand, not M4A
             for index, stream in enumerate(dash.get(kind) or []):
                 size = (400_000 if kind == "video" else 120_000) + 1009 * index
                 media = MediaFile(fmt, f"{stem}-{kind}-{index}", size)
@@ -166,7 +182,7 @@ class BilibiliSite:
         video = self.videos.get(bvid or "") or next(
             (v for v in self.videos.values() if str(v.view["data"]["aid"]) == aid), None)
         if video is None:
-            return _json({"code": -404, "message": "啥都木有", "ttl": 1})
+            return _json(VIEW_ERRORS.get(bvid or "", {"code": -404, "message": "啥都木有", "ttl": 1}))
         return _json(video.view)
 
     def nav(self, req: Request) -> Response:

@@ -35,6 +35,7 @@ LOGIN_WALL_ID = "4012345678901234"  # a members-only video: always the login wal
 REMOVED_ID = "5099887766554433"  # answers 404
 UNAVAILABLE_ID = "5100000000000001"  # answers 200 "This content isn't available right now"
 NO_VIDEO_ID = "6000000000000001"  # a page whose JSON only has a neighbour's video: parse error
+BLOCKED_ID = "7000000000000001"  # answers 200 "You're Temporarily Blocked" (rate limiting)
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,11 @@ _UNAVAILABLE = """<!DOCTYPE html><html lang="en"><head><title>Facebook</title></
 <body><h2>This content isn&#039;t available right now</h2>
 <p>When this happens, it&#039;s usually because the owner only shared it with a small group of people,
 changed who can see it or it&#039;s been deleted.</p></body></html>"""
+# The wording of Facebook's block page as public reports quote it; the markup is an assumption.
+_BLOCKED = """<!DOCTYPE html><html lang="en"><head><title>Facebook</title></head>
+<body><h2>You’re Temporarily Blocked</h2>
+<p>It looks like you were misusing this feature by going too fast. You’ve been temporarily blocked from
+using it.</p></body></html>"""
 _NOT_FOUND = b"<!DOCTYPE html><html><head><title>Page not found</title></head><body>Page not found</body></html>"
 
 
@@ -241,6 +247,8 @@ class FacebookSite:
             return self._html(_LOGIN_WALL)
         if video_id == UNAVAILABLE_ID:
             return self._html(_UNAVAILABLE)
+        if video_id == BLOCKED_ID:
+            return self._html(_BLOCKED)
         if video_id in self.videos or video_id == NO_VIDEO_ID:
             with self._lock:
                 return self._html(self.page_html(video_id))

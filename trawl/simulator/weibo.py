@@ -13,6 +13,13 @@ Posts (``WeiboSite.posts``):
   repost, no pictures), served byte for byte by the mobile API when media is not rewritten.
 - ``pictures``: synthetic, two pictures, by the author of ``novideo`` (none of the captures has
   pictures).
+- ``repost``: a repost of the ``urls`` video, built on the captured repost ``novideo`` (its
+  envelope, its placeholder text ``转发微博``) with the ``urls`` status as its
+  ``retweeted_status``. The mobile answer keeps the video only under
+  ``retweeted_status.page_info``, as m.weibo.cn does; the desktop answer also lifts that
+  ``page_info`` to the top level, as the desktop API does (both per trawl's issue 11, not
+  captured). Its mid and its author (another user, so the captured author's feed is unchanged)
+  are synthetic.
 
 Synthetic mids follow the real rule (``(mid >> 22) + 515483463`` is the post time in Unix
 seconds, which holds for both captured statuses) and ``created_at`` is derived from it. The
@@ -25,6 +32,16 @@ wording) for unknown ids on both APIs; the video page API ``POST /tv/api/compone
 ``tv/show`` and ``video.weibo.com/show`` pages, which are bare JavaScript shells as on the real
 site; the visitor-cookie redirect page.
 
+Refusals (:class:`WeiboSite` attributes switch them on), none of them captured:
+
+- rate limiting: ``{"ok": -100, "errno": "-100", "msg": "", "url": "https://m.weibo.cn/captcha?...",
+  "extra": ""}``, the answer quoted in a public issue thread (dataabc/weibo-crawler#461);
+- the login wall (``login_wall``): ``{"ok": -100, "url": "https://passport.weibo.com/sso/signin?..."}``,
+  the shape trawl's issue 11 reports;
+- throttling by status (``throttle_status``): HTTP 432 with an empty body and no reason phrase,
+  or HTTP 418, as public issue threads report them (DIYgod/RSSHub#20512,
+  dataabc/weibo-crawler#565, nghuyong/WeiboSpider#92); the bodies are assumptions.
+
 With ``rewrite_media=True`` every media URL (hosts ``*.weibocdn.com``, ``*.sinaimg.cn``) in an
 answer becomes a fresh signed simulator URL (``Expires=``, ``ssig=``, an hour, Referer required)
 serving a generated file of 100-600 kB, and the ``size`` next to a rewritten ``url`` is set to
@@ -34,6 +51,7 @@ that file's size, so downloads verify. The same original URL always maps to the 
 from __future__ import annotations
 
 import collections
+import copy
 import hashlib
 import html
 import json
@@ -43,7 +61,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 from trawl.platforms.weibo import mid_to_mblogid
 from trawl.settings import WeiboSettings
@@ -54,7 +72,9 @@ from trawl.simulator.signed import SignedMedia
 
 MEDIA_HOSTS = ("weibocdn.com", "sinaimg.cn")
 NOT_FOUND = {"ok": 0, "msg": "微博不存在或暂无查看权限!"}
-RATE_LIMITED = {"ok": -100, "url": "https://m.weibo.cn/captcha?from=api"}
+RATE_LIMITED = {"ok": -100, "errno": "-100", "msg": "", "url": "https://m.weibo.cn/captcha?scene=limit&referer=/",
+                "extra": ""}
+LOGIN_PAGE = "https://passport.weibo.com/sso/signin?entry=wapsso&source=wapssowb&url="
 NO_MORE_POSTS = {"ok": 0, "msg": "这里还没有内容", "data": {"cards": []}}
 MID_EPOCH = 515483463  # (mid >> 22) + MID_EPOCH = post time, Unix seconds
 _CHINA = timezone(timedelta(hours=8))
@@ -93,8 +113,11 @@ class WeiboSite:
     """Routes and state of the simulated Weibo; built by :func:`install_weibo_site`.
 
     Attributes:
-        posts: the posts served, by key: ``playback``, ``urls``, ``novideo``, ``pictures``.
+        posts: the posts served, by key: ``playback``, ``urls``, ``novideo``, ``pictures``,
+            ``repost``.
         rate_limit_per_s: API requests allowed per second before ``ok: -100``; None = no limit.
+        login_wall: the APIs (``"desktop"``, ``"mobile"``) that answer with the login wall.
+        throttle_status: when set, every API answers this HTTP status (432 or 418) instead.
         referer: the desktop API answers 403 to requests whose Referer does not start with it;
             so do media URLs (with the value it had when the site was built).
         signed: the signed-media server behind rewritten URLs (None when media is not rewritten).
@@ -108,6 +131,8 @@ class WeiboSite:
         self.rate_limit_per_s: float | None = None
         self.referer = "https://weibo.com/"
         self.login_redirect = False
+        self.login_wall: set[str] = set()
+        self.throttle_status: int | None = None
         self.page_size = 10
         self.posts = {post.key: post for post in _posts()}
         self._ids = {i: p for p in self.posts.values() for i in (p.mid, p.mblogid)}
@@ -160,8 +185,9 @@ class WeiboSite:
         return self
 
     def _desktop(self, req: Request) -> Response:
-        if self._limited():
-            return _json(RATE_LIMITED)
+        refused = self._refused(req, "desktop")
+        if refused is not None:
+            return refused
         if not req.headers.get("referer", "").startswith(self.referer):
             return Response(403, {"Content-Type": "text/html"}, b"<html><body>403 Forbidden</body></html>")
         if self.login_redirect:
@@ -172,8 +198,9 @@ class WeiboSite:
         return _json(self._answer(post.desktop) if post else NOT_FOUND)
 
     def _mobile(self, req: Request) -> Response:
-        if self._limited():
-            return _json(RATE_LIMITED)
+        refused = self._refused(req, "mobile")
+        if refused is not None:
+            return refused
         post = self._ids.get(req.arg("id") or "")
         if post is None:
             return _json(NOT_FOUND)
@@ -183,8 +210,9 @@ class WeiboSite:
 
     def _feed(self, req: Request) -> Response:
         """The profile feed ``containerid=107603<uid>``: post cards, newest first."""
-        if self._limited():
-            return _json(RATE_LIMITED)
+        refused = self._refused(req, "mobile")
+        if refused is not None:
+            return refused
         container = req.arg("containerid") or ""
         page_arg = req.arg("page") or "1"
         page = int(page_arg) if page_arg.isdigit() else 1
@@ -206,8 +234,9 @@ class WeiboSite:
 
     def _component(self, req: Request) -> Response:
         """The video page API: which post carries video ``oid`` (shape modelled, see module doc)."""
-        if self._limited():
-            return _json(RATE_LIMITED)
+        refused = self._refused(req, "desktop")
+        if refused is not None:
+            return refused
         fid = (req.arg("page") or "").rsplit("/", 1)[-1]
         post = next((p for p in self.posts.values() if p.oid and p.oid == fid), None)
         if post is None:
@@ -223,6 +252,17 @@ class WeiboSite:
         return _json(self._answer({"code": "100000", "msg": "succ", "data": {"Component_Play_Playinfo": info}}))
 
     # -- helpers -----------------------------------------------------------------------------
+    def _refused(self, req: Request, api: str) -> Response | None:
+        """The throttling, rate-limit or login-wall answer this request gets, if any."""
+        if self.throttle_status is not None:
+            return Response(self.throttle_status, {"Content-Type": "text/html; charset=utf-8"}, b"")
+        if self._limited():
+            return _json(RATE_LIMITED)
+        if api in self.login_wall:
+            back = quote(self.sim.url(req.path), safe="")
+            return _json({"ok": -100, "url": LOGIN_PAGE + back})
+        return None
+
     def _limited(self) -> bool:
         """Count this request; True when more than ``rate_limit_per_s`` arrived in the last second."""
         now = time.monotonic()
@@ -337,7 +377,7 @@ def _posts() -> list[WeiboPost]:
                    pic_num=0, ok=1)
     user = data["user"]
     uid = str(user["id"])
-    return [
+    posts = [
         _video_post("playback", "weibo_ajax_page_info_playback_list_1.json", playback["actionlog"]["mid"],
                     author["idstr"], author["screen_name"], playback["content2"]),
         _video_post("urls", "weibo_mweibocn_page_info_urls_2023_1.json", _mid_at(1673686800, 1_234_567),
@@ -347,6 +387,28 @@ def _posts() -> list[WeiboPost]:
                   desktop=desktop, mobile=novideo, mobile_raw=raw),
         _pictures_post(_mid_at(1560600000, 3_141_592), uid, user["screen_name"]),
     ]
+    return [*posts, _repost_post(novideo, posts[1], _mid_at(1673690400, 7_654_321))]
+
+
+def _repost_post(template: dict[str, Any], original: WeiboPost, mid: str) -> WeiboPost:
+    """A repost of ``original`` (a video post) on the envelope of the captured repost ``template``."""
+    uid, name = "6543210987", "转发的人"
+    bid = mid_to_mblogid(mid)
+    data = copy.deepcopy(template["data"])
+    data["user"].update(id=int(uid), screen_name=name, profile_url=f"https://m.weibo.cn/u/{uid}?uid={uid}")
+    for button in data.get("buttons") or []:
+        button.get("params", {})["uid"] = int(uid)
+    data.update(id=mid, mid=mid, bid=bid, created_at=_created_at(mid),
+                retweeted_status=copy.deepcopy(original.mobile["data"]),
+                status_title=(original.title or "")[:20] + "...")
+    desktop = {k: v for k, v in data.items() if k not in ("bid", "raw_text")}
+    lifted = {k: v for k, v in copy.deepcopy(original.desktop).items() if k != "ok"}
+    desktop.update(id=int(mid), idstr=mid, mblogid=bid, text_raw=data["raw_text"], pic_num=0,
+                   retweeted_status=lifted, page_info=copy.deepcopy(lifted["page_info"]), ok=1)
+    title = original.desktop["page_info"]["title"]  # the video's own title, not the placeholder
+    return WeiboPost(key="repost", mid=mid, mblogid=bid, uid=uid, title=title, uploader=name,
+                     asset_count=original.asset_count, duration=original.duration, source="synthetic",
+                     desktop=desktop, mobile={"ok": 1, "data": data})
 
 
 def _pictures_post(mid: str, uid: str, name: str) -> WeiboPost:

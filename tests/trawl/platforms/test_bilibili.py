@@ -12,7 +12,16 @@ from trawl.platforms.base import ResolveContext
 from trawl.platforms.bilibili import BilibiliResolver, av_to_bv, bv_to_av, wbi_sign
 from trawl.settings import BilibiliSettings
 from trawl.simulator import Simulator
-from trawl.simulator.bilibili import SHORT_LINK, SHORT_LINK_NOT_VIDEO, UPLOADER_MID, install_bilibili_site
+from trawl.simulator.bilibili import (
+    PRIVATE_VIDEO,
+    SHORT_LINK,
+    SHORT_LINK_NOT_VIDEO,
+    UNLISTED_CODE,
+    UNLISTED_CODE_VIDEO,
+    UPLOADER_MID,
+    VIEW_ERRORS,
+    install_bilibili_site,
+)
 from trawl.simulator.references import reference_json
 
 REAL = BilibiliResolver(BilibiliSettings())
@@ -98,6 +107,48 @@ def test_quality_setting_picks_the_stream(sim: Simulator, client: httpx.Client) 
     item = resolver.resolve(site.url("BV117411r7R1"), ResolveContext(client, 5 << 20))
     dash = reference_json("bilibili_playurl_dash_1.json")["data"]["dash"]
     assert item.assets[0].urls[0] == next(v for v in dash["video"] if v["id"] == 32 and v["codecid"] == 7)["baseUrl"]
+
+
+@pytest.mark.parametrize(("quality", "expected"), [
+    (6, 16),  # below every offered stream: the lowest, not the best
+    (15, 16),
+    (16, 16),
+    (48, 32),  # between two: the closest at or below
+    (80, 80),
+    (127, 80),  # above every stream: the best
+])
+def test_quality_picks_the_closest_stream_at_or_below_else_the_lowest(sim: Simulator, client: httpx.Client,
+                                                                       quality: int, expected: int) -> None:
+    site = install_bilibili_site(sim, rewrite_media=False)
+    item = BilibiliResolver(site.settings(quality=quality)).resolve(site.url("BV117411r7R1"),
+                                                                    ResolveContext(client, 5 << 20))
+    dash = reference_json("bilibili_playurl_dash_1.json")["data"]["dash"]
+    chosen = next(v for v in dash["video"] if v["id"] == expected and v["codecid"] == 7)  # AVC preferred
+    assert item.assets[0].urls[0] == chosen["baseUrl"]
+
+
+@pytest.mark.parametrize(("bvid", "error_class"), [(PRIVATE_VIDEO, "forbidden"),
+                                                    (UNLISTED_CODE_VIDEO, "platform_error")])
+def test_platform_codes_are_classified_with_code_message_and_url(verbatim, bvid: str, error_class: str) -> None:
+    site, resolver, ctx = verbatim
+    url = site.url(bvid)
+    with pytest.raises(TrawlError) as caught:
+        resolver.resolve(url, ctx)
+    answer = VIEW_ERRORS[bvid]
+    assert caught.value.error_class == error_class and not caught.value.retryable
+    message = str(caught.value)
+    assert str(answer["code"]) in message and answer["message"] in message and url in message
+    assert "parse_error" not in message and "data.cid" not in message
+
+
+def test_unlisted_code_on_playurl_is_not_a_parse_error(verbatim) -> None:
+    site, resolver, ctx = verbatim
+    video = site.videos["BV117411r7R1"]
+    video.playurl = {cid: {"code": UNLISTED_CODE, "message": "视频无法播放", "ttl": 1} for cid in video.playurl}
+    with pytest.raises(TrawlError) as caught:
+        resolver.resolve(site.url("BV117411r7R1"), ctx)
+    assert caught.value.error_class == "platform_error"
+    assert "视频无法播放" in str(caught.value) and site.url("BV117411r7R1") in str(caught.value)
 
 
 def test_durl_parts_and_segments(verbatim) -> None:

@@ -22,6 +22,7 @@ from trawl.platforms.registry import Registry
 from trawl.settings import FacebookSettings
 from trawl.simulator import Request, Response, Simulator
 from trawl.simulator.facebook import (
+    BLOCKED_ID,
     LOGIN_WALL_ID,
     NO_VIDEO_ID,
     REMOVED_ID,
@@ -179,6 +180,21 @@ def test_failures_are_classified(site: FacebookSite, resolver: FacebookResolver,
                                  url: str, error_class: str) -> None:
     url = site.short_url(url[6:]) if url.startswith("short:") else site.sim.url(url)
     assert _error_class(lambda: resolver.resolve(url, ctx)) == error_class
+
+
+@pytest.mark.parametrize(("video_id", "error_class", "says"), [
+    (BLOCKED_ID, "rate_limited", "You’re Temporarily Blocked"),
+    (UNAVAILABLE_ID, "not_found", "This content isn't available right now"),
+    (LOGIN_WALL_ID, "login_required", "You must log in to continue"),
+])
+def test_error_pages_carry_their_own_words_and_the_users_url(site: FacebookSite, resolver: FacebookResolver,
+                                                              ctx: ResolveContext, video_id: str,
+                                                              error_class: str, says: str) -> None:
+    url = site.sim.url(f"/reel/{video_id}/")
+    with pytest.raises(TrawlError) as caught:
+        resolver.resolve(url, ctx)
+    assert caught.value.error_class == error_class
+    assert says in str(caught.value) and url in str(caught.value)
 
 
 def test_parse_error_names_platform_url_and_missing_fields(

@@ -21,7 +21,7 @@ from trawl.platforms.weibo import (
 )
 from trawl.settings import WeiboSettings
 from trawl.simulator import Response, Simulator
-from trawl.simulator.faults import status
+from trawl.simulator.faults import html_error, status
 from trawl.simulator.weibo import WeiboSite, install_weibo_site
 
 REFERER = "https://weibo.com/"
@@ -324,6 +324,104 @@ def test_video_pages_resolve_to_their_post(verbatim: WeiboSite, sim: Simulator, 
     assert item.canonical_url == post.url
 
 
+# -- issue 11: refusals classified, reposts resolved ----------------------------------------
+def test_login_wall_on_both_apis_is_login_required(verbatim: WeiboSite, sim: Simulator, ctx: ResolveContext) -> None:
+    verbatim.login_wall = {"desktop", "mobile"}
+    post = verbatim.posts["playback"]
+    with pytest.raises(TrawlError) as error:
+        WeiboResolver(verbatim.settings()).resolve(post.url, ctx)
+    assert kind_of(error) == "login_required" and not error.value.retryable
+    assert "platforms.weibo.cookies_file" in str(error.value) and post.url in str(error.value)
+    assert sim.stats["/statuses/show"].requests == 1  # the mobile API was tried before giving up
+
+
+def test_login_wall_on_the_desktop_api_falls_back_to_mobile(verbatim: WeiboSite, sim: Simulator,
+                                                            ctx: ResolveContext) -> None:
+    verbatim.login_wall = {"desktop"}
+    post = verbatim.posts["playback"]
+    item = WeiboResolver(verbatim.settings()).resolve(post.url, ctx)
+    assert item.canonical_key == f"weibo:{post.mid}" and item.assets
+    assert (sim.stats["/ajax/statuses/show"].requests, sim.stats["/statuses/show"].requests) == (1, 1)
+
+
+@pytest.mark.parametrize("code", [432, 418])
+def test_throttling_statuses_are_rate_limited(verbatim: WeiboSite, sim: Simulator, ctx: ResolveContext,
+                                              code: int) -> None:
+    verbatim.throttle_status = code
+    with pytest.raises(TrawlError) as error:
+        WeiboResolver(verbatim.settings()).resolve(verbatim.posts["playback"].url, ctx)
+    assert kind_of(error) == "rate_limited" and error.value.retryable
+    assert error.value.retry_after and error.value.retry_after > 0
+    assert str(code) in str(error.value)
+    assert sim.stats["/statuses/show"].requests == 0  # a throttled client does not hammer the other API
+
+
+def test_visitor_redirect_without_a_mobile_answer_is_rate_limited(verbatim: WeiboSite, sim: Simulator,
+                                                                  ctx: ResolveContext) -> None:
+    verbatim.login_redirect = True
+    sim.faults.add(r"/statuses/show", html_error())
+    with pytest.raises(TrawlError) as error:
+        WeiboResolver(verbatim.settings()).resolve(verbatim.posts["playback"].url, ctx)
+    assert kind_of(error) == "rate_limited" and error.value.retryable
+    assert "visitor system" in str(error.value).lower()
+
+
+def test_mobile_redirect_to_a_login_page_is_login_required(verbatim: WeiboSite, sim: Simulator,
+                                                           ctx: ResolveContext) -> None:
+    sim.faults.add(r"/ajax/statuses/show", status(403))
+    sim.add_exact("/statuses/show", lambda req: Response(302, {"Location": sim.url("/signin/login?entry=mweibo")}))
+    sim.add_page("/signin/login", "<html><body><form id='loginform'></form></body></html>")
+    post = verbatim.posts["playback"]
+    with pytest.raises(TrawlError) as error:
+        WeiboResolver(verbatim.settings()).resolve(post.url, ctx)
+    assert kind_of(error) == "login_required"  # not a parse_error about an HTML answer
+    assert "platforms.weibo.cookies_file" in str(error.value) and post.url in str(error.value)
+
+
+@pytest.mark.parametrize(("answer", "error_class"), [
+    ({"ok": 0, "msg": "微博不存在或暂无查看权限!"}, "not_found"),
+    ({"ok": -2, "msg": "出了点问题"}, "platform_error"),
+    ({"ok": 0, "msg": "请求过于频繁,歇歇吧"}, "rate_limited"),
+])
+def test_weibo_ok_values_carry_ok_message_and_url(sim: Simulator, ctx: ResolveContext, answer: dict,
+                                                  error_class: str) -> None:
+    body = json.dumps(answer, ensure_ascii=False).encode()
+    sim.add_exact("/ajax/statuses/show", lambda req: Response(403))
+    sim.add_exact("/statuses/show", lambda req: Response(200, {"Content-Type": "application/json"}, body))
+    resolver = WeiboResolver(WeiboSettings(page_base=sim.base_url, mobile_base=sim.base_url))
+    url = "https://m.weibo.cn/detail/HyZVegYAP"
+    with pytest.raises(TrawlError) as error:
+        resolver.resolve(url, ctx)
+    assert kind_of(error) == error_class
+    message = str(error.value)
+    assert f"ok:{answer['ok']}" in message and answer["msg"] in message and url in message
+
+
+@pytest.mark.parametrize("api", ["desktop", "mobile"])
+def test_repost_of_a_video_resolves_to_its_own_key_with_the_video(verbatim: WeiboSite, sim: Simulator,
+                                                                  ctx: ResolveContext, api: str) -> None:
+    if api == "mobile":
+        sim.faults.add(r"/ajax/statuses/show", status(403))
+    repost, original = verbatim.posts["repost"], verbatim.posts["urls"]
+    resolver = WeiboResolver(verbatim.settings())
+    item = resolver.resolve(repost.url, ctx)
+    assert sim.stats["/statuses/show"].requests == (1 if api == "mobile" else 0)
+    assert item.canonical_key == f"weibo:{repost.mid}" != f"weibo:{original.mid}"
+    assert item.title == URLS["title"] == repost.title  # the video's own title
+    assert "转发微博" not in (item.title or "")
+    assert item.uploader == repost.uploader and item.duration == URLS["media_info"]["duration"]
+    [video] = item.assets
+    assert video.kind == "video"
+    assert video.urls == resolver.resolve(original.url, ctx).assets[0].urls
+
+
+def test_repost_with_its_own_text_keeps_it_as_the_title() -> None:
+    repost = copy.deepcopy(install_posts_by_key()["repost"].mobile["data"])
+    repost.update(text="看这个 //@巨浪视频: 转发", raw_text="看这个 //@巨浪视频: 转发")
+    item = WeiboResolver(WeiboSettings()).from_status(repost, "https://m.weibo.cn/detail/1")
+    assert item.title == "看这个 //@巨浪视频: 转发" and item.assets
+
+
 # -- rewritten media: real downloads -------------------------------------------------------
 def test_rewritten_media_downloads_with_referer_only(site: WeiboSite, ctx: ResolveContext) -> None:
     item = WeiboResolver(site.settings()).resolve(site.posts["playback"].url, ctx)
@@ -402,6 +500,8 @@ def mangled_statuses() -> Iterator[tuple[str, Any]]:
         "mobile-pictures": site_posts["pictures"].mobile["data"],
         "mobile-urls": site_posts["urls"].mobile["data"],
         "mobile-novideo": NOVIDEO["data"],
+        "desktop-repost": site_posts["repost"].desktop,
+        "mobile-repost": site_posts["repost"].mobile["data"],
     }
     wrong = [None, 0, -1, True, "x", "", [], {}, [[]], 1.5]
     paths: list[tuple[str | int, ...]] = [
@@ -416,7 +516,8 @@ def mangled_statuses() -> Iterator[tuple[str, Any]]:
         ("page_info", "media_info", "playback_list", 0, "meta", "quality_index"),
         ("page_info", "media_info", "stream_url"), ("page_info", "media_info", "duration"),
         ("pic_ids",), ("pic_ids", 0), ("pic_infos",), ("pics",), ("pics", 0), ("pics", 0, "large"),
-        ("retweeted_status",),
+        ("retweeted_status",), ("retweeted_status", "page_info"), ("retweeted_status", "page_info", "urls"),
+        ("retweeted_status", "page_info", "title"), ("retweeted_status", "text"), ("retweeted_status", "mid"),
     ]
     for name, base in bases.items():
         for key in list(base):
@@ -449,6 +550,10 @@ def set_path(node: Any, path: tuple[str | int, ...], value: Any) -> bool:
 def install_posts() -> list[Any]:
     with Simulator() as sim:
         return list(install_weibo_site(sim, rewrite_media=False).posts.values())
+
+
+def install_posts_by_key() -> dict[str, Any]:
+    return {post.key: post for post in install_posts()}
 
 
 def test_mangled_statuses_raise_only_trawl_errors() -> None:

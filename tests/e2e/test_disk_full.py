@@ -1,0 +1,66 @@
+"""A full disk stalls items without failing them, says so, and lets them finish once space is back."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import time
+from pathlib import Path
+
+from temporalio.client import Client
+from temporalio.service import RPCError
+
+from activities.errors import workdir_name
+from tests.e2e.test_chaos import TRAWL
+from tests.e2e.test_cli import trawl_env
+from trawl.platforms.registry import default_registry
+from trawl.settings import Settings
+from trawl.simulator import MediaFile, Simulator
+
+
+async def pending_attempt(client: Client, workflow_id: str) -> int:
+    try:
+        desc = await client.get_workflow_handle(workflow_id).describe()
+    except RPCError:
+        return 0  # not started yet
+    return max((p.attempt for p in desc.raw_description.pending_activities
+                if p.last_failure.application_failure_info.type == "storage_error"), default=0)
+
+
+async def test_disk_full_is_retried_past_the_attempt_limit_and_reported(temporal_client: Client, settings: Settings,
+                                                                        sim: Simulator, tmp_path: Path) -> None:
+    media = MediaFile("mp4", "disk-full", 300_000)
+    sim.add_file("/full.mp4", media)
+    url = sim.url("/full.mp4")
+    workflow_id = default_registry().route(url).workflow_id
+    part = settings.work_dir / workdir_name(workflow_id) / "video.part"
+    part.parent.mkdir(parents=True)
+    part.symlink_to("/dev/full")  # every write fails with ENOSPC, as on a full disk
+    env = trawl_env(tmp_path, settings.temporal.address,
+                    TRAWL_TEMPORAL__TASK_QUEUE_PREFIX=settings.temporal.task_queue_prefix,
+                    TRAWL_CATALOG__URL=settings.catalog.url,
+                    TRAWL_RETRY__DOWNLOAD__MAXIMUM_ATTEMPTS="2", TRAWL_RETRY__DOWNLOAD__INITIAL_INTERVAL="100ms",
+                    TRAWL_RETRY__DOWNLOAD__MAXIMUM_INTERVAL="300ms")
+    errors = tmp_path / "crawl.err"
+    with open(errors, "w") as err_file:
+        crawl = subprocess.Popen([TRAWL, "crawl", "--json", url], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
+                                 stderr=err_file, text=True)
+    try:
+        deadline = time.monotonic() + 90
+        while await pending_attempt(temporal_client, workflow_id) < 4 or "waiting    storage_error" not in \
+                errors.read_text():
+            assert crawl.poll() is None, errors.read_text()[-2000:]  # not failed at the attempt limit
+            assert time.monotonic() < deadline, errors.read_text()[-2000:]
+            await asyncio.sleep(0.2)
+        part.unlink()  # space is back
+        out, _ = await asyncio.to_thread(crawl.communicate, timeout=90)
+    finally:
+        if crawl.poll() is None:
+            crawl.kill()
+            crawl.communicate()
+    assert crawl.returncode == 0, errors.read_text()[-2000:]
+    [record] = [json.loads(line) for line in out.splitlines() if line.strip()]
+    assert record["outcome"] == "committed" and record["assets"][0]["sha256"] == media.sha256()
+    notices = [line for line in errors.read_text().splitlines() if line.startswith("waiting    storage_error")]
+    assert len(notices) == 1 and url in notices[0] and "No space left" in notices[0], notices

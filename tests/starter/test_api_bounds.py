@@ -1,0 +1,242 @@
+"""Issue 11, items 3 and 4: the API's rate limit cannot be dodged with made-up tokens, and every
+input is bounded with a 4xx naming the real limit (never a 500, never a 503 for a permanent error).
+
+Real uvicorn on loopback, real dev server; the only URLs ever fetched are the simulator's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import httpx
+import pytest
+from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
+
+from starter.client import MAX_CRAWL_BYTES, MAX_CRAWL_URLS
+from starter.limits import RateLimit
+from tests.conftest import make_settings
+from tests.starter.test_api import TOKEN, free_port, serving
+from trawl.settings import ApiSettings, Settings
+from trawl.simulator import FileBehaviour, MediaFile, Simulator
+from workers.main import running_worker
+
+# Never fetched: refused by the API before anything starts, or queued behind a slow item in a
+# crawl of concurrency 1 that the test cancels. Loopback all the same.
+UNUSED = "http://127.0.0.1:9/unused"
+
+
+@contextlib.asynccontextmanager
+async def api_at(temporal_client: Client, settings: Settings, *, worker: bool = False,
+                 token: str | None = TOKEN) -> AsyncIterator[httpx.AsyncClient]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with contextlib.AsyncExitStack() as stack:
+        await stack.enter_async_context(serving(settings, temporal_client))
+        if worker:
+            await stack.enter_async_context(running_worker(temporal_client, settings))
+        client = await stack.enter_async_context(httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{settings.api.port}", headers=headers, timeout=60))
+        yield client
+
+
+def api_settings(tmp_path: Path, temporal_address: str, **api: object) -> Settings:
+    return make_settings(tmp_path, temporal_address, api=ApiSettings(port=free_port(), **api))
+
+
+# -- item 3: the rate limit --------------------------------------------------------------------
+PER_MINUTE = 12  # a burst of 2, then one request every 5 s
+
+
+async def flood(send: Callable[[int], Awaitable[httpx.Response]], n: int) -> tuple[list[int], int]:
+    """Status codes of ``n`` requests in a row, and how many a bucket may refill meanwhile."""
+    started = time.monotonic()
+    codes = [(await send(i)).status_code for i in range(n)]
+    return codes, int((time.monotonic() - started) * PER_MINUTE / 60)
+
+
+async def test_made_up_tokens_get_401_and_share_their_address_bucket(
+        temporal_client: Client, tmp_path: Path, temporal_address: str) -> None:
+    """Each request with a different bogus token used to get its own bucket (and reads a 200):
+    now a wrong token is 401 on every endpoint, counted against the client address, so a flood
+    of them is 429 once the address's burst is spent; the real token keeps its own bucket."""
+    settings = api_settings(tmp_path, temporal_address, token=TOKEN, requests_per_minute=PER_MINUTE)
+    async with api_at(temporal_client, settings) as api:
+        async def bogus(i: int) -> httpx.Response:
+            bearer = {"Authorization": f"Bearer bogus-{i}"}
+            if i % 5 == 0:
+                return await api.post("/api/v1/jobs", json={"url": UNUSED}, headers=bearer)
+            if i % 5 == 3:  # not even a bearer token
+                return await api.get("/healthz", headers={"Authorization": "Basic Ym9ndXM6Ym9ndXM="})
+            if i % 5 == 4:  # no token at all, from the same address: the same bucket
+                return await api.get("/healthz", headers={"Authorization": ""})
+            return await api.get("/api/v1/items" if i % 5 == 1 else "/healthz", headers=bearer)
+        codes, refilled = await flood(bogus, 30)
+        assert codes[:2] == [401, 401] and len([c for c in codes if c != 429]) <= 2 + refilled, codes
+        assert all(c in (401, 429) if i % 5 != 4 else c in (200, 429) for i, c in enumerate(codes)), codes
+        # The holder of the real token is not locked out by a flood from its own address.
+        assert (await api.get("/api/v1/items")).status_code == 200
+        assert (await api.get("/healthz")).status_code == 200
+
+
+async def test_without_a_token_any_authorization_header_is_keyed_by_address(
+        temporal_client: Client, tmp_path: Path, temporal_address: str) -> None:
+    settings = api_settings(tmp_path, temporal_address, token="", requests_per_minute=PER_MINUTE)
+    async with api_at(temporal_client, settings, token=None) as api:
+        codes, refilled = await flood(
+            lambda i: api.get("/api/v1/items", headers={"Authorization": f"Bearer t{i}"} if i % 5 else {}), 15)
+        assert codes[:2] == [200, 200] and codes.count(200) <= 2 + refilled and set(codes) == {200, 429}, codes
+
+
+async def test_anonymous_reads_are_limited(temporal_client: Client, tmp_path: Path, temporal_address: str) -> None:
+    settings = api_settings(tmp_path, temporal_address, token=TOKEN, requests_per_minute=PER_MINUTE)
+    async with api_at(temporal_client, settings, token=None) as api:
+        paths = ["/api/v1/items", "/healthz", "/api/v1/items/web:nothing", "/docs"]
+        codes, refilled = await flood(lambda i: api.get(paths[i % len(paths)]), 15)
+        assert set(codes[:2]) == {200} and len([c for c in codes if c != 429]) <= 2 + refilled, codes
+        assert 429 in codes
+
+
+def test_bucket_keys() -> None:
+    limit = RateLimit(lambda *_: None, per_minute=60, token="tok")  # type: ignore[arg-type, return-value]
+
+    def scope(client: str, auth: bytes | None = None) -> dict:
+        return {"type": "http", "client": (client, 1234),
+                "headers": [(b"authorization", auth)] if auth is not None else []}
+    assert limit.identify(scope("10.1.2.3", b"Bearer tok")) == ("token", True)
+    assert limit.identify(scope("10.1.2.3", b"bearer   tok")) == ("token", True)
+    assert limit.identify(scope("10.1.2.3", b"Bearer nope")) == ("a:10.1.2.3", False)
+    assert limit.identify(scope("10.1.2.3", b"Bearer tok2")) == ("a:10.1.2.3", False)
+    assert limit.identify(scope("10.1.2.3")) == ("a:10.1.2.3", None)
+    # One IPv6 client holds a whole /64: it cannot get fresh buckets by changing addresses.
+    assert limit.identify(scope("2001:db8:1:2::1"))[0] == limit.identify(scope("2001:db8:1:2:ffff::9"))[0]
+    assert limit.identify(scope("2001:db8:1:2::1"))[0] != limit.identify(scope("2001:db8:1:3::1"))[0]
+
+
+# -- item 4: input bounds ------------------------------------------------------------------------
+async def test_numeric_parameters_are_bounded(temporal_client: Client, tmp_path: Path,
+                                              temporal_address: str) -> None:
+    settings = api_settings(tmp_path, temporal_address, token=TOKEN)
+    async with api_at(temporal_client, settings) as api:
+        for params in ({"offset": "9" * 30}, {"offset": -1}, {"limit": "9" * 30}, {"limit": 0}, {"limit": 1001},
+                       {"limit": -5}, {"offset": "1e3"}):
+            answer = await api.get("/api/v1/items", params=params)
+            assert answer.status_code == 422, (params, answer.text)
+            assert answer.json()["detail"][0]["loc"] == ["query", next(iter(params))]
+        fine = await api.get("/api/v1/items", params={"limit": 1000, "offset": 10**9})
+        assert fine.status_code == 200 and fine.json() == {"items": [], "limit": 1000, "offset": 10**9}
+        for body in ({"urls": [UNUSED], "concurrency": 10**30}, {"urls": [UNUSED], "concurrency": 0}):
+            assert (await api.post("/api/v1/crawls", json=body)).status_code == 422
+        # An id Temporal refuses as malformed is the client's mistake, not a retryable 503.
+        answer = await api.get("/api/v1/jobs/" + "x" * 2000)
+        assert answer.status_code in (404, 422), answer.text
+
+
+async def test_a_crawl_of_refused_urls_is_refused_with_a_reason_per_url(
+        temporal_client: Client, tmp_path: Path, temporal_address: str, sim: Simulator) -> None:
+    settings = api_settings(tmp_path, temporal_address, token=TOKEN)
+    sim.add_file("/ok.mp4", MediaFile("mp4", "bounds-ok", 20_000))
+    async with api_at(temporal_client, settings, worker=True) as api:
+        refused = await api.post("/api/v1/crawls", json={"urls": ["ftp://x/y", "notaurl"]})
+        assert refused.status_code == 422, refused.text
+        detail = refused.json()["detail"]
+        assert [d["loc"] for d in detail] == [["body", "urls", 0], ["body", "urls", 1]]
+        assert [d["input"] for d in detail] == ["ftp://x/y", "notaurl"]
+        assert "unsupported scheme 'ftp'" in detail[0]["msg"] and detail[0]["type"] == "unsupported_url"
+        assert detail[1]["msg"]
+
+        mixed = await api.post("/api/v1/crawls", json={"urls": ["ftp://x/y", sim.url("/ok.mp4")]})
+        assert mixed.status_code == 202, mixed.text
+        crawl = mixed.json()
+        assert len(crawl["refused"]) == 1 and crawl["refused"][0].startswith("ftp://x/y: unsupported_url")
+        assert crawl["stats"]["refused"] == 1
+        deadline = time.monotonic() + 60
+        while (view := (await api.get(f"/api/v1/crawls/{crawl['id']}")).json())["status"] == "RUNNING":
+            assert time.monotonic() < deadline, view
+            await asyncio.sleep(0.2)
+        assert view["status"] == "COMPLETED" and view["stats"]["refused"] == 1
+        assert view["stats"]["outcomes"] == {"committed": 1} and view["stats"]["runs"] == 1
+
+        added = await api.post(f"/api/v1/crawls/{crawl['id']}/urls", json={"urls": ["gopher://x/"]})
+        assert added.status_code == 422 and added.json()["detail"][0]["input"] == "gopher://x/"
+
+
+async def test_the_schema_states_the_real_crawl_limit(temporal_client: Client, tmp_path: Path,
+                                                      temporal_address: str) -> None:
+    """30,000 short URLs used to reach Temporal and come back as 503 "Blob data size exceeds
+    limit"; the schema promised 100,000."""
+    settings = api_settings(tmp_path, temporal_address, token=TOKEN, max_body_bytes=4 * 1024 * 1024)
+    async with api_at(temporal_client, settings) as api:
+        schema = (await api.get("/openapi.json")).json()["components"]["schemas"]
+        assert schema["CrawlCreate"]["properties"]["urls"]["maxItems"] == MAX_CRAWL_URLS
+        assert schema["UrlsAdd"]["properties"]["urls"]["maxItems"] == MAX_CRAWL_URLS
+        many = await api.post("/api/v1/crawls", json={"urls": [f"http://127.0.0.1:9/{i}" for i in range(30_000)]})
+        assert many.status_code == 422, many.text
+        assert f"at most {MAX_CRAWL_URLS} items" in many.text
+        # Few URLs but long ones: over Temporal's 2 MiB payload limit once encoded.
+        long = [f"http://127.0.0.1:9/{i}/" + "a" * 8000 for i in range(300)]
+        big = await api.post("/api/v1/crawls", json={"urls": long})
+        assert big.status_code == 413, big.text
+        assert f"at most {MAX_CRAWL_BYTES} bytes" in big.json()["detail"]
+
+
+async def test_a_crawl_takes_urls_up_to_its_limit_and_refuses_more(
+        temporal_client: Client, tmp_path: Path, temporal_address: str, sim: Simulator) -> None:
+    """Up to MAX_CRAWL_URLS queued or running at once, in one request or added later; beyond
+    that (or beyond MAX_CRAWL_BYTES carried) 413 naming the limit, before anything is sent."""
+    settings = api_settings(tmp_path, temporal_address, token=TOKEN, max_body_bytes=4 * 1024 * 1024)
+    for name in ("slow", "slow2"):  # one per crawl: a cancelled crawl cancels its item
+        sim.add_file(f"/{name}.mp4", MediaFile("mp4", f"bounds-{name}", 4_000_000), FileBehaviour(throttle_bps=100_000))
+    async with api_at(temporal_client, settings, worker=True) as api:
+        urls = [sim.url("/slow.mp4")] + [f"{UNUSED}/{i}" for i in range(MAX_CRAWL_URLS - 2)]
+        created = await api.post("/api/v1/crawls", json={"urls": urls, "concurrency": 1})
+        assert created.status_code == 202, created.text
+        crawl_id = created.json()["id"]
+        try:
+            assert created.json()["stats"]["queued"] + created.json()["stats"]["running"] == MAX_CRAWL_URLS - 1
+            one = await api.post(f"/api/v1/crawls/{crawl_id}/urls", json={"urls": [f"{UNUSED}/last"]})
+            assert one.status_code == 202, one.text
+            over = await api.post(f"/api/v1/crawls/{crawl_id}/urls", json={"urls": [f"{UNUSED}/over"]})
+            assert over.status_code == 413 and f"at most {MAX_CRAWL_URLS} URLs" in over.json()["detail"], over.text
+        finally:
+            await api.post(f"/api/v1/crawls/{crawl_id}/cancel")
+
+        # Bytes: two additions that each fit, but not together.
+        created = await api.post("/api/v1/crawls", json={"urls": [sim.url("/slow2.mp4")], "concurrency": 1})
+        crawl_id = created.json()["id"]
+        try:
+            half = [f"{UNUSED}/{i}/" + "b" * 8000 for i in range(MAX_CRAWL_BYTES // 8200 // 2 + 10)]
+            first = await api.post(f"/api/v1/crawls/{crawl_id}/urls", json={"urls": half})
+            assert first.status_code == 202, first.text
+            second = await api.post(f"/api/v1/crawls/{crawl_id}/urls", json={"urls": [u + "c" for u in half]})
+            assert second.status_code == 413, second.text
+            assert f"at most {MAX_CRAWL_BYTES} bytes" in second.json()["detail"]
+            stats = (await api.get(f"/api/v1/crawls/{crawl_id}")).json()["stats"]
+            assert stats["queued"] + stats["running"] == 1 + len(half)
+        finally:
+            await api.post(f"/api/v1/crawls/{crawl_id}/cancel")
+
+
+async def test_the_shared_start_helper_refuses_before_starting(temporal_client: Client, tmp_path: Path,
+                                                               temporal_address: str) -> None:
+    """``trawl crawl --detach`` shares start_crawl with the API: the same refusals, as
+    UnsupportedUrl (which the CLI prints, exit code 2), and no crawl started."""
+    from starter.client import CrawlRefused, CrawlTooLarge, start_crawl
+    from trawl.errors import UnsupportedUrl
+    from trawl.platforms.registry import default_registry
+
+    settings = api_settings(tmp_path, temporal_address)
+    for urls, error, says in (
+            (["ftp://x/y", "notaurl"], CrawlRefused, "every URL was refused: ftp://x/y: unsupported_url"),
+            ([f"{UNUSED}/{i}" for i in range(MAX_CRAWL_URLS + 1)], CrawlTooLarge, f"at most {MAX_CRAWL_URLS} URLs"),
+            ([f"{UNUSED}/{i}/" + "a" * 8000 for i in range(300)], CrawlTooLarge, f"at most {MAX_CRAWL_BYTES} bytes")):
+        crawl_id = f"crawl-refused-{len(urls)}-{tmp_path.name}"
+        with pytest.raises(error, match=says) as raised:
+            await start_crawl(temporal_client, settings, default_registry(), urls, crawl_id=crawl_id)
+        assert isinstance(raised.value, UnsupportedUrl)
+        with pytest.raises(RPCError) as missing:
+            await temporal_client.get_workflow_handle(crawl_id).describe()
+        assert missing.value.status == RPCStatusCode.NOT_FOUND

@@ -1,0 +1,213 @@
+"""The embedded Temporal dev server as trawl commands start, share and stop it (issue 12, items 2 and 3).
+
+Real ``trawl`` subprocesses, each test with its own data directory and free loopback ports. Dev
+servers are found by scanning /proc for ``temporal server start-dev`` processes whose command
+line names the test's database file, so nothing here depends on the run-state format; every
+wait has a deadline, and whatever a test leaves behind is killed when it ends.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_cli import TRAWL, _free_port, _free_ports, run, trawl_env
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="scans /proc; PR_SET_PDEATHSIG is Linux only")
+
+DEADLINE = 90.0  # a generous bound for a dev server to start or stop on a busy two-core machine
+
+
+def dev_servers(db: Path) -> list[int]:
+    """Pids of running ``temporal server start-dev`` processes persisted in ``db``."""
+    found = []
+    target = str(db.resolve())
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        args = [a.decode(errors="replace") for a in argv]
+        if state != "Z" and "start-dev" in args and "server" in args and target in args:
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+def wait_until(check: Callable[[], object], what: str, timeout: float = DEADLINE) -> object:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"gave up after {timeout:.0f} s waiting for {what}")
+
+
+def answers(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
+
+
+class Stack:
+    """One test's data directory, its ports and the trawl processes it started."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp_path = tmp_path
+        self.db = tmp_path / "data" / "temporal.db"
+        self.procs: list[subprocess.Popen[str]] = []
+
+    def env(self, port: int, ui_port: int | None = None, **extra: str) -> dict[str, str]:
+        return trawl_env(self.tmp_path, TRAWL_TEMPORAL__ADDRESS=f"127.0.0.1:{port}",
+                         TRAWL_TEMPORAL__UI_PORT=str(ui_port or _free_port()), **extra)
+
+    def server(self, env: dict[str, str], name: str) -> subprocess.Popen[str]:
+        """``trawl server`` in the background, its output in files (a pipe nobody reads could block it)."""
+        out = open(self.tmp_path / f"{name}.out", "w")
+        err = open(self.tmp_path / f"{name}.err", "w")
+        proc = subprocess.Popen([TRAWL, "server"], env=env, cwd=self.tmp_path, stdout=out, stderr=err, text=True)
+        out.close()
+        err.close()
+        self.procs.append(proc)
+        return proc
+
+    def stderr(self, name: str) -> str:
+        return (self.tmp_path / f"{name}.err").read_text()
+
+    def cleanup(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=30)
+        for pid in dev_servers(self.db):  # orphans of a failing test must not outlive it
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def stack(tmp_path: Path) -> Iterator[Stack]:
+    s = Stack(tmp_path)
+    try:
+        yield s
+    finally:
+        s.cleanup()
+
+
+def serving(stack: Stack, port: int) -> list[int]:
+    """Wait until a dev server of the stack's database answers at ``port``; its pids."""
+    return wait_until(lambda: answers(port) and dev_servers(stack.db), f"a dev server at {port}")  # type: ignore[return-value]
+
+
+def stop(proc: subprocess.Popen[str], sig: signal.Signals = signal.SIGINT) -> int:
+    proc.send_signal(sig)
+    return proc.wait(timeout=DEADLINE)
+
+
+# -- item 2: one server per data directory, never outliving its commands ------------------------
+def test_a_command_at_another_address_uses_the_running_server_and_starts_none(stack: Stack) -> None:
+    port, other = _free_port(), _free_port()
+    up = stack.server(stack.env(port), "up")
+    first = serving(stack, port)
+    assert len(first) == 1
+
+    done = run(["crawls"], stack.env(other), stack.tmp_path, timeout=DEADLINE)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert lines[-1] == "no crawls" and len(lines) == 2, lines  # one notice line, then the answer
+    assert f"127.0.0.1:{port}" in lines[0] and f"127.0.0.1:{other}" in lines[0], lines
+    assert dev_servers(stack.db) == first  # no second server on the same temporal.db, none left behind
+    assert not answers(other)
+
+    assert stop(up) == 0, stack.stderr("up")  # Ctrl-C on the first stops the server it started
+    wait_until(lambda: not dev_servers(stack.db), "the dev server to stop after Ctrl-C")
+    assert not answers(port)
+
+
+def test_a_sigkilled_command_leaves_no_server_running(stack: Stack) -> None:
+    port = _free_port()
+    server = stack.server(stack.env(port), "server")
+    pids = serving(stack, port)
+    stop(server, signal.SIGKILL)
+    wait_until(lambda: not dev_servers(stack.db), f"dev server {pids} to die with its SIGKILLed command")
+    wait_until(lambda: not answers(port), "the frontend port to close")
+
+
+def test_a_shared_server_lives_while_any_command_uses_it(stack: Stack) -> None:
+    """Sharing stays: the command that started the server dies, the one still using it keeps it."""
+    port = _free_port()
+    env = stack.env(port)
+    starter = stack.server(env, "starter")
+    pids = serving(stack, port)
+    joiner = stack.server(env, "joiner")
+    wait_until(lambda: "Ctrl-C stops" in stack.stderr("joiner"), "the second command to join")
+    stop(starter, signal.SIGKILL)
+    time.sleep(2)  # long enough for a server dying with its starter to be gone
+    assert dev_servers(stack.db) == pids and answers(port)
+    assert stop(joiner) == 0, stack.stderr("joiner")
+    wait_until(lambda: not dev_servers(stack.db), "the last user to stop the server")
+
+
+def test_a_sigkilled_one_shot_command_leaves_no_server_running(stack: Stack) -> None:
+    """``crawl --no-worker`` waits for a result no worker will produce: killed while it waits."""
+    port = _free_port()
+    proc = subprocess.Popen([TRAWL, "crawl", "--no-worker", "http://127.0.0.1:9/never.mp4"], env=stack.env(port),
+                            cwd=stack.tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
+    stack.procs.append(proc)
+    serving(stack, port)
+    assert proc.poll() is None
+    stop(proc, signal.SIGKILL)
+    wait_until(lambda: not dev_servers(stack.db), "the dev server to die with its command")
+
+
+# -- item 3: the dev server's HTTP port, and what a failed start shows --------------------------
+def test_the_ui_port_next_to_the_frontend_port_works(stack: Stack) -> None:
+    port = _free_ports(2)
+    done = run(["crawls"], stack.env(port, ui_port=port + 1), stack.tmp_path, timeout=DEADLINE)
+    assert done.returncode == 0, done.stderr
+    assert not dev_servers(stack.db)
+
+
+def test_a_failed_start_shows_only_this_starts_log_lines(stack: Stack) -> None:
+    run_dir = stack.tmp_path / "data" / "run"
+    run_dir.mkdir(parents=True)
+    (run_dir / "temporal.log").write_text("STALE banner of an earlier run\n" * 5)
+    stack.db.mkdir()  # a directory where the database file should be: the dev server cannot open it
+    done = run(["crawls"], stack.env(_free_port()), stack.tmp_path, timeout=DEADLINE)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "unable to open database file" in done.stderr  # this start's own output
+    assert "STALE" not in done.stderr
+
+
+def test_a_busy_ui_port_is_one_line(stack: Stack) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        ui_port = busy.getsockname()[1]
+        done = run(["crawls"], stack.env(_free_port(), ui_port=ui_port), stack.tmp_path, timeout=DEADLINE)
+    assert done.returncode == 2, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and str(ui_port) in lines[0] and "TRAWL_TEMPORAL__UI_PORT" in lines[0], lines
+    assert not dev_servers(stack.db)
+
+
+def test_the_frontend_port_as_ui_port_is_one_line(stack: Stack) -> None:
+    port = _free_port()
+    done = run(["crawls"], stack.env(port, ui_port=port), stack.tmp_path, timeout=DEADLINE)
+    assert done.returncode == 2, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "TRAWL_TEMPORAL__UI_PORT" in lines[0], lines
+    assert not dev_servers(stack.db)

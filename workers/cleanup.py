@@ -1,0 +1,53 @@
+"""The workers' clean-up of partial files that no running item needs any more."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import timedelta
+from pathlib import Path
+
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.service import RPCError, RPCStatusCode
+
+from trawl.logs import get_logger
+from trawl.workdirs import idle_work_dirs, remove_work_dir
+
+log = get_logger("trawl.cleanup")
+MAX_INTERVAL_S = 600.0
+
+
+async def clean_work_dir(client: Client, work_dir: Path, keep: timedelta) -> list[str]:
+    """Remove the partial files of items that ended (failed) at least ``keep`` ago.
+
+    A directory idle for ``keep`` is removed when its workflow is closed or unknown to the server;
+    a running one (paused, or waiting for a retry) keeps its bytes. Directories made before owners
+    were recorded are left alone. Returns the workflow ids whose files were removed.
+    """
+    removed: list[str] = []
+    for work in await asyncio.to_thread(lambda: list(idle_work_dirs(work_dir, keep.total_seconds(), time.time()))):
+        if work.workflow_id is None:
+            continue
+        try:
+            described = await client.get_workflow_handle(work.workflow_id).describe()
+            if described.status == WorkflowExecutionStatus.RUNNING:
+                continue
+        except RPCError as err:
+            if err.status != RPCStatusCode.NOT_FOUND:
+                continue  # the server cannot tell now: ask again next round
+        await asyncio.to_thread(remove_work_dir, work.path)
+        removed.append(work.workflow_id)
+        log.info("removed partial files of an ended item", task_id=work.workflow_id, stage="cleanup",
+                 idle_s=int(work.idle_s))
+    return removed
+
+
+async def clean_periodically(client: Client, work_dir: Path, keep: timedelta) -> None:
+    """Run :func:`clean_work_dir` now and then every ``keep / 4`` (at most ten minutes)."""
+    interval = max(1.0, min(keep.total_seconds() / 4, MAX_INTERVAL_S))
+    while True:
+        try:
+            await clean_work_dir(client, work_dir, keep)
+        except Exception as exc:  # noqa: BLE001 - a clean-up must never stop a worker
+            log.warning("partial-file clean-up failed", error=str(exc))
+        await asyncio.sleep(interval)
