@@ -1,4 +1,9 @@
 FROM python:3.11.7-slim-bookworm
+# ffmpeg merges Bilibili's DASH video and audio at commit; its ffprobe lets verify compare a
+# file's duration with the platform's. Without them trawl keeps two files and skips that check.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends ffmpeg \
+    && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY pyproject.toml README.md trawl.toml ./
 COPY trawl ./trawl
@@ -6,7 +11,7 @@ COPY workflows ./workflows
 COPY activities ./activities
 COPY workers ./workers
 COPY starter ./starter
-RUN pip install --no-cache-dir .
+RUN pip install --no-cache-dir . && ffmpeg -version >/dev/null && ffprobe -version >/dev/null
 ENV TRAWL_DATA_DIR=/data
 VOLUME ["/data"]
 ENTRYPOINT ["trawl"]

@@ -106,8 +106,10 @@ class CrawlActivities:
                 activity.heartbeat()
             result = waiting.result()
         except WorkflowFailureError as err:
-            cancelled = isinstance(err.cause, CancelledError)
-            return JoinResult("cancelled" if cancelled else "failed", error_class=None if cancelled else "internal_error")
+            if isinstance(err.cause, CancelledError):
+                return JoinResult("cancelled")
+            kind = err.cause.type if isinstance(err.cause, ApplicationError) else None
+            return JoinResult("failed", error_class=kind or "internal_error")
         finally:
             waiting.cancel()
         return JoinResult(result.outcome, sum(a.size for a in result.assets), result.error_class)

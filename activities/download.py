@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from dataclasses import asdict
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
+import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, CancelledError
 
@@ -15,8 +18,6 @@ from activities.models import DiscardInput, DownloadInput, DownloadResult
 from trawl.download import Downloader, ResumeState, Stopped, discard
 from trawl.settings import DownloadSettings
 from trawl.workdirs import mark_owner
-
-import httpx
 
 
 def _previous_state() -> ResumeState | None:
@@ -29,14 +30,44 @@ def _previous_state() -> ResumeState | None:
     return None
 
 
+ProgressSink = Callable[[str, dict[str, Any]], None]
+PROGRESS_STEPS = 20  # reports per download of known size (every 5 %)
+PROGRESS_EVERY_BYTES = 64 * 1024 * 1024  # without a known size
+
+
+class ProgressReporter:
+    """Tells the item workflow how far a download got, at coarse steps.
+
+    Heartbeats carry the exact offset but only the server and clients see them; a few reports
+    per download let the workflow itself show bytes in the Web UI's details line and keep the
+    bytes of a paused download counted. Each report is a signal (history events), hence steps.
+    """
+
+    def __init__(self, sink: ProgressSink | None, workflow_id: str, asset: str) -> None:
+        self.sink = sink
+        self.workflow_id = workflow_id
+        self.asset = asset
+        self.last_step: int | None = None
+
+    def __call__(self, state: ResumeState) -> None:
+        if self.sink is None:
+            return
+        total = state.total
+        step = state.offset * PROGRESS_STEPS // total if total else state.offset // PROGRESS_EVERY_BYTES
+        if step != self.last_step:
+            self.last_step = step
+            self.sink(self.workflow_id, {"asset": self.asset, "bytes_done": state.offset, "bytes_total": total})
+
+
 class DownloadActivities:
     def __init__(self, client: httpx.Client, work_dir: Path, settings: DownloadSettings, max_delay: timedelta,
-                 max_attempts: int = 0) -> None:
+                 max_attempts: int = 0, progress: ProgressSink | None = None) -> None:
         self.client = client
         self.work_dir = Path(work_dir)
         self.settings = settings
         self.max_delay = max_delay
         self.max_attempts = max_attempts
+        self.progress = progress
 
     def part_path(self, workflow_id: str, asset_name: str) -> Path:
         return self.work_dir / workdir_name(workflow_id) / f"{asset_name}.part"
@@ -48,10 +79,16 @@ class DownloadActivities:
     def download(self, inp: DownloadInput) -> DownloadResult:
         part = self.part_path(inp.workflow_id, inp.asset.name)
         mark_owner(part.parent, inp.workflow_id)
+        report = ProgressReporter(self.progress, inp.workflow_id, inp.asset.name)
+
+        def beat(state: ResumeState) -> None:
+            activity.heartbeat(asdict(state))
+            report(state)
+
         downloader = Downloader(
             self.client,
             max_file_size=self.settings.max_file_size,
-            heartbeat=lambda state: activity.heartbeat(asdict(state)),
+            heartbeat=beat,
             should_stop=lambda: activity.is_cancelled() or activity.is_worker_shutdown(),
         )
         try:
@@ -62,9 +99,10 @@ class DownloadActivities:
                 expected_size=inp.asset.expected_size,
                 previous=_previous_state(),
             )
-        except Stopped:
+        except Stopped as stopped:
             if activity.is_cancelled():
-                raise CancelledError("download cancelled; partial file kept") from None
+                # The offset rides in the cancellation's details: a paused item counts its kept bytes.
+                raise CancelledError("download cancelled; partial file kept", {"offset": stopped.offset}) from None
             raise ApplicationError("worker shutting down; resume elsewhere", type="worker_shutdown") from None
         return DownloadResult(
             asset_name=inp.asset.name, path=outcome.path, size=outcome.size, sha256=outcome.sha256,

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 import uuid
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -17,20 +19,25 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy
-from temporalio.exceptions import CancelledError, TerminatedError, TimeoutError as WorkflowTimeoutError
+from temporalio.exceptions import ApplicationError, CancelledError, TerminatedError
+from temporalio.exceptions import TimeoutError as WorkflowTimeoutError
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.service import RPCError, RPCStatusCode
 
 from starter.embedded import SEARCH_ATTRIBUTES
 from trawl.errors import TrawlError, UnsupportedUrl
+from trawl.logs import get_logger
 from trawl.platforms.registry import Registry
 from trawl.settings import Settings, StageRetry
 from activities.crawl import CrawlItem
+from activities.models import StoredAsset
 from workers.main import ONE_SHOT_MARK, core_logging
 from workflows.crawl import CrawlInput, CrawlState, CrawlWorkflow
 from workflows.media_item import ItemInput, ItemResult, MediaItemWorkflow, Progress
 from workflows.policies import ItemOptions, StagePolicy, download_queue, workflow_queue
 
+
+_log = get_logger("trawl.client")
 
 CONNECT_PATIENCE_S = 30.0
 UNREACHABLE_CODES = (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED)
@@ -45,13 +52,49 @@ def unreachable(err: RPCError) -> bool:
 Notice = Callable[[str], None]
 
 
+# A second worker on a host finds the metrics port taken (by the first): it takes the next free
+# one of this many, or runs without metrics. Either way it says so.
+METRICS_PORT_TRIES = 10
+_metrics_served: weakref.WeakKeyDictionary[Runtime, str] = weakref.WeakKeyDictionary()
+
+
+def metrics_runtime(settings: Settings) -> Runtime | None:
+    """A runtime serving Prometheus metrics at ``worker.metrics_port``, or the next free port
+    after it; None (no metrics, with a warning) when none of them can be bound."""
+    host, first = settings.worker.metrics_host, settings.worker.metrics_port
+    problem = ""
+    for port in range(first, min(first + METRICS_PORT_TRIES, 65536)):
+        try:
+            runtime = Runtime(telemetry=TelemetryConfig(logging=core_logging(), metrics=PrometheusConfig(
+                bind_address=f"{host}:{port}", counters_total_suffix=True, durations_as_seconds=True)))
+        except ValueError as err:  # "Failed starting Prometheus exporter: Address already in use"
+            problem = str(err)
+            if "in use" not in problem:
+                break
+            continue
+        if port != first:
+            _log.warning(f"metrics port {first} is in use (another worker on this host?); serving metrics on "
+                         f"{port} instead", metrics=f"http://{host}:{port}/metrics")
+        _metrics_served[runtime] = f"http://{host}:{port}/metrics"
+        return runtime
+    _log.warning(f"metrics port {first} is in use and so are the next {METRICS_PORT_TRIES - 1}; running without "
+                 "metrics (set worker.metrics_port to a free port, or 0)" if "in use" in problem else
+                 f"cannot serve metrics on {host}:{first} ({problem}); running without metrics "
+                 "(check worker.metrics_host and worker.metrics_port)")
+    return None
+
+
+def metrics_url(client: Client) -> str | None:
+    """Where the runtime of a client connected with ``metrics=True`` serves its metrics, if it does."""
+    runtime = client.service_client.config.runtime
+    return _metrics_served.get(runtime) if runtime is not None else None
+
+
 async def connect(settings: Settings, *, metrics: bool = False) -> Client:
     """A client; with ``metrics``, its runtime serves Prometheus metrics for the worker using it."""
     runtime = None
     if metrics and settings.worker.metrics_port:
-        bind = f"{settings.worker.metrics_host}:{settings.worker.metrics_port}"
-        runtime = Runtime(telemetry=TelemetryConfig(logging=core_logging(), metrics=PrometheusConfig(
-            bind_address=bind, counters_total_suffix=True, durations_as_seconds=True)))
+        runtime = metrics_runtime(settings)
     # A server that has just started accepts connections before its frontend is healthy; wait
     # for it rather than failing the command.
     deadline = time.monotonic() + CONNECT_PATIENCE_S
@@ -151,22 +194,25 @@ async def item_progress(client: Client, handle: WorkflowHandle) -> dict[str, Any
     """Live progress of a running item: the workflow's own view plus the downloads' heartbeats."""
     progress = await handle.query(MediaItemWorkflow.progress, result_type=Progress)
     desc = await handle.describe()
-    done = progress.bytes_done
     total = progress.bytes_total
     attempt = progress.attempt
     last_error = progress.last_error
     running_total = 0
+    live = progress.bytes_finished
     for pending in desc.raw_description.pending_activities:
         attempt = max(attempt, pending.attempt)
-        if pending.last_failure.message:
-            last_error = f"{pending.last_failure.application_failure_info.type or 'error'}: {pending.last_failure.message}"
+        failure = pending.last_failure
+        if failure.message and not failure.HasField("canceled_failure_info"):  # a pause is no error
+            last_error = f"{failure.application_failure_info.type or 'error'}: {failure.message}"
         if pending.activity_type.name == "download" and pending.heartbeat_details.payloads:
             details = (await client.data_converter.decode(pending.heartbeat_details.payloads))[0]
             if isinstance(details, dict):
-                done += int(details.get("offset") or 0)
+                live += int(details.get("offset") or 0)
                 running_total += int(details.get("total") or 0)
+    # The heartbeats are the freshest; the workflow's own count also holds a paused item's kept bytes.
+    done = max(progress.bytes_done, live)
     if total is None and running_total:
-        total = progress.bytes_done + running_total
+        total = progress.bytes_finished + running_total
     return {"stage": progress.stage, "bytes_done": done, "bytes_total": total, "attempt": attempt,
             "last_error": last_error, "paused": progress.paused}
 
@@ -198,13 +244,46 @@ async def _item_result_once(handle: WorkflowHandle, url: str) -> ItemResult:
         return result
     except WorkflowFailureError as err:
         cause = err.cause
+        if isinstance(cause, ApplicationError) and cause.details and isinstance(cause.details[0], dict):
+            return _failed_result(cause.details[0], url)  # a failed item: its result is in the details
         if isinstance(cause, CancelledError):
-            return ItemResult(handle.id, url, "cancelled")
+            return await _cancelled_result(handle, url)
         if isinstance(cause, TerminatedError):
             return ItemResult(handle.id, url, "failed", error_class="terminated", error=str(cause))
         if isinstance(cause, WorkflowTimeoutError):
             return ItemResult(handle.id, url, "failed", error_class="timeout", error=str(cause))
         return ItemResult(handle.id, url, "failed", error_class="internal_error", error=str(cause or err))
+
+
+async def cancel_crawl(handle: WorkflowHandle) -> None:
+    """Cancel a crawl through Temporal, so it ends as Canceled (its items are cancelled with it)."""
+    await handle.cancel()
+
+
+def _failed_result(fields: dict[str, Any], url: str) -> ItemResult:
+    known = {f.name for f in dataclasses.fields(ItemResult)}
+    result = ItemResult(**{k: v for k, v in fields.items() if k in known})
+    result.assets = [StoredAsset(**a) if isinstance(a, dict) else a for a in result.assets]
+    result.url = url or result.url
+    return result
+
+
+async def _cancelled_result(handle: WorkflowHandle, url: str) -> ItemResult:
+    """A cancelled item keeps its identity: the URL and what fetch found, from memo and search attributes."""
+    try:
+        desc = await handle.describe()
+        memo = await desc.memo()
+    except RPCError:
+        return ItemResult(handle.id, url, "cancelled")
+    attrs = desc.search_attributes or {}
+
+    def attr(name: str) -> str | None:
+        values = attrs.get(name)
+        return str(values[0]) if values else None
+
+    return ItemResult(handle.id, url or str(memo.get("url") or ""), "cancelled",
+                      canonical_key=memo.get("canonical_key") or attr("CanonicalKey"),
+                      platform=memo.get("platform") or attr("Platform"), title=memo.get("title") or None)
 
 
 # -- crawls --------------------------------------------------------------------------------------

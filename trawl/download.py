@@ -74,6 +74,10 @@ class DownloadOutcome:
 class Stopped(Exception):
     """The caller asked the download to stop (pause, cancel, shutdown); the partial file is kept."""
 
+    def __init__(self, message: str, offset: int = 0) -> None:
+        super().__init__(message)
+        self.offset = offset  # bytes safely on disk
+
 
 Heartbeat = Callable[[ResumeState], None]
 
@@ -273,7 +277,7 @@ class Downloader:
                             out.flush()
                             self._beat(part, state)
                             if self.should_stop():
-                                raise Stopped(f"stopped at byte {state.offset}")
+                                raise Stopped(f"stopped at byte {state.offset}", state.offset)
                 finally:
                     # Bytes received before a failure are good data in order: keep them.
                     if batch:

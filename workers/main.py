@@ -11,8 +11,9 @@ import asyncio
 import concurrent.futures
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import timedelta
+from typing import Any
 
 import temporalio.workflow
 from temporalio.client import Client
@@ -35,9 +36,10 @@ from workers.cleanup import clean_periodically
 from workers.interceptors import ObservingInterceptor
 from workflows.crawl import CrawlWorkflow
 from workflows.media_item import MediaItemWorkflow
-from workflows.policies import download_queue, fetch_queue, workflow_queue
+from workflows.policies import download_queue, fetch_queue, join_queue, workflow_queue
 
 FETCH_CONCURRENCY = 8
+JOIN_SLOTS = 1000
 CORE_LOGGER = "temporalio.core"
 
 
@@ -65,9 +67,23 @@ def install_core_logging() -> None:
 ONE_SHOT_MARK = "/one-shot"
 
 
+def progress_signaller(client: Client) -> Callable[[str, dict[str, Any]], None]:
+    """Send a download's progress report to its item workflow, from an activity thread, without waiting."""
+    loop = asyncio.get_running_loop()
+
+    def send(workflow_id: str, report: dict[str, Any]) -> None:
+        sent = asyncio.run_coroutine_threadsafe(
+            client.get_workflow_handle(workflow_id).signal("download_progress", report), loop)
+        # A report that does not arrive (the item just finished) matters to nobody.
+        sent.add_done_callback(lambda done: done.cancelled() or done.exception())
+
+    return send
+
+
 @contextlib.asynccontextmanager
 async def running_worker(
-    client: Client, settings: Settings, registry: Registry | None = None, *, one_shot: bool = False
+    client: Client, settings: Settings, registry: Registry | None = None, *, one_shot: bool = False,
+    workflows: Sequence[type] = (MediaItemWorkflow, CrawlWorkflow),
 ) -> AsyncIterator[list[Worker]]:
     """Run every trawl worker of this process for the duration of the block.
 
@@ -91,7 +107,7 @@ async def running_worker(
     fetch = FetchActivities(registry, ResolveContext(http, settings.net.max_page_bytes), catalog, blobs,
                             retry.fetch.maximum_interval, retry.fetch.maximum_attempts)
     download = DownloadActivities(http, settings.work_dir, settings.download, retry.download.maximum_interval,
-                                  retry.download.maximum_attempts)
+                                  retry.download.maximum_attempts, progress=progress_signaller(client))
     verify = VerifyActivities(retry.verify.maximum_interval, retry.verify.maximum_attempts)
     commit = CommitActivities(catalog, blobs, settings.work_dir, retry.commit.maximum_interval,
                               retry.commit.maximum_attempts)
@@ -108,12 +124,17 @@ async def running_worker(
     )
     crawl = CrawlActivities(client, settings, registry)
     workers = [
-        Worker(client, task_queue=workflow_queue(prefix), workflows=[MediaItemWorkflow, CrawlWorkflow], **common),
+        Worker(client, task_queue=workflow_queue(prefix), workflows=list(workflows), **common),
         Worker(client, task_queue=download_queue(prefix),
+               # join_item stays here for the joins crawls scheduled on this queue before joins got
+               # their own; new ones go to the join queue.
                activities=[download.download, download.discard, verify.verify, commit.commit,
                            crawl.expand_source, crawl.join_item],
                activity_executor=executor, max_concurrent_activities=download_slots, **common),
     ]
+    # Joins only wait (an async activity each, no thread): many at once cost nearly nothing.
+    workers.append(Worker(client, task_queue=join_queue(prefix), activities=[crawl.join_item],
+                          max_concurrent_activities=JOIN_SLOTS, **common))
     for platform in registry.platforms:
         # The server enforces this rate for the queue, i.e. for all workers on all hosts together.
         rate = getattr(settings.platforms, platform).requests_per_second

@@ -14,7 +14,7 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ChildWorkflowError, WorkflowAlreadyStartedError
+from temporalio.exceptions import ActivityError, CancelledError, ChildWorkflowError, WorkflowAlreadyStartedError
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
@@ -129,10 +129,12 @@ class CrawlWorkflow:
         try:
             await self._loop()
         except asyncio.CancelledError:
-            # Cancelled through Temporal (the Web UI, say): children are ABANDON-ed, so cancel
-            # them here as the cancel signal would.
+            # Cancelled through Temporal (`trawl cancel`, the API, the Web UI): children are
+            # ABANDON-ed, so cancel them here; the crawl then ends as Canceled.
             state.cancelled = True
             await self._cancel_all()
+            self._finished_at = workflow.now().isoformat()
+            workflow.upsert_search_attributes([OUTCOME.value_set("cancelled")])
             raise
         self._finished_at = workflow.now().isoformat()
         workflow.upsert_search_attributes([OUTCOME.value_set("cancelled" if state.cancelled else "done")])
@@ -204,8 +206,20 @@ class CrawlWorkflow:
                                           self._items.pop(item.workflow_id, None)))
 
     def _count(self, outcome: str, size: int) -> None:
+        """One URL's outcome; ``bytes`` counts what was downloaded (a duplicate's stored size is not)."""
         self._state.outcomes[outcome] = self._state.outcomes.get(outcome, 0) + 1
-        self._state.bytes += size
+        if outcome == "committed":
+            self._state.bytes += size
+        self._show_counts()
+
+    def _show_counts(self) -> None:
+        """The crawl's live counts in the Web UI's details line."""
+        s = self._state
+        counts = ", ".join(f"{n} {outcome}" for outcome, n in sorted(s.outcomes.items()))
+        state = "cancelled" if s.cancelled else ("paused" if s.paused else "running")
+        workflow.set_current_details(f"{state}: {len(s.pending)} queued, {len(self._running)} running"
+                                     + (f", {counts}" if counts else "") + f"; {s.bytes / 1048576:.1f} MiB downloaded"
+                                     + (f"; {len(s.refused)} refused" if s.refused else ""))
 
     async def _child(self, item: CrawlItem) -> None:
         options = self._inp.options
@@ -227,8 +241,10 @@ class CrawlWorkflow:
         self._starting -= 1
         try:
             result = await handle
-        except ChildWorkflowError:
-            self._count("cancelled" if self._state.cancelled else "failed", 0)
+        except ChildWorkflowError as err:
+            # A child cancelled on its own (the CLI, the Web UI) is cancelled, not failed.
+            cancelled = self._state.cancelled or isinstance(err.cause, CancelledError)
+            self._count("cancelled" if cancelled else "failed", 0)
             return
         self._count(result.outcome, sum(a.size for a in result.assets))
 
@@ -236,7 +252,7 @@ class CrawlWorkflow:
         try:
             joined: JoinResult = await workflow.execute_activity_method(
                 CrawlActivities.join_item, JoinInput(item.workflow_id),
-                task_queue=self._inp.options.download_queue,
+                task_queue=self._inp.options.join_queue,
                 start_to_close_timeout=timedelta(days=7),
                 heartbeat_timeout=timedelta(seconds=60),
                 retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=1),
@@ -258,6 +274,9 @@ class CrawlWorkflow:
                 workflow.logger.info(f"could not {name} {wid}")
 
     async def _cancel_all(self) -> None:
+        # Every URL is counted once: those never started count as not_started.
+        for _ in self._state.pending:
+            self._count("not_started", 0)
         self._state.pending.clear()
         for wid, task in list(self._running.items()):
             try:

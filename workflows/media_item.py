@@ -40,6 +40,9 @@ SEARCH_ATTRIBUTES = (PLATFORM, CANONICAL_KEY, STAGE, OUTCOME, CRAWL_ID)
 
 # workflow.patched ids (the versioning policy in the README): one per change of the command sequence.
 KEEP_FAILED_PARTIALS = "keep-failed-partials"
+FAILED_RUNS_FAIL = "failed-item-fails-the-run"
+IDENTITY_MEMO = "identity-memo"
+MiB = 1024 * 1024
 
 
 @dataclass
@@ -66,11 +69,21 @@ class ItemResult:
 @dataclass
 class Progress:
     stage: str = "queued"
-    bytes_done: int = 0
+    bytes_done: int = 0  # verified assets plus the bytes last reported (or kept) by running downloads
     bytes_total: int | None = None
     attempt: int = 1
     last_error: str | None = None
     paused: bool = False
+    bytes_finished: int = 0  # verified assets only
+
+
+@dataclass
+class DownloadProgress:
+    """What a running download reports to its item now and then (and what a paused one kept)."""
+
+    asset: str
+    bytes_done: int
+    bytes_total: int | None = None
 
 
 class ItemFailed(Exception):
@@ -102,8 +115,23 @@ class MediaItemWorkflow:
         self._generation = 0
         self._fresh: Resolved | None = None
         self._refetch_lock = asyncio.Lock()
+        self._partial: dict[str, int] = {}  # asset name -> bytes of its unfinished download
+        self._reported_totals: dict[str, int] = {}  # asset name -> size its server announced
+        self._totals_known = False  # the platform gave every asset's size up front
 
     # -- signals and queries ---------------------------------------------------------------
+    @workflow.signal
+    def download_progress(self, report: DownloadProgress) -> None:
+        """A running download's bytes, sent by the activity at coarse steps for the live details."""
+        if report.asset in self._running:
+            self._partial[report.asset] = max(self._partial.get(report.asset, 0), report.bytes_done)
+            if report.bytes_total and not self._totals_known:
+                # Sizes the platform did not give: what the servers announce, as they announce it.
+                self._reported_totals[report.asset] = report.bytes_total
+                self._progress.bytes_total = sum(self._reported_totals.values())
+            self._refresh_bytes()
+            self._stage_details(self._progress.stage)
+
     @workflow.signal
     def pause(self) -> None:
         """Stop at the next step; a running download stops at its next heartbeat, keeping its bytes."""
@@ -111,10 +139,12 @@ class MediaItemWorkflow:
         for name, task in self._running.items():
             self._pause_cancelled.add(name)
             task.cancel()
+        self._stage_details(self._progress.stage)
 
     @workflow.signal
     def resume(self) -> None:
         self._paused = self._progress.paused = False
+        self._stage_details(self._progress.stage)
 
     @workflow.query
     def progress(self) -> Progress:
@@ -138,10 +168,15 @@ class MediaItemWorkflow:
             self._title = resolved.title
             workflow.upsert_search_attributes([
                 PLATFORM.value_set(resolved.platform), CANONICAL_KEY.value_set(resolved.canonical_key[:255])])
+            if workflow.patched(IDENTITY_MEMO):
+                # A cancelled run has no result: its memo keeps what it was (CLI, API, Web UI).
+                workflow.upsert_memo({"canonical_key": resolved.canonical_key, "title": (resolved.title or "")[:500],
+                                      "platform": resolved.platform})
             if fetched.committed:
                 return self._finish(ItemResult(wid, inp.url, "duplicate", resolved.canonical_key,
                                                resolved.platform, resolved.title, assets=fetched.stored))
             self._progress.bytes_total = _total(resolved.assets)
+            self._totals_known = self._progress.bytes_total is not None
             results = await asyncio.gather(*(self._download_verified(resolved, i) for i in range(len(resolved.assets))))
             self._stage("commit")
             await self._wait_unpaused()
@@ -163,10 +198,16 @@ class MediaItemWorkflow:
             # failed. Runs started before this change discarded them all here.
             if not workflow.patched(KEEP_FAILED_PARTIALS) or failed.error_class == "content_corrupt":
                 await self._discard()
-            return self._finish(ItemResult(
+            result = self._finish(ItemResult(
                 wid, inp.url, "failed", resolved.canonical_key if resolved else None,
                 resolved.platform if resolved else inp.platform, resolved.title if resolved else None,
                 error_class=failed.error_class, error=failed.message))
+            if workflow.patched(FAILED_RUNS_FAIL):
+                # A failed item is a Failed execution (the Web UI's Failures view, ExecutionStatus
+                # queries); the result rides along in the failure's details for the CLI and API.
+                raise ApplicationError(f"{failed.error_class}: {' '.join(failed.message.split())[:500]}", result,
+                                       type=failed.error_class, non_retryable=True)
+            return result
         except (asyncio.CancelledError, CancelledError):
             last_stage = self._progress.stage
             self._stage("cancelled")
@@ -207,12 +248,16 @@ class MediaItemWorkflow:
                 download = await self._download(asset, resolved)
             except ActivityError as err:
                 error_class, message = _failure(err)
-                self._progress.last_error = f"{error_class}: {message}"
                 if error_class == "cancelled":
                     if asset.name in self._pause_cancelled:
+                        # A pause, not a failure: no last_error; the bytes kept stay counted.
                         self._pause_cancelled.discard(asset.name)
+                        self._partial[asset.name] = max(self._partial.get(asset.name, 0), _kept_bytes(err))
+                        self._refresh_bytes()
+                        self._stage_details(self._progress.stage)
                         continue
                     raise asyncio.CancelledError from None  # the item itself is being cancelled
+                self._progress.last_error = f"{error_class}: {message}"
                 if error_class == "url_expired" and refetches < self._opts.max_refetches:
                     refetches += 1
                     fresh = await self._refetch(seen_generation)
@@ -237,10 +282,14 @@ class MediaItemWorkflow:
                 if error_class == "content_corrupt" and redownloads < self._opts.max_redownloads:
                     redownloads += 1
                     self._progress.attempt += 1
+                    self._partial.pop(asset.name, None)
+                    self._refresh_bytes()
                     await self._discard([asset.name])
                     continue
                 raise ItemFailed(error_class, message) from None
-            self._progress.bytes_done += download.size
+            self._partial.pop(asset.name, None)
+            self._progress.bytes_finished += download.size
+            self._refresh_bytes()
             return asset, download, verified
 
     async def _download(self, asset: Asset, resolved: Resolved) -> DownloadResult:
@@ -297,6 +346,9 @@ class MediaItemWorkflow:
             retry_policy=self._opts.commit.retry_policy(),
         )
 
+    def _refresh_bytes(self) -> None:
+        self._progress.bytes_done = self._progress.bytes_finished + sum(self._partial.values())
+
     def _stage(self, stage: str) -> None:
         if stage != self._progress.stage:
             self._progress.stage = stage
@@ -305,15 +357,25 @@ class MediaItemWorkflow:
 
     def _stage_details(self, stage: str) -> None:
         # The static summary is fixed at start (the URL); the title arrives with fetch, so the
-        # Web UI's live details line carries it.
-        total = self._progress.bytes_total
-        percent = f" {100 * self._progress.bytes_done // total}%" if total else ""
+        # Web UI's live details line carries it: "download 35% 14.2/40.0 MiB - <title>".
+        progress = self._progress
+        shown = "paused" if progress.paused and stage not in ("done", "cancelled") else stage
+        total, done = progress.bytes_total, progress.bytes_done
+        amount = ""
+        if total:
+            amount = f" {100 * done // total}% {done / MiB:.1f}/{total / MiB:.1f} MiB"
+        elif done:
+            amount = f" {done / MiB:.1f} MiB"
+        kept = " kept" if shown == "paused" and done else ""
         title = f" - {self._title[:200]}" if self._title else ""
-        workflow.set_current_details(f"{stage}{percent}{title}")
+        workflow.set_current_details(f"{shown}{amount}{kept}{title}")
 
     def _finish(self, result: ItemResult) -> ItemResult:
         last_stage = self._progress.stage
         self._stage("done")
+        error = f" {result.error_class}" if result.error_class else ""
+        title = f" - {self._title[:200]}" if self._title else ""
+        workflow.set_current_details(f"{result.outcome}{error}{title}")
         workflow.upsert_search_attributes([OUTCOME.value_set(result.outcome)])
         self._summary(result.outcome, last_stage, result.platform or self._inp.platform, result.canonical_key,
                       result.error_class, sum(a.size for a in result.assets))
@@ -333,6 +395,14 @@ class MediaItemWorkflow:
                   "attempt": self._progress.attempt}
         log = workflow.logger.warning if outcome == "failed" else workflow.logger.info
         log("item", extra={"trawl": fields})
+
+
+def _kept_bytes(err: ActivityError) -> int:
+    """The offset a paused download reported when it stopped (its cancellation's details)."""
+    cause = err.cause
+    details = cause.details if isinstance(cause, CancelledError) else ()
+    first = details[0] if details else None
+    return int(first.get("offset") or 0) if isinstance(first, dict) else 0
 
 
 def _total(assets: list[Asset]) -> int | None:

@@ -65,6 +65,10 @@ class ItemOptions:
     def download_queue(self) -> str:
         return download_queue(self.queue_prefix)
 
+    @property
+    def join_queue(self) -> str:
+        return join_queue(self.queue_prefix)
+
 
 def workflow_queue(prefix: str) -> str:
     return f"{prefix}-workflows"
@@ -76,3 +80,9 @@ def fetch_queue(prefix: str, platform: str) -> str:
 
 def download_queue(prefix: str) -> str:
     return f"{prefix}-download"
+
+
+def join_queue(prefix: str) -> str:
+    """Waiting for items another crawl or command started: its own queue, so a join never holds
+    one of the pipeline's download slots while the item it waits for needs one."""
+    return f"{prefix}-joins"

