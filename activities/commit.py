@@ -1,4 +1,8 @@
-"""commit: move verified files into the blob store and record the item, idempotently."""
+"""commit: put verified files into the blob store and record the item, idempotently.
+
+The store verifies each put (size, and sha256 against what verify computed) before the catalog
+row is written; a blob is named by its key, never by a path on this worker.
+"""
 
 from __future__ import annotations
 
@@ -14,12 +18,12 @@ from activities.models import CommitFile, CommitInput, CommitResult, DownloadRes
 from trawl.download import file_sha256, state_path
 from trawl.merge import merge_dash
 from trawl.models import Asset
-from trawl.storage.blobs import LocalBlobStore
+from trawl.storage.blobs import BlobStore, blob_key
 from trawl.storage.catalog import Catalog, CommittedAsset
 
 
 class CommitActivities:
-    def __init__(self, catalog: Catalog, blobs: LocalBlobStore, work_dir: Path, max_delay: timedelta,
+    def __init__(self, catalog: Catalog, blobs: BlobStore, work_dir: Path, max_delay: timedelta,
                  max_attempts: int = 0) -> None:
         self.catalog = catalog
         self.blobs = blobs
@@ -39,25 +43,26 @@ class CommitActivities:
             shutil.rmtree(self.work_dir / workdir_name(inp.workflow_id), ignore_errors=True)
             return CommitResult(
                 outcome="committed" if existing.workflow_id == inp.workflow_id else "duplicate",
-                assets=stored_assets(existing, self.blobs),
+                assets=stored_assets(existing),
             )
         stored: list[StoredAsset] = []
         rows: list[CommittedAsset] = []
         files = self._merged(inp) or inp.files
         for file in files:
-            sha = file.download.sha256
+            sha, size = file.download.sha256, file.download.size
             part = Path(file.download.path)
             if part.exists():
-                relative = self.blobs.put(part, sha)
-            elif self.blobs.exists(sha):  # a retry after the move already happened
-                relative = self.blobs.relative(sha)
-            else:
-                raise FileNotFoundError(f"{part} vanished before commit and no blob {sha[:12]} exists")
+                key = self.blobs.put(part, sha, size)
+            else:  # a retry after the put already moved the file into the store
+                key = blob_key(sha)
+                blob = self.blobs.stat(key)
+                if blob is None or blob.size != size:
+                    raise FileNotFoundError(f"{part} vanished before commit and no blob {sha[:12]} of {size} bytes "
+                                            f"is in the store")
             state_path(part).unlink(missing_ok=True)
-            rows.append(CommittedAsset(file.asset.name, file.asset.kind, sha, file.download.size, file.mime,
-                                       relative, file.download.url))
-            stored.append(StoredAsset(file.asset.name, file.asset.kind, sha, file.download.size,
-                                      str(self.blobs.root / relative), file.mime))
+            rows.append(CommittedAsset(file.asset.name, file.asset.kind, sha, size, file.mime, key,
+                                       file.download.url))
+            stored.append(StoredAsset(file.asset.name, file.asset.kind, sha, size, key, file.mime))
         created = self.catalog.commit_item(
             canonical_key=item.canonical_key, platform=item.platform, canonical_url=item.canonical_url,
             source_url=inp.source_url, title=item.title, uploader=item.uploader, duration=item.duration,

@@ -15,7 +15,7 @@ from temporalio.exceptions import ApplicationError, CancelledError
 
 from activities.errors import classified, workdir_name
 from activities.models import DiscardInput, DownloadInput, DownloadResult
-from trawl.download import Downloader, ResumeState, Stopped, discard
+from trawl.download import Downloader, HostSlots, ResumeState, Stopped, discard
 from trawl.settings import DownloadSettings
 from trawl.workdirs import mark_owner
 
@@ -68,6 +68,8 @@ class DownloadActivities:
         self.max_delay = max_delay
         self.max_attempts = max_attempts
         self.progress = progress
+        # One cap per worker process: every download's extra segment connections share it.
+        self.host_slots = HostSlots(settings.max_connections_per_host)
 
     def part_path(self, workflow_id: str, asset_name: str) -> Path:
         return self.work_dir / workdir_name(workflow_id) / f"{asset_name}.part"
@@ -90,6 +92,9 @@ class DownloadActivities:
             max_file_size=self.settings.max_file_size,
             heartbeat=beat,
             should_stop=lambda: activity.is_cancelled() or activity.is_worker_shutdown(),
+            segments=self.settings.segments_for(inp.platform),
+            segment_min_size=self.settings.segment_min_size,
+            host_slots=self.host_slots,
         )
         try:
             outcome = downloader.download(
@@ -107,7 +112,7 @@ class DownloadActivities:
         return DownloadResult(
             asset_name=inp.asset.name, path=outcome.path, size=outcome.size, sha256=outcome.sha256,
             url=outcome.url, etag=outcome.etag, mime=outcome.mime, total=outcome.total,
-            resumed_from=outcome.resumed_from, transferred=outcome.transferred,
+            resumed_from=outcome.resumed_from, transferred=outcome.transferred, connections=outcome.connections,
         )
 
     @activity.defn(name="discard")

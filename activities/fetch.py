@@ -11,17 +11,15 @@ from activities.liveness import heartbeating
 from activities.models import FetchInput, FetchResult, stored_assets
 from trawl.platforms.base import ResolveContext
 from trawl.platforms.registry import Registry
-from trawl.storage.blobs import LocalBlobStore
 from trawl.storage.catalog import Catalog
 
 
 class FetchActivities:
-    def __init__(self, registry: Registry, context: ResolveContext, catalog: Catalog, blobs: LocalBlobStore,
+    def __init__(self, registry: Registry, context: ResolveContext, catalog: Catalog,
                  max_delay: timedelta, max_attempts: int = 0) -> None:
         self.registry = registry
         self.context = context
         self.catalog = catalog
-        self.blobs = blobs
         self.max_delay = max_delay
         self.max_attempts = max_attempts
 
@@ -34,4 +32,4 @@ class FetchActivities:
         existing = self.catalog.get(resolved.canonical_key)
         if existing is None or existing.status != "committed":
             return FetchResult(resolved=resolved, committed=False)
-        return FetchResult(resolved=resolved, committed=True, stored=stored_assets(existing, self.blobs))
+        return FetchResult(resolved=resolved, committed=True, stored=stored_assets(existing))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from trawl.models import Asset, Resolved
-from trawl.storage.blobs import LocalBlobStore
+from trawl.storage.blobs import blob_key
 from trawl.storage.catalog import CatalogItem
 
 
@@ -18,17 +18,24 @@ class FetchInput:
 
 @dataclass
 class StoredAsset:
+    """A committed file: its blob in the store is ``key`` (``sha256/ab/cd/<sha256>``), wherever
+    the store is; no worker's file path travels."""
+
     name: str
     kind: str
     sha256: str
     size: int
-    path: str
+    # Results recorded before blobs had keys carry a ``path`` instead (ignored when read back).
+    key: str = ""
     mime: str | None = None
 
+    def __post_init__(self) -> None:
+        self.key = self.key or blob_key(self.sha256)
 
-def stored_assets(item: CatalogItem, blobs: LocalBlobStore) -> list[StoredAsset]:
-    """The committed files of a catalog item, with their paths in the blob store."""
-    return [StoredAsset(a.name, a.kind, a.sha256, a.size, str(blobs.root / a.blob_path), a.mime) for a in item.assets]
+
+def stored_assets(item: CatalogItem) -> list[StoredAsset]:
+    """The committed files of a catalog item."""
+    return [StoredAsset(a.name, a.kind, a.sha256, a.size, a.key, a.mime) for a in item.assets]
 
 
 @dataclass
@@ -58,6 +65,7 @@ class DownloadResult:
     total: int | None = None
     resumed_from: int = 0
     transferred: int = 0
+    connections: int = 1  # the most connections the download used at once (segments)
 
 
 @dataclass

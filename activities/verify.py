@@ -1,4 +1,4 @@
-"""verify: size, sha256 from disk, platform md5 and content sniffing of a finished download."""
+"""verify: size, platform md5, content sniffing (and in strict mode sha256 from disk) of a download."""
 
 from __future__ import annotations
 
@@ -14,9 +14,11 @@ from trawl.verify import verify_file
 
 
 class VerifyActivities:
-    def __init__(self, max_delay: timedelta, max_attempts: int = 0) -> None:
+    def __init__(self, max_delay: timedelta, max_attempts: int = 0, rehash: bool = False) -> None:
+        """``rehash``: re-read and re-hash the whole file (``download.verify_rehash``)."""
         self.max_delay = max_delay
         self.max_attempts = max_attempts
+        self.rehash = rehash
 
     @activity.defn(name="verify")
     @classified(lambda self: self.max_delay)
@@ -31,5 +33,6 @@ class VerifyActivities:
             expected_size=expected,
             expected_md5=inp.asset.expected_md5,
             expected_duration=inp.duration,
+            rehash=self.rehash,
         )
         return VerifyResult(asset_name=inp.asset.name, sniffed=checked.sniffed, mime=checked.mime)

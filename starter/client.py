@@ -7,7 +7,7 @@ import dataclasses
 import time
 import uuid
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -22,7 +22,8 @@ from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.exceptions import ApplicationError, CancelledError, TerminatedError
 from temporalio.exceptions import TimeoutError as WorkflowTimeoutError
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.envconfig import ClientConfigProfile
+from temporalio.service import RPCError, RPCStatusCode, TLSConfig
 
 from starter.embedded import SEARCH_ATTRIBUTES
 from trawl.errors import TrawlError, UnsupportedUrl
@@ -90,18 +91,44 @@ def metrics_url(client: Client) -> str | None:
     return _metrics_served.get(runtime) if runtime is not None else None
 
 
+def connect_options(settings: Settings, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The arguments of ``Client.connect``: the SDK's environment configuration, then trawl's settings.
+
+    The SDK's conventions come first (``temporalio.envconfig``: TOML profiles and ``TEMPORAL_*``
+    variables, as the Temporal CLI reads them); a trawl setting that was set explicitly wins over
+    them, and trawl's defaults fill what neither says.
+    """
+    temporal = settings.temporal
+    explicit = temporal.model_fields_set
+    profile = ClientConfigProfile.load(profile=temporal.profile or None, override_env_vars=env)
+    options: dict[str, Any] = dict(profile.to_client_connect_config())
+    if "address" in explicit or "target_host" not in options:
+        options["target_host"] = temporal.address
+    if "namespace" in explicit or "namespace" not in options:
+        options["namespace"] = temporal.namespace
+    if temporal.api_key:
+        options["api_key"] = temporal.api_key
+        options.setdefault("tls", True)
+    files = (temporal.tls_server_ca, temporal.tls_client_cert, temporal.tls_client_key)
+    if temporal.tls or any(files) or temporal.tls_server_name:
+        ca, cert, key = (path.read_bytes() if path else None for path in files)
+        options["tls"] = TLSConfig(server_root_ca_cert=ca, client_cert=cert, client_private_key=key,
+                                   domain=temporal.tls_server_name or None)
+    return options
+
+
 async def connect(settings: Settings, *, metrics: bool = False) -> Client:
     """A client; with ``metrics``, its runtime serves Prometheus metrics for the worker using it."""
     runtime = None
     if metrics and settings.worker.metrics_port:
         runtime = metrics_runtime(settings)
+    options = connect_options(settings)
     # A server that has just started accepts connections before its frontend is healthy; wait
     # for it rather than failing the command.
     deadline = time.monotonic() + CONNECT_PATIENCE_S
     while True:
         try:
-            return await Client.connect(settings.temporal.address, namespace=settings.temporal.namespace,
-                                        runtime=runtime or Runtime.default())
+            return await Client.connect(**options, runtime=runtime or Runtime.default())
         except RuntimeError as err:
             if "not healthy" not in str(err) or time.monotonic() > deadline:
                 raise
@@ -163,6 +190,7 @@ def item_options(settings: Settings) -> ItemOptions:
         verify=_policy(retry.verify),
         commit=_policy(retry.commit),
         heartbeat_timeout_s=settings.download.heartbeat_timeout.total_seconds(),
+        local_schedule_to_start_s=settings.worker.local_schedule_to_start.total_seconds(),
         max_redownloads=settings.download.max_redownloads,
     )
 
@@ -263,7 +291,9 @@ async def cancel_crawl(handle: WorkflowHandle) -> None:
 def _failed_result(fields: dict[str, Any], url: str) -> ItemResult:
     known = {f.name for f in dataclasses.fields(ItemResult)}
     result = ItemResult(**{k: v for k, v in fields.items() if k in known})
-    result.assets = [StoredAsset(**a) if isinstance(a, dict) else a for a in result.assets]
+    asset_fields = {f.name for f in dataclasses.fields(StoredAsset)}
+    result.assets = [StoredAsset(**{k: v for k, v in a.items() if k in asset_fields}) if isinstance(a, dict) else a
+                     for a in result.assets]
     result.url = url or result.url
     return result
 

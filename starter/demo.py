@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-from starter.cli import crawl_urls, result_line, session
-from trawl.download import file_sha256
+from starter.cli.common import session
+from starter.cli.crawl import crawl_urls
+from starter.cli.output import result_line
 from trawl.platforms.registry import build_registry
 from trawl.settings import Settings
 from trawl.simulator import Simulator
@@ -16,11 +16,13 @@ from trawl.simulator.demo import (
     install_facebook_demo,
     install_weibo_demo,
 )
+from trawl.storage.blobs import BlobStore, hash_blob, open_blob_store
 from trawl.storage.catalog import Catalog
 from workflows.media_item import ItemResult
 
 
-def check_demo(results: list[ItemResult], expected: dict[str, tuple[str, str | None]], catalog: Catalog) -> list[str]:
+def check_demo(results: list[ItemResult], expected: dict[str, tuple[str, str | None]], catalog: Catalog,
+               blobs: BlobStore) -> list[str]:
     """Compare a demo crawl with what it should give; return the problems found."""
     problems: list[str] = []
     groups: dict[str, set[str | None]] = {}
@@ -33,9 +35,9 @@ def check_demo(results: list[ItemResult], expected: dict[str, tuple[str, str | N
                 continue
             committed_keys.add(result.canonical_key or "")
             for asset in result.assets:
-                path = Path(asset.path)
-                if not path.is_file() or path.name != asset.sha256 or file_sha256(path) != asset.sha256:
-                    problems.append(f"{result.url}: blob {asset.path} is missing or does not match its name")
+                if not blobs.exists(asset.key) or hash_blob(blobs, asset.key)[0] != asset.sha256:
+                    problems.append(f"{result.url}: blob {blobs.location(asset.key)} is missing or does not "
+                                    "match its name")
         elif result.outcome != "failed" or result.error_class != expect:
             problems.append(f"{result.url}: {result.outcome}/{result.error_class}, expected failed/{expect}")
         if group:
@@ -89,14 +91,17 @@ async def run_demo(settings: Settings, sim_port: int) -> int:
         for sim in sims:
             sim.stop()
     catalog = Catalog(settings.catalog_url)
-    problems = check_demo(results, expected, catalog)
+    blobs = open_blob_store(settings)
+    problems = check_demo(results, expected, catalog, blobs)
+    blobs.close()
     counts: dict[str, int] = {}
     for result in results:
         counts[result.outcome] = counts.get(result.outcome, 0) + 1
     print()
     print("outcomes: " + ", ".join(f"{n} {outcome}" for outcome, n in sorted(counts.items())))
     print(f"catalog:  {catalog.count()} item(s) in {settings.catalog_url}")
-    print(f"blobs:    {settings.blobs_dir.resolve()}")
+    remote = settings.storage.url.startswith("s3://")
+    print(f"blobs:    {settings.storage.url if remote else settings.blobs_dir.resolve()}")
     print(f"Web UI:   http://127.0.0.1:{settings.temporal.ui_port}/namespaces/{settings.temporal.namespace}/workflows"
           " (while `trawl up` or `trawl server` runs)")
     catalog.close()

@@ -13,6 +13,7 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from starter.embedded import SEARCH_ATTRIBUTES
+from tests.s3server import SeaweedFS, seaweedfs
 from trawl.settings import CatalogSettings, NetSettings, Settings, TemporalSettings
 from trawl.simulator import Simulator
 from trawl.simulator.references import REFERENCE_DIR
@@ -95,6 +96,17 @@ async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
     )
     yield env
     await env.shutdown()
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedFS]:
+    """SeaweedFS's S3 API on loopback with the bucket ``trawl-test``, for the whole session; the
+    standard AWS variables its clients need are set while it runs. Fails (never skips) when
+    ``weed`` cannot start."""
+    with seaweedfs(tmp_path_factory.mktemp("seaweedfs")) as server, pytest.MonkeyPatch.context() as env:
+        for name, value in server.env().items():
+            env.setenv(name, value)
+        yield server
 
 
 @pytest.fixture

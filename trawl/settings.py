@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import socket
+import re
+import tomllib
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Literal
@@ -38,6 +41,9 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+_HOST_PORT = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?P<port>[0-9]{1,5})")
+
+
 class TemporalSettings(_Section):
     address: str = "127.0.0.1:7233"
     namespace: str = "default"
@@ -46,11 +52,60 @@ class TemporalSettings(_Section):
     ui_port: int = 8233
     # Prefix of every task queue, so two deployments can share one server.
     task_queue_prefix: str = "trawl"
+    # A server beyond localhost (self-hosted with TLS, or Temporal Cloud). The SDK's environment
+    # configuration is read first (TOML profiles in TEMPORAL_CONFIG_FILE or the default location,
+    # profile TEMPORAL_PROFILE or this one, and TEMPORAL_* variables); what is set here wins.
+    profile: str = ""
+    api_key: str = ""
+    tls: bool = False  # on by itself with an API key or any certificate below
+    tls_server_ca: Path | None = None  # PEM file of the server's CA (default: the system's roots)
+    tls_client_cert: Path | None = None  # mTLS client certificate (PEM)
+    tls_client_key: Path | None = None
+    tls_server_name: str = ""  # SNI / certificate name, when it differs from the address
+
+    @field_validator("address")
+    @classmethod
+    def _host_port(cls, value: str) -> str:
+        match = _HOST_PORT.fullmatch(value.strip())
+        if not match or not 0 < int(match["port"]) < 65536:
+            raise ValueError("expected HOST:PORT, e.g. 127.0.0.1:7233 or temporal:7233")
+        return value.strip()
 
 
 class CatalogSettings(_Section):
     # SQLAlchemy URL; empty means SQLite at <data_dir>/catalog.db.
     url: str = ""
+
+
+_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+
+
+class StorageSettings(_Section):
+    # Where blobs live: empty = <data_dir>/blobs; a directory path; or s3://bucket/prefix for any
+    # S3-compatible store (credentials from the standard AWS variables and files).
+    url: str = ""
+    # The S3 API endpoint of a store that is not AWS (MinIO, SeaweedFS), e.g. http://minio:9000;
+    # empty: AWS. A custom endpoint is addressed path-style (http://host/bucket/key).
+    s3_endpoint_url: str = ""
+    # Empty: from AWS_REGION / the AWS config file, else us-east-1.
+    s3_region: str = ""
+    # Files larger than one part are uploaded in parts of this size, s3_concurrency at a time
+    # (each part is held in memory while it is sent: memory per upload is about
+    # (s3_concurrency + 1) x s3_part_size). S3's smallest part is 5 MiB.
+    s3_part_size: int = Field(default=8 * MiB, ge=5 * MiB, le=1 * GiB)
+    s3_concurrency: int = Field(default=4, ge=1, le=64)
+
+    @field_validator("url")
+    @classmethod
+    def _store_url(cls, value: str) -> str:
+        value = value.strip()
+        if value.startswith("s3://"):
+            bucket = value.removeprefix("s3://").split("/", 1)[0]
+            if not _BUCKET.fullmatch(bucket):
+                raise ValueError("expected s3://BUCKET or s3://BUCKET/PREFIX with a valid bucket name")
+        elif "://" in value:
+            raise ValueError("expected a directory path or s3://BUCKET/PREFIX")
+        return value
 
 
 class NetSettings(_Section):
@@ -87,6 +142,20 @@ class DownloadSettings(_Section):
     # Partial files of a failed item stay this long (a re-crawl resumes from them); then the
     # workers' clean-up removes them.
     keep_failed_partials: Duration = timedelta(hours=24)
+    # Connections per file for files of at least segment_min_size bytes on servers that honour
+    # Range (throttled CDNs limit each connection); 1 turns segments off. Per platform:
+    # segments_by_platform = {"bilibili": 8}.
+    segments: int = Field(default=4, ge=1, le=32)
+    segments_by_platform: dict[str, int] = {}
+    segment_min_size: int = Field(default=32 * MiB, ge=1 * MiB)
+    # Extra connections that segments may open to one host, across the downloads of a process.
+    max_connections_per_host: int = Field(default=8, ge=0)
+    # verify re-reads the whole file and re-hashes it (strict); off, it trusts the sha256 hashed
+    # while streaming (and reads the file only for a platform md5). fsck finds rot later.
+    verify_rehash: bool = False
+
+    def segments_for(self, platform: str) -> int:
+        return self.segments_by_platform.get(platform, self.segments)
 
 
 class WorkerSettings(_Section):
@@ -98,6 +167,15 @@ class WorkerSettings(_Section):
     # 0 turns them off.
     metrics_host: str = "127.0.0.1"
     metrics_port: int = Field(default=9464, ge=0, le=65535)
+    # The machine this worker runs on: its partial files are only here, so verify and commit of
+    # what it downloads run on its own task queue. Empty: the host name. Processes of one host
+    # share it (and its work_dir).
+    host_id: str = ""
+    # Partial files of this host (default <data_dir>/work); never shared between hosts.
+    work_dir: Path | None = None
+    # How long host-local work may wait for its host before the host counts as gone and the
+    # item's files are downloaded again elsewhere.
+    local_schedule_to_start: Duration = timedelta(minutes=2)
 
 
 class ApiSettings(_Section):
@@ -246,6 +324,7 @@ class Settings(BaseSettings):
     data_dir: Path = Path("data")
     temporal: TemporalSettings = TemporalSettings()
     catalog: CatalogSettings = CatalogSettings()
+    storage: StorageSettings = StorageSettings()
     net: NetSettings = NetSettings()
     download: DownloadSettings = DownloadSettings()
     worker: WorkerSettings = WorkerSettings()
@@ -263,8 +342,7 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        toml_file = os.environ.get("TRAWL_CONFIG", "trawl.toml")
-        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=config_file()))
 
     @property
     def catalog_url(self) -> str:
@@ -272,24 +350,45 @@ class Settings(BaseSettings):
 
     @property
     def blobs_dir(self) -> Path:
+        """The local blob store's directory (``storage.url`` when it is a path)."""
+        if self.storage.url and not self.storage.url.startswith("s3://"):
+            return Path(self.storage.url)
         return self.data_dir / "blobs"
 
     @property
     def work_dir(self) -> Path:
-        return self.data_dir / "work"
+        return self.worker.work_dir or self.data_dir / "work"
+
+    @property
+    def host_id(self) -> str:
+        return self.worker.host_id or socket.gethostname()
 
     @property
     def temporal_db(self) -> Path:
         return self.data_dir / "temporal.db"
 
 
+def config_file() -> Path:
+    """The TOML file settings are read from (it need not exist)."""
+    return Path(os.environ.get("TRAWL_CONFIG", "trawl.toml"))
+
+
 def load_settings(**overrides: object) -> Settings:
     """Build the settings, turning validation errors into one readable :class:`ConfigError`."""
     try:
         return Settings(**overrides)  # type: ignore[arg-type]
+    except tomllib.TOMLDecodeError as exc:
+        # "Invalid value (at line 2, column 17)": the position is only in the message before 3.14.
+        where = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
+        reason = str(exc).split(" (at ")[0]
+        position = f"line {where[1]}, column {where[2]}: " if where else ""
+        raise ConfigError(f"{config_file()}: {position}not valid TOML: {reason}; fix that line "
+                          "(strings are quoted, booleans are true or false)") from None
     except ValidationError as exc:
         problems = []
         for err in exc.errors():
             where = ".".join(str(part) for part in err["loc"]) or "settings"
-            problems.append(f"  {where}: {err['msg']} (got {err.get('input')!r})")
-        raise ConfigError("invalid configuration:\n" + "\n".join(problems)) from None
+            problems.append(f"{where}: {err['msg']} (got {err.get('input')!r})")
+        if len(problems) == 1:
+            raise ConfigError(f"invalid configuration: {problems[0]}") from None
+        raise ConfigError("invalid configuration:\n" + "\n".join(f"  {p}" for p in problems)) from None

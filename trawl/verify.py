@@ -29,13 +29,19 @@ def verify_file(
     expected_size: int | None = None,
     expected_md5: str | None = None,
     expected_duration: float | None = None,
+    rehash: bool = True,
 ) -> Verified:
     """Check a finished download.
 
     Checks, in order: the file exists with the size the download reported (and the size the
-    server or platform announced), its sha256 recomputed from disk equals the streamed one, the
-    platform's md5 when given, its first bytes are a format fitting ``kind``, and, when ffprobe
-    is installed and reads the file, its duration is within tolerance of the platform's.
+    server or platform announced), its sha256 recomputed from disk equals the streamed one (only
+    when ``rehash``), the platform's md5 when given, its first bytes are a format fitting
+    ``kind``, and, when ffprobe is installed and reads the file, its duration is within
+    tolerance of the platform's.
+
+    Without ``rehash`` the whole file is read only for a platform md5: the sha256 hashed while
+    streaming is of the very bytes written, the commit fsyncs them and checks the size, and
+    fsck re-hashes stored blobs later; a second full read would catch only rot within minutes.
 
     Raises:
         ContentCorrupt: naming the first check that failed.
@@ -50,17 +56,19 @@ def verify_file(
         raise ContentCorrupt(f"{path.name}: {actual_size} bytes, expected {expected_size}")
     if actual_size == 0:
         raise ContentCorrupt(f"{path.name}: empty file")
-    sha = hashlib.sha256()
+    sha = hashlib.sha256() if rehash else None
     md5 = hashlib.md5(usedforsecurity=False) if expected_md5 else None
-    head = b""
     with open(path, "rb") as src:
-        while block := src.read(READ_CHUNK):
-            if len(head) < SNIFF_BYTES:
-                head += block[: SNIFF_BYTES - len(head)]
-            sha.update(block)
-            if md5 is not None:
-                md5.update(block)
-    if sha.hexdigest() != sha256:
+        head = src.read(SNIFF_BYTES)
+        if sha is not None or md5 is not None:
+            src.seek(0)
+            buffer = bytearray(READ_CHUNK)
+            view = memoryview(buffer)
+            while n := src.readinto(buffer):
+                for digest in (sha, md5):
+                    if digest is not None:
+                        digest.update(view[:n])
+    if sha is not None and sha.hexdigest() != sha256:
         raise ContentCorrupt(f"{path.name}: sha256 on disk {sha.hexdigest()[:12]} != streamed {sha256[:12]}")
     if md5 is not None and expected_md5 and md5.hexdigest() != expected_md5.lower():
         raise ContentCorrupt(f"{path.name}: md5 {md5.hexdigest()} != platform's {expected_md5}")

@@ -24,19 +24,20 @@ from activities.commit import CommitActivities
 from activities.crawl import CrawlActivities
 from activities.download import DownloadActivities
 from activities.fetch import FetchActivities
+from activities.host import HostActivities
 from activities.verify import VerifyActivities
 from trawl.http import make_client
 from trawl.logs import default_worker_name
 from trawl.platforms.base import ResolveContext
 from trawl.platforms.registry import Registry, build_registry
 from trawl.settings import Settings
-from trawl.storage.blobs import LocalBlobStore
+from trawl.storage.blobs import open_blob_store
 from trawl.storage.catalog import Catalog
 from workers.cleanup import clean_periodically
 from workers.interceptors import ObservingInterceptor
 from workflows.crawl import CrawlWorkflow
 from workflows.media_item import MediaItemWorkflow
-from workflows.policies import download_queue, fetch_queue, join_queue, workflow_queue
+from workflows.policies import download_queue, fetch_queue, host_queue, join_queue, workflow_queue
 
 FETCH_CONCURRENCY = 8
 JOIN_SLOTS = 1000
@@ -96,23 +97,23 @@ async def running_worker(
     identity = (settings.worker.identity or default_worker_name()) + (ONE_SHOT_MARK if one_shot else "")
     prefix = settings.temporal.task_queue_prefix
     settings.work_dir.mkdir(parents=True, exist_ok=True)
-    settings.blobs_dir.mkdir(parents=True, exist_ok=True)
     catalog = Catalog(settings.catalog_url)
     catalog.create_schema()
     http = make_client(settings.net)
     retry = settings.retry
-    blobs = LocalBlobStore(settings.blobs_dir)
+    blobs = open_blob_store(settings)  # a local directory or an S3 bucket, by storage.url
     # Each stage's attempt limit is applied by its activities (activities.errors), so that
     # infrastructure failures can wait out the stage's schedule_to_close instead.
-    fetch = FetchActivities(registry, ResolveContext(http, settings.net.max_page_bytes), catalog, blobs,
+    fetch = FetchActivities(registry, ResolveContext(http, settings.net.max_page_bytes), catalog,
                             retry.fetch.maximum_interval, retry.fetch.maximum_attempts)
     download = DownloadActivities(http, settings.work_dir, settings.download, retry.download.maximum_interval,
                                   retry.download.maximum_attempts, progress=progress_signaller(client))
-    verify = VerifyActivities(retry.verify.maximum_interval, retry.verify.maximum_attempts)
+    verify = VerifyActivities(retry.verify.maximum_interval, retry.verify.maximum_attempts,
+                              rehash=settings.download.verify_rehash)
     commit = CommitActivities(catalog, blobs, settings.work_dir, retry.commit.maximum_interval,
                               retry.commit.maximum_attempts)
     download_slots = settings.worker.max_concurrent_activities
-    threads = download_slots + FETCH_CONCURRENCY * len(registry.platforms)
+    threads = 2 * download_slots + FETCH_CONCURRENCY * len(registry.platforms)  # shared + host queue
     executor = concurrent.futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="activity")
     common = dict(
         identity=identity,
@@ -123,13 +124,18 @@ async def running_worker(
         default_heartbeat_throttle_interval=timedelta(seconds=1),
     )
     crawl = CrawlActivities(client, settings, registry)
+    host = HostActivities(host_queue(prefix, settings.host_id))
     workers = [
         Worker(client, task_queue=workflow_queue(prefix), workflows=list(workflows), **common),
+        # The shared queue: host claims and source expansion; and, for runs started before
+        # host-local work and joins had queues of their own, every stage and their joins.
         Worker(client, task_queue=download_queue(prefix),
-               # join_item stays here for the joins crawls scheduled on this queue before joins got
-               # their own; new ones go to the join queue.
-               activities=[download.download, download.discard, verify.verify, commit.commit,
+               activities=[host.claim_host, download.download, download.discard, verify.verify, commit.commit,
                            crawl.expand_source, crawl.join_item],
+               activity_executor=executor, max_concurrent_activities=download_slots, **common),
+        # This host's own queue: the work that needs the partial files under its work_dir.
+        Worker(client, task_queue=host_queue(prefix, settings.host_id),
+               activities=[download.download, download.discard, verify.verify, commit.commit],
                activity_executor=executor, max_concurrent_activities=download_slots, **common),
     ]
     # Joins only wait (an async activity each, no thread): many at once cost nearly nothing.
@@ -151,6 +157,7 @@ async def running_worker(
         await asyncio.gather(cleanup, *tasks, return_exceptions=True)
         executor.shutdown(wait=False, cancel_futures=True)
         http.close()
+        blobs.close()
         catalog.close()
 
 

@@ -3,6 +3,11 @@
 Each child is a plain ``trawl worker`` with its own identity and metrics port (the base port
 plus its index); SIGTERM or SIGINT to the supervisor is forwarded so every child shuts down
 gracefully (running downloads record their offset), then the supervisor exits.
+
+A child whose server is unreachable does not exit: it says so once and retries the connection
+with backoff (``trawl worker --supervised``), so a server that is down or not up yet costs no
+restart loop. A child that exits with status 2 (its settings cannot work) soon after starting
+would fail the same way again: the supervisor stops them all and exits 2.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ log = get_logger("trawl.supervisor")
 # A child that dies within this many seconds of starting is restarted after a growing pause,
 # so a worker that cannot start (bad settings, no server) does not spin.
 QUICK_DEATH = 5.0
+EXIT_USAGE = 2  # a child's settings cannot work: restarting it would not help
 PR_SET_PDEATHSIG = 1
 MAX_BACKOFF = 30.0
 
@@ -55,7 +61,8 @@ def _die_with_parent() -> None:
 
 
 def spawn(settings: Settings, index: int) -> Child:
-    process = subprocess.Popen([sys.executable, "-m", "starter.cli", "worker"], env=child_env(settings, index),
+    process = subprocess.Popen([sys.executable, "-m", "starter.cli", "worker", "--supervised"],
+                               env=child_env(settings, index),
                                preexec_fn=_die_with_parent if sys.platform == "linux" else None)
     log.info("worker process started", index=index, pid=process.pid)
     return Child(index, process, time.monotonic())
@@ -71,6 +78,7 @@ def supervise(settings: Settings, processes: int) -> int:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     children = [spawn(settings, i) for i in range(processes)]
+    status = 0
     while not stopping:
         time.sleep(0.2)
         for n, child in enumerate(children):
@@ -78,6 +86,11 @@ def supervise(settings: Settings, processes: int) -> int:
             if code is None or stopping:
                 continue
             quick = time.monotonic() - child.started < QUICK_DEATH
+            if quick and code == EXIT_USAGE:
+                log.error("worker process cannot start with these settings (see its message above); stopping",
+                          index=child.index, pid=child.process.pid, exit_code=code)
+                stopping, status = True, EXIT_USAGE
+                break
             backoff = min(MAX_BACKOFF, child.backoff * 2 or 1.0) if quick else 0.0
             log.warning("worker process died; restarting", index=child.index, pid=child.process.pid,
                         exit_code=code, restart_in_s=backoff)
@@ -99,4 +112,4 @@ def supervise(settings: Settings, processes: int) -> int:
             log.warning("worker process did not stop in time; killing it", pid=child.process.pid)
             child.process.kill()
             child.process.wait()
-    return 0
+    return status

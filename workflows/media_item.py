@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any, TypeVar
 
 from temporalio import workflow
 from temporalio.common import SearchAttributeKey
-from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, TimeoutType
+from temporalio.exceptions import TimeoutError as ActivityTimeoutError
 from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
     from activities.commit import CommitActivities
     from activities.download import DownloadActivities
     from activities.fetch import FetchActivities
+    from activities.host import HostActivities
     from activities.models import (
         CommitFile,
         CommitInput,
+        CommitResult,
         DiscardInput,
         DownloadInput,
         DownloadResult,
@@ -40,9 +45,11 @@ SEARCH_ATTRIBUTES = (PLATFORM, CANONICAL_KEY, STAGE, OUTCOME, CRAWL_ID)
 
 # workflow.patched ids (the versioning policy in the README): one per change of the command sequence.
 KEEP_FAILED_PARTIALS = "keep-failed-partials"
+HOST_LOCAL_WORK = "host-local-work"
 FAILED_RUNS_FAIL = "failed-item-fails-the-run"
 IDENTITY_MEMO = "identity-memo"
 MiB = 1024 * 1024
+T = TypeVar("T")
 
 
 @dataclass
@@ -116,6 +123,7 @@ class MediaItemWorkflow:
         self._fresh: Resolved | None = None
         self._refetch_lock = asyncio.Lock()
         self._partial: dict[str, int] = {}  # asset name -> bytes of its unfinished download
+        self._local_queue: str | None = None  # the claimed host's queue (None: the shared queue)
         self._reported_totals: dict[str, int] = {}  # asset name -> size its server announced
         self._totals_known = False  # the platform gave every asset's size up front
 
@@ -177,19 +185,10 @@ class MediaItemWorkflow:
                                                resolved.platform, resolved.title, assets=fetched.stored))
             self._progress.bytes_total = _total(resolved.assets)
             self._totals_known = self._progress.bytes_total is not None
-            results = await asyncio.gather(*(self._download_verified(resolved, i) for i in range(len(resolved.assets))))
-            self._stage("commit")
-            await self._wait_unpaused()
-            files = [CommitFile(asset, dl, ver.mime) for asset, dl, ver in results]
-            committed = await workflow.execute_activity_method(
-                CommitActivities.commit,
-                CommitInput(wid, inp.url, resolved, files),
-                task_queue=self._opts.download_queue,
-                start_to_close_timeout=self._opts.commit.start_to_close,
-                schedule_to_close_timeout=self._opts.commit.schedule_to_close,
-                heartbeat_timeout=self._heartbeat_timeout,
-                retry_policy=self._opts.commit.retry_policy(),
-            )
+            if workflow.patched(HOST_LOCAL_WORK):
+                committed = await self._on_one_host(resolved)
+            else:  # runs started before host-local work: every stage on the shared queue
+                committed = await self._download_and_commit(resolved)
             return self._finish(ItemResult(wid, inp.url, committed.outcome, resolved.canonical_key,
                                            resolved.platform, resolved.title, assets=committed.assets))
         except ItemFailed as failed:
@@ -215,6 +214,67 @@ class MediaItemWorkflow:
             await self._discard()
             self._summary("cancelled", last_stage, resolved.platform if resolved else self._inp.platform,
                           resolved.canonical_key if resolved else None, None, 0)
+            raise
+
+    async def _on_one_host(self, resolved: Resolved) -> CommitResult:
+        """Download, verify and commit on one host, the one holding the partial files.
+
+        A host is claimed through the shared download queue (whichever worker has a free slot
+        answers with its own host's queue). If that host stops taking work (a schedule-to-start
+        timeout there), its files are gone with it: another host is claimed and the item's files
+        are downloaded again, at most ``max_host_changes`` times.
+        """
+        changes = 0
+        while True:
+            self._local_queue = await self._claim_host()
+            try:
+                return await self._download_and_commit(resolved)
+            except HostLost as lost:
+                if changes >= self._opts.max_host_changes:
+                    raise ItemFailed("host_lost", f"{lost}; gave up after {changes} host changes") from None
+                changes += 1
+                self._partial.clear()
+                self._progress.bytes_finished = 0
+                self._refresh_bytes()
+                workflow.logger.warning(f"host lost ({lost}); downloading again on another host")
+
+    async def _claim_host(self) -> str:
+        return await workflow.execute_activity_method(
+            HostActivities.claim_host,
+            task_queue=self._opts.download_queue,
+            start_to_close_timeout=timedelta(seconds=30),
+            retry_policy=self._opts.download.retry_policy(),
+        )
+
+    def _local(self) -> dict[str, Any]:
+        """Where host-local work goes: the claimed host's queue, bounded in how long it may wait."""
+        if self._local_queue is None:
+            return {"task_queue": self._opts.download_queue}
+        return {"task_queue": self._local_queue,
+                "schedule_to_start_timeout": timedelta(seconds=self._opts.local_schedule_to_start_s)}
+
+    async def _download_and_commit(self, resolved: Resolved) -> CommitResult:
+        wid = workflow.info().workflow_id
+        if self._local_queue is None:
+            results = await asyncio.gather(*(self._download_verified(resolved, i) for i in range(len(resolved.assets))))
+        else:
+            results = await _all_or_none([self._download_verified(resolved, i) for i in range(len(resolved.assets))])
+        self._stage("commit")
+        await self._wait_unpaused()
+        files = [CommitFile(asset, dl, ver.mime) for asset, dl, ver in results]
+        try:
+            return await workflow.execute_activity_method(
+                CommitActivities.commit,
+                CommitInput(wid, self._inp.url, resolved, files),
+                start_to_close_timeout=self._opts.commit.start_to_close,
+                schedule_to_close_timeout=self._opts.commit.schedule_to_close,
+                heartbeat_timeout=self._heartbeat_timeout,
+                retry_policy=self._opts.commit.retry_policy(),
+                **self._local(),
+            )
+        except ActivityError as err:
+            if _host_lost(err):
+                raise HostLost("commit waited too long for its host") from None
             raise
 
     async def _fetch(self) -> FetchResult:
@@ -247,6 +307,8 @@ class MediaItemWorkflow:
             try:
                 download = await self._download(asset, resolved)
             except ActivityError as err:
+                if _host_lost(err):
+                    raise HostLost(f"download of {asset.name} waited too long for its host") from None
                 error_class, message = _failure(err)
                 if error_class == "cancelled":
                     if asset.name in self._pause_cancelled:
@@ -270,13 +332,15 @@ class MediaItemWorkflow:
                 verified = await workflow.execute_activity_method(
                     VerifyActivities.verify,
                     VerifyInput(asset, download, resolved.platform, resolved.canonical_url, resolved.duration),
-                    task_queue=self._opts.download_queue,
                     start_to_close_timeout=self._opts.verify.start_to_close,
                     schedule_to_close_timeout=self._opts.verify.schedule_to_close,
                     heartbeat_timeout=self._heartbeat_timeout,
                     retry_policy=self._opts.verify.retry_policy(),
+                    **self._local(),
                 )
             except ActivityError as err:
+                if _host_lost(err):
+                    raise HostLost(f"verify of {asset.name} waited too long for its host") from None
                 error_class, message = _failure(err)
                 self._progress.last_error = f"{error_class}: {message}"
                 if error_class == "content_corrupt" and redownloads < self._opts.max_redownloads:
@@ -296,12 +360,12 @@ class MediaItemWorkflow:
         task = workflow.start_activity_method(
             DownloadActivities.download,
             DownloadInput(workflow.info().workflow_id, asset, resolved.platform, resolved.canonical_url),
-            task_queue=self._opts.download_queue,
             start_to_close_timeout=self._opts.download.start_to_close,
             schedule_to_close_timeout=self._opts.download.schedule_to_close,
             heartbeat_timeout=self._heartbeat_timeout,
             retry_policy=self._opts.download.retry_policy(),
             cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+            **self._local(),
         )
         self._running[asset.name] = task
         try:
@@ -337,14 +401,18 @@ class MediaItemWorkflow:
             self._stage_details(self._progress.stage)
 
     async def _discard(self, names: list[str] | None = None) -> None:
-        await workflow.execute_activity_method(
-            DownloadActivities.discard,
-            DiscardInput(workflow.info().workflow_id, names or [], self._inp.platform),
-            task_queue=self._opts.download_queue,
-            start_to_close_timeout=timedelta(seconds=60),
-            schedule_to_close_timeout=timedelta(minutes=10),  # the policy itself has no attempt limit
-            retry_policy=self._opts.commit.retry_policy(),
-        )
+        try:
+            await workflow.execute_activity_method(
+                DownloadActivities.discard,
+                DiscardInput(workflow.info().workflow_id, names or [], self._inp.platform),
+                start_to_close_timeout=timedelta(seconds=60),
+                schedule_to_close_timeout=timedelta(minutes=10),  # the policy itself has no attempt limit
+                retry_policy=self._opts.commit.retry_policy(),
+                **self._local(),
+            )
+        except ActivityError as err:
+            if not _host_lost(err):
+                raise  # a host that is gone took its partial files with it
 
     def _refresh_bytes(self) -> None:
         self._progress.bytes_done = self._progress.bytes_finished + sum(self._partial.values())
@@ -395,6 +463,27 @@ class MediaItemWorkflow:
                   "attempt": self._progress.attempt}
         log = workflow.logger.warning if outcome == "failed" else workflow.logger.info
         log("item", extra={"trawl": fields})
+
+
+class HostLost(Exception):
+    """The host holding this item's partial files stopped taking work."""
+
+
+def _host_lost(err: ActivityError) -> bool:
+    cause = err.cause
+    return isinstance(cause, ActivityTimeoutError) and cause.type == TimeoutType.SCHEDULE_TO_START
+
+
+async def _all_or_none(coroutines: list[Coroutine[Any, Any, T]]) -> list[T]:
+    """Like gather, but the first failure cancels the others (and waits for them) before it is raised."""
+    tasks = [asyncio.create_task(c) for c in coroutines]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 def _kept_bytes(err: ActivityError) -> int:

@@ -57,6 +57,9 @@ class ItemOptions:
     heartbeat_timeout_s: float = 10.0
     max_redownloads: int = 2
     max_refetches: int = 3
+    # Host-local work (download, verify, commit of one item on the host that holds its bytes).
+    local_schedule_to_start_s: float = 120.0
+    max_host_changes: int = 3
 
     def fetch_queue(self, platform: str) -> str:
         return fetch_queue(self.queue_prefix, platform)
@@ -80,6 +83,11 @@ def fetch_queue(prefix: str, platform: str) -> str:
 
 def download_queue(prefix: str) -> str:
     return f"{prefix}-download"
+
+
+def host_queue(prefix: str, host_id: str) -> str:
+    """The worker-specific queue of one host: the work that needs its local partial files."""
+    return f"{prefix}-host-{host_id}"
 
 
 def join_queue(prefix: str) -> str:

@@ -1,24 +1,45 @@
-"""The commit activity on real files and a real SQLite catalog (ffmpeg replaced by a script)."""
+"""The commit activity on real files and a real SQLite catalog (ffmpeg replaced by a script), with
+blobs in a local directory or in a real S3 server (SeaweedFS on loopback)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
 
 from activities.commit import CommitActivities
 from activities.errors import workdir_name
-from activities.models import CommitFile, CommitInput, DownloadResult
+from activities.models import CommitFile, CommitInput, CommitResult, DownloadResult
+from tests.s3server import SeaweedFS
+from tests.trawl.storage.test_blobs import keys, make_s3
 from trawl.download import file_sha256
 from trawl.models import Asset, Resolved
 from trawl.simulator import MediaFile
-from trawl.storage.blobs import LocalBlobStore
+from trawl.storage.blobs import BlobStore, LocalBlobStore, blob_key, hash_blob
 from trawl.storage.catalog import Catalog
 
 
-def _setup(tmp_path: Path, merge: bool) -> tuple[CommitActivities, CommitInput]:
+@pytest.fixture(params=["local", "s3"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BlobStore]:
+    if request.param == "local":
+        yield LocalBlobStore(tmp_path / "blobs")
+        return
+    s3 = make_s3(request.getfixturevalue("s3_server"))
+    yield s3
+    s3.close()
+
+
+def _run(commit: CommitActivities, inp: CommitInput) -> CommitResult:
+    return ActivityEnvironment().run(commit.commit, inp)
+
+
+def _setup(tmp_path: Path, merge: bool, store: BlobStore | None = None) -> tuple[CommitActivities, CommitInput]:
     work = tmp_path / "work"
     wf_dir = work / workdir_name("item-bilibili:BV117411r7R1")
     wf_dir.mkdir(parents=True)
@@ -32,21 +53,22 @@ def _setup(tmp_path: Path, merge: bool) -> tuple[CommitActivities, CommitInput]:
                         [f.asset for f in files], title="t", metadata={"merge": "dash"} if merge else {})
     catalog = Catalog(f"sqlite:///{tmp_path / 'catalog.db'}")
     catalog.create_schema()
-    commit = CommitActivities(catalog, LocalBlobStore(tmp_path / "blobs"), work, timedelta(seconds=1))
+    commit = CommitActivities(catalog, store or LocalBlobStore(tmp_path / "blobs"), work, timedelta(seconds=1))
     return commit, CommitInput("item-bilibili:BV117411r7R1", "https://b23.tv/x", resolved, files)
 
 
 def test_without_ffmpeg_both_streams_are_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
     commit, inp = _setup(tmp_path, merge=True)
-    result = commit.commit(inp)
+    result = _run(commit, inp)
     assert result.outcome == "committed"
     assert sorted(a.kind for a in result.assets) == ["audio", "video"]
-    assert commit.commit(inp).outcome == "committed"  # a retry of the same workflow changes nothing
+    assert _run(commit, inp).outcome == "committed"  # a retry of the same workflow changes nothing
     assert len(commit.catalog.list()) == 1
 
 
-def test_with_ffmpeg_the_merged_file_is_stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_with_ffmpeg_the_merged_file_is_stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               store: BlobStore) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = bin_dir / "ffmpeg"
@@ -54,10 +76,10 @@ def test_with_ffmpeg_the_merged_file_is_stored(tmp_path: Path, monkeypatch: pyte
     fake.write_text('#!/bin/sh\nfor last; do :; done\ncat "$5" "$7" > "$last"\n')
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    commit, inp = _setup(tmp_path, merge=True)
-    result = commit.commit(inp)
+    commit, inp = _setup(tmp_path, merge=True, store=store)
+    result = _run(commit, inp)
     assert [(a.name, a.kind, a.size) for a in result.assets] == [("video", "video", 10_000)]
-    assert file_sha256(Path(result.assets[0].path)) == result.assets[0].sha256
+    assert hash_blob(store, result.assets[0].key) == (result.assets[0].sha256, 10_000)
     assert not (tmp_path / "work" / workdir_name(inp.workflow_id)).exists()
 
 
@@ -68,4 +90,65 @@ def test_failing_ffmpeg_keeps_both_streams(tmp_path: Path, monkeypatch: pytest.M
     (bin_dir / "ffmpeg").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     commit, inp = _setup(tmp_path, merge=True)
-    assert sorted(a.kind for a in commit.commit(inp).assets) == ["audio", "video"]
+    assert sorted(a.kind for a in _run(commit, inp).assets) == ["audio", "video"]
+
+
+def test_assets_are_named_by_key_and_no_path_travels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     store: BlobStore) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    commit, inp = _setup(tmp_path, merge=False, store=store)
+    result = _run(commit, inp)
+    assert result.outcome == "committed"
+    expected = sorted((f.asset.name, blob_key(f.download.sha256)) for f in inp.files)
+    assert [(a.name, a.key) for a in result.assets] == expected
+    assert not any(str(tmp_path) in repr(value) for value in dataclasses.asdict(result).values())
+    assert "path" not in dataclasses.asdict(result.assets[0])
+    row = commit.catalog.get(inp.resolved.canonical_key)
+    assert sorted((a.name, a.key) for a in row.assets) == expected
+    for name, key in expected:
+        assert hash_blob(store, key)[0] == key.rsplit("/", 1)[1], name
+    assert not (tmp_path / "work" / workdir_name(inp.workflow_id)).exists()
+    assert _run(commit, inp).assets == result.assets  # a retry answers the same, from the catalog
+
+
+def test_a_retry_after_the_put_finds_the_blobs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              store: BlobStore) -> None:
+    """The put happened, then the worker died before the catalog row: the retry has no files
+    left (a local put moves them; here they are removed for both stores) and finds the blobs."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    commit, inp = _setup(tmp_path, merge=False, store=store)
+    for file in inp.files:
+        store.put(Path(file.download.path), file.download.sha256, file.download.size)
+        Path(file.download.path).unlink(missing_ok=True)
+    assert _run(commit, inp).outcome == "committed"
+    assert commit.catalog.count() == 1 and len(keys(store)) == 2
+
+
+def test_a_file_and_its_blob_both_gone_is_an_error_not_a_row(tmp_path: Path, store: BlobStore) -> None:
+    commit, inp = _setup(tmp_path, merge=False, store=store)
+    Path(inp.files[0].download.path).unlink()
+    with pytest.raises(ApplicationError, match="vanished"):
+        _run(commit, inp)
+    assert commit.catalog.count() == 0
+
+
+def test_bytes_changed_since_verify_are_not_committed(tmp_path: Path, s3_server: SeaweedFS) -> None:
+    store = make_s3(s3_server)
+    commit, inp = _setup(tmp_path, merge=False, store=store)
+    part = Path(inp.files[0].download.path)
+    data = bytearray(part.read_bytes())
+    data[100] ^= 0xFF  # same size, other bytes: the sha256 verify computed no longer holds
+    part.write_bytes(bytes(data))
+    with pytest.raises(ApplicationError) as raised:
+        _run(commit, inp)
+    assert raised.value.type == "content_corrupt"
+    assert commit.catalog.count() == 0 and not store.exists(blob_key(inp.files[0].download.sha256))
+
+
+def test_a_file_whose_size_changed_since_verify_is_not_committed(tmp_path: Path, store: BlobStore) -> None:
+    commit, inp = _setup(tmp_path, merge=False, store=store)
+    with open(inp.files[0].download.path, "ab") as part:
+        part.write(b"more")
+    with pytest.raises(ApplicationError) as raised:
+        _run(commit, inp)
+    assert raised.value.type == "content_corrupt" and commit.catalog.count() == 0

@@ -138,8 +138,8 @@ async def test_hostile_title_is_data_only(temporal_client: Client, settings: Set
         logging.getLogger().handlers.clear()
     assert result.outcome == "committed"
     assert "\x1b[31m" in (result.title or "") and "\n" in (result.title or "")  # stored as it came
-    blob = Path(result.assets[0].path)
-    assert blob.name == result.assets[0].sha256  # the file name is the hash, never the title
+    blob = settings.blobs_dir / result.assets[0].key
+    assert blob.is_file() and blob.name == result.assets[0].sha256  # the file name is the hash, never the title
     for line in capsys.readouterr().out.splitlines():
         assert "\x1b" not in line and "\r" not in line
         json.loads(line)  # each line is still exactly one JSON object

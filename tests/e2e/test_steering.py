@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import time
 from pathlib import Path
 
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
 
 from starter.cli import progress_bar
 from starter.client import item_result, start_item
@@ -32,6 +33,25 @@ async def status(url: str, env: dict[str, str], tmp_path: Path) -> dict:
     return json.loads(done.stdout)
 
 
+async def until(condition, what: str, timeout: float = 30.0) -> None:
+    """Poll ``condition`` (a value or an awaitable of one) until it is true, failing at the deadline."""
+    deadline = time.monotonic() + timeout
+    while True:
+        reached = condition()
+        if inspect.isawaitable(reached):
+            reached = await reached
+        if reached:
+            return
+        assert time.monotonic() < deadline, f"not reached: {what}"
+        await asyncio.sleep(0.1)
+
+
+async def download_stopped(handle: WorkflowHandle) -> bool:
+    """The item has no download activity scheduled or running (a paused one has finished stopping)."""
+    pending = (await handle.describe()).raw_description.pending_activities
+    return not any(a.activity_type.name == "download" for a in pending)
+
+
 async def test_pause_status_resume_from_the_cli(temporal_client: Client, settings: Settings, sim: Simulator,
                                                tmp_path: Path) -> None:
     media = MediaFile("mp4", "steer", SIZE)
@@ -40,22 +60,22 @@ async def test_pause_status_resume_from_the_cli(temporal_client: Client, setting
     env = cli_env(settings, tmp_path)
     async with running_worker(temporal_client, settings):
         started = await start_item(temporal_client, settings, default_registry(), url)
-        deadline = time.monotonic() + 30
-        while sim.bytes_sent("/steer.mp4") < 1_000_000:
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.1)
+        await until(lambda: sim.bytes_sent("/steer.mp4") >= 1_000_000, "1 MB downloaded")
         live = await status(url, env, tmp_path)
         assert live["status"] == "RUNNING" and live["progress"]["stage"] == "download"
         assert 0 < live["progress"]["bytes_done"] < SIZE and live["progress"]["bytes_total"] == SIZE
 
         paused = await asyncio.to_thread(run, ["pause", url], env, tmp_path)
         assert paused.returncode == 0 and started.workflow_id in paused.stdout
-        await asyncio.sleep(3)
-        held = sim.bytes_sent("/steer.mp4")
+        # The download stops at its next heartbeat; once it has, what it kept is on disk.
+        await until(lambda: download_stopped(started.handle), "the paused download stopped")
+        [part] = settings.work_dir.rglob("*.part")
+        held, requests = part.stat().st_size, sim.stats["/steer.mp4"].requests
         shown = await status(url, env, tmp_path)
         assert shown["progress"]["paused"] is True
-        await asyncio.sleep(1.5)
-        assert sim.bytes_sent("/steer.mp4") == held < SIZE
+        # Nothing moves while paused: no new request, the kept bytes untouched.
+        assert (part.stat().st_size, sim.stats["/steer.mp4"].requests) == (held, requests)
+        assert 0 < held < SIZE and sim.bytes_sent("/steer.mp4") < SIZE
 
         assert (await asyncio.to_thread(run, ["resume", url], env, tmp_path)).returncode == 0
         result = await asyncio.wait_for(item_result(started.handle, url), 60)
@@ -71,8 +91,7 @@ async def test_cancel_from_the_cli(temporal_client: Client, settings: Settings, 
     env = cli_env(settings, tmp_path)
     async with running_worker(temporal_client, settings):
         started = await start_item(temporal_client, settings, default_registry(), url)
-        while sim.bytes_sent("/c.mp4") < 500_000:
-            await asyncio.sleep(0.1)
+        await until(lambda: sim.bytes_sent("/c.mp4") >= 500_000, "500 kB downloaded")
         assert (await asyncio.to_thread(run, ["cancel", url], env, tmp_path)).returncode == 0
         result = await asyncio.wait_for(item_result(started.handle, url), 60)
     assert result.outcome == "cancelled"

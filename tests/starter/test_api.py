@@ -134,7 +134,7 @@ async def test_crawls_through_the_api(api: httpx.AsyncClient, sim: Simulator) ->
     crawl = created.json()
     assert crawl["id"].startswith("crawl-") and "bad" in crawl["refused"][0]
     added = await api.post(f"/api/v1/crawls/{crawl['id']}/urls", json={"urls": [sim.url("/c/2.mp4")]})
-    assert added.status_code in (202, 404)  # 404 only if the crawl already finished
+    assert added.status_code in (202, 409)  # 409 only if the crawl already finished
     deadline = time.monotonic() + 60
     while (view := (await api.get(f"/api/v1/crawls/{crawl['id']}")).json())["status"] == "RUNNING":
         assert time.monotonic() < deadline

@@ -84,3 +84,16 @@ def test_audio_in_a_generic_iso_container_is_recorded_as_audio(tmp_path: Path) -
     path = tmp_path / "audio.part"
     checked = verify_file(path, kind="audio", sha256=write(path, data), size=len(data))
     assert (checked.sniffed, checked.mime) == ("mp4", "audio/mp4")
+
+
+def test_without_rehash_the_streamed_sha256_is_trusted_but_every_other_check_runs(video, tmp_path: Path) -> None:
+    path, sha, data = video
+    checked = verify_file(path, kind="video", sha256="0" * 64, size=len(data), rehash=False)
+    assert checked.sniffed == "mp4"  # the sha256 is not re-read from disk without rehash
+    for change, message in [(dict(size=9_999), "download reported"), (dict(expected_md5="0" * 32), "md5"),
+                            (dict(kind="image"), "expected a image")]:
+        args = dict(kind="video", sha256=sha, size=len(data), rehash=False) | change
+        with pytest.raises(ContentCorrupt, match=message):
+            verify_file(path, **args)
+    assert verify_file(path, kind="video", sha256=sha, size=len(data), rehash=False,
+                       expected_md5=hashlib.md5(data).hexdigest()).mime == "video/mp4"

@@ -8,7 +8,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.service import RPCError, RPCStatusCode
 
 from activities.crawl import route_items
 from starter.client import start_crawl
@@ -19,6 +20,7 @@ from trawl.simulator import FileBehaviour, MediaFile, Simulator
 from trawl.storage.catalog import Catalog
 from workers.main import running_worker
 from workflows.crawl import CrawlStats, CrawlWorkflow
+from workflows.media_item import MediaItemWorkflow, Progress
 
 
 @pytest.fixture
@@ -48,6 +50,29 @@ async def until(predicate, timeout: float = 60) -> None:
         await asyncio.sleep(0.2)
 
 
+async def not_yet_paused(client: Client, urls: list[str]) -> list[str]:
+    """The running items (of these URLs) not paused yet, or paused with their download still stopping."""
+    moving = []
+    for item in route_items(default_registry(), urls)[0]:
+        handle = client.get_workflow_handle(item.workflow_id)
+        try:
+            description = await handle.describe()
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                continue  # not started
+            raise
+        if description.status != WorkflowExecutionStatus.RUNNING:
+            continue
+        downloading = any(a.activity_type.name == "download" for a in description.raw_description.pending_activities)
+        if downloading or not (await handle.query(MediaItemWorkflow.progress, result_type=Progress)).paused:
+            moving.append(item.workflow_id)
+    return moving
+
+
+def part_sizes(settings: Settings) -> dict[Path, int]:
+    return {p: p.stat().st_size for p in settings.work_dir.rglob("*.part")}
+
+
 async def test_crawl_commits_every_item_once_and_dedups(temporal_client: Client, settings: Settings,
                                                         sim: Simulator, worker) -> None:
     urls = files(sim, 6)
@@ -74,14 +99,18 @@ async def test_pause_stops_new_work_and_resume_finishes(temporal_client: Client,
         return (await handle.query(CrawlWorkflow.stats)).finished >= 4
     await until(some_done)
     await handle.signal(CrawlWorkflow.pause)
-    await asyncio.sleep(3)  # running downloads stop at their next heartbeat
-    served = sum(s.bytes_sent for s in sim.stats.values())
+
+    async def all_paused() -> bool:
+        """Every running item got the pause; their downloads stop at their next heartbeat."""
+        return not await not_yet_paused(temporal_client, urls)
+    await until(all_paused)
+    kept = part_sizes(settings)
     requests = sum(s.requests for s in sim.stats.values())
-    await asyncio.sleep(3)
-    assert sum(s.bytes_sent for s in sim.stats.values()) == served  # nothing moves while paused
-    assert sum(s.requests for s in sim.stats.values()) == requests  # and nothing new starts
     paused = await handle.query(CrawlWorkflow.stats)
     assert paused.paused and paused.queued > 0
+    assert not await not_yet_paused(temporal_client, urls)  # nothing moves while paused
+    assert part_sizes(settings) == kept  # the paused items' bytes stay as they were
+    assert sum(s.requests for s in sim.stats.values()) == requests  # and nothing new starts
     await handle.signal(CrawlWorkflow.resume)
     stats = await asyncio.wait_for(handle.result(), 120)
     assert stats.outcomes == {"committed": 30}
@@ -171,7 +200,11 @@ async def test_two_crawls_of_the_same_urls_cannot_starve_the_download_slots(
     urls = files(sim, 20, size=300_000, throttle=600_000, tag="starve")
     async with running_worker(temporal_client, settings):
         first, _ = await start_crawl(temporal_client, settings, default_registry(), urls, concurrency=8)
-        await asyncio.sleep(1)
+
+        async def first_window_started() -> bool:
+            stats = await first.query(CrawlWorkflow.stats)
+            return stats.running + stats.finished >= 8
+        await until(first_window_started)
         second, _ = await start_crawl(temporal_client, settings, default_registry(), urls, concurrency=8)
         stats = await asyncio.wait_for(asyncio.gather(first.result(), second.result()), 240)
     assert [sum(s.outcomes.values()) for s in stats] == [20, 20]

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from collections import deque
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
 
 from starter.client import item_result, start_item
 from tests.conftest import make_settings
+from trawl.download import load_state
 from trawl.platforms.registry import default_registry
 from trawl.settings import Settings
 from trawl.simulator import FileBehaviour, MediaFile, Request, Response, Simulator
@@ -55,7 +57,7 @@ async def test_commit_then_duplicate(temporal_client: Client, settings: Settings
     first = await crawl(temporal_client, settings, sim.url("/v/item.mp4"))
     assert first.outcome == "committed", first
     assert [(a.kind, a.sha256, a.size) for a in first.assets] == [("video", media.sha256(), 2_000_000)]
-    assert Path(first.assets[0].path).read_bytes()[:12] == media.read(0, 12)
+    assert (settings.blobs_dir / first.assets[0].key).read_bytes()[:12] == media.read(0, 12)
     again = await crawl(temporal_client, settings, sim.url("/v/item.mp4?utm_source=again"))
     assert again.outcome == "duplicate" and again.canonical_key == first.canonical_key
     # Each fetch probes one byte; the single download sends the file once.
@@ -87,7 +89,7 @@ async def test_identical_bytes_under_two_keys_share_one_blob(temporal_client: Cl
     a = await crawl(temporal_client, settings, sim.url("/a.mp4"))
     b = await crawl(temporal_client, settings, sim.url("/b.mp4"))
     assert a.outcome == b.outcome == "committed" and a.canonical_key != b.canonical_key
-    assert a.assets[0].path == b.assets[0].path
+    assert a.assets[0].key == b.assets[0].key
     assert len(blob_files(settings)) == 1
     assert Catalog(settings.catalog_url).count() == 2
 
@@ -163,11 +165,23 @@ async def test_expired_url_is_refetched_and_resumed(temporal_client: Client, set
 
 
 async def _wait_for(predicate, timeout: float = 30.0) -> None:
+    """Poll ``predicate`` (a value or an awaitable of one) until it is true, failing at the deadline."""
     deadline = time.monotonic() + timeout
-    while not predicate():
+    while not await _truth(predicate()):
         if time.monotonic() > deadline:
             raise AssertionError("condition not reached in time")
         await asyncio.sleep(0.1)
+
+
+async def _truth(value) -> bool:
+    return bool(await value) if inspect.isawaitable(value) else bool(value)
+
+
+async def _download_stopped(handle: WorkflowHandle) -> bool:
+    """The item is paused and its download activity has finished stopping (its bytes are on disk)."""
+    progress = await handle.query(MediaItemWorkflow.progress, result_type=Progress)
+    pending = (await handle.describe()).raw_description.pending_activities
+    return progress.paused and not any(a.activity_type.name == "download" for a in pending)
 
 
 async def test_pause_keeps_bytes_and_resume_continues(temporal_client: Client, settings: Settings, sim: Simulator,
@@ -178,17 +192,20 @@ async def test_pause_keeps_bytes_and_resume_continues(temporal_client: Client, s
     started = await start_item(temporal_client, settings, default_registry(), sim.url("/slow.mp4"))
     await _wait_for(lambda: sim.bytes_sent("/slow.mp4") > 500_000)
     await started.handle.signal(MediaItemWorkflow.pause)
-    await _wait_for(lambda: any(p.suffix == ".part" for p in part_files(settings)))
-    # Once the download has stopped, no more bytes flow while paused.
-    await asyncio.sleep(3)
-    before = sim.bytes_sent("/slow.mp4")
-    await asyncio.sleep(2)
-    assert sim.bytes_sent("/slow.mp4") == before < size
+    # The download stops at its next heartbeat; once it has, its bytes are on disk and recorded.
+    await _wait_for(lambda: _download_stopped(started.handle))
+    [part] = [p for p in part_files(settings) if p.suffix == ".part"]
+    kept, requests = part.stat().st_size, sim.stats["/slow.mp4"].requests
+    assert 0 < kept == load_state(part).offset < size
     progress = await started.handle.query(MediaItemWorkflow.progress, result_type=Progress)
     assert progress.paused and progress.stage == "download"
+    # Nothing moves while paused: no new request, the kept file untouched.
+    assert sim.stats["/slow.mp4"].requests == requests and part.stat().st_size == kept
+    assert sim.bytes_sent("/slow.mp4") < size
     await started.handle.signal(MediaItemWorkflow.resume)
     result = await asyncio.wait_for(item_result(started.handle, ""), 60)
     assert result.outcome == "committed" and result.assets[0].sha256 == media.sha256()
+    assert sim.stats["/slow.mp4"].ranges[-1] == f"bytes={kept}-"  # resumed from the kept bytes
     assert sim.bytes_sent("/slow.mp4") < size * 1.2  # resumed, not restarted
     assert part_files(settings) == []
 

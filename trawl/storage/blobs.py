@@ -1,55 +1,247 @@
-"""Content-addressed blob store: a file's name is its sha256, so identical bytes are stored once."""
+"""Content-addressed blob store: a blob's key is its sha256, so identical bytes are stored once.
+
+Everything outside ``trawl/storage/`` speaks of a blob by its key, ``sha256/ab/cd/<sha256>``,
+through :class:`BlobStore`; which backend holds the bytes is chosen by ``storage.url``
+(:func:`open_blob_store`), as Scrapy picks its file stores by URI scheme:
+
+- empty or a path: :class:`LocalBlobStore`, a directory (``data/blobs`` by default);
+- ``s3://bucket/prefix``: :class:`trawl.storage.s3.S3BlobStore`, any S3-compatible store.
+
+Errors: a key that is not a blob key is a ``ValueError``; a blob that is not there is
+:class:`BlobNotFound` (a ``FileNotFoundError``); bytes that do not hash to the name they are put
+under are :class:`trawl.errors.ContentCorrupt`; the store failing (disk full, the object store
+down, credentials refused) is :class:`trawl.errors.StorageError`.
+"""
 
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import re
 import shutil
 import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, BinaryIO, Protocol
+
+from trawl.errors import ContentCorrupt
+
+if TYPE_CHECKING:
+    from trawl.settings import Settings
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_KEY = re.compile(r"^sha256/([0-9a-f]{2})/([0-9a-f]{2})/([0-9a-f]{64})$")
+READ_CHUNK = 1 << 20
+# Every key of the store starts so; anything else beside it (in a shared bucket, say) is not ours.
+BLOBS = "sha256/"
+
+
+def blob_key(sha256: str) -> str:
+    """The key of the blob whose bytes hash to ``sha256``: ``sha256/ab/cd/<sha256>``."""
+    if not _SHA256.match(sha256):
+        raise ValueError(f"not a sha256 hex digest: {sha256!r}")
+    return f"sha256/{sha256[:2]}/{sha256[2:4]}/{sha256}"
+
+
+def key_sha256(key: str) -> str | None:
+    """The sha256 a blob key names, or None when ``key`` is not a well-formed blob key."""
+    match = _KEY.match(key)
+    if not match or match[3][:2] != match[1] or match[3][2:4] != match[2]:
+        return None
+    return match[3]
+
+
+class BlobNotFound(FileNotFoundError):
+    """No blob under this key."""
+
+
+@dataclass(frozen=True)
+class BlobStat:
+    key: str
+    size: int
+    modified: datetime  # UTC
+
+
+class BlobReader(Protocol):
+    """Bytes of one blob (or a range of it), read in order; close it (or use ``with``)."""
+
+    def read(self, size: int = -1) -> bytes: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> BlobReader: ...
+
+    def __exit__(self, *exc: object) -> None: ...
 
 
 class BlobStore(Protocol):
-    def put(self, source: Path, sha256: str) -> str:
-        """Store ``source`` (consumed) under ``sha256``; return the blob's relative path."""
+    """Where committed bytes live. Implementations are safe to share between threads."""
 
-    def exists(self, sha256: str) -> bool: ...
+    def put(self, source: Path, sha256: str, size: int) -> str:
+        """Store the local file ``source`` under ``blob_key(sha256)`` and return that key.
 
-    def path(self, sha256: str) -> Path: ...
+        Idempotent (a blob already there with this size is kept and ``source`` dropped), atomic
+        (readers see the whole blob or none; an interrupted put leaves nothing under the key)
+        and verified: ``source`` must be ``size`` bytes hashing to ``sha256``, or
+        :class:`ContentCorrupt` is raised and nothing is stored. ``source`` may be consumed
+        (moved into the store); the caller must not use it afterwards.
+        """
+
+    def exists(self, key: str) -> bool: ...
+
+    def stat(self, key: str) -> BlobStat | None:
+        """The blob's size and time, or None when there is none under ``key``."""
+
+    def open(self, key: str, start: int = 0, end: int | None = None) -> BlobReader:
+        """Read bytes ``[start, end)`` (``end`` None: to the end); :class:`BlobNotFound` if absent."""
+
+    def delete(self, key: str) -> bool:
+        """Remove the blob; False when there was none."""
+
+    def quarantine(self, key: str) -> str | None:
+        """Move the object aside (fsck's repair), out of :meth:`iterate`; where it went, or None."""
+
+    def iterate(self) -> Iterator[BlobStat]:
+        """Every object under ``sha256/``: the blobs, and what else is there (an interrupted copy,
+        say), for fsck. Objects outside ``sha256/`` are not the store's and never listed."""
+
+    def location(self, key: str) -> str:
+        """Where the object is, for people: a file path or an ``s3://`` URL."""
+
+    def local_path(self, key: str) -> Path | None:
+        """The blob's file for a local store (the CLI shows it); None for a remote one."""
+
+    def close(self) -> None: ...
+
+
+def hash_blob(store: BlobStore, key: str) -> tuple[str, int]:
+    """The sha256 and size of a stored blob, streamed from the store (never held in memory)."""
+    digest = hashlib.sha256()
+    size = 0
+    with store.open(key) as reader:
+        while block := reader.read(READ_CHUNK):
+            digest.update(block)
+            size += len(block)
+    return digest.hexdigest(), size
+
+
+def open_blob_store(settings: Settings) -> BlobStore:
+    """The blob store ``storage.url`` names: a local directory, or an S3 bucket and prefix."""
+    if settings.storage.url.startswith("s3://"):
+        from trawl.storage.s3 import S3BlobStore  # boto3 is imported only by those who use it
+
+        return S3BlobStore.from_settings(settings.storage)
+    return LocalBlobStore(settings.blobs_dir, quarantine_dir=settings.data_dir / "quarantine")
+
+
+class _FileRange:
+    """A file read from ``start`` up to ``end``."""
+
+    def __init__(self, handle: BinaryIO, start: int, end: int | None) -> None:
+        self._handle = handle
+        handle.seek(start)
+        self._left = None if end is None else max(0, end - start)
+
+    def read(self, size: int = -1) -> bytes:
+        if self._left is None:
+            return self._handle.read(size)
+        want = self._left if size < 0 else min(size, self._left)
+        data = self._handle.read(want)
+        self._left -= len(data)
+        return data
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self) -> _FileRange:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class LocalBlobStore:
-    """Blobs at ``<root>/sha256/ab/cd/<sha256>``."""
+    """Blobs at ``<root>/sha256/ab/cd/<sha256>``; fsck's quarantine in ``quarantine_dir``."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, quarantine_dir: Path | None = None) -> None:
         self.root = Path(root)
+        self.quarantine_dir = Path(quarantine_dir) if quarantine_dir else self.root.parent / "quarantine"
 
-    @staticmethod
-    def relative(sha256: str) -> str:
-        if not _SHA256.match(sha256):
-            raise ValueError(f"not a sha256 hex digest: {sha256!r}")
-        return f"sha256/{sha256[:2]}/{sha256[2:4]}/{sha256}"
+    def _file(self, key: str) -> Path:
+        if key_sha256(key) is None and not _is_relative_name(key):
+            raise ValueError(f"not a key in the store: {key!r}")
+        return self.root / key
 
-    def path(self, sha256: str) -> Path:
-        return self.root / self.relative(sha256)
+    def local_path(self, key: str) -> Path | None:
+        return self._file(key)
 
-    def exists(self, sha256: str) -> bool:
-        return self.path(sha256).is_file()
+    def location(self, key: str) -> str:
+        return str(self._file(key))
 
-    def put(self, source: Path, sha256: str) -> str:
-        """Move ``source`` into the store; if the blob exists already, drop ``source``.
+    def exists(self, key: str) -> bool:
+        return self._file(key).is_file()
+
+    def stat(self, key: str) -> BlobStat | None:
+        try:
+            st = os.stat(self._file(key))
+        except FileNotFoundError:
+            return None
+        return BlobStat(key, st.st_size, datetime.fromtimestamp(st.st_mtime, UTC))
+
+    def open(self, key: str, start: int = 0, end: int | None = None) -> BlobReader:
+        try:
+            handle = open(self._file(key), "rb")  # noqa: SIM115 - closed by the reader
+        except FileNotFoundError:
+            raise BlobNotFound(f"no blob {key} in {self.root}") from None
+        return _FileRange(handle, start, end)
+
+    def delete(self, key: str) -> bool:
+        try:
+            self._file(key).unlink()
+        except FileNotFoundError:
+            return False
+        return True
+
+    def quarantine(self, key: str) -> str | None:
+        path = self._file(key)
+        if not path.exists():
+            return None
+        self.quarantine_dir.mkdir(parents=True, exist_ok=True)
+        target = self.quarantine_dir / path.name
+        shutil.move(str(path), target)
+        return str(target)
+
+    def iterate(self) -> Iterator[BlobStat]:
+        top = self.root / BLOBS
+        if not top.exists():
+            return
+        for path in sorted(p for p in top.rglob("*") if p.is_file()):
+            st = path.stat()
+            yield BlobStat(path.relative_to(self.root).as_posix(), st.st_size,
+                           datetime.fromtimestamp(st.st_mtime, UTC))
+
+    def close(self) -> None:
+        pass
+
+    def put(self, source: Path, sha256: str, size: int) -> str:
+        """Move ``source`` into the store; if the blob is there already, drop ``source``.
 
         The bytes are fsynced, then renamed into place in one step: at every instant either the
         source or the complete blob exists, so a process killed anywhere in here loses nothing.
+        A rename keeps the very file verify hashed, so its size is checked; a copy to another
+        filesystem is hashed on the way.
         """
-        target = self.path(sha256)
-        if target.is_file():
+        key = blob_key(sha256)
+        target = self.root / key
+        actual = os.stat(source).st_size
+        if actual != size:
+            raise ContentCorrupt(f"{source} is {actual} bytes, verify saw {size}: not stored")
+        if target.is_file() and target.stat().st_size == size:
             source.unlink(missing_ok=True)
-            return self.relative(sha256)
+            return key
         target.parent.mkdir(parents=True, exist_ok=True)
         with open(source, "rb") as handle:
             os.fsync(handle.fileno())
@@ -60,9 +252,30 @@ class LocalBlobStore:
                 raise
             # Another filesystem: copy beside the target, rename, and only then drop the source.
             staging = target.with_name(f".{sha256}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp")
-            shutil.copyfile(source, staging)
-            with open(staging, "rb") as handle:
-                os.fsync(handle.fileno())
-            os.replace(staging, target)
+            try:
+                copied = _copy_hashing(source, staging)
+                if copied != sha256:
+                    raise ContentCorrupt(f"{source} hashes to {copied[:16]}..., not to {sha256[:16]}...: not stored")
+                os.replace(staging, target)
+            finally:
+                staging.unlink(missing_ok=True)
             source.unlink(missing_ok=True)
-        return self.relative(sha256)
+        return key
+
+
+def _copy_hashing(source: Path, target: Path) -> str:
+    """Copy ``source`` to ``target`` (fsynced), returning the sha256 of what was written."""
+    digest = hashlib.sha256()
+    with open(source, "rb") as src, open(target, "wb") as dst:
+        while block := src.read(READ_CHUNK):
+            digest.update(block)
+            dst.write(block)
+        dst.flush()
+        os.fsync(dst.fileno())
+    return digest.hexdigest()
+
+
+def _is_relative_name(key: str) -> bool:
+    """A relative path inside the store (what :meth:`LocalBlobStore.iterate` lists), never escaping it."""
+    parts = key.split("/")
+    return bool(key) and not key.startswith("/") and all(p not in ("", ".", "..") for p in parts)

@@ -74,7 +74,8 @@ class AssetRow(Base):
     sha256: Mapped[str] = mapped_column(String(64), index=True)
     size: Mapped[int] = mapped_column(BigInteger)
     mime: Mapped[str | None] = mapped_column(String(128))
-    blob_path: Mapped[str] = mapped_column(Text)
+    # The blob's key in the store (sha256/ab/cd/<sha256>); the column kept its first name.
+    key: Mapped[str] = mapped_column("blob_path", Text)
     source_url: Mapped[str | None] = mapped_column(Text)
 
     item: Mapped[Item] = relationship(back_populates="assets")
@@ -87,7 +88,7 @@ class CommittedAsset:
     sha256: str
     size: int
     mime: str | None
-    blob_path: str
+    key: str  # in the blob store: sha256/ab/cd/<sha256>
     source_url: str | None = None
 
 
@@ -201,7 +202,7 @@ class Catalog:
                 return False
             for asset in assets:
                 session.add(AssetRow(item_id=item_id, name=asset.name, kind=asset.kind, sha256=asset.sha256,
-                                     size=asset.size, mime=asset.mime, blob_path=asset.blob_path,
+                                     size=asset.size, mime=asset.mime, key=asset.key,
                                      source_url=asset.source_url))
             return True
 
@@ -272,5 +273,5 @@ def _to_item(row: Item) -> CatalogItem:
         source_url=row.source_url, title=row.title, uploader=row.uploader, duration=row.duration,
         published_at=row.published_at, status=row.status, workflow_id=row.workflow_id,
         created_at=row.created_at.isoformat() if row.created_at else "",
-        assets=[CommittedAsset(a.name, a.kind, a.sha256, a.size, a.mime, a.blob_path, a.source_url) for a in row.assets],
+        assets=[CommittedAsset(a.name, a.kind, a.sha256, a.size, a.mime, a.key, a.source_url) for a in row.assets],
     )

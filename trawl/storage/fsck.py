@@ -1,14 +1,14 @@
-"""``trawl fsck``: every catalog row against the blob store, every blob against its name."""
+"""``trawl fsck``: every catalog row against the blob store, every blob against its name.
+
+Works on any :class:`~trawl.storage.blobs.BlobStore`: blobs are listed with ``iterate`` and hashed
+by streaming them from the store, so a bucket is checked like a directory.
+"""
 
 from __future__ import annotations
 
-import os
-import shutil
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from trawl.download import file_sha256
-from trawl.storage.blobs import LocalBlobStore
+from trawl.storage.blobs import BlobStore, hash_blob, key_sha256
 from trawl.storage.catalog import Catalog
 
 PAGE = 500
@@ -17,7 +17,7 @@ PAGE = 500
 @dataclass
 class Problem:
     kind: str  # missing_blob | corrupt_blob | size_mismatch | stray_file
-    path: str
+    key: str  # the object's key in the store
     detail: str
     canonical_key: str | None = None
     source_url: str | None = None
@@ -27,7 +27,7 @@ class Problem:
 class FsckReport:
     items: int = 0
     blobs: int = 0
-    orphans: list[str] = field(default_factory=list)  # blobs no catalog row refers to (harmless)
+    orphans: list[str] = field(default_factory=list)  # keys of blobs no catalog row refers to (harmless)
     problems: list[Problem] = field(default_factory=list)
 
     @property
@@ -36,20 +36,21 @@ class FsckReport:
         return {p.canonical_key: p.source_url or "" for p in self.problems if p.canonical_key}
 
 
-def check(catalog: Catalog, blobs: LocalBlobStore) -> FsckReport:
+def check(catalog: Catalog, blobs: BlobStore) -> FsckReport:
     """Hash every blob once; compare with its name and with every catalog row that uses it."""
     report = FsckReport()
-    verdicts: dict[str, str | None] = {}  # sha256 -> None if good, else what is wrong
-    for path in sorted(p for p in blobs.root.rglob("*") if p.is_file()) if blobs.root.exists() else []:
-        name = path.name
-        if len(name) != 64 or path.parent.parent.parent != blobs.root / "sha256":
-            report.problems.append(Problem("stray_file", str(path), "not a blob (an interrupted commit?)"))
+    verdicts: dict[str, str | None] = {}  # key -> None if good, else what is wrong
+    sizes: dict[str, int] = {}
+    for stat in blobs.iterate():
+        sha = key_sha256(stat.key)
+        if sha is None:
+            report.problems.append(Problem("stray_file", stat.key, "not a blob (an interrupted commit?)"))
             continue
         report.blobs += 1
-        actual = file_sha256(path)
-        verdicts[name] = None if actual == name else f"bytes hash to {actual[:16]}..., not to the name"
-        if actual != name:
-            report.problems.append(Problem("corrupt_blob", str(path), verdicts[name] or ""))
+        actual, sizes[stat.key] = hash_blob(blobs, stat.key)
+        verdicts[stat.key] = None if actual == sha else f"bytes hash to {actual[:16]}..., not to the name"
+        if actual != sha:
+            report.problems.append(Problem("corrupt_blob", stat.key, verdicts[stat.key] or ""))
     referenced: set[str] = set()
     offset = 0
     while True:
@@ -60,32 +61,29 @@ def check(catalog: Catalog, blobs: LocalBlobStore) -> FsckReport:
         for item in page:
             report.items += 1
             for asset in item.assets:
-                referenced.add(asset.sha256)
-                path = blobs.path(asset.sha256)
+                key = asset.key
+                referenced.add(key)
                 where = dict(canonical_key=item.canonical_key, source_url=item.source_url)
-                if asset.sha256 not in verdicts:
-                    report.problems.append(Problem("missing_blob", str(path), f"{asset.name} of the item", **where))
-                elif verdicts[asset.sha256] is not None:
-                    report.problems.append(Problem("corrupt_blob", str(path), f"{asset.name}: {verdicts[asset.sha256]}",
-                                                   **where))
-                elif os.path.getsize(path) != asset.size:
-                    report.problems.append(Problem("size_mismatch", str(path),
+                if key not in verdicts:
+                    report.problems.append(Problem("missing_blob", key, f"{asset.name} of the item", **where))
+                elif verdicts[key] is not None:
+                    report.problems.append(Problem("corrupt_blob", key, f"{asset.name}: {verdicts[key]}", **where))
+                elif sizes[key] != asset.size:
+                    report.problems.append(Problem("size_mismatch", key,
                                                    f"{asset.name}: catalog says {asset.size} bytes", **where))
     # A corrupt blob found in the walk is reported again with its item; keep the richer one.
-    with_items = {p.path for p in report.problems if p.canonical_key}
-    report.problems = [p for p in report.problems if p.canonical_key or p.path not in with_items]
-    report.orphans = sorted(sha for sha, verdict in verdicts.items() if verdict is None and sha not in referenced)
+    with_items = {p.key for p in report.problems if p.canonical_key}
+    report.problems = [p for p in report.problems if p.canonical_key or p.key not in with_items]
+    report.orphans = sorted(key for key, verdict in verdicts.items() if verdict is None and key not in referenced)
     return report
 
 
-def quarantine(report: FsckReport, catalog: Catalog, blobs: LocalBlobStore, quarantine_dir: Path) -> list[str]:
-    """Move damaged blobs aside and drop the rows that used them, so the items can be crawled
-    again; returns the source URLs to crawl."""
-    quarantine_dir.mkdir(parents=True, exist_ok=True)
+def quarantine(report: FsckReport, catalog: Catalog, blobs: BlobStore) -> list[str]:
+    """Move damaged blobs aside (the store's quarantine) and drop the rows that used them, so the
+    items can be crawled again; returns the source URLs to crawl."""
     for problem in report.problems:
-        path = Path(problem.path)
-        if problem.kind in ("corrupt_blob", "size_mismatch", "stray_file") and path.exists():
-            shutil.move(str(path), quarantine_dir / path.name)
+        if problem.kind in ("corrupt_blob", "size_mismatch", "stray_file"):
+            blobs.quarantine(problem.key)
     urls = []
     for key, source_url in report.damaged_items.items():
         catalog.delete(key)

@@ -1,0 +1,182 @@
+"""The foreground services and their setup: ``server``, ``worker``, ``up``, ``api``, ``setup``, ``demo``,
+``simulator``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import sys
+
+from temporalio.client import Client
+
+from starter.binding import require_safe_binding
+from starter.cli.common import connect_failed, connect_or_explain, session, stop_event
+from starter.client import connect, ensure_search_attributes, metrics_url
+from starter.embedded import answers, temporal_server
+from trawl.logs import get_logger
+from trawl.settings import Settings
+from trawl.storage.catalog import Catalog
+from workers.main import running_worker
+
+log = get_logger("trawl.worker")
+
+MAX_CONNECT_BACKOFF_S = 30.0
+
+
+async def wait_for_server(settings: Settings, stop: asyncio.Event) -> Client | None:
+    """Connect once the server answers, retrying with backoff; None if stopped first.
+
+    A supervised worker waits like this instead of exiting (and being restarted, again and again)
+    while its server is down: it says so once, then retries quietly.
+    """
+    delay = 1.0
+    told = False
+    while not stop.is_set():
+        if await asyncio.to_thread(answers, settings.temporal.address, 1.0):
+            try:
+                return await connect(settings, metrics=True)
+            except RuntimeError as err:
+                if not connect_failed(err):
+                    raise
+        if not told:
+            told = True
+            log.warning("Temporal server unreachable; retrying the connection with backoff until it answers "
+                        "(start it, or check temporal.address)", address=settings.temporal.address)
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stop.wait(), delay)
+        delay = min(delay * 2, MAX_CONNECT_BACKOFF_S)
+    return None
+
+
+async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
+    stop = stop_event()
+    if args.supervised:
+        client = await wait_for_server(settings, stop)
+        if client is None:
+            return 0
+    else:
+        client = await connect_or_explain(settings, metrics=True)
+    await ensure_search_attributes(client, settings.temporal.namespace)
+    async with running_worker(client, settings):
+        logging.getLogger("trawl").info(
+            "worker started", extra={"trawl": {"address": settings.temporal.address,
+                                               "queues": f"{settings.temporal.task_queue_prefix}-*",
+                                               "metrics": metrics_url(client)}})
+        await stop.wait()
+    return 0
+
+
+async def serve_api(settings: Settings, client: Client, stop: asyncio.Event) -> None:
+    import uvicorn
+
+    from starter.api import create_app
+
+    require_safe_binding(settings)
+    config = uvicorn.Config(create_app(settings, client), host=settings.api.host, port=settings.api.port,
+                            log_config=None, access_log=False, lifespan="on")
+    server = uvicorn.Server(config)
+    server.install_signal_handlers = lambda: None  # type: ignore[method-assign] - our handlers stop it
+    task = asyncio.create_task(server.serve())
+    await stop.wait()
+    server.should_exit = True
+    await task
+
+
+def _with_api_args(args: argparse.Namespace, settings: Settings) -> Settings:
+    api = settings.api.model_copy(update={k: v for k, v in (("host", args.host), ("port", args.port)) if v})
+    settings = settings.model_copy(update={"api": api})
+    require_safe_binding(settings)  # refused before anything starts or is announced
+    return settings
+
+
+async def cmd_api(args: argparse.Namespace, settings: Settings) -> int:
+    settings = _with_api_args(args, settings)
+    stop = stop_event()
+    async with session(settings, worker=False) as client:
+        print(f"trawl api on http://{settings.api.host}:{settings.api.port} (docs at /docs); Ctrl-C stops",
+              file=sys.stderr)
+        await serve_api(settings, client, stop)
+    return 0
+
+
+async def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
+    settings = _with_api_args(args, settings)
+    stop = stop_event()
+    async with session(settings, worker=True, metrics=True) as client:
+        metrics = metrics_url(client)
+        print(f"trawl up: Temporal {settings.temporal.address}, Web UI http://127.0.0.1:{settings.temporal.ui_port}"
+              f", API http://{settings.api.host}:{settings.api.port}/docs"
+              + (f", metrics {metrics}" if metrics else "") + f", data {settings.data_dir.resolve()}; Ctrl-C stops",
+              file=sys.stderr)
+        await serve_api(settings, client, stop)
+    return 0
+
+
+async def cmd_setup(args: argparse.Namespace, settings: Settings) -> int:
+    """Prepare a server and catalog trawl did not create: search attributes and tables."""
+    client = await connect_or_explain(settings)
+    await ensure_search_attributes(client, settings.temporal.namespace)
+    catalog = Catalog(settings.catalog_url)
+    catalog.create_schema()
+    catalog.close()
+    print(f"search attributes registered in namespace {settings.temporal.namespace} at {settings.temporal.address}; "
+          f"catalog tables ready in {settings.catalog_url.split('@')[-1]}")
+    return 0
+
+
+async def cmd_server(args: argparse.Namespace, settings: Settings) -> int:
+    stop = stop_event()
+    with temporal_server(settings) as settings:
+        print(f"Temporal at {settings.temporal.address}, Web UI http://127.0.0.1:{settings.temporal.ui_port}; "
+              "Ctrl-C stops", file=sys.stderr)
+        await stop.wait()
+    return 0
+
+
+async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
+    from starter.demo import run_demo
+
+    return await run_demo(settings, sim_port=args.sim_port)
+
+
+def cmd_simulator(args: argparse.Namespace, settings: Settings) -> int:
+    import time
+
+    from trawl.simulator import Simulator
+    from trawl.simulator.demo import install_demo_site
+
+    with Simulator(port=args.port) as sim:
+        for case in install_demo_site(sim):
+            print(case.url, flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            while True:
+                time.sleep(3600)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    server = sub.add_parser("server", help="run only the embedded Temporal server (foreground)")
+    server.set_defaults(func=cmd_server, long_running=True)
+    setup = sub.add_parser("setup", help="register search attributes on a Temporal server and create the "
+                                         "catalog tables")
+    setup.set_defaults(func=cmd_setup)
+    worker = sub.add_parser("worker", help="run only a worker (foreground)")
+    worker.add_argument("--processes", type=int, help="worker processes to supervise (default worker.processes)")
+    # A supervised child waits for an unreachable server instead of exiting.
+    worker.add_argument("--supervised", action="store_true", help=argparse.SUPPRESS)
+    worker.set_defaults(func=cmd_worker, long_running=True)
+    up = sub.add_parser("up", help="run the embedded server, a worker and the HTTP API (foreground)")
+    up.set_defaults(func=cmd_up, long_running=True)
+    api = sub.add_parser("api", help="run the HTTP API (foreground)")
+    api.set_defaults(func=cmd_api, long_running=True)
+    for cmd in (up, api):
+        cmd.add_argument("--host", help="listen address (default api.host, 127.0.0.1)")
+        cmd.add_argument("--port", type=int, help="listen port (default api.port, 8000)")
+    demo = sub.add_parser("demo", help="crawl the built-in simulated site end to end")
+    demo.add_argument("--sim-port", type=int, default=18765)
+    demo.set_defaults(func=cmd_demo, log_level_default="ERROR")  # the demo prints its own table
+    sim = sub.add_parser("simulator", help="serve the demo site on loopback (foreground)")
+    sim.add_argument("--port", type=int, default=18765)
+    sim.set_defaults(func=cmd_simulator)

@@ -1,0 +1,82 @@
+"""The one rendering of trawl's records as plain dicts, shared by the CLI (``--json``) and the HTTP API.
+
+- ``result_dict``: an item workflow's result (``ItemResult``).
+- ``item_dict``: a catalog item.
+- ``crawl_state`` fetches a crawl's status and stats; ``crawl_dict`` renders them.
+
+Field names are the same wherever they mean the same thing: ``id`` is the item workflow id, ``url``
+the URL it was crawled from, ``outcome`` ``committed``/``duplicate``/``failed``/``cancelled``, and
+every asset is ``{kind, name, sha256, size, key, path, mime}``: ``key`` is the blob's key in the
+store, ``path`` where it is for people (a file path, or an ``s3://`` URL), given the store
+(``blobs``: anything with ``location(key)``, or a local store's root directory); None without one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Protocol, Union
+
+from temporalio.client import WorkflowExecutionStatus
+
+from trawl.storage.catalog import CatalogItem
+from workflows.crawl import CrawlStats, CrawlWorkflow
+from workflows.media_item import ItemResult
+
+
+class _Locates(Protocol):
+    def location(self, key: str) -> str: ...
+
+
+Blobs = Union[_Locates, Path, str, None]  # a blob store, or a local store's root directory
+
+
+def _location(blobs: Blobs, key: str) -> str | None:
+    if blobs is None or not key:
+        return None
+    if isinstance(blobs, (str, Path)):
+        return str(Path(blobs) / key)
+    return blobs.location(key)
+
+
+def _asset(kind: str, name: str, sha256: str, size: int, key: str, mime: str | None, blobs: Blobs) -> dict[str, Any]:
+    return {"kind": kind, "name": name, "sha256": sha256, "size": size, "key": key,
+            "path": _location(blobs, key), "mime": mime}
+
+
+def result_dict(result: ItemResult, blobs: Blobs = None) -> dict[str, Any]:
+    """An item workflow's result: what ``trawl crawl --json`` prints per item."""
+    return {
+        "id": result.workflow_id, "url": result.url, "canonical_key": result.canonical_key,
+        "platform": result.platform, "outcome": result.outcome, "title": result.title,
+        "error_class": result.error_class, "error": result.error,
+        "assets": [_asset(a.kind, a.name, a.sha256, a.size, a.key, a.mime, blobs) for a in result.assets],
+    }
+
+
+def item_dict(item: CatalogItem, blobs: Blobs = None) -> dict[str, Any]:
+    """A catalog item: what ``trawl items --json`` prints per item."""
+    return {
+        "id": item.workflow_id, "url": item.source_url, "canonical_key": item.canonical_key,
+        "canonical_url": item.canonical_url, "platform": item.platform, "outcome": item.status,
+        "title": item.title, "uploader": item.uploader, "duration": item.duration,
+        "published_at": item.published_at, "created_at": item.created_at,
+        "assets": [_asset(a.kind, a.name, a.sha256, a.size, a.key, a.mime, blobs) for a in item.assets],
+    }
+
+
+async def crawl_state(handle: Any) -> tuple[Any, CrawlStats | None]:
+    """A crawl workflow's description and its stats: queried while it runs, its result once
+    completed, None otherwise (failed, cancelled, terminated)."""
+    desc = await handle.describe()
+    if desc.status == WorkflowExecutionStatus.RUNNING:
+        return desc, await handle.query(CrawlWorkflow.stats)
+    if desc.status == WorkflowExecutionStatus.COMPLETED:
+        return desc, await handle.result()
+    return desc, None
+
+
+def crawl_dict(crawl_id: str, desc: Any, stats: CrawlStats | None) -> dict[str, Any]:
+    """``{id, status, stats}``: status is Temporal's (``RUNNING``, ``COMPLETED``, ...)."""
+    return {"id": crawl_id, "status": desc.status.name if desc.status else "UNKNOWN",
+            "stats": dataclasses.asdict(stats) if stats else None}

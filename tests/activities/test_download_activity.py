@@ -1,0 +1,175 @@
+"""The download activity in an ActivityEnvironment, against the simulator over loopback.
+
+What the worker does around ``Downloader``: heartbeats carrying the resume state, a retry that
+resumes from the last heartbeat's details, cancellation and worker shutdown polled at heartbeats
+(the partial file is kept), and failures classified into ApplicationErrors.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from temporalio.exceptions import ApplicationError, CancelledError
+from temporalio.testing import ActivityEnvironment
+
+from activities.download import PROGRESS_STEPS, DownloadActivities
+from activities.models import DownloadInput
+from trawl.download import file_sha256, load_state, state_path
+from trawl.models import Asset
+from trawl.settings import DownloadSettings
+from trawl.simulator import FileBehaviour, MediaFile, Simulator
+
+WORKFLOW_ID = "url-activity-test"
+SIZE = 1_500_000
+THROTTLE = 3_000_000  # bytes/s: the transfer spans several of the downloader's 0.2 s heartbeats
+
+
+@pytest.fixture
+def client() -> Iterator[httpx.Client]:
+    with httpx.Client() as c:
+        yield c
+
+
+@dataclasses.dataclass
+class Harness:
+    """A DownloadActivities on a temporary work dir, in an ActivityEnvironment that records heartbeats."""
+
+    activities: DownloadActivities
+    env: ActivityEnvironment
+    beats: list[dict[str, Any]]
+    reports: list[tuple[str, dict[str, Any]]]
+
+    def run(self, url: str, size: int | None = SIZE):
+        asset = Asset("video", "video", [url], expected_size=size)
+        return self.env.run(self.activities.download, DownloadInput(WORKFLOW_ID, asset, "generic", url))
+
+    @property
+    def part(self) -> Path:
+        return self.activities.part_path(WORKFLOW_ID, "video")
+
+
+def harness(client: httpx.Client, work: Path, *, attempt: int = 1, heartbeat_details: list[Any] | None = None,
+            on_beat=None, max_attempts: int = 0) -> Harness:  # noqa: ANN001 - a callback
+    reports: list[tuple[str, dict[str, Any]]] = []
+    activities = DownloadActivities(client, work, DownloadSettings(), timedelta(seconds=60), max_attempts,
+                                    progress=lambda wid, report: reports.append((wid, report)))
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(env.info, activity_type="download", workflow_id=WORKFLOW_ID, attempt=attempt,
+                                   heartbeat_details=heartbeat_details or [],
+                                   heartbeat_timeout=timedelta(seconds=10))
+    beats: list[dict[str, Any]] = []
+
+    def heartbeat(*details: Any) -> None:
+        beats.append(details[0])
+        if on_beat is not None:
+            on_beat(env, details[0])
+
+    env.on_heartbeat = heartbeat
+    return Harness(activities, env, beats, reports)
+
+
+def cancel_once_started(env: ActivityEnvironment, beat: dict[str, Any]) -> None:
+    if beat["offset"] > 0:
+        env.cancel()
+
+
+def test_heartbeats_carry_the_resume_state_as_the_offset_grows(sim: Simulator, client: httpx.Client,
+                                                                 tmp_path: Path) -> None:
+    media = MediaFile("mp4", "beats", SIZE)
+    sim.add_file("/beats.mp4", media, FileBehaviour(throttle_bps=THROTTLE))
+    h = harness(client, tmp_path / "work")
+    result = h.run(sim.url("/beats.mp4"))
+    assert (result.size, result.sha256, result.resumed_from) == (SIZE, media.sha256(), 0)
+    offsets = [beat["offset"] for beat in h.beats]
+    assert len(offsets) >= 3 and offsets == sorted(offsets) and offsets[0] < SIZE == offsets[-1]
+    # Every heartbeat is the whole resume state a retry on another worker needs.
+    assert all((b["url"], b["total"], b["etag"]) == (sim.url("/beats.mp4"), SIZE, media.etag) for b in h.beats)
+    # The item hears about it at coarse steps only (each report is a signal in its history).
+    assert 2 <= len(h.reports) <= PROGRESS_STEPS + 1 and {wid for wid, _ in h.reports} == {WORKFLOW_ID}
+    done = [r["bytes_done"] for _, r in h.reports]
+    assert done == sorted(done) and done[-1] == SIZE and h.reports[-1][1]["bytes_total"] == SIZE
+
+
+def test_cancellation_stops_at_a_heartbeat_and_keeps_the_partial_file(sim: Simulator, client: httpx.Client,
+                                                                      tmp_path: Path) -> None:
+    media = MediaFile("mp4", "cancelled", SIZE)
+    sim.add_file("/c.mp4", media, FileBehaviour(throttle_bps=THROTTLE))
+    h = harness(client, tmp_path / "work", on_beat=cancel_once_started)
+    with pytest.raises(CancelledError) as caught:
+        h.run(sim.url("/c.mp4"))
+    (details,) = caught.value.details
+    kept = details["offset"]
+    assert 0 < kept < SIZE
+    assert h.part.stat().st_size == kept == h.beats[-1]["offset"]  # what is recorded is what is on disk
+    assert load_state(h.part).offset == kept
+    assert h.part.read_bytes() == media.read(0, kept)
+
+
+def test_a_retry_resumes_from_the_last_heartbeat_with_a_range_request(sim: Simulator, client: httpx.Client,
+                                                                      tmp_path: Path) -> None:
+    media = MediaFile("mp4", "resumed", SIZE)
+    sim.add_file("/r.mp4", media, FileBehaviour(throttle_bps=THROTTLE))
+    first = harness(client, tmp_path / "work", on_beat=cancel_once_started)
+    with pytest.raises(CancelledError):
+        first.run(sim.url("/r.mp4"))
+    last = first.beats[-1]
+    # Only the heartbeat details say where to resume: the state file beside the part is gone.
+    state_path(first.part).unlink()
+    retry = harness(client, tmp_path / "work", attempt=2, heartbeat_details=[last])
+    result = retry.run(sim.url("/r.mp4"))
+    assert result.resumed_from == last["offset"] and result.transferred == SIZE - last["offset"]
+    assert result.sha256 == media.sha256() == file_sha256(Path(result.path))
+    assert sim.stats["/r.mp4"].ranges == [None, f"bytes={last['offset']}-"]
+    assert retry.beats[0]["offset"] >= last["offset"]  # heartbeats go on from there, not from zero
+
+
+def test_worker_shutdown_stops_with_a_retryable_error_and_keeps_the_partial_file(
+        sim: Simulator, client: httpx.Client, tmp_path: Path) -> None:
+    sim.add_file("/s.mp4", MediaFile("mp4", "shutdown", SIZE), FileBehaviour(throttle_bps=THROTTLE))
+
+    def shut_down(env: ActivityEnvironment, beat: dict[str, Any]) -> None:
+        if beat["offset"] > 0:
+            env.worker_shutdown()
+
+    h = harness(client, tmp_path / "work", on_beat=shut_down)
+    with pytest.raises(ApplicationError) as caught:
+        h.run(sim.url("/s.mp4"))
+    assert caught.value.type == "worker_shutdown" and not caught.value.non_retryable
+    assert 0 < h.part.stat().st_size == h.beats[-1]["offset"] < SIZE
+
+
+@pytest.mark.parametrize(("status", "attempt", "error_class", "final"), [
+    (503, 1, "http_5xx", False),  # retried by the stage's policy
+    (503, 3, "http_5xx", True),  # final at the stage's attempt limit (3 here)
+    (404, 1, "not_found", True),  # never retried
+])
+def test_failures_leave_classified(sim: Simulator, client: httpx.Client, tmp_path: Path, status: int,
+                                   attempt: int, error_class: str, final: bool) -> None:
+    how = sim.add_file("/f.mp4", MediaFile("mp4", "failing", SIZE))
+    how.statuses.append(status)
+    h = harness(client, tmp_path / "work", attempt=attempt, max_attempts=3)
+    with pytest.raises(ApplicationError) as caught:
+        h.run(sim.url("/f.mp4"))
+    assert (caught.value.type, caught.value.non_retryable) == (error_class, final)
+
+
+def test_a_403_on_a_url_that_worked_before_is_url_expired(sim: Simulator, client: httpx.Client,
+                                                          tmp_path: Path) -> None:
+    """Signed media URLs expire: a retry that finds its URL refused asks the workflow for fresh ones."""
+    media = MediaFile("mp4", "signed", SIZE)
+    how = sim.add_file("/signed.mp4", media, FileBehaviour(throttle_bps=THROTTLE))
+    first = harness(client, tmp_path / "work", on_beat=cancel_once_started)
+    with pytest.raises(CancelledError):
+        first.run(sim.url("/signed.mp4"))
+    how.statuses.append(403)
+    retry = harness(client, tmp_path / "work", attempt=2, heartbeat_details=[first.beats[-1]])
+    with pytest.raises(ApplicationError) as caught:
+        retry.run(sim.url("/signed.mp4"))
+    assert (caught.value.type, caught.value.non_retryable) == ("url_expired", True)
+    assert retry.part.stat().st_size == first.beats[-1]["offset"]  # the bytes stay for the fresh URL

@@ -1,0 +1,277 @@
+"""Downloads in segments over several connections, edge case by edge case, against the simulator."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from trawl.download import Downloader, HostSlots, ResumeState, Stopped, file_sha256, load_state, plan_segments
+from trawl.errors import NotFound, TrawlError
+from trawl.ranges import parse_range
+from trawl.simulator import FileBehaviour, MediaFile, Simulator
+from trawl.simulator.server import Request, Response
+
+SIZE = 4 * 1024 * 1024 + 123
+MIN = 1024 * 1024  # segment_min_size in these tests
+
+
+@pytest.fixture
+def client() -> Iterator[httpx.Client]:
+    with httpx.Client() as c:
+        yield c
+
+
+@pytest.fixture
+def part(tmp_path: Path) -> Path:
+    return tmp_path / "work" / "video.part"
+
+
+def make(client: httpx.Client, beats: list[ResumeState] | None = None, *, segments: int = 4, **kw) -> Downloader:
+    return Downloader(client, max_file_size=1 << 40, segments=segments, segment_min_size=MIN,
+                      heartbeat=(beats.append if beats is not None else (lambda s: None)), heartbeat_every=0, **kw)
+
+
+def ranges_of(sim: Simulator, path: str = "/f.mp4") -> list[str | None]:
+    return list(sim.stats[path].ranges)
+
+
+def segment_ranges(total: int, count: int) -> set[str]:
+    return {f"bytes={s}-{e - 1}" for s, e, _ in plan_segments(total, count)[1:]}
+
+
+def route(sim: Simulator, media: MediaFile, answer) -> None:  # noqa: ANN001 - a (req, serve) callback
+    """Serve ``media`` at /f.mp4 through ``answer(req, serve)``; ``serve(req)`` is the normal answer."""
+    serve = lambda req: sim.serve_media(req, media)  # noqa: E731
+    sim.add_exact("/f.mp4", lambda req: answer(req, serve))
+
+
+def without_range(req: Request) -> Request:
+    return dataclasses.replace(req, headers={k: v for k, v in req.headers.items() if k not in ("range", "if-range")})
+
+
+def range_start(req: Request) -> int | None:
+    wanted = parse_range(req.headers.get("range"), SIZE)
+    return wanted[0] if isinstance(wanted, tuple) else None
+
+
+def test_a_large_file_comes_in_segments_with_the_whole_file_sha256(sim: Simulator, client: httpx.Client,
+                                                                    part: Path) -> None:
+    media = MediaFile("mp4", "seg", SIZE)
+    sim.add_file("/f.mp4", media)
+    beats: list[ResumeState] = []
+    out = make(client, beats).download([sim.url("/f.mp4")], part)
+    assert (out.size, out.total, out.connections) == (SIZE, SIZE, 4)
+    assert out.sha256 == media.sha256() == file_sha256(part)
+    assert ranges_of(sim)[0] == "bytes=0-" and set(ranges_of(sim)[1:]) == segment_ranges(SIZE, 4)
+    # Every heartbeat carries every segment; the offset is the bytes done across them.
+    assert all(b.segments and b.offset == sum(d for _, _, d in b.segments) for b in beats)
+    assert beats[-1].segments == [[s, e, e - s] for s, e, _ in plan_segments(SIZE, 4)]
+
+
+def test_small_files_and_known_small_sizes_stay_on_one_connection(sim: Simulator, client: httpx.Client,
+                                                                  part: Path) -> None:
+    media = MediaFile("mp4", "small", MIN - 1)
+    sim.add_file("/f.mp4", media)
+    out = make(client).download([sim.url("/f.mp4")], part)
+    assert out.connections == 1 and out.sha256 == media.sha256()
+    assert ranges_of(sim) == ["bytes=0-"]  # size unknown beforehand: asked open-ended, once
+    make(client).download([sim.url("/f.mp4")], part.with_name("again.part"), expected_size=MIN - 1)
+    assert ranges_of(sim)[-1] is None  # the size was known to be small: a plain GET
+
+
+def test_server_ignoring_range_is_downloaded_over_one_connection(sim: Simulator, client: httpx.Client,
+                                                                 part: Path) -> None:
+    media = MediaFile("mp4", "norange", SIZE)
+    sim.add_file("/f.mp4", media, FileBehaviour(ignore_range=True))
+    out = make(client).download([sim.url("/f.mp4")], part)
+    assert out.connections == 1 and out.sha256 == media.sha256() == file_sha256(part)
+    assert ranges_of(sim) == ["bytes=0-"] and sim.bytes_sent("/f.mp4") == SIZE
+
+
+def test_without_a_validator_there_are_no_segments(sim: Simulator, client: httpx.Client, part: Path) -> None:
+    media = MediaFile("mp4", "novalidator", SIZE)
+    sim.add_file("/f.mp4", media, FileBehaviour(validators=False))
+    out = make(client).download([sim.url("/f.mp4")], part)
+    assert out.connections == 1 and out.sha256 == media.sha256() and len(ranges_of(sim)) == 1
+
+
+def test_a_segment_answered_200_falls_back_to_one_connection_from_the_prefix(sim: Simulator, client: httpx.Client,
+                                                                             part: Path) -> None:
+    media = MediaFile("mp4", "two-hundred", SIZE)
+    third = plan_segments(SIZE, 4)[2][0]
+    refused = threading.Event()
+
+    def answer(req: Request, serve) -> Response:  # noqa: ANN001
+        if range_start(req) == third and not refused.is_set():
+            refused.set()
+            return serve(without_range(req))  # the whole file, 200, same ETag
+        return serve(req)
+
+    route(sim, media, answer)
+    out = make(client).download([sim.url("/f.mp4")], part)
+    assert refused.is_set()
+    assert out.sha256 == media.sha256() == file_sha256(part)
+    # After the refusal: one open-ended request from the contiguous prefix, not more segments.
+    after = ranges_of(sim)[ranges_of(sim).index(f"bytes={third}-{plan_segments(SIZE, 4)[2][1] - 1}") + 1:]
+    assert after and after[-1].endswith("-") and after[-1] != "bytes=0-"
+    assert load_state(part).segments is None
+
+
+def test_etag_change_midway_restarts_every_segment(sim: Simulator, client: httpx.Client, part: Path) -> None:
+    media = MediaFile("mp4", "changing", SIZE)
+    old_sha = media.sha256()
+    last = plan_segments(SIZE, 4)[3][0]
+
+    def answer(req: Request, serve) -> Response:  # noqa: ANN001
+        if range_start(req) == last and media.version == 0:
+            media.version += 1  # new bytes and a new ETag: If-Range fails, a 200 of the new file
+        return serve(req)
+
+    route(sim, media, answer)
+    out = make(client).download([sim.url("/f.mp4")], part)
+    assert media.version == 1 and out.sha256 == media.sha256() == file_sha256(part) != old_sha
+    assert ranges_of(sim).count("bytes=0-") == 2  # started again from nothing
+    assert out.resumed_from == 0 and out.connections == 4
+
+
+def test_etag_changing_again_after_the_restart_is_a_retryable_failure(sim: Simulator, client: httpx.Client,
+                                                                      part: Path) -> None:
+    media = MediaFile("mp4", "flapping", SIZE)
+    last = plan_segments(SIZE, 4)[3][0]
+
+    def answer(req: Request, serve) -> Response:  # noqa: ANN001
+        if range_start(req) == last:
+            media.version += 1
+        return serve(req)
+
+    route(sim, media, answer)
+    with pytest.raises(TrawlError) as caught:
+        make(client).download([sim.url("/f.mp4")], part)
+    assert caught.value.retryable and "changed" in str(caught.value)
+
+
+def test_a_segment_failing_permanently_fails_the_download_with_its_class(sim: Simulator, client: httpx.Client,
+                                                                         part: Path) -> None:
+    media = MediaFile("mp4", "gone", SIZE)
+    second = plan_segments(SIZE, 4)[1][0]
+
+    def answer(req: Request, serve) -> Response:  # noqa: ANN001
+        if range_start(req) == second:
+            return Response(404, {"Content-Type": "text/plain"}, b"gone")
+        return serve(req)
+
+    route(sim, media, answer)
+    with pytest.raises(NotFound):
+        make(client).download([sim.url("/f.mp4")], part)
+    saved = load_state(part)
+    assert saved is not None and saved.segments and saved.segments[1][2] == 0  # kept for a later resume
+    assert ranges_of(sim).count(f"bytes={second}-{plan_segments(SIZE, 4)[1][1] - 1}") == 1  # not retried
+
+
+def test_a_cut_segment_is_asked_again_in_place(sim: Simulator, client: httpx.Client, part: Path) -> None:
+    media = MediaFile("mp4", "cut", SIZE)
+    start, end, _ = plan_segments(SIZE, 4)[2]
+    cut = start + 300_000
+    # The first (open-ended) answer is cut there too, after segment 0 stopped reading it.
+    sim.add_file("/f.mp4", media, FileBehaviour(cut_at=cut, cut_times=2))
+    out = make(client).download([sim.url("/f.mp4")], part)
+    assert out.sha256 == media.sha256() == file_sha256(part)
+    # The segment went on from where the cut left it, in the same attempt.
+    assert f"bytes={cut}-{end - 1}" in ranges_of(sim)
+
+
+def prepare(part: Path, media: MediaFile, segments: list[list[int]]) -> ResumeState:
+    """A part file as a killed worker leaves it: the recorded bytes, then garbage after each."""
+    part.parent.mkdir(parents=True, exist_ok=True)
+    data = bytearray(b"\xee" * SIZE)  # unrecorded bytes are never trusted
+    for start, _, done in segments:
+        pos = start
+        while pos < start + done:
+            block = media.read(pos, start + done - pos)
+            data[pos:pos + len(block)] = block
+            pos += len(block)
+    part.write_bytes(bytes(data))
+    return ResumeState(sum(d for _, _, d in segments), SIZE, media.etag, None, None, segments)
+
+
+def test_resume_after_a_kill_asks_each_segment_only_for_what_it_lacks(sim: Simulator, client: httpx.Client,
+                                                                      part: Path) -> None:
+    media = MediaFile("mp4", "resume", SIZE)
+    sim.add_file("/f.mp4", media)
+    plan = plan_segments(SIZE, 4)
+    (s0, e0, _), (s1, e1, _), (s2, e2, _), (s3, e3, _) = plan
+    # Complete, half, untouched, nearly complete.
+    segments = [[s0, e0, e0 - s0], [s1, e1, 400_000], [s2, e2, 0], [s3, e3, e3 - s3 - 10]]
+    previous = prepare(part, media, segments)
+    previous.url = sim.url("/f.mp4")
+    out = make(client).download([sim.url("/f.mp4")], part, previous=previous)
+    assert out.sha256 == media.sha256() == file_sha256(part)
+    assert sorted(ranges_of(sim)) == sorted([f"bytes={s1 + 400_000}-{e1 - 1}", f"bytes={s2}-{e2 - 1}",
+                                             f"bytes={e3 - 10}-{e3 - 1}"])
+    missing = (e1 - s1 - 400_000) + (e2 - s2) + 10
+    assert sim.bytes_sent("/f.mp4") == missing == out.transferred
+    assert out.resumed_from == SIZE - missing
+
+
+def test_resume_with_the_state_file_ahead_of_the_heartbeat(sim: Simulator, client: httpx.Client,
+                                                          part: Path) -> None:
+    media = MediaFile("mp4", "statefile", SIZE)
+    sim.add_file("/f.mp4", media)
+    plan = plan_segments(SIZE, 4)
+    saved = prepare(part, media, [[s, e, (e - s) // 2] for s, e, _ in plan])
+    saved.url = sim.url("/f.mp4")
+    from trawl.download import _save_state
+
+    _save_state(part, saved)
+    stale = ResumeState(1000, SIZE, media.etag, None, sim.url("/f.mp4"), [[s, e, 250] for s, e, _ in plan])
+    out = make(client).download([sim.url("/f.mp4")], part, previous=stale)
+    assert out.sha256 == media.sha256() and out.transferred == SIZE - saved.offset
+
+
+def test_segment_state_without_its_file_starts_over(sim: Simulator, client: httpx.Client, part: Path) -> None:
+    media = MediaFile("mp4", "lostfile", SIZE)
+    sim.add_file("/f.mp4", media)
+    previous = ResumeState(SIZE // 2, SIZE, media.etag, None, sim.url("/f.mp4"),
+                           [[s, e, (e - s) // 2] for s, e, _ in plan_segments(SIZE, 4)])
+    out = make(client).download([sim.url("/f.mp4")], part, previous=previous)
+    assert out.resumed_from == 0 and out.sha256 == media.sha256()
+    assert ranges_of(sim)[0] == "bytes=0-"
+
+
+def test_a_stop_records_every_segment_and_the_resume_goes_on_from_there(sim: Simulator, client: httpx.Client,
+                                                                        part: Path) -> None:
+    media = MediaFile("mp4", "stop", SIZE)
+    how = sim.add_file("/f.mp4", media, FileBehaviour(throttle_bps=1_500_000))
+    beats: list[ResumeState] = []
+    stop_after = lambda: bool(beats) and beats[-1].offset > SIZE // 4  # noqa: E731
+    with pytest.raises(Stopped) as caught:
+        make(client, beats, should_stop=stop_after).download([sim.url("/f.mp4")], part)
+    saved = load_state(part)
+    assert saved.segments and caught.value.offset == saved.offset == sum(d for _, _, d in saved.segments)
+    assert beats[-1].segments == saved.segments
+    assert 0 < saved.offset < SIZE
+    how.throttle_bps = None
+    before = len(ranges_of(sim))
+    out = make(client).download([sim.url("/f.mp4")], part)
+    assert out.sha256 == media.sha256() == file_sha256(part)
+    assert out.resumed_from == saved.offset
+    wanted = {f"bytes={s + d}-{e - 1}" for s, e, d in saved.segments if s + d < e}
+    assert set(ranges_of(sim)[before:]) == wanted
+
+
+def test_the_host_cap_limits_the_extra_connections(sim: Simulator, client: httpx.Client, part: Path) -> None:
+    media = MediaFile("mp4", "capped", SIZE)
+    sim.add_file("/f.mp4", media)
+    slots = HostSlots(1)
+    out = make(client, host_slots=slots).download([sim.url("/f.mp4")], part)
+    assert out.connections == 2 and out.sha256 == media.sha256()
+    assert set(ranges_of(sim)[1:]) == segment_ranges(SIZE, 4)  # every segment, over two connections
+    assert slots.in_use("127.0.0.1:" + sim.base_url.rsplit(":", 1)[1]) == 0  # given back
+    taken = HostSlots(0)
+    out = make(client, host_slots=taken).download([sim.url("/f.mp4")], part.with_name("b.part"))
+    assert out.connections == 1 and out.sha256 == media.sha256()

@@ -1,0 +1,357 @@
+"""One file over several connections, each fetching its own byte range into the same file.
+
+Throttled CDNs limit each connection, not each client; N ranges in parallel go about N times
+as fast. :class:`trawl.download.Downloader` starts a run once a ``Range: bytes=0-`` request was
+answered 206 with the size and a strong validator; the first connection keeps that answer for
+segment 0, the others ask ``Range: bytes=<from>-<to>`` with ``If-Range``.
+
+- Each segment is ``[start, end, done]`` in :attr:`ResumeState.segments`; a resumed segment
+  asks only for ``start + done`` onwards. The state is saved and heartbeated after an
+  ``fdatasync``, so a recorded byte is a byte on disk even after the machine crashes (the file
+  is written in place, so its size proves nothing).
+- sha256 follows the contiguous prefix: a thread hashes the file from byte 0 up to the first
+  gap, reading back what the segments wrote (from the page cache): no second full read after
+  the download, and on resume the kept bytes are hashed the same way.
+- Answers that say the resource changed (a 200 or 206 with another ETag, a 416, another
+  size) raise :class:`RestartAll`; a server that honoured one Range but answers another with
+  a 200 of the same resource raises :class:`Fallback` (go on over one connection from the
+  contiguous prefix). A segment that fails for a transient reason is asked again a few times
+  in place; a permanent failure (404, expired URL...) stops the run and is raised as is.
+- Extra connections take a slot from :class:`trawl.download.HostSlots`; without a free slot
+  the run uses fewer connections (the first one never waits).
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import os
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+import httpx
+
+from trawl.errors import NetworkError, Truncated, TrawlError, classify_exception, classify_response
+from trawl.ranges import parse_content_range
+
+if TYPE_CHECKING:
+    from trawl.download import Downloader, ResumeState
+
+SEGMENT_RETRIES = 3  # transient failures of one segment retried in place before the run fails
+TICK = 0.1  # seconds between the coordinator's checks for stop and errors
+MIN_CHECKPOINT_EVERY = 0.5  # seconds between fdatasync + saved state, at least
+
+
+class RestartAll(Exception):
+    """The resource changed under the segments: every byte so far is of another version."""
+
+
+class Fallback(Exception):
+    """Range stopped working for this resource: go on over one connection from ``prefix``."""
+
+    def __init__(self, message: str, prefix: int) -> None:
+        super().__init__(message)
+        self.prefix = prefix
+
+
+class _Aborted(Exception):
+    """The run is stopping; a segment thread leaves without writing."""
+
+
+class SegmentedRun:
+    """Downloads ``state.segments`` of ``url`` into ``part`` and returns the file's sha256."""
+
+    def __init__(self, downloader: Downloader, url: str, part: Path, headers: dict[str, str], state: ResumeState,
+                 first: httpx.Response | None) -> None:
+        from trawl.download import strong_validator
+
+        self.dl = downloader
+        self.url = url
+        self.host = urlsplit(url).netloc
+        self.part = part
+        self.headers = headers
+        self.state = state
+        self.total = state.total or 0
+        self.validator = strong_validator(state.etag, state.last_modified)
+        self.first = first
+        self.mime = _mime(first) if first is not None else None
+        self.segments = [list(seg) for seg in state.segments or []]
+        self.cond = threading.Condition()
+        self.pending = collections.deque(i for i, (s, e, d) in enumerate(self.segments) if s + d < e)
+        self.aborted = False
+        self.error: BaseException | None = None
+        self.hashed = 0
+        self.transferred = 0
+        self.connections = 0
+        self._active = 0
+        self.closing = False
+        self.digest = hashlib.sha256()
+        self.fd = -1
+
+    # -- the coordinator (the caller's thread) ---------------------------------------------
+    def run(self) -> hashlib._Hash:
+        """Raises: Stopped, RestartAll, Fallback, or the TrawlError that failed a segment."""
+        from trawl.download import Stopped
+
+        fresh = not any(seg[2] for seg in self.segments)
+        self.fd = os.open(self.part, os.O_RDWR | os.O_CREAT, 0o644)
+        if fresh:
+            os.ftruncate(self.fd, self.total)
+        threads = [threading.Thread(target=self._hash, name="sha256-prefix", daemon=True)]
+        workers = self._start_workers()
+        threads[0].start()
+        every = max(self.dl.heartbeat_every, MIN_CHECKPOINT_EVERY)
+        last = time.monotonic()
+        stop: BaseException | None = None
+        try:
+            while True:
+                with self.cond:
+                    if not self._finished() and self.error is None:
+                        self.cond.wait(TICK)
+                    error, finished = self.error, self._finished()
+                if error is not None:
+                    stop = error
+                    break
+                if finished:
+                    break
+                if self.dl.should_stop():
+                    stop = Stopped(f"stopped with {self._done()} bytes", 0)
+                    break
+                if time.monotonic() - last >= every:
+                    last = time.monotonic()
+                    self._checkpoint()
+        finally:
+            with self.cond:
+                self.aborted = self.aborted or stop is not None
+                self.cond.notify_all()
+            for thread in threads + workers:
+                # A segment blocked on a stalled socket leaves at its read timeout; it can no
+                # longer write (aborted), so the state below is final without waiting for it.
+                thread.join(timeout=None if thread is threads[0] else 2.0)
+            try:
+                if not isinstance(stop, (RestartAll, Fallback)):
+                    self._checkpoint()
+            finally:
+                with self.cond:
+                    self.closing = True
+                    self._close_when_idle()
+        if isinstance(stop, Stopped):
+            stop.offset = self._done()
+        if stop is not None:
+            raise stop
+        return self.digest
+
+    def _finished(self) -> bool:
+        return self.hashed >= self.total and all(s + d >= e for s, e, d in self.segments)
+
+    def _done(self) -> int:
+        with self.cond:
+            return sum(d for _, _, d in self.segments)
+
+    def _checkpoint(self) -> None:
+        """Make the bytes written so far durable, then record them (state file and heartbeat)."""
+        with self.cond:
+            snapshot = [list(seg) for seg in self.segments]
+        os.fdatasync(self.fd)
+        self.state.segments = snapshot
+        self.state.offset = sum(d for _, _, d in snapshot)
+        self.dl._beat(self.part, self.state)
+
+    def _close_when_idle(self) -> None:
+        # Called with the lock held; workers still alive close the file when they leave.
+        if self._active == 0 and self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def _start_workers(self) -> list[threading.Thread]:
+        wanted = min(max(self.dl.segments, 1), len(self.pending))
+        workers = []
+        for n in range(wanted):
+            extra = n > 0
+            if extra and self.dl.host_slots is not None and not self.dl.host_slots.take(self.host):
+                break
+            first = self.first if n == 0 else None
+            thread = threading.Thread(target=self._work, args=(first, extra), name=f"segment-{n}", daemon=True)
+            with self.cond:
+                self._active += 1
+            workers.append(thread)
+        self.connections = len(workers)
+        for thread in workers:
+            thread.start()
+        return workers
+
+    # -- segment threads -------------------------------------------------------------------
+    def _work(self, first: httpx.Response | None, extra: bool) -> None:
+        try:
+            while True:
+                with self.cond:
+                    if self.aborted or not self.pending:
+                        return
+                    index = self.pending.popleft()
+                self._segment(index, first if index == 0 else None)
+                first = None
+        except _Aborted:
+            pass
+        except BaseException as exc:  # noqa: BLE001 - handed to the coordinator, which raises it
+            with self.cond:
+                if self.error is None:
+                    self.error = exc if isinstance(exc, (RestartAll, Fallback, TrawlError)) else classify_exception(exc)
+                self.aborted = True
+                self.cond.notify_all()
+        finally:
+            if extra and self.dl.host_slots is not None:
+                self.dl.host_slots.give(self.host)
+            with self.cond:
+                self._active -= 1
+                if self.closing:
+                    self._close_when_idle()  # the coordinator left before this thread did
+                self.cond.notify_all()
+
+    def _segment(self, index: int, first: httpx.Response | None) -> None:
+        failures = 0
+        while True:
+            start, end, done = self._seg(index)
+            if start + done >= end:
+                return
+            try:
+                if first is not None:
+                    response, first = first, None
+                    self._consume(index, response, start + done)
+                    continue
+                headers = {**self.headers, "Range": f"bytes={start + done}-{end - 1}", "If-Range": self.validator or ""}
+                with self.dl.client.stream("GET", self.url, headers=headers) as response:
+                    self._check(response, start + done)
+                    self._consume(index, response, start + done)
+            except (RestartAll, Fallback, _Aborted):
+                raise
+            except Exception as exc:  # noqa: BLE001 - classified: transient ones are asked again
+                error = classify_exception(exc)
+                failures += 1
+                if not error.retryable or failures > SEGMENT_RETRIES:
+                    raise error from None
+                with self.cond:
+                    if self.cond.wait_for(lambda: self.aborted, timeout=0.25 * failures):
+                        raise _Aborted from None
+
+    def _seg(self, index: int) -> list[int]:
+        with self.cond:
+            return list(self.segments[index])
+
+    def _check(self, response: httpx.Response, start: int) -> None:
+        status = response.status_code
+        if status >= 400 and status != 416:
+            body = response.read()[:4096] if int(response.headers.get("content-length") or 0) <= 65536 else b""
+            raise classify_response(status, response.headers, body, url=self.url, signed_media=True) or NetworkError(
+                f"HTTP {status} for {self.url}")
+        etag = response.headers.get("etag")
+        if self.state.etag and etag and etag != self.state.etag:
+            raise RestartAll(f"ETag changed from {self.state.etag} to {etag}")
+        if status == 200:
+            if not self.state.etag and response.headers.get("last-modified") != self.state.last_modified:
+                raise RestartAll("Last-Modified changed")
+            raise Fallback(f"{self.url}: answered a range with the whole file", self._prefix())
+        if status == 416:
+            raise RestartAll("a range inside the file is unsatisfiable: the file changed size")
+        if status != 206:
+            raise NetworkError(f"{self.url}: HTTP {status} for a range")
+        content_range = parse_content_range(response.headers.get("content-range"))
+        if content_range is None or content_range.total not in (None, self.total):
+            raise RestartAll(f"Content-Range {response.headers.get('content-range')!r} is not of a {self.total}-byte file")
+        if content_range.start != start:
+            raise Fallback(f"{self.url}: asked for byte {start}, got {content_range.start}", self._prefix())
+        if self.mime is None:
+            self.mime = _mime(response)
+
+    def _consume(self, index: int, response: httpx.Response, pos: int) -> None:
+        """Write the body at ``pos`` up to the segment's end; raises Truncated when it ends early."""
+        from trawl.download import WRITE_BATCH, Writeback
+
+        end = self._seg(index)[1]
+        writeback = Writeback(self.fd, pos)
+        batch: list[bytes] = []
+        batched = 0
+        last = time.monotonic()
+        try:
+            for chunk in response.iter_raw():
+                room = end - pos - batched
+                if len(chunk) > room:
+                    chunk = chunk[:room]
+                batch.append(chunk)
+                batched += len(chunk)
+                now = time.monotonic()
+                if batched < WRITE_BATCH and batched < room and now - last < self.dl.heartbeat_every:
+                    continue
+                self._write(index, batch, pos, batched)
+                pos, batch, batched, last = pos + batched, [], 0, now
+                writeback.written(pos)
+                if pos >= end:
+                    return  # segment 0 may be on an open-ended answer: leave the rest unread
+        finally:
+            # Bytes received before a failure are good data in order: keep them.
+            if batch:
+                try:
+                    self._write(index, batch, pos, batched)
+                    pos += batched
+                except _Aborted:
+                    pass
+            writeback.written(pos, final=True)
+        if pos < end:
+            raise Truncated(f"{self.url}: segment body ended at byte {pos}, before {end}")
+
+    def _write(self, index: int, batch: list[bytes], pos: int, size: int) -> None:
+        from trawl.download import pwrite_all
+
+        # Under the lock: once the coordinator aborts, no segment writes another byte, so the
+        # state it records last is final (the kernel serialises writes to one file anyway).
+        with self.cond:
+            if self.aborted:
+                raise _Aborted
+            pwrite_all(self.fd, batch, pos)
+            self.segments[index][2] += size
+            self.transferred += size
+            self.cond.notify_all()
+
+    def _prefix(self) -> int:
+        """Bytes from 0 up to the first gap."""
+        pos = 0
+        for start, end, done in self.segments:
+            if start != pos:
+                break
+            pos = start + done
+            if pos < end:
+                break
+        return pos
+
+    # -- the prefix hasher -----------------------------------------------------------------
+    def _hash(self) -> None:
+        buffer = bytearray(1 << 20)
+        view = memoryview(buffer)
+        try:
+            while True:
+                with self.cond:
+                    while not self.aborted and (frontier := self._prefix()) <= self.hashed and self.hashed < self.total:
+                        self.cond.wait(TICK)
+                    if self.aborted or self.hashed >= self.total:
+                        return
+                hashed = self.hashed
+                while hashed < frontier:
+                    n = os.preadv(self.fd, [view[: min(len(buffer), frontier - hashed)]], hashed)
+                    if n <= 0:
+                        raise NetworkError(f"{self.part}: read back {n} bytes at {hashed}")
+                    self.digest.update(view[:n])
+                    hashed += n
+                with self.cond:
+                    self.hashed = hashed
+                    self.cond.notify_all()
+        except BaseException as exc:  # noqa: BLE001 - handed to the coordinator
+            with self.cond:
+                self.error = self.error or classify_exception(exc)
+                self.aborted = True
+                self.cond.notify_all()
+
+
+def _mime(response: httpx.Response) -> str | None:
+    return response.headers.get("content-type", "").split(";", 1)[0].strip() or None
