@@ -36,9 +36,9 @@ BIN = Path(sys.executable).parent  # the venv's bin: `temporal` (Temporal CLI) l
 
 # The compose variables an operator may set; each has a default, so none is required.
 COMPOSE_VARIABLES = {"TRAWL_API__TOKEN", "TEMPORAL_PUBLISH_HOST", "TEMPORAL_UI_PUBLISH_HOST",
-                     "TEMPORAL_NAMESPACE_RETENTION"}
-LONG_RUNNING = {"postgresql", "temporal", "temporal-admin-tools", "temporal-ui", "worker", "api"}
-ONE_SHOT = {"temporal-schema", "setup"}
+                     "TEMPORAL_NAMESPACE_RETENTION", "BLOBS_ACCESS_KEY", "BLOBS_SECRET_KEY"}
+LONG_RUNNING = {"postgresql", "seaweedfs", "temporal", "temporal-admin-tools", "temporal-ui", "worker", "api"}
+ONE_SHOT = {"temporal-schema", "storage-setup", "setup"}
 TALKS_TO_TEMPORAL = {"temporal-ui", "setup", "worker", "api"}
 
 
@@ -150,8 +150,10 @@ def test_services_ports_and_volumes() -> None:
     assert services["api"]["ports"] == ["8000:8000"]
     assert "ports" not in services["worker"]  # scaled: no fixed host port
     for name in ("worker", "api"):
-        assert "data:/data" in services[name]["volumes"]
-    assert set(doc["volumes"]) == {"postgres", "data"}
+        assert "volumes" not in services[name]  # nothing shared: blobs are in the object store
+        assert services[name]["environment"]["TRAWL_STORAGE__URL"].startswith("s3://")
+    assert set(doc["volumes"]) == {"postgres", "blobs"}
+    assert services["seaweedfs"]["volumes"] == ["blobs:/data"]
     assert services["worker"]["command"] == ["worker"] and services["setup"]["command"] == ["setup"]
 
 

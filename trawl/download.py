@@ -49,6 +49,7 @@ from trawl.errors import (
     classify_response,
 )
 from trawl.ranges import parse_content_range
+from trawl.rawbody import RawBody
 
 HASH_CHUNK = 1 << 20
 WRITE_BATCH = 1 << 20
@@ -59,6 +60,8 @@ WRITEBACK_KICK = 8 << 20
 WRITEBACK_WINDOW = 64 << 20
 # Bytes httpcore asks the socket for per read (its default is 64 KiB).
 HTTP_READ_SIZE = 256 << 10
+# Buffers a download read straight from the socket cycles through (written, then hashed).
+RAW_BUFFERS = 4
 
 
 @dataclass
@@ -278,6 +281,7 @@ class Downloader:
                 offset = overlap = 0  # a 200 is the whole resource: the validator failed or Range is unsupported
                 total = _content_length(resp)
             chunks: Iterable[bytes] = resp.iter_raw()
+            raw = None if overlap else RawBody.of(resp)
             if overlap:
                 confirmed = _after_overlap(iter(chunks), _read_range(part, offset - overlap, overlap), url)
                 if confirmed is None:
@@ -289,7 +293,7 @@ class Downloader:
                 raise TooLarge(f"{url} is {limit_total} bytes, over max_file_size {self.max_file_size}")
             new_state = ResumeState(offset, total, etag, last_modified, url)
             digest = _hash_prefix(part, offset)
-            transferred = self._stream(chunks, part, digest, new_state)
+            transferred = self._stream(chunks, part, digest, new_state, raw)
         if new_state.total is not None and new_state.offset < new_state.total:
             raise Truncated(f"{url}: body ended at byte {new_state.offset} of {new_state.total}")
         return self._finish(part, url, new_state.offset, new_state.total, etag, mime, offset, transferred, digest)
@@ -333,16 +337,18 @@ class Downloader:
         _save_state(part, fresh)
         return self._attempt(url, part, headers, fresh, expected_size, restarted=True)
 
-    def _stream(self, chunks: Iterable[bytes], part: Path, digest: "hashlib._Hash", state: ResumeState) -> int:
-        """Append the body to ``part``; the state advances only over bytes written to the file."""
+    def _stream(self, chunks: Iterable[bytes], part: Path, digest: "hashlib._Hash", state: ResumeState,
+                raw: RawBody | None = None) -> int:
+        """Append the body to ``part``; the state advances only over bytes written to the file.
+
+        The body comes in batches of up to :data:`WRITE_BATCH` bytes (fewer system calls and
+        thread hand-offs than per socket read), each written with one ``pwritev`` and hashed on
+        another thread; with ``raw`` the batches are reused buffers filled from the socket.
+        """
         transferred = 0
         last_beat = time.monotonic()
         hasher = _HashThread(digest)
-        # Socket reads come in 64 KiB pieces; writing and hashing them in 1 MiB batches saves
-        # most of the per-chunk system calls and thread hand-offs. The batch is a list of the
-        # received chunks, written with one pwritev: no copy into a joined buffer.
-        batch: list[bytes] = []
-        batched = 0
+        batches = self._raw_batches(raw) if raw is not None else _batches(chunks, self.heartbeat_every)
         try:
             fd = os.open(part, os.O_RDWR | os.O_CREAT | (0 if state.offset else os.O_TRUNC), 0o644)
             try:
@@ -350,26 +356,21 @@ class Downloader:
                     os.ftruncate(fd, state.offset)
                 writeback = Writeback(fd, state.offset)
                 try:
-                    for chunk in chunks:
-                        batch.append(chunk)
-                        batched += len(chunk)
+                    # A failing body still yields what arrived before the failure: good data in
+                    # order, kept; the batch source raises the failure after it.
+                    for batch, size, release in batches:
+                        transferred += self._write(fd, hasher, batch, size, state, release)
+                        writeback.written(state.offset)
                         now = time.monotonic()
                         # A slow transfer still writes at every heartbeat, so the recorded
                         # offset never lags the bytes received by more than one interval.
-                        if batched < WRITE_BATCH and now - last_beat < self.heartbeat_every:
-                            continue
-                        transferred += self._write(fd, hasher, batch, batched, state)
-                        writeback.written(state.offset)
-                        batch, batched = [], 0
                         if now - last_beat >= self.heartbeat_every:
                             last_beat = now
                             self._beat(part, state)
                             if self.should_stop():
                                 raise Stopped(f"stopped at byte {state.offset}", state.offset)
                 finally:
-                    # Bytes received before a failure are good data in order: keep them.
-                    if batch:
-                        transferred += self._write(fd, hasher, batch, batched, state)
+                    batches.close()
                     writeback.written(state.offset, final=True)
             finally:
                 os.close(fd)
@@ -382,11 +383,26 @@ class Downloader:
                 self._beat(part, state)
         return transferred
 
-    def _write(self, fd: int, hasher: _HashThread, batch: list[bytes], size: int, state: ResumeState) -> int:
+    def _raw_batches(self, raw: RawBody) -> Iterator[tuple[list[memoryview], int, Callable[[], None]]]:
+        free: queue.Queue[bytearray] = queue.Queue()
+        for _ in range(RAW_BUFFERS):
+            free.put(bytearray(WRITE_BATCH))
+        while not raw.done:
+            buffer = free.get()  # the hash thread gives each buffer back once it has hashed it
+            filled, error = raw.fill(buffer, self.heartbeat_every)
+            if filled:
+                yield [memoryview(buffer)[:filled]], filled, (lambda b=buffer: free.put(b))
+            else:
+                free.put(buffer)
+            if error is not None:
+                raise error
+
+    def _write(self, fd: int, hasher: _HashThread, batch: list, size: int, state: ResumeState,
+               release: Callable[[], None] | None = None) -> int:
         if state.offset + size > self.max_file_size:
             raise TooLarge(f"{state.url}: body passed max_file_size {self.max_file_size}")
         pwrite_all(fd, batch, state.offset)
-        hasher.update(batch)
+        hasher.update(batch, release)
         state.offset += size
         return size
 
@@ -412,21 +428,49 @@ class _HashThread:
 
     def __init__(self, digest: "hashlib._Hash", depth: int = 8) -> None:
         self.digest = digest
-        self.queue: queue.Queue[list[bytes] | None] = queue.Queue(maxsize=depth)
+        self.queue: queue.Queue[tuple[list, Callable[[], None] | None] | None] = queue.Queue(maxsize=depth)
         self.thread = threading.Thread(target=self._run, name="sha256", daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
-        while (batch := self.queue.get()) is not None:
+        while (item := self.queue.get()) is not None:
+            batch, release = item
             for chunk in batch:
                 self.digest.update(chunk)
+            if release is not None:
+                release()
 
-    def update(self, batch: list[bytes]) -> None:
-        self.queue.put(batch)
+    def update(self, batch: list, release: Callable[[], None] | None = None) -> None:
+        """Hash ``batch`` (chunks in order), then call ``release`` (its buffers may be reused)."""
+        self.queue.put((batch, release))
 
     def finish(self) -> None:
         self.queue.put(None)
         self.thread.join()
+
+
+def _batches(chunks: Iterable[bytes], every: float) -> Iterator[tuple[list[bytes], int, None]]:
+    """The chunks in lists of about :data:`WRITE_BATCH` bytes, or what came in ``every`` seconds.
+
+    When the chunks fail, the bytes received before are yielded first, then the failure raised.
+    """
+    batch: list[bytes] = []
+    batched = 0
+    last = time.monotonic()
+    try:
+        for chunk in chunks:
+            batch.append(chunk)
+            batched += len(chunk)
+            now = time.monotonic()
+            if batched >= WRITE_BATCH or now - last >= every:
+                yield batch, batched, None
+                batch, batched, last = [], 0, now
+    except Exception:
+        if batch:
+            yield batch, batched, None
+        raise
+    if batch:
+        yield batch, batched, None
 
 
 def widen_http_reads(size: int = HTTP_READ_SIZE) -> None:

@@ -1,0 +1,106 @@
+"""Reading a large HTTP/1.1 body straight from the socket into reused buffers.
+
+httpx hands a body over as new ``bytes`` per read, each copied twice inside h11 on the way: at a
+GiB per second that is most of a download's CPU time. Once httpx has parsed the status and the
+headers of a ``Content-Length`` answer, the rest of the connection is exactly the body: this
+module takes the bytes h11 already buffered (``trailing_data``, its public hand-over) and then
+``recv_into``\\ s the socket. The connection can then not be reused (h11 never saw the body), so
+closing the response closes it, which httpcore does by itself for a body it did not finish.
+
+Only plain sockets and ``ssl.SSLSocket``\\ s of httpcore's sync backend qualify (not TLS inside a
+TLS proxy tunnel, not chunked or compressed bodies, not HTTP/2); anything unexpected in the
+private chain from the httpx response to the socket -> ``None``, and the caller reads through
+httpx as before.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import time
+import httpx
+
+from trawl.errors import Truncated
+
+_CHAIN = ("_stream", "_httpcore_stream")  # httpx's BoundSyncStream / ResponseStream, httpcore's PoolByteStream
+
+
+class RawBody:
+    """The rest of a response body, read from its socket."""
+
+    def __init__(self, sock: socket.socket, leading: bytes, remaining: int, timeout: float | None, url: str) -> None:
+        self.sock = sock
+        self.leading = leading  # body bytes h11 had already read
+        self.remaining = remaining  # body bytes still in the socket
+        self.timeout = timeout
+        self.url = url
+
+    @classmethod
+    def of(cls, response: httpx.Response) -> RawBody | None:
+        """A reader for ``response``'s body, or None when it cannot be read this way."""
+        try:
+            import h11
+            from httpcore._backends.sync import SyncStream
+            from httpcore._sync.http11 import HTTP11ConnectionByteStream
+        except ImportError:
+            return None
+        if response.http_version != "HTTP/1.1" or "transfer-encoding" in response.headers:
+            return None
+        length = response.headers.get("content-length", "")
+        if not length.isdigit():
+            return None
+        stream: object = response.stream
+        for _ in range(6):
+            if isinstance(stream, HTTP11ConnectionByteStream):
+                break
+            stream = next((getattr(stream, name) for name in _CHAIN if hasattr(stream, name)), None)
+        else:
+            return None
+        if not isinstance(stream, HTTP11ConnectionByteStream):
+            return None
+        connection = getattr(stream, "_connection", None)
+        state = getattr(connection, "_h11_state", None)
+        network = getattr(connection, "_network_stream", None)
+        if not isinstance(state, h11.Connection) or type(network) is not SyncStream:
+            return None
+        sock = getattr(network, "_sock", None)
+        if not isinstance(sock, (socket.socket, ssl.SSLSocket)) or state.their_state is not h11.SEND_BODY:
+            return None
+        leading, closed = state.trailing_data
+        remaining = int(length) - len(leading)
+        if remaining < 0 or (closed and remaining):
+            return None
+        timeout = (response.request.extensions.get("timeout") or {}).get("read")
+        return cls(sock, bytes(leading), remaining, timeout, str(response.request.url))
+
+    def fill(self, buffer: bytearray, max_wait: float, limit: int | None = None) -> tuple[int, Exception | None]:
+        """Fill ``buffer`` (its first ``limit`` bytes) from the body: (bytes filled, failure).
+
+        Returns early, partly filled, after ``max_wait`` seconds so a slow transfer still reaches
+        its heartbeats, and at the end of the body. A failure comes back beside the bytes that
+        arrived before it (good data in order, for the caller to keep before raising it): a
+        :class:`Truncated` when the connection closed before the body's end, else the socket's
+        own ``OSError`` (timeouts included) for the caller to classify.
+        """
+        view = memoryview(buffer)[: len(buffer) if limit is None else min(limit, len(buffer))]
+        filled = 0
+        if self.leading:
+            filled = min(len(self.leading), len(view))
+            view[:filled] = self.leading[:filled]
+            self.leading = self.leading[filled:]
+        started = time.monotonic()
+        try:
+            self.sock.settimeout(self.timeout)
+            while filled < len(view) and self.remaining and time.monotonic() - started < max_wait:
+                n = self.sock.recv_into(view[filled:], min(len(view) - filled, self.remaining))
+                if n == 0:
+                    raise Truncated(f"{self.url}: connection closed with {self.remaining} body bytes to come")
+                filled += n
+                self.remaining -= n
+        except Exception as exc:  # noqa: BLE001 - returned beside the bytes that did arrive
+            return filled, exc
+        return filled, None
+
+    @property
+    def done(self) -> bool:
+        return not self.leading and not self.remaining
