@@ -48,15 +48,22 @@ class ProgressReporter:
         self.workflow_id = workflow_id
         self.asset = asset
         self.last_step: int | None = None
+        self.total: int | None = None
 
     def __call__(self, state: ResumeState) -> None:
         if self.sink is None:
             return
-        total = state.total
+        total = self.total = state.total
         step = state.offset * PROGRESS_STEPS // total if total else state.offset // PROGRESS_EVERY_BYTES
         if step != self.last_step:
             self.last_step = step
             self.sink(self.workflow_id, {"asset": self.asset, "bytes_done": state.offset, "bytes_total": total})
+
+    def final(self, offset: int) -> None:
+        """The exact bytes kept by a download that stopped (a pause): the SDK replaces the details
+        of a requested cancellation, so this report is how the item learns them."""
+        if self.sink is not None:
+            self.sink(self.workflow_id, {"asset": self.asset, "bytes_done": offset, "bytes_total": self.total})
 
 
 class DownloadActivities:
@@ -106,7 +113,7 @@ class DownloadActivities:
             )
         except Stopped as stopped:
             if activity.is_cancelled():
-                # The offset rides in the cancellation's details: a paused item counts its kept bytes.
+                report.final(stopped.offset)
                 raise CancelledError("download cancelled; partial file kept", {"offset": stopped.offset}) from None
             raise ApplicationError("worker shutting down; resume elsewhere", type="worker_shutdown") from None
         return DownloadResult(

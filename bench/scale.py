@@ -64,28 +64,51 @@ async def ceiling(client: Client, count: int) -> float:
         return count / (time.perf_counter() - started)
 
 
+def wait_started(log: Path, count: int, proc: subprocess.Popen, timeout: float = 90) -> None:
+    """Until ``count`` worker processes have said they poll (their start-up is not the items' time)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if log.read_text(errors="replace").count('"worker started"') >= count:
+            return
+        if proc.poll() is not None:
+            raise RuntimeError(f"the workers exited with {proc.returncode}; see {log}")
+        time.sleep(0.1)
+    raise RuntimeError(f"{count} workers did not start within {timeout:.0f} s; see {log}")
+
+
 async def crawl_rate(client: Client, env: dict[str, str], urls: list[str], processes: int, tmp: Path,
-                     server_pid: int) -> dict:
+                     server_pid: int, label: str = "scale", extra_env: dict[str, str] | None = None,
+                     log: Path | None = None, other_pids: dict[str, int] | None = None) -> dict:
+    """Start ``trawl worker --processes N`` with ``env`` (+ ``extra_env``), a task queue and data
+    directory of its own; once every process polls, submit ``urls`` and wait for all of them.
+    The workers' log goes to ``log`` (default ``tmp/<label>-N-<id>.log``); ``other_pids`` are
+    processes (by name) whose CPU seconds over the items are reported as ``<name>_cpu_s``."""
     from starter.client import item_result, start_item
     from trawl.platforms.registry import default_registry
     from trawl.settings import load_settings
 
-    prefix = f"scale-{processes}-{uuid.uuid4().hex[:6]}"
-    worker_env = {**env, "TRAWL_TEMPORAL__TASK_QUEUE_PREFIX": prefix, "TRAWL_DATA_DIR": str(tmp / prefix)}
+    prefix = f"{label}-{processes}-{uuid.uuid4().hex[:6]}"
+    worker_env = {**env, **(extra_env or {}), "TRAWL_TEMPORAL__TASK_QUEUE_PREFIX": prefix,
+                  "TRAWL_DATA_DIR": str(tmp / prefix)}
     saved = dict(os.environ)
     os.environ.update({k: v for k, v in worker_env.items() if k.startswith("TRAWL_")})
     settings = load_settings()
     os.environ.clear()
     os.environ.update(saved)
-    supervisor = subprocess.Popen([str(BIN / "trawl"), "worker", "--processes", str(processes)], env=worker_env,
-                                  cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    await asyncio.sleep(4)  # pollers up
+    log = log or tmp / f"{prefix}.log"
+    with open(log, "wb") as out:
+        supervisor = subprocess.Popen([str(BIN / "trawl"), "worker", "--processes", str(processes)],
+                                      env=worker_env, cwd=tmp, stdout=out, stderr=subprocess.STDOUT)
+    wait_started(log, processes, supervisor)
+    await asyncio.sleep(2)  # pollers up
     server_cpu = cpu_seconds(server_pid)
+    others = {name: cpu_seconds(pid) for name, pid in (other_pids or {}).items()}
     started = time.perf_counter()
     handles = [(await start_item(client, settings, default_registry(), u)).handle for u in urls]
     results = await asyncio.gather(*(item_result(h, "") for h in handles))
     elapsed = time.perf_counter() - started
     server_cpu = cpu_seconds(server_pid) - server_cpu
+    others = {f"{name}_cpu_s": round(cpu_seconds(pid) - others[name], 1) for name, pid in (other_pids or {}).items()}
     workers_cpu = cpu_seconds(supervisor.pid)
     children = subprocess.run(["pgrep", "-P", str(supervisor.pid)], capture_output=True, text=True).stdout.split()
     workers_cpu += sum(cpu_seconds(int(p)) for p in children if Path(f"/proc/{p}").exists())
@@ -94,12 +117,12 @@ async def crawl_rate(client: Client, env: dict[str, str], urls: list[str], proce
     committed = sum(r.outcome == "committed" for r in results)
     return {"processes": processes, "items": len(urls), "committed": committed, "seconds": round(elapsed, 2),
             "items_per_s": round(len(urls) / elapsed, 2), "server_cpu_s": round(server_cpu, 1),
-            "workers_cpu_s": round(workers_cpu, 1)}
+            "workers_cpu_s": round(workers_cpu, 1), **others}
 
 
-async def run(args: argparse.Namespace) -> dict:
-    tmp = Path(tempfile.mkdtemp(prefix="trawl-scale-"))
-    port, sim_port = free_port(), free_port()
+def start_temporal(tmp: Path) -> tuple[subprocess.Popen, int]:
+    """A Temporal dev server on loopback with trawl's search attributes; (process, port)."""
+    port = free_port()
     server = subprocess.Popen(
         [str(BIN / "temporal"), "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(port),
          "--http-port", str(free_port()), "--log-level", "error", "--db-filename", str(tmp / "temporal.db"),
@@ -108,27 +131,46 @@ async def run(args: argparse.Namespace) -> dict:
          *sum((["--search-attribute", f"{n}=Keyword"] for n in
                ("Platform", "CanonicalKey", "Stage", "Outcome", "CrawlId")), [])],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return server, port
+
+
+def start_simulator(slow: int, tiny: int = 0) -> tuple[subprocess.Popen, int]:
+    """The simulator with ``slow`` latency-bound files ``/slow/<i>.mp4`` (400 kB, ~300 ms to the
+    first byte, 1 MB/s) and ``tiny`` 2 kB files ``/tiny/<i>.mp4``; (process, port)."""
+    sim_port = free_port()
     sim_code = (
         "import time\n"
         "from trawl.simulator import Simulator, MediaFile, FileBehaviour\n"
         f"sim = Simulator(port={sim_port}).start()\n"
-        f"for i in range({args.items * 8}):\n"
+        f"for i in range({slow}):\n"
         "    sim.add_file(f'/slow/{i}.mp4', MediaFile('mp4', f's{i}', 400_000),"
         " FileBehaviour(first_byte_delay=0.3, throttle_bps=1_000_000))\n"
-        f"for i in range({args.items * 2}):\n"
+        f"for i in range({tiny}):\n"
         "    sim.add_file(f'/tiny/{i}.mp4', MediaFile('mp4', f't{i}', 2_000))\n"
         "time.sleep(1e9)\n"
     )
-    sim = subprocess.Popen([sys.executable, "-c", sim_code], cwd=REPO)
+    return subprocess.Popen([sys.executable, "-c", sim_code], cwd=REPO), sim_port
+
+
+def worker_env(port: int, slots: int) -> dict[str, str]:
+    """This process's environment without TRAWL_*, plus what the benchmark's workers need."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAWL_")}
+    env.update(TRAWL_TEMPORAL__ADDRESS=f"127.0.0.1:{port}", TRAWL_TEMPORAL__EMBEDDED="false",
+               TRAWL_NET__ALLOW_PRIVATE="true", TRAWL_WORKER__METRICS_PORT="0",
+               TRAWL_PLATFORMS__GENERIC__REQUESTS_PER_SECOND="1000",
+               TRAWL_WORKER__MAX_CONCURRENT_ACTIVITIES=str(slots))
+    return env
+
+
+async def run(args: argparse.Namespace) -> dict:
+    tmp = Path(tempfile.mkdtemp(prefix="trawl-scale-"))
+    server, port = start_temporal(tmp)
+    sim, sim_port = start_simulator(args.items * 8, args.items * 2)
     try:
         wait_port(port)
         wait_port(sim_port)
         client = await Client.connect(f"127.0.0.1:{port}")
-        env = {k: v for k, v in os.environ.items() if not k.startswith("TRAWL_")}
-        env.update(TRAWL_TEMPORAL__ADDRESS=f"127.0.0.1:{port}", TRAWL_TEMPORAL__EMBEDDED="false",
-                   TRAWL_NET__ALLOW_PRIVATE="true", TRAWL_WORKER__METRICS_PORT="0",
-                   TRAWL_PLATFORMS__GENERIC__REQUESTS_PER_SECOND="1000",
-                   TRAWL_WORKER__MAX_CONCURRENT_ACTIVITIES=str(args.slots))
+        env = worker_env(port, args.slots)
         trivial = await ceiling(client, args.items)
         runs = []
         offset = 0

@@ -13,15 +13,19 @@ store, ``path`` where it is for people (a file path, or an ``s3://`` URL), given
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from pathlib import Path
 from typing import Any, Protocol, Union
 
-from temporalio.client import WorkflowExecutionStatus
+from temporalio.client import WorkflowExecutionStatus, WorkflowQueryFailedError
+from temporalio.service import RPCError
 
 from trawl.storage.catalog import CatalogItem
 from workflows.crawl import CrawlStats, CrawlWorkflow
 from workflows.media_item import ItemResult
+
+CLOSED_QUERY_PATIENCE_S = 5.0
 
 
 class _Locates(Protocol):
@@ -67,16 +71,24 @@ def item_dict(item: CatalogItem, blobs: Blobs = None) -> dict[str, Any]:
 
 async def crawl_state(handle: Any) -> tuple[Any, CrawlStats | None]:
     """A crawl workflow's description and its stats: queried while it runs, its result once
-    completed, None otherwise (failed, cancelled, terminated)."""
+    completed; a cancelled crawl (which has no result) is queried too, which needs a worker to
+    answer: None when none does (and for failed or terminated crawls)."""
     desc = await handle.describe()
     if desc.status == WorkflowExecutionStatus.RUNNING:
         return desc, await handle.query(CrawlWorkflow.stats)
     if desc.status == WorkflowExecutionStatus.COMPLETED:
         return desc, await handle.result()
+    if desc.status == WorkflowExecutionStatus.CANCELED:
+        try:
+            return desc, await asyncio.wait_for(handle.query(CrawlWorkflow.stats), CLOSED_QUERY_PATIENCE_S)
+        except (asyncio.TimeoutError, RPCError, WorkflowQueryFailedError):
+            return desc, None
     return desc, None
 
 
 def crawl_dict(crawl_id: str, desc: Any, stats: CrawlStats | None) -> dict[str, Any]:
-    """``{id, status, stats}``: status is Temporal's (``RUNNING``, ``COMPLETED``, ...)."""
-    return {"id": crawl_id, "status": desc.status.name if desc.status else "UNKNOWN",
+    """``{id, status, stats}``: status is Temporal's (``RUNNING``, ``COMPLETED``, ...), but a
+    cancelled crawl says ``CANCELLED``, as a cancelled job does."""
+    status = desc.status.name if desc.status else "UNKNOWN"
+    return {"id": crawl_id, "status": "CANCELLED" if status == "CANCELED" else status,
             "stats": dataclasses.asdict(stats) if stats else None}

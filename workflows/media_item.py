@@ -124,6 +124,7 @@ class MediaItemWorkflow:
         self._refetch_lock = asyncio.Lock()
         self._partial: dict[str, int] = {}  # asset name -> bytes of its unfinished download
         self._local_queue: str | None = None  # the claimed host's queue (None: the shared queue)
+        self._verified: set[str] = set()  # assets whose download was verified
         self._reported_totals: dict[str, int] = {}  # asset name -> size its server announced
         self._totals_known = False  # the platform gave every asset's size up front
 
@@ -131,7 +132,9 @@ class MediaItemWorkflow:
     @workflow.signal
     def download_progress(self, report: DownloadProgress) -> None:
         """A running download's bytes, sent by the activity at coarse steps for the live details."""
-        if report.asset in self._running:
+        # A paused download's last report may arrive after its activity ended: take reports of
+        # every asset not verified yet.
+        if report.asset not in self._verified:
             self._partial[report.asset] = max(self._partial.get(report.asset, 0), report.bytes_done)
             if report.bytes_total and not self._totals_known:
                 # Sizes the platform did not give: what the servers announce, as they announce it.
@@ -234,6 +237,7 @@ class MediaItemWorkflow:
                     raise ItemFailed("host_lost", f"{lost}; gave up after {changes} host changes") from None
                 changes += 1
                 self._partial.clear()
+                self._verified.clear()
                 self._progress.bytes_finished = 0
                 self._refresh_bytes()
                 workflow.logger.warning(f"host lost ({lost}); downloading again on another host")
@@ -352,6 +356,7 @@ class MediaItemWorkflow:
                     continue
                 raise ItemFailed(error_class, message) from None
             self._partial.pop(asset.name, None)
+            self._verified.add(asset.name)
             self._progress.bytes_finished += download.size
             self._refresh_bytes()
             return asset, download, verified
@@ -369,9 +374,13 @@ class MediaItemWorkflow:
         )
         self._running[asset.name] = task
         try:
-            return await task
+            result = await task
         finally:
             self._running.pop(asset.name, None)
+        # A pause that came too late (the download finished first) must not make a later
+        # cancellation of this asset look like a pause.
+        self._pause_cancelled.discard(asset.name)
+        return result
 
     @property
     def _heartbeat_timeout(self) -> timedelta:

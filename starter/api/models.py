@@ -110,7 +110,8 @@ class UrlsAdd(BaseModel):
 
 
 class Crawl(BaseModel):
-    """A crawl: Temporal's status (``RUNNING``, ``COMPLETED``, ``CANCELED``, ...) and its counts,
+    """A crawl: Temporal's status (``RUNNING``, ``COMPLETED``, ``FAILED``, ...; ``CANCELLED`` for a
+    cancelled one, as for jobs) and its counts,
     which are known while it runs and once it completed; ``refused`` lists the URLs this request
     gave that were refused."""
 

@@ -24,7 +24,7 @@ from starter.cli.output import (
     progress_bar,
     result_line,
 )
-from starter.client import item_progress, item_result
+from starter.client import cancel_crawl, item_progress, item_result
 from starter.views import result_dict
 from trawl.platforms.registry import build_registry
 from trawl.settings import Settings
@@ -159,9 +159,10 @@ async def cmd_signal(args: argparse.Namespace, settings: Settings) -> int:
         try:
             if desc.status != WorkflowExecutionStatus.RUNNING:
                 raise LookupError
-            if args.command == "cancel" and not handle.id.startswith("crawl-"):
-                await handle.cancel()
-            else:  # a crawl cancels through its signal, which cancels its items and reports them
+            if args.command == "cancel":
+                # Temporal cancellation: an item or a crawl (which cancels its items) ends Canceled.
+                await (cancel_crawl(handle) if handle.id.startswith("crawl-") else handle.cancel())
+            else:
                 await handle.signal(args.command)
         except (LookupError, RPCError) as err:
             if isinstance(err, RPCError) and "already completed" not in err.message:

@@ -64,8 +64,9 @@ async def test_detached_crawl_with_a_source_and_url_list(temporal_client: Client
 
 async def test_pause_resume_cancel_a_crawl_by_id(temporal_client: Client, settings: Settings, sim: Simulator,
                                                  tmp_path: Path) -> None:
+    # Slow enough that the crawl is still running after several CLI round trips on a loaded machine.
     for i in range(6):
-        sim.add_file(f"/s/{i}.mp4", MediaFile("mp4", f"s{i}", 2_000_000), FileBehaviour(throttle_bps=1_000_000))
+        sim.add_file(f"/s/{i}.mp4", MediaFile("mp4", f"s{i}", 8_000_000), FileBehaviour(throttle_bps=500_000))
     env = env_for(settings, tmp_path)
     async with running_worker(temporal_client, settings):
         started = await cli(["crawl", "--detach", "--concurrency", "2",
@@ -78,6 +79,6 @@ async def test_pause_resume_cancel_a_crawl_by_id(temporal_client: Client, settin
         assert (await cli(["resume", crawl_id], env, tmp_path)).returncode == 0
         assert (await cli(["cancel", crawl_id], env, tmp_path)).returncode == 0
         status = await wait_finished(crawl_id, env, tmp_path)
-    assert status["stats"], status
+    assert status["status"] == "CANCELLED" and status["stats"], status
     assert status["stats"]["cancelled"] is True and status["stats"]["queued"] == 0
     assert not list(settings.work_dir.rglob("*.part"))

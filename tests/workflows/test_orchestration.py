@@ -6,8 +6,10 @@ from a script, raise ``ApplicationError(type=..., non_retryable=...)`` as the re
 Retry backoffs and ``Retry-After`` delays are skipped, not waited: the stages keep their default
 policies (1 s doubling to 60 s, no attempt limit). Time is skipped only while a test awaits a
 result; while it steers a running workflow (pause, cancel, the crawl window) time runs normally
-and a running fake activity holds the server's clock. The real end-to-end tests are beside this
-file (test_media_item.py, test_crawl.py).
+and a running fake activity holds the server's clock. One server and one set of workers serve
+the module, so each test ends what it started (``Fakes.wind_down``): an open workflow's pending
+task or a still-running activity would stop the clock for the tests after it. The real
+end-to-end tests are beside this file (test_media_item.py, test_crawl.py).
 """
 
 from __future__ import annotations
@@ -180,6 +182,10 @@ class Fakes:
                 self.calls.append(("download_finished_when_cancelled", inp.workflow_id, inp.asset.name))
                 return
             self.calls.append(("download_cancelled", inp.workflow_id, inp.asset.name, offset))
+            # As the real activity does: the SDK drops a requested cancellation's details, so the
+            # kept offset goes to the item as a last progress report.
+            await self.client.get_workflow_handle(inp.workflow_id).signal(
+                "download_progress", {"asset": inp.asset.name, "bytes_done": offset, "bytes_total": SIZE})
             raise CancelledError("download cancelled; partial file kept", {"offset": offset}) from None
         finally:
             self.holding.discard(key)
@@ -470,12 +476,6 @@ async def test_pause_cancels_the_running_download_and_resume_downloads_again(
     assert len(fakes.of("download")) == 2 and fakes.of("discard") == []  # kept bytes are not discarded
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: the offset a paused download kept never reaches the workflow. activities/download.py "
-    "raises CancelledError(..., {'offset': n}) and MediaItemWorkflow._kept_bytes reads it, but the "
-    "SDK (temporalio 1.35, worker/_activity.py) completes every cancelled-by-request activity with "
-    "a fresh CancelledError('Cancelled'), so the details are dropped (ActivityTaskCanceled has no "
-    "details, on the dev server too) and only the coarse download_progress reports count."))
 async def test_paused_item_counts_the_bytes_its_download_kept(env: WorkflowEnvironment, fakes: Fakes) -> None:
     fakes.gate = asyncio.Semaphore(0)
     handle = await start_item(env, fakes)
@@ -540,11 +540,6 @@ async def test_cancel_while_paused_discards_the_kept_bytes(env: WorkflowEnvironm
     assert fakes.of("discard") == [(handle.id, [])] and len(fakes.of("download")) == 1
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: MediaItemWorkflow.pause adds the asset to _pause_cancelled and cancels its download; when "
-    "that download completes anyway (its last bytes arrived before its next heartbeat) the entry is "
-    "never removed, so a later cancellation of the same asset's re-download (after content_corrupt) "
-    "is taken for a pause: the item's cancellation is swallowed and the download starts again."))
 async def test_cancel_after_a_pause_that_came_too_late_still_cancels_the_item(
         env: WorkflowEnvironment, fakes: Fakes) -> None:
     fakes.gate = asyncio.Semaphore(0)
