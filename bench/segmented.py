@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -59,7 +60,7 @@ async def end_to_end(stack: Stack, segments: int, url: str) -> tuple[float, dict
     try:
         settings = stack.settings()
         client = await connect(settings)
-        await asyncio.sleep(2)  # let the worker's pollers connect; not part of the item's time
+        await settle(worker.pid)  # the worker's start (imports, pollers) is not part of the item's time
         started_at = time.perf_counter()
         started = await start_item(client, settings, default_registry(), url)
         result = await item_result(started.handle, url)
@@ -68,6 +69,23 @@ async def end_to_end(stack: Stack, segments: int, url: str) -> tuple[float, dict
     finally:
         worker.send_signal(signal.SIGTERM)
         worker.wait(timeout=30)
+
+
+async def settle(pid: int) -> None:
+    """Wait until process ``pid`` has started up: its CPU time stops growing."""
+    await asyncio.sleep(2)
+    last = cpu_seconds(pid)
+    for _ in range(30):
+        await asyncio.sleep(1)
+        now = cpu_seconds(pid)
+        if now - last < 0.05:
+            return
+        last = now
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def stage_ms(log: Path) -> dict[str, int]:
@@ -88,7 +106,7 @@ async def killed_midway(stack: Stack, segments: int, url: str) -> dict:
     client = await connect(settings)
     base = stack.bytes_sent()
     worker = stack.start_worker()
-    await asyncio.sleep(2)
+    await settle(worker.pid)
     started = await start_item(client, settings, default_registry(), url)
     while stack.bytes_sent() - base < stack.size * 0.5:
         await asyncio.sleep(0.05)

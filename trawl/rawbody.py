@@ -91,15 +91,24 @@ class RawBody:
         started = time.monotonic()
         try:
             self.sock.settimeout(self.timeout)
-            while filled < len(view) and self.remaining and time.monotonic() - started < max_wait:
+            while filled < len(view) and self.remaining:
                 n = self.sock.recv_into(view[filled:], min(len(view) - filled, self.remaining))
                 if n == 0:
                     raise Truncated(f"{self.url}: connection closed with {self.remaining} body bytes to come")
                 filled += n
                 self.remaining -= n
+                if time.monotonic() - started >= max_wait:
+                    break
         except Exception as exc:  # noqa: BLE001 - returned beside the bytes that did arrive
             return filled, exc
         return filled, None
+
+    def interrupt(self) -> None:
+        """Wake a ``fill`` waiting on the socket from another thread (it then ends truncated)."""
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
     @property
     def done(self) -> bool:

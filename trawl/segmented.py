@@ -36,6 +36,7 @@ import httpx
 
 from trawl.errors import NetworkError, Truncated, TrawlError, classify_exception, classify_response
 from trawl.ranges import parse_content_range
+from trawl.rawbody import RawBody
 
 if TYPE_CHECKING:
     from trawl.download import Downloader, ResumeState
@@ -88,6 +89,7 @@ class SegmentedRun:
         self.connections = 0
         self._active = 0
         self.closing = False
+        self.reading: set[RawBody] = set()  # sockets segments read from, interrupted on abort
         self.digest = hashlib.sha256()
         self.fd = -1
 
@@ -126,11 +128,16 @@ class SegmentedRun:
         finally:
             with self.cond:
                 self.aborted = self.aborted or stop is not None
+                reading = list(self.reading) if self.aborted else []
                 self.cond.notify_all()
-            for thread in threads + workers:
-                # A segment blocked on a stalled socket leaves at its read timeout; it can no
-                # longer write (aborted), so the state below is final without waiting for it.
-                thread.join(timeout=None if thread is threads[0] else 2.0)
+            for raw in reading:
+                raw.interrupt()  # a segment waiting on its socket wakes up now
+            threads[0].join()
+            deadline = time.monotonic() + 2.0
+            for thread in workers:
+                # A segment blocked on a stalled socket httpx reads leaves at its read timeout;
+                # it can no longer write (aborted), so the state below is final without it.
+                thread.join(timeout=max(0.0, deadline - time.monotonic()))
             try:
                 if not isinstance(stop, (RestartAll, Fallback)):
                     self._checkpoint()
@@ -271,6 +278,29 @@ class SegmentedRun:
 
         end = self._seg(index)[1]
         writeback = Writeback(self.fd, pos)
+        raw = RawBody.of(response)
+        if raw is not None:
+            buffer = bytearray(WRITE_BATCH)  # written before the next fill: one per segment thread
+            with self.cond:
+                if self.aborted:
+                    raise _Aborted
+                self.reading.add(raw)
+            try:
+                while pos < end and not raw.done:
+                    filled, error = raw.fill(buffer, self.dl.heartbeat_every, limit=end - pos)
+                    if filled:
+                        self._write(index, [memoryview(buffer)[:filled]], pos, filled)
+                        pos += filled
+                        writeback.written(pos)
+                    if error is not None:
+                        raise error
+            finally:
+                with self.cond:
+                    self.reading.discard(raw)
+                writeback.written(pos, final=True)
+            if pos < end:
+                raise Truncated(f"{self.url}: segment body ended at byte {pos}, before {end}")
+            return
         batch: list[bytes] = []
         batched = 0
         last = time.monotonic()

@@ -225,3 +225,21 @@ def test_a_splice_the_overlap_cannot_see_is_caught_by_the_platform_checksum(sim:
     with pytest.raises(ContentCorrupt, match="md5"):
         verify_file(part, kind="video", sha256=out.sha256, size=out.size,
                     expected_md5=hashlib.md5(new, usedforsecurity=False).hexdigest())
+
+
+def test_a_body_is_read_from_the_socket_and_its_connection_not_reused(sim: Simulator, client: httpx.Client,
+                                                                     part: Path) -> None:
+    from trawl.rawbody import RawBody
+
+    media = MediaFile("mp4", "raw", SIZE)
+    sim.add_file("/f.mp4", media)
+    with client.stream("GET", sim.url("/f.mp4")) as resp:
+        raw = RawBody.of(resp)
+        assert raw is not None and len(raw.leading) + raw.remaining == SIZE
+    # The connection a raw read left mid-body is closed, never handed to the next request.
+    for name in ("a", "b", "c"):
+        out = make(client).download([sim.url("/f.mp4")], part.with_name(f"{name}.part"))
+        assert out.sha256 == media.sha256() == file_sha256(part.with_name(f"{name}.part"))
+    mock = httpx.Client(transport=httpx.MockTransport(lambda req: httpx.Response(200, content=b"x" * 10)))
+    with mock, mock.stream("GET", "http://example.test/f") as resp:
+        assert RawBody.of(resp) is None  # no socket of httpcore's behind it: read through httpx
