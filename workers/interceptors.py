@@ -15,10 +15,11 @@ from trawl.urls import canonicalize
 
 log = get_logger("trawl.activity")
 
-# Activity name -> pipeline stage: discard (removing partial files) is a stage of its own; a crawl
-# expands a source like a fetch and waits on an item started elsewhere as on a download.
+# Activity name -> pipeline stage: discard (removing partial files) and claim (choosing the host) are
+# stages of their own; a crawl expands a source like a fetch and waits on an item started elsewhere
+# as on a download.
 STAGE_OF = {"fetch": "fetch", "download": "download", "discard": "discard", "verify": "verify", "commit": "commit",
-            "expand_source": "fetch", "join_item": "download", "claim_host": "download"}
+            "expand_source": "fetch", "join_item": "download", "claim_host": "claim"}
 
 
 def _describe(arg: Any) -> dict[str, Any]:

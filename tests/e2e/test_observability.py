@@ -73,7 +73,7 @@ async def test_outage_is_retried_logged_triaged_and_counted(temporal_client: Cli
         assert set(LOG_FIELDS) <= set(event), event
         assert event["worker"] == "outage-worker"
     activity = [e for e in events if e["event"] == "activity"]
-    assert activity and all(e["stage"] in STAGES for e in activity)
+    assert activity and all(e["stage"] in (*STAGES, "claim", "discard") for e in activity)
     retries = [e for e in activity if e["outcome"] == "retry"]
     assert retries and all(e["error_class"] == "http_5xx" and e["stage"] == "download" for e in retries)
     assert all(e["platform"] == "generic" and e["canonical_url"] and e["task_id"] for e in retries)
