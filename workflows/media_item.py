@@ -316,10 +316,10 @@ class MediaItemWorkflow:
                 error_class, message = _failure(err)
                 if error_class == "cancelled":
                     if asset.name in self._pause_cancelled:
-                        # A pause, not a failure: no last_error; the bytes kept stay counted.
+                        # A pause, not a failure: no last_error. The bytes kept stay counted: the
+                        # download's last progress report carries them (the SDK drops the details
+                        # of a requested cancellation).
                         self._pause_cancelled.discard(asset.name)
-                        self._partial[asset.name] = max(self._partial.get(asset.name, 0), _kept_bytes(err))
-                        self._refresh_bytes()
                         self._stage_details(self._progress.stage)
                         continue
                     raise asyncio.CancelledError from None  # the item itself is being cancelled
@@ -493,14 +493,6 @@ async def _all_or_none(coroutines: list[Coroutine[Any, Any, T]]) -> list[T]:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
-
-
-def _kept_bytes(err: ActivityError) -> int:
-    """The offset a paused download reported when it stopped (its cancellation's details)."""
-    cause = err.cause
-    details = cause.details if isinstance(cause, CancelledError) else ()
-    first = details[0] if details else None
-    return int(first.get("offset") or 0) if isinstance(first, dict) else 0
 
 
 def _total(assets: list[Asset]) -> int | None:

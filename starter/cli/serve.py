@@ -68,20 +68,10 @@ async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-async def serve_api(settings: Settings, client: Client, stop: asyncio.Event) -> None:
-    import uvicorn
+async def _serve_api(settings: Settings, client: Client, stop: asyncio.Event) -> None:
+    from starter.api import serve_api  # FastAPI and uvicorn load only for the commands that serve
 
-    from starter.api import create_app
-
-    require_safe_binding(settings)
-    config = uvicorn.Config(create_app(settings, client), host=settings.api.host, port=settings.api.port,
-                            log_config=None, access_log=False, lifespan="on")
-    server = uvicorn.Server(config)
-    server.install_signal_handlers = lambda: None  # type: ignore[method-assign] - our handlers stop it
-    task = asyncio.create_task(server.serve())
-    await stop.wait()
-    server.should_exit = True
-    await task
+    await serve_api(settings, client, stop)
 
 
 def _with_api_args(args: argparse.Namespace, settings: Settings) -> Settings:
@@ -97,7 +87,7 @@ async def cmd_api(args: argparse.Namespace, settings: Settings) -> int:
     async with session(settings, worker=False) as client:
         print(f"trawl api on http://{settings.api.host}:{settings.api.port} (docs at /docs); Ctrl-C stops",
               file=sys.stderr)
-        await serve_api(settings, client, stop)
+        await _serve_api(settings, client, stop)
     return 0
 
 
@@ -110,7 +100,7 @@ async def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
               f", API http://{settings.api.host}:{settings.api.port}/docs"
               + (f", metrics {metrics}" if metrics else "") + f", data {settings.data_dir.resolve()}; Ctrl-C stops",
               file=sys.stderr)
-        await serve_api(settings, client, stop)
+        await _serve_api(settings, client, stop)
     return 0
 
 
