@@ -17,7 +17,7 @@ demo: $(STAMP)
 	$(BIN)/trawl demo
 
 test: $(STAMP)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 4
 
 bench: $(STAMP)
 	$(BIN)/python bench/download.py
