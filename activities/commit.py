@@ -1,14 +1,17 @@
 """commit: put verified files into the blob store and record the item, idempotently.
 
 The store verifies each put (size, and sha256 against what verify computed) before the catalog
-row is written; a blob is named by its key, never by a path on this worker.
+row is written; a blob is named by its key, never by a path on this worker. The row's
+``metadata`` is the item's info JSON (:func:`info_json`): what the platform said, in yt-dlp's
+field names, with the stored files and the crawl time.
 """
 
 from __future__ import annotations
 
 import shutil
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from temporalio import activity
 
@@ -17,7 +20,7 @@ from activities.liveness import heartbeating
 from activities.models import CommitFile, CommitInput, CommitResult, DownloadResult, StoredAsset, stored_assets
 from trawl.download import file_sha256, state_path
 from trawl.merge import merge_dash
-from trawl.models import Asset
+from trawl.models import Asset, Resolved, compact
 from trawl.storage.blobs import BlobStore, blob_key
 from trawl.storage.catalog import Catalog, CommittedAsset
 
@@ -66,7 +69,8 @@ class CommitActivities:
         created = self.catalog.commit_item(
             canonical_key=item.canonical_key, platform=item.platform, canonical_url=item.canonical_url,
             source_url=inp.source_url, title=item.title, uploader=item.uploader, duration=item.duration,
-            published_at=item.published_at, metadata=item.metadata, workflow_id=inp.workflow_id, assets=rows,
+            published_at=item.published_at, workflow_id=inp.workflow_id, assets=rows,
+            metadata=info_json(item, inp.source_url, rows, datetime.now(UTC)),
         )
         shutil.rmtree(self.work_dir / workdir_name(inp.workflow_id), ignore_errors=True)
         # The catalog lists assets by name; a fresh commit answers in the same order.
@@ -89,3 +93,36 @@ class CommitActivities:
                                 url=video.download.url, total=size)
         rest = [f for f in inp.files if f is not video and f is not audio]
         return [CommitFile(Asset("video", "video", video.asset.urls, mime="video/mp4"), merged, "video/mp4"), *rest]
+
+
+def info_json(item: Resolved, source_url: str, assets: list[CommittedAsset], crawled_at: datetime) -> dict[str, Any]:
+    """The catalog's record of an item, in the field names of yt-dlp's info JSON where it has one.
+
+    The resolver's metadata (description, uploader_id, counts, tags, parts...) comes first; the
+    item's own columns fill what it leaves out; then the stored files (``assets``: name, kind,
+    size, sha256, mime, the URL they came from) and the crawl time (``crawled_at``, ISO UTC, and
+    ``epoch``, yt-dlp's name for it).
+    """
+    published = item.published_at
+    info: dict[str, Any] = {
+        "id": item.canonical_key.split(":", 1)[-1],
+        "title": item.title,
+        "uploader": item.uploader,
+        "duration": item.duration,
+        "webpage_url": item.canonical_url,
+        "upload_date": published[:10].replace("-", "") if published and len(published) >= 10 else None,
+        **compact(item.metadata),
+    }
+    info.update(
+        canonical_key=item.canonical_key,
+        platform=item.platform,
+        extractor=item.platform,
+        original_url=source_url,
+        published_at=published,
+        assets=[compact({"name": a.name, "kind": a.kind, "size": a.size, "sha256": a.sha256, "mime": a.mime,
+                         "url": a.source_url}) for a in assets],
+        crawled_at=crawled_at.isoformat(),
+        epoch=int(crawled_at.timestamp()),
+    )
+    return compact(info)
+

@@ -1,4 +1,8 @@
-"""Activities of the crawl workflow: expanding a named source, joining an item started elsewhere."""
+"""Activities of the crawl workflow: expanding a named source, joining an item started elsewhere.
+
+A source's listing pages only as far as needed: the first page whose items the catalog holds
+already (by the key their URL gives offline, or a URL form it remembers) is the last one read.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.errors import to_application_error
+from activities.fetch import fully_known
 from activities.liveness import heartbeating
 from trawl.errors import TrawlError
 from trawl.http import make_client
@@ -18,6 +23,7 @@ from trawl.platforms.base import ResolveContext
 from trawl.platforms.registry import Registry
 from trawl.settings import Settings
 from trawl.sources import SourceError, expand, find_source
+from trawl.storage.catalog import Catalog
 
 
 @dataclass
@@ -36,6 +42,9 @@ class ExpandInput:
 class ExpandResult:
     items: list[CrawlItem] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)  # URLs no resolver takes, with the reason
+    # URLs of committed items, known without a request: duplicates that need no item workflow
+    # (nor a slot of their platform's rate-limited fetch queue).
+    known: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -63,11 +72,40 @@ def route_items(registry: Registry, urls: list[str]) -> tuple[list[CrawlItem], l
     return items, refused
 
 
+def all_known(catalog: Catalog, registry: Registry, urls: list[str]) -> bool:
+    """Whether the catalog holds a committed item for every URL, knowing it without a request."""
+    keys: dict[str, str] = {}
+    unkeyed: list[str] = []
+    for url in urls:
+        try:
+            key = registry.resolver_for(url).offline_key(url)
+        except TrawlError:
+            return False  # a URL no resolver takes is not known; the crawl refuses it
+        if key:
+            keys[url] = key
+        else:
+            unkeyed.append(url)
+    if unkeyed:
+        remembered = catalog.keys_for_urls(unkeyed)
+        if len(remembered) < len(unkeyed):
+            return False
+        keys.update(remembered)
+    return catalog.committed_keys(list(keys.values())) >= set(keys.values())
+
+
 class CrawlActivities:
-    def __init__(self, client: Client, settings: Settings, registry: Registry) -> None:
+    def __init__(self, client: Client, settings: Settings, registry: Registry,
+                 catalog: Catalog | None = None) -> None:
         self.client = client
         self.settings = settings
         self.registry = registry
+        self._catalog = catalog
+
+    @property
+    def catalog(self) -> Catalog:
+        if self._catalog is None:  # the worker's own catalog connection, made on first use
+            self._catalog = Catalog(self.settings.catalog_url)
+        return self._catalog
 
     @activity.defn(name="expand_source")
     @heartbeating
@@ -76,14 +114,19 @@ class CrawlActivities:
             source = find_source(self.settings, inp.source)
             with make_client(self.settings.net) as http:
                 urls = expand(source, self.settings, self.registry,
-                              ResolveContext(http, self.settings.net.max_page_bytes))
+                              ResolveContext(http, self.settings.net.max_page_bytes),
+                              known=lambda page: all_known(self.catalog, self.registry, page))
         except SourceError as err:
             raise ApplicationError(str(err), type="unsupported_url", non_retryable=True) from None
         except TrawlError as err:
             raise to_application_error(err, self.settings.retry.fetch.maximum_interval,
                                        stage_attempts=self.settings.retry.fetch.maximum_attempts) from None
         items, refused = route_items(self.registry, urls)
-        return ExpandResult(items, refused)
+        known = [item.url for item in items if fully_known(self.catalog, self.registry, item.url)]
+        if known:
+            skipped = set(known)
+            items = [item for item in items if item.url not in skipped]
+        return ExpandResult(items, refused, known)
 
     @activity.defn(name="join_item")
     async def join_item(self, inp: JoinInput) -> JoinResult:

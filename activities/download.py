@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import httpx
 from temporalio import activity
@@ -15,18 +15,22 @@ from temporalio.exceptions import ApplicationError, CancelledError
 
 from activities.errors import classified, workdir_name
 from activities.models import DiscardInput, DownloadInput, DownloadResult
-from trawl.download import Downloader, HostSlots, ResumeState, Stopped, discard
+from trawl.download import Downloader, DownloadOutcome, HostSlots, ResumeState, Stopped, discard
+from trawl.hls_download import HlsDownloader, HlsState, discard_hls
 from trawl.settings import DownloadSettings
 from trawl.workdirs import mark_owner
 
 
-def _previous_state() -> ResumeState | None:
+def _previous_state(urls: list[str]) -> ResumeState | None:
+    """The last attempt's resume state, when it is of one of ``urls``: an activity that downloads
+    several files in turn (small_item) heartbeats each one's state."""
     details = activity.info().heartbeat_details
     if details and isinstance(details[0], dict):
         try:
-            return ResumeState(**details[0])
+            state = ResumeState(**details[0])
         except TypeError:
             return None
+        return state if state.url in urls else None
     return None
 
 
@@ -54,6 +58,8 @@ class ProgressReporter:
         if self.sink is None:
             return
         total = self.total = state.total
+        if total and state.offset >= total:
+            return  # the activity's own result tells the item just after (a signal would cost a workflow task)
         step = state.offset * PROGRESS_STEPS // total if total else state.offset // PROGRESS_EVERY_BYTES
         if step != self.last_step:
             self.last_step = step
@@ -89,6 +95,8 @@ class DownloadActivities:
         part = self.part_path(inp.workflow_id, inp.asset.name)
         mark_owner(part.parent, inp.workflow_id)
         report = ProgressReporter(self.progress, inp.workflow_id, inp.asset.name)
+        if inp.asset.protocol == "hls":
+            return self._result(inp, self._download_hls(inp, part, report))
 
         def beat(state: ResumeState) -> None:
             activity.heartbeat(asdict(state))
@@ -102,6 +110,7 @@ class DownloadActivities:
             segments=self.settings.segments_for(inp.platform),
             segment_min_size=self.settings.segment_min_size,
             host_slots=self.host_slots,
+            limit_rate=self.settings.limit_rate,
         )
         try:
             outcome = downloader.download(
@@ -109,13 +118,37 @@ class DownloadActivities:
                 part,
                 headers=inp.asset.headers,
                 expected_size=inp.asset.expected_size,
-                previous=_previous_state(),
+                previous=_previous_state(inp.asset.urls),
             )
         except Stopped as stopped:
-            if activity.is_cancelled():
-                report.final(stopped.offset)
-                raise CancelledError("download cancelled; partial file kept", {"offset": stopped.offset}) from None
-            raise ApplicationError("worker shutting down; resume elsewhere", type="worker_shutdown") from None
+            _stopped(stopped, report)
+        return self._result(inp, outcome)
+
+    def _download_hls(self, inp: DownloadInput, part: Path, report: ProgressReporter) -> DownloadOutcome:
+        """An HLS stream, segment by segment; the heartbeat carries the next segment and the bytes before it."""
+
+        def beat(state: HlsState) -> None:
+            activity.heartbeat(asdict(state))
+            report(ResumeState(offset=state.offset, total=state.estimated_total))
+
+        details = activity.info().heartbeat_details
+        downloader = HlsDownloader(
+            self.client,
+            max_file_size=self.settings.max_file_size,
+            quality=self.settings.hls_quality,
+            heartbeat=beat,
+            should_stop=lambda: activity.is_cancelled() or activity.is_worker_shutdown(),
+            ffmpeg=shutil.which("ffmpeg"),
+            limit_rate=self.settings.limit_rate,
+        )
+        try:
+            return downloader.download(inp.asset.urls, part, headers=inp.asset.headers,
+                                       previous=HlsState.of(details[0]) if details else None)
+        except Stopped as stopped:
+            _stopped(stopped, report)
+
+    @staticmethod
+    def _result(inp: DownloadInput, outcome: DownloadOutcome) -> DownloadResult:
         return DownloadResult(
             asset_name=inp.asset.name, path=outcome.path, size=outcome.size, sha256=outcome.sha256,
             url=outcome.url, etag=outcome.etag, mime=outcome.mime, total=outcome.total,
@@ -128,5 +161,15 @@ class DownloadActivities:
         if inp.asset_names:
             for name in inp.asset_names:
                 discard(self.part_path(inp.workflow_id, name))
+                discard_hls(self.part_path(inp.workflow_id, name))
         else:
             shutil.rmtree(self.work_dir / workdir_name(inp.workflow_id), ignore_errors=True)
+
+
+def _stopped(stopped: Stopped, report: ProgressReporter) -> NoReturn:
+    """A download that stopped: cancelled (a pause or a cancel; the partial file is kept) or the
+    worker shutting down (the next worker resumes)."""
+    if activity.is_cancelled():
+        report.final(stopped.offset)
+        raise CancelledError("download cancelled; partial file kept", {"offset": stopped.offset}) from None
+    raise ApplicationError("worker shutting down; resume elsewhere", type="worker_shutdown") from None

@@ -14,6 +14,9 @@ class FetchInput:
     url: str
     workflow_id: str
     platform: str = ""
+    # A re-fetch for fresh media URLs (after url_expired) must resolve: the catalog's answer has
+    # no media URLs, and another URL form may have committed the item meanwhile.
+    fresh_urls: bool = False
 
 
 @dataclass

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import compileall
 import json
 import os
 import signal
@@ -52,16 +53,27 @@ class TrivialWorkflow:
             await workflow.execute_activity(noop, step, start_to_close_timeout=timedelta(seconds=30))
 
 
-async def ceiling(client: Client, count: int) -> float:
+async def ceiling(client: Client, count: int, server_pid: int) -> dict:
+    """Trivial workflows per second, and the CPU milliseconds per workflow of the server and of
+    this process (their worker and client): on a loaded machine the CPU per workflow is the steadier figure."""
     queue = f"trivial-{uuid.uuid4().hex[:6]}"
     # The workflow lives in this script's __main__, which the sandbox cannot re-import.
     async with Worker(client, task_queue=queue, workflows=[TrivialWorkflow], activities=[noop],
                       max_concurrent_activities=64, workflow_runner=UnsandboxedWorkflowRunner()):
+        server_cpu, own_cpu = cpu_seconds(server_pid), time.process_time()
         started = time.perf_counter()
         handles = [await client.start_workflow(TrivialWorkflow.run, id=f"{queue}-{i}", task_queue=queue)
                    for i in range(count)]
         await asyncio.gather(*(h.result() for h in handles))
-        return count / (time.perf_counter() - started)
+        elapsed = time.perf_counter() - started
+        return {"per_s": count / elapsed, "server_cpu_ms": 1000 * (cpu_seconds(server_pid) - server_cpu) / count,
+                "worker_cpu_ms": 1000 * (time.process_time() - own_cpu) / count}
+
+
+def workers_cpu_seconds(supervisor: int) -> float:
+    """CPU of a worker supervisor and its worker processes."""
+    children = subprocess.run(["pgrep", "-P", str(supervisor)], capture_output=True, text=True).stdout.split()
+    return cpu_seconds(supervisor) + sum(cpu_seconds(int(p)) for p in children if Path(f"/proc/{p}").exists())
 
 
 def wait_started(log: Path, count: int, proc: subprocess.Popen, timeout: float = 90) -> None:
@@ -102,6 +114,8 @@ async def crawl_rate(client: Client, env: dict[str, str], urls: list[str], proce
     wait_started(log, processes, supervisor)
     await asyncio.sleep(2)  # pollers up
     server_cpu = cpu_seconds(server_pid)
+    workers_cpu = workers_cpu_seconds(supervisor.pid)  # start-up (imports, sandbox checks) is not the items'
+    client_cpu = time.process_time()
     others = {name: cpu_seconds(pid) for name, pid in (other_pids or {}).items()}
     started = time.perf_counter()
     handles = [(await start_item(client, settings, default_registry(), u)).handle for u in urls]
@@ -109,15 +123,14 @@ async def crawl_rate(client: Client, env: dict[str, str], urls: list[str], proce
     elapsed = time.perf_counter() - started
     server_cpu = cpu_seconds(server_pid) - server_cpu
     others = {f"{name}_cpu_s": round(cpu_seconds(pid) - others[name], 1) for name, pid in (other_pids or {}).items()}
-    workers_cpu = cpu_seconds(supervisor.pid)
-    children = subprocess.run(["pgrep", "-P", str(supervisor.pid)], capture_output=True, text=True).stdout.split()
-    workers_cpu += sum(cpu_seconds(int(p)) for p in children if Path(f"/proc/{p}").exists())
+    workers_cpu = workers_cpu_seconds(supervisor.pid) - workers_cpu
+    client_cpu = time.process_time() - client_cpu
     supervisor.send_signal(signal.SIGTERM)
     supervisor.wait(timeout=60)
     committed = sum(r.outcome == "committed" for r in results)
     return {"processes": processes, "items": len(urls), "committed": committed, "seconds": round(elapsed, 2),
             "items_per_s": round(len(urls) / elapsed, 2), "server_cpu_s": round(server_cpu, 1),
-            "workers_cpu_s": round(workers_cpu, 1), **others}
+            "workers_cpu_s": round(workers_cpu, 1), "client_cpu_s": round(client_cpu, 1), **others}
 
 
 def start_temporal(tmp: Path) -> tuple[subprocess.Popen, int]:
@@ -163,6 +176,11 @@ def worker_env(port: int, slots: int) -> dict[str, str]:
 
 
 async def run(args: argparse.Namespace) -> dict:
+    if args.bytecode:
+        # The sandbox imports the workflow modules afresh for every item it starts: from source
+        # that is a compile of media_item.py per item (~10 ms of CPU). A pip-installed trawl has
+        # its bytecode; an editable checkout with PYTHONDONTWRITEBYTECODE=1 does not.
+        compileall.compile_dir(REPO / "workflows", quiet=1)
     tmp = Path(tempfile.mkdtemp(prefix="trawl-scale-"))
     server, port = start_temporal(tmp)
     sim, sim_port = start_simulator(args.items * 8, args.items * 2)
@@ -171,7 +189,9 @@ async def run(args: argparse.Namespace) -> dict:
         wait_port(sim_port)
         client = await Client.connect(f"127.0.0.1:{port}")
         env = worker_env(port, args.slots)
-        trivial = await ceiling(client, args.items)
+        if args.small_item_size is not None:
+            env["TRAWL_DOWNLOAD__SMALL_ITEM_SIZE"] = str(args.small_item_size)
+        trivial = await ceiling(client, args.items, server.pid)
         runs = []
         offset = 0
         for processes in args.processes:
@@ -183,12 +203,24 @@ async def run(args: argparse.Namespace) -> dict:
         one = runs[0]["items_per_s"]
         return {
             "benchmark": "scale",
+            "workflow_bytecode": args.bytecode,
+            "small_item_size": args.small_item_size,
             "slots_per_process": args.slots,
-            "trivial_workflows_per_s": round(trivial, 2),
+            "trivial_workflows_per_s": round(trivial["per_s"], 2),
+            "trivial_cpu_ms": {"server": round(trivial["server_cpu_ms"], 1),
+                               "worker": round(trivial["worker_cpu_ms"], 1)},
             "latency_bound": runs,
             "speedup_vs_1": {r["processes"]: round(r["items_per_s"] / one, 2) for r in runs},
             "tiny_items": tiny,
-            "tiny_over_trivial_ceiling": round(tiny["items_per_s"] / trivial, 2),
+            "tiny_over_trivial_ceiling": round(tiny["items_per_s"] / trivial["per_s"], 2),
+            "tiny_cpu_ms": {"server": round(1000 * tiny["server_cpu_s"] / len(tiny_urls), 1),
+                            "workers": round(1000 * tiny["workers_cpu_s"] / len(tiny_urls), 1),
+                            "client": round(1000 * tiny["client_cpu_s"] / len(tiny_urls), 1)},
+            # A trivial workflow's CPU (server, worker and client) over a tiny item's: the ratio the
+            # two cores would allow if nothing else ran on them.
+            "tiny_over_trivial_by_cpu": round(
+                (trivial["server_cpu_ms"] + trivial["worker_cpu_ms"])
+                / (1000 * sum(tiny[k] for k in ("server_cpu_s", "workers_cpu_s", "client_cpu_s")) / len(tiny_urls)), 2),
         }
     finally:
         sim.kill()
@@ -202,6 +234,10 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=80)
     parser.add_argument("--processes", type=lambda s: [int(x) for x in s.split(",")], default=[1, 2, 4])
     parser.add_argument("--slots", type=int, default=4, help="download/verify/commit slots per process")
+    parser.add_argument("--small-item-size", type=int, default=None,
+                        help="download.small_item_size for the workers (0: every item claims a host)")
+    parser.add_argument("--no-bytecode", dest="bytecode", action="store_false",
+                        help="leave the workflow modules without .pyc files (as an editable checkout may be)")
     print(json.dumps(asyncio.run(run(parser.parse_args()))))
 
 

@@ -192,6 +192,7 @@ def item_options(settings: Settings) -> ItemOptions:
         heartbeat_timeout_s=settings.download.heartbeat_timeout.total_seconds(),
         local_schedule_to_start_s=settings.worker.local_schedule_to_start.total_seconds(),
         max_redownloads=settings.download.max_redownloads,
+        small_item_size=settings.download.small_item_size,
     )
 
 

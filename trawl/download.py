@@ -50,6 +50,7 @@ from trawl.errors import (
 )
 from trawl.ranges import parse_content_range
 from trawl.rawbody import RawBody
+from trawl.throttle import Throttle
 
 HASH_CHUNK = 1 << 20
 WRITE_BATCH = 1 << 20
@@ -154,6 +155,7 @@ class Downloader:
         segments: int = 1,
         segment_min_size: int = 64 << 20,
         host_slots: HostSlots | None = None,
+        limit_rate: int = 0,
     ) -> None:
         """
         Args:
@@ -161,6 +163,7 @@ class Downloader:
                 server that honours Range; 1 downloads every file over one connection.
             host_slots: caps the extra connections segments open per host (shared by all the
                 downloads of the process); None: no cap beyond ``segments``.
+            limit_rate: bytes per second for this download (over one connection); 0: no limit.
         """
         widen_http_reads()
         self.client = client
@@ -168,7 +171,8 @@ class Downloader:
         self.heartbeat = heartbeat
         self.should_stop = should_stop
         self.heartbeat_every = heartbeat_every
-        self.segments = max(1, segments)
+        self.segments = 1 if limit_rate else max(1, segments)
+        self.throttle = Throttle(limit_rate) if limit_rate else None
         self.segment_min_size = segment_min_size
         self.host_slots = host_slots
         self._restarts = 0
@@ -361,6 +365,8 @@ class Downloader:
                     for batch, size, release in batches:
                         transferred += self._write(fd, hasher, batch, size, state, release)
                         writeback.written(state.offset)
+                        if self.throttle is not None:
+                            self.throttle.take(size, lambda: self._throttled(part, state))
                         now = time.monotonic()
                         # A slow transfer still writes at every heartbeat, so the recorded
                         # offset never lags the bytes received by more than one interval.
@@ -405,6 +411,12 @@ class Downloader:
         hasher.update(batch, release)
         state.offset += size
         return size
+
+    def _throttled(self, part: Path, state: ResumeState) -> None:
+        """While a rate limit holds the download: heartbeat, and stop when asked to."""
+        self._beat(part, state)
+        if self.should_stop():
+            raise Stopped(f"stopped at byte {state.offset}", state.offset)
 
     def _beat(self, part: Path, state: ResumeState) -> None:
         try:

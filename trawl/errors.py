@@ -16,6 +16,8 @@ briefly: a few attempts, then final)::
     +-- UrlExpired            [url_expired]         403/410 on a signed media URL; the workflow
     |                                               fetches fresh URLs and resumes
     +-- Truncated             [truncated]        R  body shorter than announced; resumed
+    +-- SegmentMissing        [segment_missing]  B  an HLS segment answers 404/410: asked again on
+    |                                               SEGMENT_MISSING_ATTEMPTS attempts, then final
     +-- ContentCorrupt        [content_corrupt]     verify mismatch; the workflow re-downloads
     |                                               a bounded number of times
     +-- NotFound              [not_found]           404/410, platform "deleted" codes (Bilibili
@@ -71,6 +73,8 @@ RATE_LIMIT_DEFAULT_DELAY = 120.0
 # briefly wrong recovers that fast, and a name that really does not exist never will.
 NAME_NOT_FOUND_ATTEMPTS = 3
 NAME_NOT_FOUND_RETRY_DELAY = 5.0
+# An HLS segment that is missing from its server: asked on this many download attempts.
+SEGMENT_MISSING_ATTEMPTS = 3
 
 
 class TrawlError(Exception):
@@ -141,6 +145,18 @@ class Truncated(TrawlError):
     error_class = "truncated"
 
 
+class SegmentMissing(TrawlError):
+    """A segment of an HLS stream is gone (404/410) while its playlist still names it.
+
+    A CDN may lag behind its playlist, so the download policy asks again a few times; a stream
+    is never committed with a segment left out.
+    """
+
+    error_class = "segment_missing"
+    max_attempts = SEGMENT_MISSING_ATTEMPTS
+    give_up_hint = "the server no longer has this segment of the stream; trawl never skips one"
+
+
 class ContentCorrupt(TrawlError):
     error_class = "content_corrupt"
     retryable = False  # the workflow deletes the file and downloads again, bounded
@@ -202,7 +218,8 @@ class InternalError(TrawlError):
 
 
 ALL_ERRORS: tuple[type[TrawlError], ...] = (
-    NetworkTimeout, NetworkError, NameNotFound, Http5xx, RateLimited, UrlExpired, Truncated, ContentCorrupt,
+    NetworkTimeout, NetworkError, NameNotFound, Http5xx, RateLimited, UrlExpired, Truncated, SegmentMissing,
+    ContentCorrupt,
     NotFound, LoginRequired, Forbidden, PlatformError, UnsupportedUrl, ParseError, TooLarge, BlockedAddress,
     StorageError, InternalError,
 )

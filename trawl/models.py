@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
 
 ASSET_KINDS = ("video", "audio", "image", "thumbnail")
+# Kinds an item does without when they cannot be had: a missing cover must not lose the video.
+OPTIONAL_KINDS = ("thumbnail",)
 
 
 @dataclass
@@ -16,6 +20,8 @@ class Asset:
         kind: one of :data:`ASSET_KINDS`.
         urls: the primary URL first, then backups serving the same bytes.
         headers: request headers the media host requires (Referer, User-Agent).
+        protocol: ``http`` (one file) or ``hls`` (``urls`` are HLS playlists: their segments
+            make the file).
     """
 
     name: str
@@ -25,11 +31,32 @@ class Asset:
     expected_size: int | None = None
     expected_md5: str | None = None
     mime: str | None = None
+    protocol: str = "http"
+
+
+@dataclass
+class MoreItem:
+    """Another item the resolved page stands for (another part of a video, another video of a post).
+
+    The resolver gives ``url``; the fetch activity routes it (``platform``, ``workflow_id``) so
+    whoever started the item can start this one as its own item without a registry.
+    """
+
+    url: str
+    platform: str = ""
+    workflow_id: str = ""
 
 
 @dataclass
 class Resolved:
-    """A canonical item: the same item under any URL form resolves to the same key."""
+    """A canonical item: the same item under any URL form resolves to the same key.
+
+    ``metadata`` holds what the platform says beyond the columns, under the names of yt-dlp's
+    info JSON where it has one (``id``, ``description``, ``uploader_id``, ``timestamp``,
+    ``upload_date``, ``view_count``, ``like_count``, ``tags``, ``thumbnail``, ``parts``...), plus
+    platform ids the pipeline needs (``mid``, ``aid``, ``cid``, ``merge``); JSON values only.
+    ``more``: the other items the URL stands for (parts 2..N of a bare multi-part video URL).
+    """
 
     canonical_key: str
     canonical_url: str
@@ -39,4 +66,29 @@ class Resolved:
     uploader: str | None = None
     duration: float | None = None
     published_at: str | None = None
-    metadata: dict[str, str] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    more: list[MoreItem] = field(default_factory=list)
+
+
+def count_or_none(value: Any) -> int | None:
+    """A platform's count (views, likes) as a non-negative int that fits a 64-bit column, else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    try:
+        number = int(value)
+    except (ValueError, OverflowError):
+        return None
+    return number if 0 <= number < 2**63 else None
+
+
+def upload_date(timestamp: int | None) -> str | None:
+    """``YYYYMMDD`` (UTC) of a Unix time, as yt-dlp's ``upload_date``."""
+    if timestamp is None or not 0 <= timestamp < 253402300800:  # year 10000
+        return None
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y%m%d")
+
+
+def compact(metadata: dict[str, Any]) -> dict[str, Any]:
+    """``metadata`` without the fields the platform did not give (None, "", [])."""
+    return {k: v for k, v in metadata.items() if v is not None and v != "" and v != []}
+

@@ -2,8 +2,10 @@
 
 Sources, strongest first: keyword arguments (tests), environment variables (``TRAWL_`` prefix,
 ``__`` between nested names, e.g. ``TRAWL_NET__ALLOW_PRIVATE=true``), then ``trawl.toml`` in the
-working directory (or the file named by ``TRAWL_CONFIG``). Built once in each process's
-``main()`` and passed down; workflow code never reads it.
+working directory (or the file named by ``TRAWL_CONFIG`` instead), then the user's own
+``$XDG_CONFIG_HOME/trawl/trawl.toml`` (``~/.config/trawl/trawl.toml``); the two files are merged
+table by table. Sizes take units (``10G``, ``500MiB``: :mod:`trawl.sizes`). Built once in each
+process's ``main()`` and passed down; workflow code never reads it.
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ from pydantic_settings import (
 )
 
 from trawl.durations import parse_duration
+from trawl.sizes import parse_size
 
 Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
+ByteSize = Annotated[int, BeforeValidator(parse_size)]  # 1048576, "64K", "500MiB", "10G"
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
@@ -92,7 +96,7 @@ class StorageSettings(_Section):
     # Files larger than one part are uploaded in parts of this size, s3_concurrency at a time
     # (each part is held in memory while it is sent: memory per upload is about
     # (s3_concurrency + 1) x s3_part_size). S3's smallest part is 5 MiB.
-    s3_part_size: int = Field(default=8 * MiB, ge=5 * MiB, le=1 * GiB)
+    s3_part_size: ByteSize = Field(default=8 * MiB, ge=5 * MiB, le=1 * GiB)
     s3_concurrency: int = Field(default=4, ge=1, le=64)
 
     @field_validator("url")
@@ -122,7 +126,7 @@ class NetSettings(_Section):
     read_timeout: Duration = timedelta(seconds=30)
     max_redirects: int = Field(default=10, ge=0, le=50)
     # Largest HTML/JSON page a resolver reads.
-    max_page_bytes: int = Field(default=5 * MiB, gt=0)
+    max_page_bytes: ByteSize = Field(default=5 * MiB, gt=0)
 
 
     @field_validator("allowed_networks")
@@ -134,8 +138,8 @@ class NetSettings(_Section):
 
 
 class DownloadSettings(_Section):
-    chunk_size: int = Field(default=1 * MiB, ge=16 * 1024)
-    max_file_size: int = Field(default=20 * GiB, gt=0)
+    chunk_size: ByteSize = Field(default=1 * MiB, ge=16 * 1024)
+    max_file_size: ByteSize = Field(default=20 * GiB, gt=0)
     heartbeat_timeout: Duration = timedelta(seconds=10)
     # A corrupt file is deleted and downloaded again at most this many times.
     max_redownloads: int = Field(default=2, ge=0)
@@ -147,12 +151,23 @@ class DownloadSettings(_Section):
     # segments_by_platform = {"bilibili": 8}.
     segments: int = Field(default=4, ge=1, le=32)
     segments_by_platform: dict[str, int] = {}
-    segment_min_size: int = Field(default=32 * MiB, ge=1 * MiB)
+    segment_min_size: ByteSize = Field(default=32 * MiB, ge=1 * MiB)
     # Extra connections that segments may open to one host, across the downloads of a process.
     max_connections_per_host: int = Field(default=8, ge=0)
     # verify re-reads the whole file and re-hashes it (strict); off, it trusts the sha256 hashed
     # while streaming (and reads the file only for a platform md5). fsck finds rot later.
     verify_rehash: bool = False
+    # An item whose assets are all known (from the platform) to total at most this many bytes is
+    # downloaded, verified and committed in one activity on any host (a retry starts over); 0
+    # turns this off.
+    small_item_size: ByteSize = Field(default=4 * MiB, ge=0)
+    # HLS: the variant of a master playlist is the tallest at or below this many lines (1080 =
+    # 1080p), else the lowest; variants without a RESOLUTION rank by bandwidth.
+    hls_quality: int = Field(default=1080, ge=1)
+
+    # Bytes per second for each download (yt-dlp's --limit-rate, e.g. "500K", "2M"); 0: no limit.
+    # A limited download uses one connection.
+    limit_rate: ByteSize = Field(default=0, ge=0)
 
     def segments_for(self, platform: str) -> int:
         return self.segments_by_platform.get(platform, self.segments)
@@ -183,7 +198,7 @@ class ApiSettings(_Section):
     port: int = Field(default=8000, ge=1, le=65535)
     # Bearer token for every mutating endpoint; required when the API binds a non-loopback address.
     token: str = ""
-    max_body_bytes: int = Field(default=1024 * 1024, gt=0)
+    max_body_bytes: ByteSize = Field(default=1024 * 1024, gt=0)
     # Requests per minute per token (per client address without one); 0 turns the limit off.
     requests_per_minute: int = Field(default=600, ge=0)
 
@@ -259,6 +274,9 @@ class PlatformSettings(_Section):
     headers: dict[str, str] = {}
     # A Netscape cookies.txt file; only its path travels, never its contents.
     cookies_file: str = ""
+    # The cover image (Bilibili's pic, Weibo's page picture, og:image) as a `thumbnail` asset
+    # beside the media; a cover that cannot be downloaded never fails its item.
+    thumbnails: bool = True
 
 
 class BilibiliSettings(PlatformSettings):
@@ -296,21 +314,70 @@ class PlatformsSettings(_Section):
 
 
 class SourceSettings(_Section):
-    """A named list of URLs to crawl: ``trawl crawl --source NAME``."""
+    """A named list of URLs to crawl: ``trawl crawl --source NAME``, ``trawl watch add --source NAME``."""
 
     name: str
-    kind: Literal["bilibili_uploader", "weibo_user", "url_file"]
+    kind: Literal["bilibili_uploader", "weibo_user", "url_file", "feed"]
     id: str = ""  # uploader mid / Weibo uid
     path: str = ""  # url_file: one URL per line, # comments
+    url: str = ""  # feed: an RSS or Atom feed's address
     max_pages: int = Field(default=3, ge=1, le=100)
+    # Listings stop at the first page whose items the catalog holds already (a watch's re-runs
+    # read one page); true reads all max_pages pages, e.g. to fill in what an earlier, shorter
+    # listing never reached.
+    full_listing: bool = False
 
     @model_validator(mode="after")
     def _needs_its_argument(self) -> SourceSettings:
         if self.kind == "url_file" and not self.path:
             raise ValueError(f"source {self.name!r}: kind url_file needs path")
-        if self.kind != "url_file" and not self.id:
+        if self.kind == "feed" and not self.url:
+            raise ValueError(f"source {self.name!r}: kind feed needs url")
+        if self.kind not in ("url_file", "feed") and not self.id:
             raise ValueError(f"source {self.name!r}: kind {self.kind} needs id")
         return self
+
+
+class WatchSettings(_Section):
+    """Watches (``trawl watch``): Temporal Schedules that crawl a source or URLs again and again."""
+
+    # After the Temporal server was down, a run missed less than this long ago is still taken
+    # (once: a watch never runs twice at a time); older missed runs are dropped. Temporal's
+    # smallest window is 10 s.
+    catchup_window: Duration = timedelta(minutes=5)
+    # Random delay added to each run, up to this much, unless `watch add --jitter` says otherwise.
+    jitter: Duration = timedelta(0)
+    # Shortest interval `watch add --every` accepts.
+    min_interval: Duration = timedelta(seconds=1)
+
+    @field_validator("catchup_window")
+    @classmethod
+    def _temporal_minimum(cls, value: timedelta) -> timedelta:
+        if value < timedelta(seconds=10):
+            raise ValueError("must be at least 10s (Temporal's smallest catch-up window)")
+        return value
+
+
+class ExportSettings(_Section):
+    """Named files (``trawl export``, ``trawl crawl --export``) and the API's download names."""
+
+    # Fields: {platform} {id} {key} {title} {uploader} {uploader_id} {upload_date} {part} {kind}
+    # {asset} {ext} {sha256}; "/" makes directories. The API offers the last component.
+    template: str = "{platform}/{uploader}/{title} [{id}].{ext}"
+    # hardlink (a copy where the store is remote or on another filesystem), symlink or copy.
+    link: Literal["hardlink", "copy", "symlink"] = "hardlink"
+    # Names valid on Windows too (<>:"|?* replaced, collisions compared without case).
+    windows_names: bool = False
+    # <name>.info.json beside each item's main file, from the catalog.
+    write_info_json: bool = False
+
+    @field_validator("template")
+    @classmethod
+    def _template(cls, value: str) -> str:
+        from trawl.export import Template  # the parser lives with the exporter
+
+        Template.parse(value)  # TemplateError is a ValueError naming the problem
+        return value
 
 
 class Settings(BaseSettings):
@@ -331,7 +398,9 @@ class Settings(BaseSettings):
     retry: RetrySettings = RetrySettings()
     platforms: PlatformsSettings = PlatformsSettings()
     sources: list[SourceSettings] = []
+    watch: WatchSettings = WatchSettings()
     api: ApiSettings = ApiSettings()
+    export: ExportSettings = ExportSettings()
 
     @classmethod
     def settings_customise_sources(
@@ -342,7 +411,8 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=config_file()))
+        return (init_settings, env_settings,
+                TomlConfigSettingsSource(settings_cls, toml_file=config_files(), deep_merge=True))
 
     @property
     def catalog_url(self) -> str:
@@ -369,8 +439,19 @@ class Settings(BaseSettings):
 
 
 def config_file() -> Path:
-    """The TOML file settings are read from (it need not exist)."""
+    """The project's TOML file: ``TRAWL_CONFIG``, else ``trawl.toml`` here (it need not exist)."""
     return Path(os.environ.get("TRAWL_CONFIG", "trawl.toml"))
+
+
+def user_config_file() -> Path:
+    """The user's own TOML file, read beneath the project's: ``$XDG_CONFIG_HOME/trawl/trawl.toml``."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "trawl" / "trawl.toml"
+
+
+def config_files() -> list[Path]:
+    """The TOML files settings are read from, weakest first (missing ones are skipped)."""
+    return [user_config_file(), config_file()]
 
 
 def load_settings(**overrides: object) -> Settings:
@@ -382,7 +463,7 @@ def load_settings(**overrides: object) -> Settings:
         where = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
         reason = str(exc).split(" (at ")[0]
         position = f"line {where[1]}, column {where[2]}: " if where else ""
-        raise ConfigError(f"{config_file()}: {position}not valid TOML: {reason}; fix that line "
+        raise ConfigError(f"{_broken_file() or config_file()}: {position}not valid TOML: {reason}; fix that line "
                           "(strings are quoted, booleans are true or false)") from None
     except ValidationError as exc:
         problems = []
@@ -392,3 +473,15 @@ def load_settings(**overrides: object) -> Settings:
         if len(problems) == 1:
             raise ConfigError(f"invalid configuration: {problems[0]}") from None
         raise ConfigError("invalid configuration:\n" + "\n".join(f"  {p}" for p in problems)) from None
+
+
+def _broken_file() -> Path | None:
+    """Which of the config files is not valid TOML (the parser's error does not say)."""
+    for path in config_files():
+        try:
+            tomllib.loads(path.read_text(encoding="utf-8"))
+        except OSError:
+            continue
+        except tomllib.TOMLDecodeError:
+            return path
+    return None

@@ -1,13 +1,23 @@
-"""Named sources from the settings, expanded to the URLs they stand for."""
+"""Named sources from the settings, expanded to the URLs they stand for.
+
+Listings that page (a Bilibili uploader, a Weibo user, a paged feed) stop at the first page whose
+items are all known, when the caller says what is known (``known``): a source followed by a watch
+costs one listing page per run once it has been crawled. ``full_listing = true`` on a source reads
+all its ``max_pages`` pages whatever is known.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from trawl.errors import UnsupportedUrl
 from trawl.platforms.base import ResolveContext
 from trawl.platforms.registry import Registry
 from trawl.settings import Settings, SourceSettings
+
+# URLs of one listing page -> True when the catalog holds every one of them.
+Known = Callable[[list[str]], bool]
 
 
 class SourceError(Exception):
@@ -30,21 +40,38 @@ def read_url_file(path: Path) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
 
 
-def expand(source: SourceSettings, settings: Settings, registry: Registry, ctx: ResolveContext) -> list[str]:
-    """The URLs of a source, in the order the platform lists them."""
+def expand(source: SourceSettings, settings: Settings, registry: Registry, ctx: ResolveContext,
+           known: Known | None = None) -> list[str]:
+    """The URLs of a source, in the order the platform lists them.
+
+    Args:
+        known: says whether a listing page holds only known items; paging stops after the first
+            such page (unless the source sets ``full_listing``).
+    """
+    enough = None if source.full_listing else known
     if source.kind == "url_file":
         return read_url_file(Path(source.path))
+    if source.kind == "feed":
+        from trawl.feeds import feed_urls
+
+        return feed_urls(ctx, source.url, source.max_pages, enough)
     if source.kind == "bilibili_uploader":
         from trawl.platforms.bilibili import BilibiliResolver
 
         resolver = next((r for r in registry.resolvers if isinstance(r, BilibiliResolver)), None)
         if resolver is None:
             raise SourceError(f"source {source.name!r}: the bilibili platform is disabled")
-        return resolver.uploader_video_urls(ctx, source.id, source.max_pages)
+        return resolver.uploader_video_urls(ctx, source.id, source.max_pages, enough)
     if source.kind == "weibo_user":
         from trawl.platforms import weibo
 
         if not settings.platforms.weibo.enabled:
             raise SourceError(f"source {source.name!r}: the weibo platform is disabled")
-        return weibo.user_post_urls(settings.platforms.weibo, ctx, source.id, source.max_pages)
+        return weibo.user_post_urls(settings.platforms.weibo, ctx, source.id, source.max_pages, enough)
     raise UnsupportedUrl(f"source {source.name!r}: unknown kind {source.kind!r}")
+
+
+def describe(source: SourceSettings) -> str:
+    """A source in a few words, for listings: ``feed http://...``, ``url_file urls.txt``."""
+    what = {"url_file": source.path, "feed": source.url}.get(source.kind, source.id)
+    return f"{source.kind} {what}"

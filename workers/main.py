@@ -25,6 +25,7 @@ from activities.crawl import CrawlActivities
 from activities.download import DownloadActivities
 from activities.fetch import FetchActivities
 from activities.host import HostActivities
+from activities.small import SmallItemActivities
 from activities.verify import VerifyActivities
 from trawl.http import make_client
 from trawl.logs import default_worker_name
@@ -125,13 +126,14 @@ async def running_worker(
     )
     crawl = CrawlActivities(client, settings, registry)
     host = HostActivities(host_queue(prefix, settings.host_id))
+    small = SmallItemActivities(download, verify, commit)  # the three stages of a small item in one activity
     workers = [
         Worker(client, task_queue=workflow_queue(prefix), workflows=list(workflows), **common),
         # The shared queue: host claims and source expansion; and, for runs started before
         # host-local work and joins had queues of their own, every stage and their joins.
         Worker(client, task_queue=download_queue(prefix),
                activities=[host.claim_host, download.download, download.discard, verify.verify, commit.commit,
-                           crawl.expand_source, crawl.join_item],
+                           crawl.expand_source, crawl.join_item, small.small_item],
                activity_executor=executor, max_concurrent_activities=download_slots, **common),
         # This host's own queue: the work that needs the partial files under its work_dir.
         Worker(client, task_queue=host_queue(prefix, settings.host_id),

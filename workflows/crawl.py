@@ -19,7 +19,8 @@ from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from activities.crawl import CrawlActivities, CrawlItem, ExpandInput, JoinInput, JoinResult
-    from workflows.media_item import CRAWL_ID, OUTCOME, ItemInput, MediaItemWorkflow
+    from trawl.models import MoreItem
+    from workflows.media_item import CRAWL_ID, CRAWL_MORE_ITEMS, OUTCOME, ItemInput, MediaItemWorkflow
     from workflows.policies import ItemOptions, workflow_queue
 
 
@@ -196,6 +197,8 @@ class CrawlWorkflow:
             return
         self._state.pending.extend(expanded.items)
         self._state.refused.extend(expanded.refused)
+        for _ in expanded.known:  # committed items the catalog knows offline: no item workflow
+            self._count("duplicate", 0)
         self._state.source_expanded = True
 
     def _track(self, item: CrawlItem, work) -> None:  # noqa: ANN001 - a coroutine
@@ -245,8 +248,22 @@ class CrawlWorkflow:
             # A child cancelled on its own (the CLI, the Web UI) is cancelled, not failed.
             cancelled = self._state.cancelled or isinstance(err.cause, CancelledError)
             self._count("cancelled" if cancelled else "failed", 0)
+            if not cancelled:  # a failed part 1 still names parts 2..N (the result is in the details)
+                details = getattr(err.cause, "details", None) or [None]
+                self._queue_more(details[0].get("more") if isinstance(details[0], dict) else None)
             return
         self._count(result.outcome, sum(a.size for a in result.assets))
+        self._queue_more(result.more)
+
+    def _queue_more(self, more: list | None) -> None:
+        """Queue the other items a finished item stands for, each as its own item."""
+        if not more or self._state.cancelled or not workflow.patched(CRAWL_MORE_ITEMS):
+            return
+        for entry in more:
+            if isinstance(entry, dict):
+                entry = MoreItem(**{k: v for k, v in entry.items() if k in ("url", "platform", "workflow_id")})
+            if isinstance(entry, MoreItem) and entry.url and entry.workflow_id:
+                self._state.pending.append(CrawlItem(entry.url, entry.platform, entry.workflow_id))
 
     async def _join(self, item: CrawlItem) -> None:
         try:

@@ -19,6 +19,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.download import DownloadActivities
     from activities.fetch import FetchActivities
     from activities.host import HostActivities
+    from activities.small import SmallItemActivities, SmallItemInput
     from activities.models import (
         CommitFile,
         CommitInput,
@@ -33,7 +34,7 @@ with workflow.unsafe.imports_passed_through():
         VerifyResult,
     )
     from activities.verify import VerifyActivities
-    from trawl.models import Asset, Resolved
+    from trawl.models import OPTIONAL_KINDS, Asset, MoreItem, Resolved
     from workflows.policies import STAGES, ItemOptions
 
 PLATFORM = SearchAttributeKey.for_keyword("Platform")
@@ -48,7 +49,13 @@ KEEP_FAILED_PARTIALS = "keep-failed-partials"
 HOST_LOCAL_WORK = "host-local-work"
 FAILED_RUNS_FAIL = "failed-item-fails-the-run"
 IDENTITY_MEMO = "identity-memo"
+# A thumbnail that cannot be downloaded is left out; the item commits without it.
+OPTIONAL_THUMBNAILS = "optional-thumbnails"
+# A crawl queues the other items a finished item stands for (parts 2..N of a video).
+CRAWL_MORE_ITEMS = "crawl-more-items"
+SMALL_ITEM_ONE_ACTIVITY = "small-item-one-activity"
 MiB = 1024 * 1024
+SMALL_ITEM = "*"  # the one activity of a small item, among the running downloads (by asset name)
 T = TypeVar("T")
 
 
@@ -71,6 +78,9 @@ class ItemResult:
     error_class: str | None = None
     error: str | None = None
     assets: list[StoredAsset] = field(default_factory=list)
+    # Other items the URL stands for (parts 2..N of a bare multi-part video URL), routed: whoever
+    # started this item starts them as their own items.
+    more: list[MoreItem] = field(default_factory=list)
 
 
 @dataclass
@@ -127,6 +137,7 @@ class MediaItemWorkflow:
         self._verified: set[str] = set()  # assets whose download was verified
         self._reported_totals: dict[str, int] = {}  # asset name -> size its server announced
         self._totals_known = False  # the platform gave every asset's size up front
+        self._one_activity = False  # a small item: download, verify and commit in one activity
 
     # -- signals and queries ---------------------------------------------------------------
     @workflow.signal
@@ -185,15 +196,20 @@ class MediaItemWorkflow:
                                       "platform": resolved.platform})
             if fetched.committed:
                 return self._finish(ItemResult(wid, inp.url, "duplicate", resolved.canonical_key,
-                                               resolved.platform, resolved.title, assets=fetched.stored))
+                                               resolved.platform, resolved.title, assets=fetched.stored,
+                                               more=resolved.more))
             self._progress.bytes_total = _total(resolved.assets)
             self._totals_known = self._progress.bytes_total is not None
-            if workflow.patched(HOST_LOCAL_WORK):
+            if self._small(resolved) and workflow.patched(SMALL_ITEM_ONE_ACTIVITY):
+                self._one_activity = True
+                committed = await self._in_one_activity(resolved)
+            elif workflow.patched(HOST_LOCAL_WORK):
                 committed = await self._on_one_host(resolved)
             else:  # runs started before host-local work: every stage on the shared queue
                 committed = await self._download_and_commit(resolved)
             return self._finish(ItemResult(wid, inp.url, committed.outcome, resolved.canonical_key,
-                                           resolved.platform, resolved.title, assets=committed.assets))
+                                           resolved.platform, resolved.title, assets=committed.assets,
+                                           more=resolved.more))
         except ItemFailed as failed:
             # Partial files of a failed item are kept so a re-crawl resumes from them (the
             # workers remove them after download.keep_failed_partials), unless they are what
@@ -203,7 +219,7 @@ class MediaItemWorkflow:
             result = self._finish(ItemResult(
                 wid, inp.url, "failed", resolved.canonical_key if resolved else None,
                 resolved.platform if resolved else inp.platform, resolved.title if resolved else None,
-                error_class=failed.error_class, error=failed.message))
+                error_class=failed.error_class, error=failed.message, more=resolved.more if resolved else []))
             if workflow.patched(FAILED_RUNS_FAIL):
                 # A failed item is a Failed execution (the Web UI's Failures view, ExecutionStatus
                 # queries); the result rides along in the failure's details for the CLI and API.
@@ -218,6 +234,65 @@ class MediaItemWorkflow:
             self._summary("cancelled", last_stage, resolved.platform if resolved else self._inp.platform,
                           resolved.canonical_key if resolved else None, None, 0)
             raise
+
+    def _small(self, resolved: Resolved) -> bool:
+        total = _total(resolved.assets)
+        return self._opts.small_item_size > 0 and total is not None and total <= self._opts.small_item_size
+
+    async def _in_one_activity(self, resolved: Resolved) -> CommitResult:
+        """Download, verify and commit a small item in one activity (activities.small), on any host.
+
+        The activity's failures are the stages' own: a corrupt file is downloaded again and
+        expired URLs are fetched again, bounded as on the other paths; a pause stops it at its
+        next heartbeat and runs it again on resume. The Stage attribute says download throughout.
+        """
+        redownloads = refetches = 0
+        seen_generation = self._generation
+        while True:
+            await self._wait_unpaused()
+            self._stage("download")
+            task = workflow.start_activity_method(
+                SmallItemActivities.small_item,
+                SmallItemInput(workflow.info().workflow_id, self._inp.url, resolved),
+                task_queue=self._opts.download_queue,
+                start_to_close_timeout=self._opts.download.start_to_close,
+                schedule_to_close_timeout=self._opts.download.schedule_to_close,
+                heartbeat_timeout=self._heartbeat_timeout,
+                retry_policy=self._opts.download.retry_policy(),
+                cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+            )
+            self._running[SMALL_ITEM] = task
+            try:
+                committed = await task
+            except ActivityError as err:
+                error_class, message = _failure(err)
+                if error_class == "cancelled":
+                    if SMALL_ITEM in self._pause_cancelled:
+                        self._pause_cancelled.discard(SMALL_ITEM)
+                        self._stage_details(self._progress.stage)
+                        continue
+                    raise asyncio.CancelledError from None
+                self._progress.last_error = f"{error_class}: {message}"
+                if error_class == "url_expired" and refetches < self._opts.max_refetches:
+                    refetches += 1
+                    resolved = await self._refetch(seen_generation)
+                    seen_generation = self._generation
+                    continue
+                if error_class == "content_corrupt" and redownloads < self._opts.max_redownloads:
+                    redownloads += 1  # the activity removed the corrupt file
+                    self._progress.attempt += 1
+                    self._partial.clear()
+                    self._refresh_bytes()
+                    continue
+                raise ItemFailed(error_class, message) from None
+            finally:
+                self._running.pop(SMALL_ITEM, None)
+            self._pause_cancelled.discard(SMALL_ITEM)
+            self._verified.update(asset.name for asset in resolved.assets)
+            self._partial.clear()
+            self._progress.bytes_finished = sum(asset.size for asset in committed.assets)
+            self._refresh_bytes()
+            return committed
 
     async def _on_one_host(self, resolved: Resolved) -> CommitResult:
         """Download, verify and commit on one host, the one holding the partial files.
@@ -260,12 +335,12 @@ class MediaItemWorkflow:
     async def _download_and_commit(self, resolved: Resolved) -> CommitResult:
         wid = workflow.info().workflow_id
         if self._local_queue is None:
-            results = await asyncio.gather(*(self._download_verified(resolved, i) for i in range(len(resolved.assets))))
+            results = await asyncio.gather(*(self._download_kept(resolved, i) for i in range(len(resolved.assets))))
         else:
-            results = await _all_or_none([self._download_verified(resolved, i) for i in range(len(resolved.assets))])
+            results = await _all_or_none([self._download_kept(resolved, i) for i in range(len(resolved.assets))])
         self._stage("commit")
         await self._wait_unpaused()
-        files = [CommitFile(asset, dl, ver.mime) for asset, dl, ver in results]
+        files = [CommitFile(asset, dl, ver.mime) for asset, dl, ver in filter(None, results)]
         try:
             return await workflow.execute_activity_method(
                 CommitActivities.commit,
@@ -281,12 +356,12 @@ class MediaItemWorkflow:
                 raise HostLost("commit waited too long for its host") from None
             raise
 
-    async def _fetch(self) -> FetchResult:
+    async def _fetch(self, fresh_urls: bool = False) -> FetchResult:
         self._stage("fetch")
         try:
             return await workflow.execute_activity_method(
                 FetchActivities.fetch,
-                FetchInput(self._inp.url, workflow.info().workflow_id, self._inp.platform),
+                FetchInput(self._inp.url, workflow.info().workflow_id, self._inp.platform, fresh_urls),
                 task_queue=self._opts.fetch_queue(self._inp.platform),
                 start_to_close_timeout=self._opts.fetch.start_to_close,
                 schedule_to_close_timeout=self._opts.fetch.schedule_to_close,
@@ -299,6 +374,25 @@ class MediaItemWorkflow:
                 raise asyncio.CancelledError from None
             self._progress.last_error = f"{error_class}: {message}"
             raise ItemFailed(error_class, message) from None
+
+    async def _download_kept(self, resolved: Resolved, index: int) -> tuple[Asset, DownloadResult, VerifyResult] | None:
+        """An asset downloaded and verified; None for an optional one (a thumbnail) that failed.
+
+        A thumbnail's failure, after its own retries, leaves it out of the commit instead of
+        failing the item. Runs recorded before this (no marker) failed the item, and still do.
+        """
+        asset = resolved.assets[index]
+        if asset.kind not in OPTIONAL_KINDS:
+            return await self._download_verified(resolved, index)
+        try:
+            return await self._download_verified(resolved, index)
+        except ItemFailed as failed:
+            if not workflow.patched(OPTIONAL_THUMBNAILS):
+                raise
+            workflow.logger.warning(f"{asset.name} left out: {failed.error_class}: {failed.message}")
+            self._partial.pop(asset.name, None)
+            self._refresh_bytes()
+            return None
 
     async def _download_verified(self, resolved: Resolved, index: int) -> tuple[Asset, DownloadResult, VerifyResult]:
         """Download and verify one asset; re-download corrupt files and re-fetch expired URLs, bounded."""
@@ -380,6 +474,9 @@ class MediaItemWorkflow:
         # A pause that came too late (the download finished first) must not make a later
         # cancellation of this asset look like a pause.
         self._pause_cancelled.discard(asset.name)
+        # Downloads report no progress at completion: their result says it.
+        self._partial[asset.name] = result.size
+        self._refresh_bytes()
         return result
 
     @property
@@ -391,7 +488,7 @@ class MediaItemWorkflow:
         """Fresh media URLs; assets whose URLs expired together share one fetch."""
         async with self._refetch_lock:
             if self._generation == seen_generation:
-                self._fresh = (await self._fetch()).resolved
+                self._fresh = (await self._fetch(fresh_urls=True)).resolved
                 self._generation += 1
             assert self._fresh is not None
             return self._fresh
@@ -449,11 +546,16 @@ class MediaItemWorkflow:
 
     def _finish(self, result: ItemResult) -> ItemResult:
         last_stage = self._progress.stage
-        self._stage("done")
+        if self._one_activity:  # runs since small-item-one-activity: Stage and Outcome in one upsert
+            self._progress.stage = "done"
+            workflow.upsert_search_attributes([STAGE.value_set("done"), OUTCOME.value_set(result.outcome)])
+        else:
+            self._stage("done")
         error = f" {result.error_class}" if result.error_class else ""
         title = f" - {self._title[:200]}" if self._title else ""
         workflow.set_current_details(f"{result.outcome}{error}{title}")
-        workflow.upsert_search_attributes([OUTCOME.value_set(result.outcome)])
+        if not self._one_activity:
+            workflow.upsert_search_attributes([OUTCOME.value_set(result.outcome)])
         self._summary(result.outcome, last_stage, result.platform or self._inp.platform, result.canonical_key,
                       result.error_class, sum(a.size for a in result.assets))
         return result

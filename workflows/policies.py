@@ -60,6 +60,9 @@ class ItemOptions:
     # Host-local work (download, verify, commit of one item on the host that holds its bytes).
     local_schedule_to_start_s: float = 120.0
     max_host_changes: int = 3
+    # Items of at most this many bytes (every asset's size known) run download, verify and commit
+    # as one activity; 0 (runs started before it existed) never does.
+    small_item_size: int = 0
 
     def fetch_queue(self, platform: str) -> str:
         return fetch_queue(self.queue_prefix, platform)

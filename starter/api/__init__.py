@@ -6,7 +6,7 @@ whenever the API listens on a non-loopback address. A wrong token is 401 on any 
 request, reads included, is rate limited: per token when it carries the right one, per client
 address otherwise (``starter.limits.RateLimit``).
 
-One router per resource: ``jobs``, ``crawls``, ``items`` (the catalog), ``health``; ``docs``
+One router per resource: ``jobs``, ``crawls``, ``items`` (the catalog), ``watches``, ``health``; ``docs``
 serves the documentation pages, ``errors`` turns exceptions into JSON answers and declares them,
 ``models`` holds the bodies, ``state`` what the routers share. Items and crawls are rendered by
 ``starter.views``, as the CLI renders them.
@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator
 from fastapi import FastAPI
 from temporalio.client import Client
 
-from starter.api import crawls, docs, errors, health, items, jobs
+from starter.api import crawls, docs, errors, health, items, jobs, watches
 from starter.api.state import ApiState
 from starter.client import connect, ensure_search_attributes
 from starter.limits import BodySizeLimit, RateLimit
@@ -56,7 +56,7 @@ def create_app(settings: Settings, client: Client | None = None) -> FastAPI:
     # Outermost (added last): authenticate and count every request before its body is read.
     app.add_middleware(RateLimit, per_minute=settings.api.requests_per_minute, token=settings.api.token)
     errors.install(app)
-    for resource in (jobs, crawls, items, health):
+    for resource in (jobs, crawls, items, watches, health):
         app.include_router(resource.router)
     docs.install(app)
     return app

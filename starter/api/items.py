@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import AsyncIterator
 from email.utils import formatdate
+from functools import lru_cache
 from secrets import token_hex
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
@@ -16,6 +19,7 @@ from starter import views
 from starter.api.errors import declared
 from starter.api.models import Item, ItemPage
 from starter.api.state import ApiState, api_state
+from trawl.export import ExportItem, Template, download_name, ext_for
 from trawl.storage.blobs import BlobStat, BlobStore
 from trawl.storage.catalog import CommittedAsset
 
@@ -43,7 +47,8 @@ async def list_items(platform: str | None = Query(None, max_length=64),
     **declared(404, 416, 422)})
 async def get_asset(key: str, kind: str, request: Request, state: ApiState = Depends(api_state)) -> Response:
     """One of an item's files by kind (``video``, ``audio``, ``image``) or name, streamed from the
-    blob store (a directory or a bucket); ``Range`` and ``If-Range`` are honoured."""
+    blob store (a directory or a bucket); ``Range`` and ``If-Range`` are honoured. It is offered
+    under the name ``trawl export`` gives it (the template's last part, ``Title [id].mp4``)."""
     item = state.catalog.get(key)
     if item is None:
         raise HTTPException(404, f"no such item: {key!r}")
@@ -54,7 +59,10 @@ async def get_asset(key: str, kind: str, request: Request, state: ApiState = Dep
     blob = await run_in_threadpool(state.blobs.stat, asset.key)
     if blob is None:
         raise HTTPException(404, f"blob {asset.sha256} is missing from the store (run trawl fsck)")
-    return blob_response(state.blobs, asset, blob, request.headers)
+    exported = ExportItem.of(item)
+    name = download_name(exported, next(a for a in exported.assets if a.name == asset.name),
+                         _template(state.settings.export.template))
+    return blob_response(state.blobs, asset, blob, request.headers, filename=name)
 
 
 @router.get("/{key:path}", response_model=Item, responses=declared(404, 422))
@@ -65,7 +73,30 @@ async def get_item(key: str, state: ApiState = Depends(api_state)) -> Item:
     return Item(**views.item_dict(item))
 
 
-def blob_response(store: BlobStore, asset: CommittedAsset, blob: BlobStat, headers: Headers) -> Response:
+@lru_cache(maxsize=8)
+def _template(text: str) -> Template:
+    return Template.parse(text)
+
+
+def content_disposition(filename: str, fallback: str) -> str:
+    """``attachment`` with the name for every client: an ASCII ``filename`` and, when the name is
+    not plain ASCII, the exact name as RFC 6266 / RFC 5987 ``filename*`` in UTF-8."""
+    stem, dot, ext = filename.rpartition(".") if "." in filename else (filename, "", "")
+    ascii_stem = _ascii(stem).lstrip(" .")  # what went with the non-ASCII letters may leave a hidden name
+    ascii_name = ascii_stem + dot + _ascii(ext) if ascii_stem.strip(" ._-[]") else fallback
+    header = f'attachment; filename="{ascii_name}"'
+    if ascii_name != filename:
+        header += f"; filename*=UTF-8''{quote(filename, safe='')}"
+    return header
+
+
+def _ascii(text: str) -> str:
+    plain = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    return " ".join("".join(c if c.isprintable() and c not in '"\\' else "_" for c in plain).split())
+
+
+def blob_response(store: BlobStore, asset: CommittedAsset, blob: BlobStat, headers: Headers,
+                  filename: str | None = None) -> Response:
     """The blob whole (200) or the ranges asked for (206, several as ``multipart/byteranges``).
 
     Range errors are JSON like every other error: 400 for a malformed header, 416 with
@@ -78,7 +109,8 @@ def blob_response(store: BlobStore, asset: CommittedAsset, blob: BlobStat, heade
     media_type = asset.mime or "application/octet-stream"
     common = {"accept-ranges": "bytes", "etag": f'"{asset.sha256}"',
               "last-modified": formatdate(blob.modified.timestamp(), usegmt=True),
-              "content-disposition": f'attachment; filename="{asset.sha256[:16]}"'}
+              "content-disposition": content_disposition(
+                  filename or f"{asset.sha256[:16]}.{ext_for(asset.mime)}", f"{asset.sha256[:16]}.{ext_for(asset.mime)}")}
     requested, if_range = headers.get("range"), headers.get("if-range")
     ranges: list[tuple[int, int]] = []
     if requested is not None and (if_range is None or if_range in (common["etag"], common["last-modified"])):

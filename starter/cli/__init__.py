@@ -6,6 +6,8 @@ The commands live in one module per group, each with a ``register(subparsers)``:
 - :mod:`starter.cli.steering`: ``status``, ``pause``, ``resume``, ``cancel``
 - :mod:`starter.cli.serve`: ``server``, ``worker``, ``up``, ``api``, ``setup``, ``demo``, ``simulator``
 - :mod:`starter.cli.logs`: ``logs triage``
+- :mod:`starter.cli.watch`: ``watch add|list|pause|resume|trigger|remove``
+- :mod:`starter.cli.export`: ``export`` (named files; ``crawl``'s yt-dlp-style flags)
 
 What they print comes from :mod:`starter.cli.output` (lines, speed, the live status line) and
 :mod:`starter.views` (the JSON forms, shared with the HTTP API); :mod:`starter.cli.progress`
@@ -28,7 +30,7 @@ from typing import Any
 from temporalio.service import RPCError
 
 from starter.binding import ApiConfigError
-from starter.cli import crawl, logs, serve, steering
+from starter.cli import crawl, export, logs, serve, steering, watch
 from starter.cli.common import connect_failed, session, unreachable_error
 from starter.cli.crawl import crawl_urls, read_urls
 from starter.cli.output import (
@@ -60,14 +62,31 @@ __all__ = [
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="trawl", description="A durable media crawler on Temporal.")
     parser.add_argument("--log-level", default=None, help="log level (default WARNING for one-shot commands)")
+    parser.add_argument("--version", action="version", version=f"trawl {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for group in (crawl, steering, serve, logs):
+    for group in (crawl, steering, serve, logs, watch, export):
         group.register(sub)
     return parser
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("trawl")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def yt_dlp_aliases(argv: list[str]) -> list[str]:
+    """``trawl -j URL`` (yt-dlp's dump-JSON) is ``trawl resolve --json URL``."""
+    if argv and argv[0] in ("-j", "--dump-json"):
+        return ["resolve", "--json", *argv[1:]]
+    return argv
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(yt_dlp_aliases(sys.argv[1:] if argv is None else argv))
     name = getattr(args, "command_name", args.command)
     try:
         settings = load_settings()

@@ -13,6 +13,7 @@ from typing import Any
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
+from starter.cli import export
 from starter.cli.common import OutageNotice, session
 from starter.cli.output import (
     EXIT_FAILED_ITEMS,
@@ -47,7 +48,7 @@ def read_urls(args_urls: Iterable[str], file: str | None) -> list[str]:
                                "('-' for stdin)") from None
         with source:
             try:
-                urls += [line.strip() for line in source if line.strip() and not line.lstrip().startswith("#")]
+                urls += [line.strip() for line in source if line.strip() and not line.lstrip().startswith(("#", ";"))]
             except (OSError, UnicodeDecodeError) as err:
                 raise CommandError(f"cannot read {file}: {err}; give a text file of URLs, one a line") from None
     return urls
@@ -93,16 +94,30 @@ class Awaited:
         self.waiting: dict[str, tuple[Any, str]] = {}
 
 
+def more_urls(result: ItemResult) -> list[tuple[str, str]]:
+    """(URL, workflow id) of the other items a result stands for (a failed item's come as dicts)."""
+    found = []
+    for entry in result.more:
+        url, workflow_id = ((entry.get("url"), entry.get("workflow_id")) if isinstance(entry, dict)
+                            else (entry.url, entry.workflow_id))
+        if isinstance(url, str) and url:
+            found.append((url, workflow_id if isinstance(workflow_id, str) else ""))
+    return found
+
+
 async def crawl_urls(client: Client, settings: Settings, registry: Registry, urls: list[str],
                      on_result: Callable[[ItemResult], None] | None = None, *, line: StatusLine | None = None,
-                     awaited: Awaited | None = None) -> list[ItemResult]:
+                     awaited: Awaited | None = None, expand: bool = True) -> list[ItemResult]:
     """Start one item workflow per URL, wait for all; results in completion order.
 
     With ``line`` (a terminal's status line), live progress is drawn on it while waiting;
     ``awaited`` lets the caller see which items are still running (when interrupted, say).
+    With ``expand``, the other items a URL stands for (parts 2..N of a bare multi-part video URL)
+    are crawled too, each once, as their results name them.
     """
     results: list[ItemResult] = []
-    pending = []
+    pending: set[asyncio.Task[ItemResult]] = set()
+    started_ids: set[str] = set()
     outage = OutageNotice(settings.temporal.address, line)
     waiting = (awaited or Awaited()).waiting
     progress = CrawlProgress(client, len(urls), line) if line is not None and line.enabled else None
@@ -117,20 +132,34 @@ async def crawl_urls(client: Client, settings: Settings, registry: Registry, url
         if progress is not None:
             progress.line.show(progress.render())
 
-    for url in urls:
+    async def start(url: str) -> None:
         try:
             started = await start_item(client, settings, registry, url)
         except TrawlError as err:
             finished(ItemResult("-", url, "failed", error_class=err.error_class, error=err.message))
-            continue
+            return
+        started_ids.add(started.workflow_id)
         waiting[started.workflow_id] = (started.handle, url)
-        pending.append(asyncio.create_task(item_result(started.handle, url, outage.unreachable)))
+        pending.add(asyncio.create_task(item_result(started.handle, url, outage.unreachable)))
+
+    for url in urls:
+        await start(url)
     watchers = [asyncio.create_task(report_stalls(waiting, line))]
     if progress is not None:
         watchers.append(asyncio.create_task(progress.follow(waiting)))
     try:
-        for done in asyncio.as_completed(pending):
-            finished(await done)
+        while pending:
+            done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                pending.discard(task)
+                result = task.result()
+                finished(result)
+                for url, workflow_id in more_urls(result) if expand else []:
+                    if workflow_id in started_ids:
+                        continue  # given too, or named by another result: crawled once
+                    if progress is not None:
+                        progress.total += 1
+                    await start(url)
     finally:
         for watcher in watchers:
             watcher.cancel()
@@ -168,7 +197,11 @@ async def cmd_crawl(args: argparse.Namespace, settings: Settings) -> int:
     registry = build_registry(settings.platforms)
     urls = read_urls(args.urls, args.file)
     if args.detach:
+        if any((args.export, args.output, args.cookies, args.limit_rate, args.quality)):
+            raise CommandError("--export, -o, --cookies, --limit-rate and -f act in this command's own worker; "
+                               "leave them out with --detach (set them in the workers' settings instead)")
         return await detach_crawl(args, settings, registry, urls)
+    settings = export.crawl_settings(args, settings)  # --cookies, --limit-rate, -f: this command's worker
     if args.source:
         try:
             urls += await asyncio.to_thread(source_urls, settings, registry, args.source)
@@ -178,9 +211,12 @@ async def cmd_crawl(args: argparse.Namespace, settings: Settings) -> int:
         raise CommandError("no URLs given (pass URLs, --file FILE or --source NAME)")
     line = StatusLine(sys.stderr)
     blobs = open_blob_store(settings) if args.json else None
+    exporting = export.crawl_export(args, settings)
 
     def emit(result: ItemResult) -> None:
         line.print(json.dumps(result_dict(result, blobs)) if args.json else result_line(result))
+        if exporting is not None:
+            exporting.on_result(result)
 
     awaited = Awaited()
     async with session(settings, worker=not args.no_worker, registry=registry, one_shot=True) as client:
@@ -193,7 +229,8 @@ async def cmd_crawl(args: argparse.Namespace, settings: Settings) -> int:
         finally:
             if blobs is not None:
                 blobs.close()
-    return EXIT_FAILED_ITEMS if any(r.outcome == "failed" for r in results) else 0
+    exported = await exporting.finish() if exporting is not None else 0
+    return EXIT_FAILED_ITEMS if any(r.outcome == "failed" for r in results) else exported
 
 
 def resolved_record(url: str, item: Any) -> dict[str, Any]:
@@ -201,7 +238,8 @@ def resolved_record(url: str, item: Any) -> dict[str, Any]:
             "canonical_url": item.canonical_url, "platform": item.platform, "title": item.title,
             "uploader": item.uploader, "duration": item.duration, "published_at": item.published_at,
             "assets": [{"name": a.name, "kind": a.kind, "urls": a.urls, "expected_size": a.expected_size,
-                        "mime": a.mime} for a in item.assets]}
+                        "mime": a.mime} for a in item.assets],
+            "metadata": item.metadata, "more": [m.url for m in item.more]}
 
 
 def cmd_resolve(args: argparse.Namespace, settings: Settings) -> int:
@@ -231,6 +269,15 @@ def cmd_resolve(args: argparse.Namespace, settings: Settings) -> int:
                 size = human_size(asset.expected_size) if asset.expected_size else "size unknown"
                 print(f"    {asset.name:<10} {asset.kind:<9} {size:>12}  {clean(asset.urls[0], 100)}"
                       + (f"  (+{len(asset.urls) - 1} backup)" if len(asset.urls) > 1 else ""))
+            parts = item.metadata.get("parts")
+            if isinstance(parts, list) and len(parts) > 1:
+                print(f"    part {item.metadata.get('part', 1)} of {len(parts)}:")
+                for part in parts:
+                    if isinstance(part, dict):
+                        length = f"{part['duration']:.0f} s" if isinstance(part.get("duration"), (int, float)) else "-"
+                        print(f"      P{part.get('page', '?'):<4} {clean(part.get('title'), 60):<60} {length:>8}")
+            for more in item.more:  # crawled too by `trawl crawl` of this URL
+                print(f"    more       {clean(more.url, 100)}")
     return EXIT_FAILED_ITEMS if failed else 0
 
 
@@ -377,13 +424,15 @@ async def cmd_fsck(args: argparse.Namespace, settings: Settings) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     crawl = sub.add_parser("crawl", help="crawl URLs and wait for the results (live progress on a terminal)")
     crawl.add_argument("urls", nargs="*", help="page or media URLs")
-    crawl.add_argument("--file", help="read URLs from FILE, one per line ('-' for stdin)")
+    crawl.add_argument("-a", "--batch-file", "--file", dest="file",
+                       help="read URLs from FILE, one per line, '#' and ';' start comments ('-' for stdin)")
     crawl.add_argument("--source", help="crawl the named source from the settings ([[sources]])")
     crawl.add_argument("--json", action="store_true", help="one JSON object per item")
     crawl.add_argument("--no-worker", action="store_true", help="do not run a worker in this process")
     crawl.add_argument("--detach", action="store_true",
                        help="start a crawl workflow, print its id and return (workers elsewhere do the work)")
     crawl.add_argument("--concurrency", type=int, default=8, help="items in flight at once (with --detach)")
+    export.add_crawl_flags(crawl)
     crawl.set_defaults(func=cmd_crawl)
 
     crawls = sub.add_parser("crawls", help="list crawl workflows")
@@ -396,7 +445,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     resolve = sub.add_parser("resolve", help="resolve URLs without downloading (like yt-dlp -j)")
     resolve.add_argument("urls", nargs="+")
-    resolve.add_argument("--json", action="store_true")
+    resolve.add_argument("-j", "--json", action="store_true", help="one JSON object per URL (yt-dlp's -j)")
     resolve.set_defaults(func=cmd_resolve)
 
     items = sub.add_parser("items", help="list the catalog")

@@ -126,9 +126,13 @@ async def cmd_server(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
+    from starter.cli.export import export_and_show
     from starter.demo import run_demo
 
-    return await run_demo(settings, sim_port=args.sim_port)
+    code = await run_demo(settings, sim_port=args.sim_port)
+    if code != 2:  # the simulators ran: show the catalog as named files, as `trawl export` writes them
+        await asyncio.to_thread(export_and_show, settings, settings.data_dir / "export")
+    return code
 
 
 def cmd_simulator(args: argparse.Namespace, settings: Settings) -> int:

@@ -65,7 +65,7 @@ def test_segments_per_platform_and_heartbeats_with_every_segment(sim: Simulator,
     assert result.connections == 3 and result.sha256 == media.sha256() == file_sha256(Path(result.path))
     assert all(len(b["segments"]) == 3 and b["offset"] == sum(s[2] for s in b["segments"]) for b in beats)
     done = [r["bytes_done"] for r in reports]
-    assert done == sorted(done) and done[-1] == SIZE and len(done) >= 2
+    assert done == sorted(done) and done[-1] < SIZE and len(done) >= 2  # none at completion
     how.throttle_bps = None
     result, _, _ = run(client, tmp_path / "other", sim.url("/a.mp4"), platform="weibo")
     assert result.connections == 2  # the default for platforms without their own number

@@ -163,6 +163,9 @@ def test_demo_on_the_embedded_server_twice(tmp_path: Path) -> None:
     outcomes = next(line for line in first.stdout.splitlines() if line.startswith("outcomes:"))
     assert "committed" in outcomes and "4 failed" in outcomes
     assert (tmp_path / "data" / "temporal.db").exists()
+    exported = sorted(p.relative_to(tmp_path / "data" / "export").as_posix()
+                      for p in (tmp_path / "data" / "export").rglob("*.mp4"))
+    assert "data/export/" in first.stdout and exported and all(e.rsplit("/", 1)[1] in first.stdout for e in exported)
     with pytest.raises(OSError):  # the server it started is stopped
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
     catalog_before = records(run(["items", "--json"], env, tmp_path).stdout)
@@ -172,6 +175,7 @@ def test_demo_on_the_embedded_server_twice(tmp_path: Path) -> None:
     assert second.returncode == 0, second.stdout + second.stderr
     again = next(line for line in second.stdout.splitlines() if line.startswith("outcomes:"))
     assert "committed" not in again and "duplicate" in again and "4 failed" in again
+    assert "(0 new file(s)," in second.stdout  # the export adds nothing either
     assert records(run(["items", "--json"], env, tmp_path).stdout) == catalog_before
     assert sorted(p.name for p in (tmp_path / "data" / "blobs").rglob("*") if p.is_file()) == blobs_before
     assert not any(p.is_file() for p in (tmp_path / "data" / "work").rglob("*"))

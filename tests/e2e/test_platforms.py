@@ -55,13 +55,15 @@ def test_bilibili_three_url_forms_commit_once_with_dash_streams(bili, tmp_path: 
     got = records(done.stdout)
     assert {r["canonical_key"] for r in got} == {"bilibili:BV117411r7R1"}
     assert {r["outcome"] for r in got} <= {"committed", "duplicate"} and "committed" in {r["outcome"] for r in got}
-    assert sorted(a["kind"] for a in got[0]["assets"]) == ["audio", "video"]  # no ffmpeg here: both kept
+    # no ffmpeg here: both streams kept; the cover (pic) beside them
+    assert sorted(a["kind"] for a in got[0]["assets"]) == ["audio", "thumbnail", "video"]
     # The DASH audio stream is an ISO file like the video: its kind, not its bytes, makes it audio/mp4.
-    assert {a["kind"]: a["mime"] for a in got[0]["assets"]} == {"video": "video/mp4", "audio": "audio/mp4"}
+    assert {a["kind"]: a["mime"] for a in got[0]["assets"]} == {"video": "video/mp4", "audio": "audio/mp4",
+                                                                "thumbnail": "image/jpeg"}
     listed = records(run(["items", "--json"], env, tmp_path).stdout)
     assert len(listed) == 1 and listed[0]["platform"] == "bilibili"
     assert listed[0]["canonical_url"] == "https://www.bilibili.com/video/BV117411r7R1"
-    assert blob_count(tmp_path) == 2
+    assert blob_count(tmp_path) == 3
 
 
 def test_bilibili_multipart_durl_segments(bili, tmp_path: Path, temporal_address: str) -> None:
@@ -70,8 +72,9 @@ def test_bilibili_multipart_durl_segments(bili, tmp_path: Path, temporal_address
     assert done.returncode == 0, done.stderr
     got = {r["canonical_key"]: r for r in records(done.stdout)}
     assert set(got) == {"bilibili:BV1GJ411x7h7", "bilibili:BV1GJ411x7h7_p2"}
-    assert [a["name"] for a in got["bilibili:BV1GJ411x7h7_p2"]["assets"]] == ["video-1", "video-2"]
-    assert all(Path(a["path"]).read_bytes()[:3] == b"FLV" for r in got.values() for a in r["assets"])
+    assert [a["name"] for a in got["bilibili:BV1GJ411x7h7_p2"]["assets"]] == ["thumbnail", "video-1", "video-2"]
+    assert all(Path(a["path"]).read_bytes()[:3] == (b"\xff\xd8\xff" if a["kind"] == "thumbnail" else b"FLV")
+               for r in got.values() for a in r["assets"])
 
 
 def test_resolve_and_source_through_the_cli(bili, tmp_path: Path, temporal_address: str) -> None:
@@ -81,12 +84,14 @@ def test_resolve_and_source_through_the_cli(bili, tmp_path: Path, temporal_addre
     assert resolved.returncode == 1
     first, second = records(resolved.stdout)
     assert first["canonical_key"] == "bilibili:BV117411r7R1" and first["duration"] == 486
-    assert [a["kind"] for a in first["assets"]] == ["video", "audio"] and blob_count(tmp_path) == 0
+    assert [a["kind"] for a in first["assets"]] == ["video", "audio", "thumbnail"] and blob_count(tmp_path) == 0
     assert (second["outcome"], second["error_class"]) == ("failed", "not_found")
     crawled = run(["crawl", "--json", "--source", "uploads"], env, tmp_path)
     assert crawled.returncode == 0, crawled.stderr
+    # The uploader's two-part video is listed once and crawled whole: both parts.
     assert {r["canonical_key"] for r in records(crawled.stdout)} == {"bilibili:BV117411r7R1",
-                                                                      "bilibili:BV1GJ411x7h7"}
+                                                                      "bilibili:BV1GJ411x7h7",
+                                                                      "bilibili:BV1GJ411x7h7_p2"}
     unknown = run(["crawl", "--source", "nope"], env, tmp_path)
     assert unknown.returncode == 2 and "no source named 'nope'" in unknown.stderr
 
@@ -150,9 +155,9 @@ def test_weibo_repost_commits_under_its_own_key_with_the_video(sim: Simulator, t
     assert set(got) == {f"weibo:{repost.mid}", f"weibo:{original.mid}"}
     shared = got[f"weibo:{repost.mid}"]
     assert shared["title"] == repost.title and "转发微博" not in shared["title"]
-    assert [a["kind"] for a in shared["assets"]] == ["video"]
+    assert [a["kind"] for a in shared["assets"]] == ["thumbnail", "video"]
     assert shared["assets"][0]["sha256"] == got[f"weibo:{original.mid}"]["assets"][0]["sha256"]
-    assert blob_count(tmp_path) == 1  # the reposted video is stored once
+    assert blob_count(tmp_path) == 2  # the reposted video (and its cover) is stored once
 
 
 def test_facebook_short_link_and_login_wall(sim: Simulator, tmp_path: Path, temporal_address: str) -> None:
@@ -165,7 +170,7 @@ def test_facebook_short_link_and_login_wall(sim: Simulator, tmp_path: Path, temp
     assert done.returncode == 1
     got = {r["url"]: r for r in records(done.stdout)}
     assert got[urls[0]]["canonical_key"] == got[urls[1]]["canonical_key"] == f"facebook:{classic.id}"
-    assert got[urls[0]]["assets"][0]["size"] == classic.hd_size
+    assert {a["kind"]: a["size"] for a in got[urls[0]]["assets"]}["video"] == classic.hd_size
     assert (got[urls[2]]["outcome"], got[urls[2]]["error_class"]) == ("failed", "login_required")
     assert len(records(run(["items", "--json"], env, tmp_path).stdout)) == 1
 

@@ -306,12 +306,12 @@ async def test_the_api_renders_items_and_crawls_as_the_cli_does(
 def test_the_app_is_assembled_from_one_router_per_resource(settings: Settings) -> None:
     """Every operation the app serves comes from the router of its resource."""
     from starter import api as package
-    from starter.api import crawls, health, items, jobs
+    from starter.api import crawls, health, items, jobs, watches
 
     served = {(path, method.upper()) for path, methods in package.create_app(settings).openapi()["paths"].items()
               for method in methods}
     routed: set[tuple[str, str]] = set()
-    for module in (jobs, crawls, items, health):
+    for module in (jobs, crawls, items, watches, health):
         routes = {(r.path_format, m) for r in module.router.routes for m in r.methods}
         assert routes, module.__name__
         routed |= routes

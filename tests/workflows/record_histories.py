@@ -7,8 +7,9 @@ writes each run's history as JSON, as `temporal workflow show --output json` wou
 
     .venv/bin/python -m tests.workflows.record_histories [--out DIR] [--only NAME]
 
-Existing files are overwritten; keep older ones that still matter (patches not yet deprecated)
-by copying them aside under another name first.
+Existing files are overwritten: record only new scenarios into the repository (``--only``). An
+older scenario recorded today takes today's path (the 300 kB item of ``item_committed`` now takes
+the small-item path), and its file guards the path that runs started before a patch still take.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ from starter.client import cancel_crawl, item_result, start_crawl, start_item
 from trawl.platforms.registry import build_registry
 from trawl.settings import CatalogSettings, NetSettings, PlatformsSettings, Settings, TemporalSettings
 from trawl.simulator import FileBehaviour, MediaFile, Request, Response, Simulator
-from trawl.simulator.bilibili import install_bilibili_site
+from trawl.simulator.bilibili import TEN_PARTS, install_bilibili_site
 from trawl.simulator.demo import og_page
+from trawl.simulator.hls import install_hls_site
 from workers.main import running_worker
 from workflows.crawl import CrawlWorkflow
 from workflows.media_item import SEARCH_ATTRIBUTES, MediaItemWorkflow
@@ -130,6 +132,24 @@ async def dash_two_assets(r: Recorder) -> list[WorkflowHandle]:
     return [await r.finished(await r.item(r.bilibili_url))]
 
 
+async def small_committed(r: Recorder) -> list[WorkflowHandle]:
+    """Since small-item-one-activity: a small item's download, verify and commit in one activity."""
+    r.sim.add_file("/m/small.mp4", MediaFile("mp4", "h-small", 200_000))
+    return [await r.finished(await r.item(r.sim.url("/m/small.mp4")))]
+
+
+async def thumbnail_left_out(r: Recorder) -> list[WorkflowHandle]:
+    """Since optional-thumbnails: a cover that cannot be had is left out; the video commits."""
+    r.sim.add_file("/m/with-cover.mp4", MediaFile("mp4", "h-cover", 300_000))
+    r.sim.add_page("/p/cover", og_page("Cover", "/m/with-cover.mp4", image="/gone/cover.jpg"))
+    return [await r.finished(await r.item(r.sim.url("/p/cover")))]
+
+
+async def hls_committed(r: Recorder) -> list[WorkflowHandle]:
+    """An HLS stream (a media playlist with a discontinuity) downloaded as one asset."""
+    return [await r.finished(await r.item(r.hls.url("disc")))]  # type: ignore[attr-defined]
+
+
 # -- crawl scenarios ---------------------------------------------------------------------------
 def _files(r: Recorder, tag: str, count: int, throttle: int | None = None) -> list[str]:
     for i in range(count):
@@ -170,12 +190,23 @@ async def crawl_continue_as_new(r: Recorder) -> list[WorkflowHandle]:
     return [r.client.get_workflow_handle(handle.id, run_id=w.run_id) for w in runs]
 
 
+async def crawl_multipart(r: Recorder) -> list[WorkflowHandle]:
+    """Since crawl-more-items: a bare URL of a ten-part video; the crawl queues parts 2..10."""
+    handle, _ = await start_crawl(r.client, r.settings, r.registry, [r.ten_parts_url], concurrency=4)  # type: ignore[attr-defined]
+    await asyncio.wait_for(handle.result(), 300)
+    return [handle]
+
+
 SCENARIOS: dict[str, Scenario] = {
     "item_committed": committed, "item_duplicate": duplicate, "item_failed_not_found": failed_not_found,
     "item_failed_after_retries": failed_after_retries, "item_url_expired_refetched": url_expired,
     "item_paused_resumed": paused_resumed, "item_cancelled": cancelled, "item_dash_two_assets": dash_two_assets,
     "crawl_pause_resume_add_urls": crawl_pause_resume_add, "crawl_cancelled": crawl_cancel,
     "crawl_continue_as_new": crawl_continue_as_new,
+    # Recorded after the patches small-item-one-activity, optional-thumbnails and crawl-more-items
+    # (the histories above are older and keep the paths before them replaying).
+    "item_small_committed": small_committed, "item_thumbnail_left_out": thumbnail_left_out,
+    "item_hls_committed": hls_committed, "crawl_multipart": crawl_multipart,
 }
 
 
@@ -198,6 +229,8 @@ async def record(out: Path, only: set[str] | None) -> list[Path]:
             )
             recorder = Recorder(env.client, sim, settings)
             recorder.bilibili_url = bili.url("BV117411r7R1")  # type: ignore[attr-defined]
+            recorder.ten_parts_url = bili.url(TEN_PARTS)  # type: ignore[attr-defined]
+            recorder.hls = install_hls_site(sim)  # type: ignore[attr-defined]
             async with running_worker(env.client, settings):
                 for name, scenario in SCENARIOS.items():
                     if only and name not in only:

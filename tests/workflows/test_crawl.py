@@ -6,6 +6,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
@@ -211,3 +212,39 @@ async def test_two_crawls_of_the_same_urls_cannot_starve_the_download_slots(
     assert {o for s in stats for o in s.outcomes} <= {"committed", "duplicate"}
     assert Catalog(settings.catalog_url).count() == 20  # every item once
     assert len({p.name for p in settings.blobs_dir.rglob("*") if p.is_file()}) == 20
+
+
+async def test_known_items_of_a_source_start_no_item_workflow(temporal_client: Client, tmp_path: Path,
+                                                              temporal_address: str, sim: Simulator) -> None:
+    """A source listed again (a watch's next run) counts its committed items as duplicates at
+    expansion: no item workflow, no fetch-queue slot, no request; only the new ones run."""
+    urls = files(sim, 3, tag="known")
+    listing = tmp_path / "urls.txt"
+    listing.write_text("\n".join(urls[:2]) + "\n")
+    settings = make_settings(tmp_path, temporal_address,
+                             sources=[{"name": "list", "kind": "url_file", "path": str(listing)}])
+    registry = default_registry()
+
+    def requests() -> list[int]:
+        return [sim.stats[urlsplit(url).path].requests for url in urls[:2]]
+
+    async with running_worker(temporal_client, settings):
+        first, _ = await start_crawl(temporal_client, settings, registry, [], source="list")
+        stats: CrawlStats = await asyncio.wait_for(first.result(), 60)
+        assert stats.outcomes == {"committed": 2}
+        listing.write_text("\n".join(urls) + "\n")  # the source gained one
+        before = requests()
+        second, _ = await start_crawl(temporal_client, settings, registry, [], source="list")
+        stats = await asyncio.wait_for(second.result(), 60)
+    assert stats.outcomes == {"committed": 1, "duplicate": 2}
+    assert Catalog(settings.catalog_url).count() == 3 and requests() == before
+    new_item = route_items(registry, urls[2:])[0][0].workflow_id
+    query = f"CrawlId = '{second.id}' AND WorkflowType = 'MediaItemWorkflow'"
+
+    async def started() -> list[str]:
+        return [w.id async for w in temporal_client.list_workflows(query)]
+
+    async def new_item_listed() -> bool:
+        return new_item in await started()
+    await until(new_item_listed, 20)
+    assert await started() == [new_item]  # the two known URLs ran nothing

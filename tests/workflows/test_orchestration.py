@@ -684,7 +684,15 @@ async def test_continue_as_new_carries_the_items_in_flight_and_joins_them(
     assert len(fakes.of("fetch")) == 3  # joined, not started again
     for _ in items:
         fakes.gate.release()
-    final = await asyncio.wait_for(handle.result(), DEADLINE_S)
+    # The latest run's result: following a chain of runs from the first one (handle.result())
+    # sometimes waits on the test server's long poll of a run that has already continued.
+    latest = env.client.get_workflow_handle(handle.id, result_type=CrawlStats)
+
+    async def finished() -> bool:
+        return (await latest.describe()).status != WorkflowExecutionStatus.RUNNING
+
+    await until(finished, "the crawl finished")
+    final = await asyncio.wait_for(latest.result(), DEADLINE_S)
     assert final.runs >= 2 and final.outcomes == {"committed": 6}, final
     assert final.bytes == 6 * SIZE
     assert Counter(wid for wid, _, _ in fakes.of("fetch")) == Counter({i.workflow_id: 1 for i in items})

@@ -1,4 +1,13 @@
-"""Bilibili videos: ``/video/BV...``, ``/video/av...``, ``?p=N`` parts, ``m.`` pages, b23.tv links.
+"""Bilibili videos: ``/video/BV...``, ``/video/av...``, ``?p=N`` parts, ``m.`` pages, b23.tv links,
+festival pages (``/festival/<name>?bvid=BV...``) and the player embed
+(``player.bilibili.com/player.html?aid=...&cid=...&page=N``, or ``bvid=``).
+
+A bare URL of a multi-part video is part 1 (key ``bilibili:<BV>``, as before parts were crawled)
+and names parts 2..N (``?p=N``, key ``bilibili:<BV>_p<N>``) in ``Resolved.more``, so whoever
+started it crawls every part as its own item; a URL naming a part (``?p=N``, ``?p=1``, the
+player's ``page=``) is that part alone. Each part's streams come from its own ``cid``
+(``pages[]`` of the view answer). The view answer's ``ugc_season`` (a collection of videos) is
+not expanded: no captured answer shows its shape.
 
 Metadata comes from ``x/web-interface/view``; streams from ``x/player/wbi/playurl``, signed
 with WBI keys from ``x/web-interface/nav``. A ``durl`` answer gives one asset per segment; a
@@ -15,12 +24,13 @@ import hashlib
 import re
 import time
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from trawl.errors import NotFound, ParseError, UnsupportedUrl
-from trawl.models import Asset, Resolved
+from trawl.models import Asset, MoreItem, Resolved, compact, count_or_none, upload_date
 from trawl.platforms.base import (
     ResolveContext,
     Resolver,
@@ -101,6 +111,7 @@ def _key_from_url(url: Any) -> str | None:
 class VideoRef:
     bvid: str
     page: int  # 1-based part number
+    explicit: bool = False  # the URL names the part (?p=N, the player's page=): no other parts
 
     @property
     def key(self) -> str:
@@ -115,25 +126,68 @@ class BilibiliResolver(Resolver):
         self.config = config
         video = base_pattern(r"(?:www\.|m\.)?bilibili\.com", config.page_base, config.mobile_base)
         short = base_pattern(r"b23\.tv", config.short_base)
+        player = base_pattern(r"player\.bilibili\.com")
         self.url_patterns = (
             re.compile(rf"{video}/video/(?P<id>[Bb][Vv]{BVID[2:]}|[Aa][Vv]\d+)/?(?:[?#].*)?$"),
             re.compile(rf"{short}/(?P<code>[A-Za-z0-9]+)/?(?:[?#].*)?$"),
+            re.compile(rf"{video}/festival/[^/?#]+/?\?(?:[^#]*&)?bvid=(?P<id>{BVID})(?:[&#].*)?$"),
+            re.compile(rf"{player}/player\.html\?(?:[^#]*&)?(?:aid=(?P<aid>\d+)|bvid=(?P<id>{BVID}))(?:[&#].*)?$"),
         )
         self._wbi: tuple[str, str, float] | None = None  # img_key, sub_key, fetched at
 
     # -- URLs --------------------------------------------------------------------------------
     def ref(self, url: str) -> VideoRef | None:
         """The video and part a long URL names; None for short links."""
-        match = self.url_patterns[0].match(url)
-        if not match:
-            return None
-        raw = match.group("id")
-        if raw.lower().startswith("av"):
-            bvid = av_to_bv(int(raw[2:]))
+        query = parse_qs(urlsplit(url).query)
+        match = self.url_patterns[0].match(url) or self.url_patterns[2].match(url)
+        if match:
+            raw = match.group("id")
+            if raw.lower().startswith("av"):
+                if len(raw) > 20 or int(raw[2:]) >= _MAX_AID:
+                    return None
+                bvid = av_to_bv(int(raw[2:]))
+            else:
+                bvid = "BV" + raw[2:]  # the "BV" prefix is case-insensitive in URLs, the rest is not
+            wanted = query.get("p", [None])[0]
         else:
-            bvid = "BV" + raw[2:]  # the "BV" prefix is case-insensitive in URLs, the rest is not
-        page = int_or_none(parse_qs(urlsplit(url).query).get("p", ["1"])[0]) or 1
-        return VideoRef(bvid, max(page, 1))
+            match = self.url_patterns[3].match(url)
+            if not match:
+                return None
+            if "bvid" in query:
+                bvid = query["bvid"][0]
+            else:
+                aid = int_or_none(query.get("aid", [""])[0])
+                if aid is None or not 0 < aid < _MAX_AID:
+                    return None
+                bvid = av_to_bv(aid)
+            if not re.fullmatch(BVID, bvid):
+                return None
+            wanted = query.get("page", query.get("p", ["1"]))[0]  # the embed always shows one part
+        page = int_or_none(wanted) if wanted is not None else None
+        return VideoRef(bvid, max(page or 1, 1), explicit=wanted is not None)
+
+    def part_url(self, bvid: str, page: int) -> str:
+        """The URL of one part, on the configured page base (the real site by default)."""
+        return f"{self.config.page_base.rstrip('/')}/video/{bvid}?p={page}"
+
+    def more_offline(self, url: str, metadata: dict[str, Any]) -> list[str] | None:
+        """The other parts a URL stands for, from a committed item's stored metadata.
+
+        Returns:
+            The URLs of parts 2..N for a bare URL, [] for a URL naming a part, and None when
+            the metadata cannot tell (an item committed before parts were recorded, a short
+            link): then the platform must be asked.
+        """
+        ref = self.ref(url)
+        if ref is None:
+            return None
+        if ref.explicit:
+            return []
+        parts = metadata.get("parts")
+        if not isinstance(parts, list):
+            return None
+        pages = sorted({n for n in (int_or_none(dig(p, "page")) for p in parts) if n and n > 1})
+        return [self.part_url(ref.bvid, n) for n in pages]
 
     def offline_key(self, url: str) -> str | None:
         ref = self.ref(url)
@@ -149,6 +203,8 @@ class BilibiliResolver(Resolver):
 
     def resolve(self, url: str, ctx: ResolveContext) -> Resolved:
         ref = self.ref(url)
+        if ref is None and not self.url_patterns[1].match(url):
+            raise UnsupportedUrl(f"{url}: not a Bilibili video URL (an av number beyond the BV range?)")
         if ref is None:  # a b23.tv short link: follow it, then it must be a video URL
             page = self.fetch_page(url, ctx, self._headers(), item_url=url)
             ref = self.ref(page.url)
@@ -169,20 +225,30 @@ class BilibiliResolver(Resolver):
         if part and len(pages) > 1:
             title = f"{title or bvid} (P{ref.page} {str_or_none(part.get('part')) or ''})".replace(" )", ")")
         assets = self._streams(url, bvid, cid, ctx, headers)
+        merge = "dash" if len(assets) == 2 and assets[1].kind == "audio" else None
+        cover = _cover(data.get("pic"))
+        if cover and self.config.thumbnails:
+            assets.append(Asset(name="thumbnail", kind="thumbnail", urls=[cover],
+                                headers={"Referer": self.config.referer, "User-Agent": self.config.user_agent}))
         key = VideoRef(bvid, ref.page).key
         published = int_or_none(data.get("pubdate"))
+        canonical = f"https://www.bilibili.com/video/{bvid}" + (f"?p={ref.page}" if ref.page > 1 else "")
+        duration = float_or_none((part or {}).get("duration")) or float_or_none(data.get("duration"))
+        more = []
+        if not ref.explicit and len(pages) > 1:
+            numbers = sorted({n for n in (int_or_none(p.get("page")) for p in pages) if n and n > 1})
+            more = [MoreItem(self.part_url(bvid, n)) for n in numbers]
         return Resolved(
             canonical_key=key,
-            canonical_url=f"https://www.bilibili.com/video/{bvid}" + (f"?p={ref.page}" if ref.page > 1 else ""),
+            canonical_url=canonical,
             platform=self.platform,
             title=title,
             uploader=str_or_none(dig(data, "owner", "name")),
-            duration=float_or_none((part or {}).get("duration")) or float_or_none(data.get("duration")),
+            duration=duration,
             published_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(published)) if published else None,
             assets=assets,
-            metadata={k: str(v) for k, v in (("aid", data.get("aid")), ("cid", cid),
-                                              ("merge", "dash" if len(assets) == 2 and assets[1].kind == "audio"
-                                               else "")) if v},
+            metadata=_metadata(data, key, canonical, title, duration, ref.page, part, pages, cid, cover, merge),
+            more=more,
         )
 
     def _wbi_keys(self, ctx: ResolveContext, headers: dict[str, str]) -> tuple[str, str]:
@@ -246,8 +312,12 @@ class BilibiliResolver(Resolver):
         return assets
 
     # -- sources -----------------------------------------------------------------------------
-    def uploader_video_urls(self, ctx: ResolveContext, mid: str, max_pages: int = 5) -> list[str]:
-        """Video URLs of an uploader, newest first, from ``x/space/wbi/arc/search`` pages."""
+    def uploader_video_urls(self, ctx: ResolveContext, mid: str, max_pages: int = 5,
+                            enough: Callable[[list[str]], bool] | None = None) -> list[str]:
+        """Video URLs of an uploader, newest first, from ``x/space/wbi/arc/search`` pages.
+
+        ``enough(page_urls)`` true after a page stops the listing there (its items are known).
+        """
         headers = self._headers()
         img, sub = self._wbi_keys(ctx, headers)
         urls: list[str] = []
@@ -259,7 +329,10 @@ class BilibiliResolver(Resolver):
             found = [v.get("bvid") for v in vlist if isinstance(v, dict) and isinstance(v.get("bvid"), str)]
             if not found:
                 break
-            urls += [f"{self.config.page_base.rstrip('/')}/video/{bvid}" for bvid in found]
+            page_urls = [f"{self.config.page_base.rstrip('/')}/video/{bvid}" for bvid in found]
+            urls += page_urls
+            if enough is not None and enough(page_urls):
+                break
             count = int_or_none(dig(doc, "data", "page", "count"))
             if count is not None and page * 30 >= count:
                 break
@@ -281,6 +354,55 @@ def _pick_video(videos: list[dict], wanted: int) -> dict:
 
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
+
+
+def _cover(value: Any) -> str | None:
+    url = str_or_none(value)
+    if url and url.startswith("//"):
+        url = "https:" + url
+    return url if url and url.lower().startswith(("http://", "https://")) else None
+
+
+# Topics in the uploader's ``dynamic`` text: ``#tag#`` runs, as the view answer carries them.
+_TOPIC = re.compile(r"#([^#\n]{1,64})#")
+
+
+def _metadata(data: dict[str, Any], key: str, canonical_url: str, title: str | None, duration: float | None,
+              page: int, part: dict[str, Any] | None, pages: list[dict[str, Any]], cid: int, cover: str | None,
+              merge: str | None) -> dict[str, Any]:
+    """yt-dlp's info fields from the view answer, for one part; absent fields are left out."""
+    published = int_or_none(data.get("pubdate"))
+    dynamic = data.get("dynamic") if isinstance(data.get("dynamic"), str) else ""
+    dimension = (part or {}).get("dimension") if isinstance((part or {}).get("dimension"), dict) else data.get("dimension")
+    parts = [compact({"page": int_or_none(p.get("page")), "cid": int_or_none(p.get("cid")),
+                      "title": str_or_none(p.get("part")), "duration": float_or_none(p.get("duration"))})
+             for p in pages]
+    return compact({
+        "id": key.split(":", 1)[1],
+        "bvid": str_or_none(data.get("bvid")),
+        "aid": int_or_none(data.get("aid")),
+        "cid": cid,
+        "title": title,
+        "description": str_or_none(data.get("desc")),
+        "uploader": str_or_none(dig(data, "owner", "name")),
+        "uploader_id": str(int_or_none(dig(data, "owner", "mid")) or "") or None,
+        "timestamp": published,
+        "upload_date": upload_date(published),
+        "duration": duration,
+        "view_count": count_or_none(dig(data, "stat", "view")),
+        "like_count": count_or_none(dig(data, "stat", "like")),
+        "comment_count": count_or_none(dig(data, "stat", "reply")),
+        "tags": list(dict.fromkeys(t.strip() for t in _TOPIC.findall(dynamic) if t.strip())),
+        "categories": [c for c in (str_or_none(data.get("tname")),) if c],
+        "thumbnail": cover,
+        "webpage_url": canonical_url,
+        "width": int_or_none(dig(dimension, "width")),
+        "height": int_or_none(dig(dimension, "height")),
+        "part": page if len(pages) > 1 else None,
+        "part_title": str_or_none((part or {}).get("part")) if len(pages) > 1 else None,
+        "parts": parts or [{"page": 1, "cid": cid}],
+        "merge": merge,
+    })
 
 
 def _urls(primary: Any, backups: Any) -> list[str]:

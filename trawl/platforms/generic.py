@@ -12,9 +12,11 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 
 from trawl.errors import UnsupportedUrl, classify_exception, classify_response
+from trawl.hls import MediaPlaylist, is_hls_type, is_hls_url, parse_playlist, require_vod
 from trawl.models import Asset, Resolved
 from trawl.ranges import parse_content_range
 from trawl.platforms.base import Page, ResolveContext, Resolver, _read_limited, float_or_none, int_or_none
+from trawl.settings import PlatformSettings
 from trawl.urls import canonicalize, validate_url, web_key
 
 VIDEO_EXTS = frozenset({".mp4", ".m4v", ".webm", ".mkv", ".mov", ".flv", ".ts", ".ogv"})
@@ -165,6 +167,10 @@ def _absolute(base: str, candidate: str | None) -> str | None:
         return None
 
 
+def _hls_asset(urls: list[str]) -> Asset:
+    return Asset(name="video", kind="video", urls=urls, protocol="hls")
+
+
 def _is_video(media: OgMedia) -> bool:
     if media.type:
         return media.type.startswith("video/") and media.type not in HLS_TYPES
@@ -177,6 +183,10 @@ class GenericResolver(Resolver):
     name = "generic"
     platform = "generic"
     url_patterns = (re.compile(r"https?://", re.IGNORECASE),)
+
+    def __init__(self, config: PlatformSettings | None = None) -> None:
+        # og:image beside a video is its cover, a thumbnail asset unless platforms.generic says not.
+        self.thumbnails = config.thumbnails if config is not None else True
 
     def resolve(self, url: str, ctx: ResolveContext) -> Resolved:
         url = validate_url(url)
@@ -198,8 +208,8 @@ class GenericResolver(Resolver):
                     kind = kind_from_extension(final_url)
                 if kind is not None:
                     return self._direct(final_url, kind, content_type, resp.headers)
-                if content_type in HLS_TYPES or final_url.lower().split("?")[0].endswith(".m3u8"):
-                    raise UnsupportedUrl(f"{url}: HLS playlists are not supported yet")
+                if content_type in HLS_TYPES or (is_hls_url(final_url) and "html" not in content_type):
+                    return self._hls(final_url, _read_limited(resp, ctx.max_page_bytes, url).decode("utf-8", "replace"))
                 if content_type not in ("text/html", "application/xhtml+xml"):
                     raise UnsupportedUrl(f"{url}: no media here (Content-Type {content_type or 'missing'})")
                 page = Page(final_url, resp.status_code, resp.headers, _read_limited(resp, ctx.max_page_bytes, url))
@@ -223,6 +233,17 @@ class GenericResolver(Resolver):
             assets=[Asset(name=kind, kind=kind, urls=[final_url], expected_size=size, mime=content_type or None)],
         )
 
+    def _hls(self, final_url: str, text: str) -> Resolved:
+        """A direct HLS playlist: one video asset whose segments are the file. A media playlist
+        that is live is refused here already; a master's variant is chosen by the download."""
+        playlist = parse_playlist(text, final_url)
+        if isinstance(playlist, MediaPlaylist):
+            require_vod(playlist)
+        canonical_url = canonicalize(final_url)
+        name = posixpath.basename(urlsplit(final_url).path) or None
+        return Resolved(canonical_key=web_key(canonical_url), canonical_url=canonical_url, platform=self.platform,
+                        title=name, assets=[_hls_asset([final_url])])
+
     def from_page(self, page: Page) -> Resolved:
         """Build the item from a fetched HTML page."""
         meta = parse_page_meta(page.text())
@@ -234,17 +255,24 @@ class GenericResolver(Resolver):
                 if urls:
                     assets.append(Asset(name="video", kind="video", urls=list(dict.fromkeys(urls)), mime=media.type))
                     break
+        # An og:video that is an HLS playlist, when the page offers no progressive file.
+        for media in meta.videos if not assets else []:
+            urls = [u for u in (_absolute(base, media.secure_url), _absolute(base, media.url)) if u]
+            if urls and (is_hls_type(media.type) or is_hls_url(urls[0])):
+                assets.append(_hls_asset(list(dict.fromkeys(urls))))
+                break
         if not assets:
             stream = _absolute(base, meta.og.get("twitter:player:stream"))
             ld = next((u for u in (_absolute(base, c) for c in meta.json_ld_content_urls) if u), None)
             for candidate in (stream, ld):
                 if candidate:
-                    assets.append(Asset(name="video", kind=kind_from_extension(candidate) or "video", urls=[candidate]))
+                    assets.append(_hls_asset([candidate]) if is_hls_url(candidate) else
+                                  Asset(name="video", kind=kind_from_extension(candidate) or "video", urls=[candidate]))
                     break
         if meta.images:
             image = meta.images[0]
             urls = [u for u in (_absolute(base, image.secure_url), _absolute(base, image.url)) if u]
-            if urls:
+            if urls and (self.thumbnails or not assets):
                 kind = "thumbnail" if assets else "image"
                 assets.append(Asset(name=kind, kind=kind, urls=list(dict.fromkeys(urls)), mime=image.type))
         if not assets:

@@ -59,7 +59,7 @@ def build_registry(platforms: PlatformsSettings | None = None) -> Registry:
         config = getattr(platforms, name)
         if config.enabled:
             resolvers.extend(factory(config))
-    return Registry([*resolvers, GenericResolver()])
+    return Registry([*resolvers, GenericResolver(platforms.generic)])
 
 
 def default_registry() -> Registry:

@@ -33,6 +33,7 @@ from __future__ import annotations
 import html
 import json
 import re
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Any
 from urllib.parse import quote, unquote, urlencode, urlsplit
@@ -53,7 +54,8 @@ from trawl.errors import (
     classify_weibo_answer,
     classify_weibo_redirect,
 )
-from trawl.models import Asset, Resolved
+from trawl.hls import is_hls_type, is_hls_url
+from trawl.models import Asset, Resolved, compact, count_or_none, upload_date
 from trawl.platforms.base import (
     ResolveContext,
     Resolver,
@@ -75,7 +77,8 @@ REAL_HOST = "https://weibo.com"
 BASE62 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _MID = r"\d{16}"
 _MBLOGID = r"[0-9A-Za-z]{8,10}"
-_FID = r"\d+(?::|%3[Aa])\d+"
+# A video object id: 1034:<16+ digits> or 1034:<32 hex digits> (newer videos).
+_FID = r"\d+(?::|%3[Aa])(?:[0-9a-f]{32}|\d+)"
 _TAIL = r"/?(?:[?#].*)?\Z"
 # Older API fields with a video URL, best quality first (the 720p field, then HD, then LD).
 _LEGACY_VIDEO_FIELDS = (
@@ -346,18 +349,36 @@ class WeiboResolver(Resolver):
             hint = _repost_hint(status)
             raise UnsupportedUrl(f"{url}: Weibo status {mid} has no media (no video, no pictures){hint}")
         duration = _positive(dig(carrier, "page_info", "media_info", "duration")) or play_duration
-        metadata = {"mid": mid, "mblogid": mblogid}
-        if uid:
-            metadata["uid"] = uid
+        cover = _cover(carrier.get("page_info")) if video else None
+        if cover and self.config.thumbnails:
+            assets.append(Asset(name="thumbnail", kind="thumbnail", urls=[cover], headers=dict(media_headers)))
+        canonical_url = f"{REAL_HOST}/{uid}/{mblogid}" if uid else f"https://m.weibo.cn/detail/{mid}"
+        title = _title(status, carrier)
+        published = parse_created_at(status.get("created_at"))
+        timestamp = int(datetime.fromisoformat(published).timestamp()) if published else None
+        metadata = compact({
+            "mid": mid, "mblogid": mblogid, "uid": uid,
+            # yt-dlp's info fields
+            "id": mid, "display_id": mblogid, "title": title, "description": _own_text(status),
+            "uploader": str_or_none(user.get("screen_name")), "uploader_id": uid,
+            "timestamp": timestamp, "upload_date": upload_date(timestamp), "duration": duration,
+            "view_count": count_or_none(dig(carrier, "page_info", "media_info", "online_users_number")),
+            "like_count": count_or_none(status.get("attitudes_count")),
+            "repost_count": count_or_none(status.get("reposts_count")),
+            "comment_count": count_or_none(status.get("comments_count")),
+            "tags": [t for t in (str_or_none(dig(topic, "topic_title")) for topic in _as_list(status.get("topic_struct")))
+                     if t],
+            "thumbnail": cover, "webpage_url": canonical_url,
+        })
         return Resolved(
             canonical_key=f"weibo:{mid}",
-            canonical_url=f"{REAL_HOST}/{uid}/{mblogid}" if uid else f"https://m.weibo.cn/detail/{mid}",
+            canonical_url=canonical_url,
             platform=PLATFORM,
             assets=assets,
-            title=_title(status, carrier),
+            title=title,
             uploader=str_or_none(user.get("screen_name")),
             duration=duration,
-            published_at=parse_created_at(status.get("created_at")),
+            published_at=published,
             metadata=metadata,
         )
 
@@ -367,12 +388,14 @@ def resolvers(config: WeiboSettings) -> list[Resolver]:
     return [WeiboResolver(config)]
 
 
-def user_post_urls(config: WeiboSettings, ctx: ResolveContext, uid: str, max_pages: int = 5) -> list[str]:
+def user_post_urls(config: WeiboSettings, ctx: ResolveContext, uid: str, max_pages: int = 5,
+                   enough: Callable[[list[str]], bool] | None = None) -> list[str]:
     """The post URLs of user ``uid``, newest first, from the mobile profile feed.
 
     Reads ``GET {mobile_base}/api/container/getIndex?containerid=107603<uid>&page=N`` for
     N = 1..max_pages, stopping at the first page without posts (the real API answers
-    ``{"ok": 0, "msg": "这里还没有内容", "data": {"cards": []}}`` past the end).
+    ``{"ok": 0, "msg": "这里还没有内容", "data": {"cards": []}}`` past the end), or after the
+    first page for which ``enough(page_urls)`` is true (its items are known).
 
     Raises:
         TrawlError: classified (rate limited, network, a page that is not JSON...).
@@ -387,6 +410,8 @@ def user_post_urls(config: WeiboSettings, ctx: ResolveContext, uid: str, max_pag
         if not found:
             break
         urls.extend(found)
+        if enough is not None and enough(found):
+            break
     return list(dict.fromkeys(urls))  # a post can move to the next page while we page
 
 
@@ -407,6 +432,21 @@ def parse_created_at(value: Any) -> str | None:
     except ValueError:
         return None
     return moment.isoformat()
+
+
+def _cover(page_info: Any) -> str | None:
+    """The video's page picture: ``page_pic`` (a URL on the desktop API, ``{url}`` on the mobile
+    one), else ``pic_info.pic_big.url``."""
+    for candidate in (dig(page_info, "page_pic"), dig(page_info, "page_pic", "url"),
+                      dig(page_info, "pic_info", "pic_big", "url")):
+        url = _media_url(candidate)
+        if url:
+            return url
+    return None
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _positive(value: Any) -> float | None:
@@ -528,18 +568,39 @@ def _video_asset(page_info: Any, headers: dict[str, str]) -> tuple[Asset | None,
                       expected_size=size if size and size > 0 else None,
                       mime=str_or_none(best.get("mime")))
         return asset, _positive(best.get("duration"))
+    stream = _best_playback(dig(page_info, "media_info", "playback_list"), hls=True)
+    if stream is not None:  # only an HLS entry (video/mp2t, an _index.m3u8 playlist)
+        return Asset(name="video", kind="video", urls=[stream["url"]], headers=dict(headers),
+                     protocol="hls"), _positive(stream.get("duration"))
     # Older answers name several qualities and no sizes; the lower ones are backups. Without an
     # expected size a backup's different length cannot fail verification, and the downloader
     # only resumes a partial file across URLs when the ETag still matches.
     urls = [_media_url(dig(page_info, *path)) for path in _LEGACY_VIDEO_FIELDS]
     urls = list(dict.fromkeys(u for u in urls if u))
+    # A live replay's stream_url (wblive-out's room/play, answering 302 to a playlist) and
+    # replay_hd are HLS; a progressive file among the fields is preferred.
+    playlists = [u for u in [*urls, _media_url(dig(page_info, "media_info", "replay_hd"))] if u and _is_hls_source(u)]
+    urls = [u for u in urls if u not in playlists]
+    if not urls and playlists:
+        return Asset(name="video", kind="video", urls=list(dict.fromkeys(playlists)), headers=dict(headers),
+                     protocol="hls"), None
     if not urls:
         return None, None
     return Asset(name="video", kind="video", urls=urls, headers=dict(headers)), None
 
 
-def _best_playback(entries: Any) -> dict[str, Any] | None:
-    """The ``play_info`` of the highest ``meta.quality_index`` that is a progressive video.
+def _is_hls_source(url: str) -> bool:
+    return is_hls_url(url) or _path_of(url).endswith("/wblive/room/play")
+
+
+def _is_hls_entry(info: dict[str, Any]) -> bool:
+    mime = (str_or_none(info.get("mime")) or "").lower()
+    return mime == "video/mp2t" or is_hls_type(mime) or is_hls_url(str(info.get("url")))
+
+
+def _best_playback(entries: Any, hls: bool = False) -> dict[str, Any] | None:
+    """The ``play_info`` of the highest ``meta.quality_index`` that is a progressive video
+    (with ``hls``: that is an HLS playlist).
 
     Image entries (``scrubber_*`` thumbnail sprites) and non-``general`` protocols (DASH, HLS
     manifests, which are not one file) are skipped.
@@ -547,14 +608,14 @@ def _best_playback(entries: Any) -> dict[str, Any] | None:
     best: tuple[tuple[int, int], dict[str, Any]] | None = None
     for entry in entries if isinstance(entries, list) else []:
         info = dig(entry, "play_info")
-        if not isinstance(info, dict) or not _media_url(info.get("url")):
+        if not isinstance(info, dict) or not _media_url(info.get("url")) or _is_hls_entry(info) != hls:
             continue
         mime = str_or_none(info.get("mime"))
-        if mime is not None and not mime.lower().startswith("video/"):
+        if not hls and mime is not None and not mime.lower().startswith("video/"):
             continue
-        if mime is None and not _path_of(str(info["url"])).lower().endswith(".mp4"):
+        if not hls and mime is None and not _path_of(str(info["url"])).lower().endswith(".mp4"):
             continue
-        if str_or_none(info.get("protocol")) not in (None, "general"):
+        if not hls and str_or_none(info.get("protocol")) not in (None, "general"):
             continue
         rank = (int_or_none(dig(entry, "meta", "quality_index")) or int_or_none(info.get("height")) or 0,
                 int_or_none(info.get("bitrate")) or 0)

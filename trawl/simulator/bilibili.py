@@ -2,10 +2,12 @@
 
 ``BV117411r7R1`` is the captured ``view`` answer with the captured DASH ``playurl`` answer;
 ``BV1GJ411x7h7`` is a two-part video built from the same shapes whose streams come as
-``durl`` (part 2 in two segments); ``BV17x411w7KC`` is deleted (code -404). With
-``rewrite_media`` every stream URL points at signed, expiring media on the simulator that
-answers 403 without ``Referer: https://www.bilibili.com/``; without it the captured answers are
-served verbatim. ``playurl`` and the uploader search check the WBI signature.
+``durl`` (part 2 in two segments); :data:`TEN_PARTS` is the ten-part video of the derived
+``bilibili_view_10pages_derived.json`` (the captured view answer with ``pages[]`` grown to ten;
+each part's ``playurl`` is the captured ``durl`` answer); ``BV17x411w7KC`` is deleted (code -404).
+With ``rewrite_media`` every stream URL and the cover (``pic``) point at signed, expiring media
+on the simulator that answers 403 without ``Referer: https://www.bilibili.com/``; without it the
+captured answers are served verbatim. ``playurl`` and the uploader search check the WBI signature.
 
 Error answers of ``view`` (:data:`VIEW_ERRORS`): the envelope ``{"code", "message", "ttl"}`` is
 the captured one (``bilibili_error_-412.json``); the codes are not captured. 62012 "仅UP主自己可见"
@@ -37,6 +39,7 @@ from trawl.simulator.signed import SignedMedia
 IMG_KEY = "7cd084941338484aae1ad9425b84077c"
 SUB_KEY = "4932caff0ff746eab6f01bf08b70ac45"
 UPLOADER_MID = "66606350"
+TEN_PARTS = "BV1KW411x7jc"  # av20261130: ten parts, from the derived view answer
 SHORT_LINK = "kpLP9MF"
 SHORT_LINK_NOT_VIDEO = "xNotVid"
 PRIVATE_VIDEO = "BV1fx411c7Z8"  # av114514: answers 62012, visible only to its uploader
@@ -105,10 +108,21 @@ class BilibiliSite:
         later["backup_url"] = [u.replace("-1-64.flv", "-2-64.flv") for u in segment.get("backup_url") or []]
         two["data"]["durl"].append(later)
         self.videos["BV1GJ411x7h7"] = Video("BV1GJ411x7h7", multi, {1001: durl, 1002: two})
+        ten = reference_json("bilibili_view_10pages_derived.json")
+        self.videos[TEN_PARTS] = Video(TEN_PARTS, ten, {page["cid"]: copy.deepcopy(durl)
+                                                        for page in ten["data"]["pages"]})
         if self.rewrite_media:
             for video in self.videos.values():
                 for cid, answer in video.playurl.items():
                     self._rewrite(answer, f"{video.bvid}-{cid}")
+                self._rewrite_cover(video)
+
+    def _rewrite_cover(self, video: Video) -> None:
+        """The cover (``pic``) as a signed JPEG on the simulator, one per video."""
+        assert self.media is not None
+        name = f"{video.bvid}/g{self.generation}/cover.jpg"
+        self.media.add(name, MediaFile("jpeg", f"{video.bvid}-cover", 40_000 + len(video.bvid)))
+        video.view["data"]["pic"] = self.media.url(name)
 
     def _rewrite(self, answer: dict, stem: str) -> None:
         """Point every stream at signed simulator media of a small size (and fix sizes).
@@ -207,7 +221,7 @@ class BilibiliSite:
             return _json({"code": -403, "message": "访问权限不足", "ttl": 1})
         page = int(req.arg("pn") or 1)
         listed = [{"bvid": v.bvid, "aid": v.view["data"]["aid"], "title": v.view["data"]["title"]}
-                  for v in self.videos.values()] if req.arg("mid") == UPLOADER_MID else []
+                  for v in self.videos.values() if str(v.view["data"]["owner"]["mid"]) == req.arg("mid")]
         size = int(req.arg("ps") or 30)
         chunk = listed[(page - 1) * size: page * size]
         return _json({"code": 0, "message": "0", "ttl": 1, "data": {

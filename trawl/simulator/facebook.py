@@ -5,6 +5,13 @@ names PLATFORMS.md documents: several ``<script type="application/json" data-sjs
 video node nested a few levels deep inside ``require`` arrays the way real pages nest their
 Relay payloads, a neighbouring video's node (which a resolver must not take), and OpenGraph tags.
 
+Posts (:data:`POSTS`): a post's page carries its videos where public downloaders read them, the
+story's ``attachments[].styles.attachment.media`` (one video) or
+``...attachment.all_subattachments.nodes[].media`` (several), an event's
+``event.cover_media_renderer.cover_video``, with a suggested neighbour outside them; the nesting
+is modelled on those downloaders' code, not captured. Every video node has a cover
+(``preferred_thumbnail.image.uri``); the OpenGraph-only video's page names it in ``og:image``.
+
 fb.watch is another host, and a simulator is one host. Short links are therefore served on the
 same simulator under :data:`SHORT_PREFIX`; :meth:`FacebookSite.settings` points ``short_base``
 there, and the resolver matches configured bases exactly, so ``<short_base>/<code>/`` is a
@@ -36,6 +43,16 @@ REMOVED_ID = "5099887766554433"  # answers 404
 UNAVAILABLE_ID = "5100000000000001"  # answers 200 "This content isn't available right now"
 NO_VIDEO_ID = "6000000000000001"  # a page whose JSON only has a neighbour's video: parse error
 BLOCKED_ID = "7000000000000001"  # answers 200 "You're Temporarily Blocked" (rate limiting)
+CLASSIC_ID, REEL_ID = "1029384756473829", "2847561930284756"
+# Post pages (path and query as served) -> the ids of the videos attached to them, in order.
+POSTS: dict[str, tuple[str, ...]] = {
+    "/harbourcouncil/posts/pfbid02Harbour7LightsAtDusk9x": (CLASSIC_ID,),  # one video
+    f"/groups/tidewatchers/posts/4048563708499330": (REEL_ID,),
+    f"/groups/tidewatchers/permalink/4048563708499331": (CLASSIC_ID,),
+    "/permalink.php?story_fbid=pfbid0TwoClipsOfTheHarbour1&id=100064102938475": (CLASSIC_ID, REEL_ID),  # two
+    "/events/1509582499515440": (REEL_ID,),  # the event's cover video
+    "/harbourcouncil/posts/3141592653589793": (),  # a photo post: no video
+}
 
 
 @dataclass(frozen=True)
@@ -132,6 +149,7 @@ class FacebookSite:
         sim.add_route(r"/reel/(?P<id>\d+)/?", self._serve_page)
         sim.add_route(r"/[^/]+/videos/(?:[^/]+/)?(?P<id>\d+)/?", self._serve_page)
         sim.add_route(r"/share/(?P<kind>[vr])/(?P<code>[\w-]+)/?", self._serve_share)
+        sim.add_route(r"/[^/]+/posts/[^/]+/?|/groups/.+|/permalink\.php|/story\.php|/events/.+", self._serve_post)
         sim.add_route(rf"{re.escape(SHORT_PREFIX)}/(?P<code>[\w-]+)/?", self._serve_short)
         for video in VIDEOS:  # a page's own profile: no video on it
             sim.add_page(f"/{video.page}", f"<html><head><title>{video.uploader or video.page}</title></head></html>")
@@ -179,7 +197,8 @@ class FacebookSite:
             og |= {"og:title": video.title, "og:url": f"https://www.facebook.com/watch/?v={video.id}"}
             if video.layout == "og":
                 url = self.media_url(video.id, "sd")
-                og |= {"og:video": url, "og:video:secure_url": url, "og:video:type": "video/mp4"}
+                og |= {"og:video": url, "og:video:secure_url": url, "og:video:type": "video/mp4",
+                       "og:image": self.media_url(video.id, "cover")}
             else:
                 blocks.append(_relay("CometVideoRootQueryRelayPreloader_1",
                                      {"video": {"story": {"attachments": [{"media": self._video_node(video)}]}}}))
@@ -197,11 +216,39 @@ class FacebookSite:
 
     # -- internals ---------------------------------------------------------------------------
     def _media_name(self, video_id: str, quality: str) -> str:
-        return f"{video_id}_{quality}_g{self._generation}_n.mp4"
+        return f"{video_id}_{quality}_g{self._generation}_n.{'jpg' if quality == 'cover' else 'mp4'}"
 
     def _publish_media(self) -> None:
         for (video_id, quality), media in self._media.items():
             self._behaviours.append(self.cdn.add(self._media_name(video_id, quality), media))
+        for video in VIDEOS:
+            media = MediaFile("jpeg", f"facebook-{video.id}-cover", 30_000 + int(video.id[-3:]))
+            self._behaviours.append(self.cdn.add(self._media_name(video.id, "cover"), media))
+
+    def post_html(self, path: str) -> str | None:
+        """The page of a post in :data:`POSTS` (None for another path), its videos attached."""
+        ids = POSTS.get(path)
+        if ids is None:
+            return None
+        nodes = [{**self._video_node(self.videos[i]), "name": self.videos[i].title} for i in ids]
+        if path.startswith("/events/"):
+            data: dict[str, Any] = {"event": {"name": "Harbour festival", "cover_media_renderer": {
+                "cover_video": nodes[0]}}}
+        else:
+            if len(nodes) == 1:
+                attachment: dict[str, Any] = {"media": nodes[0]}
+            else:
+                attachment = {"all_subattachments": {"count": len(nodes), "nodes": [{"media": n} for n in nodes]}}
+            data = {"node": {"__typename": "Story", "comet_sections": {"content": {"story": {
+                "attachments": [{"styles": {"attachment": attachment}}] if nodes else []}}}}}
+        blocks = [{"define": [["SiteData", [], {"server_revision": 1012345678, "locale": "en_US"}, 317]]},
+                  _relay("CometSinglePostContentQueryRelayPreloader_1", data),
+                  _relay("CometVideoSuggestionsRelayPreloader_3", {"suggested": [{"media": self._neighbour_node(
+                      ids[0] if ids else "")}]})]
+        scripts = "\n".join(_script(block) for block in blocks)
+        return (f'<!DOCTYPE html><html lang="en"><head><title>Harbour Council | Facebook</title>'
+                f'<meta property="og:title" content="Harbour Council" /></head><body><div id="mount_0_0"></div>\n'
+                f"{scripts}\n</body></html>")
 
     def _video_node(self, video: FbVideo) -> dict[str, Any]:
         hd = self.media_url(video.id, "hd") if video.hd_size else None
@@ -210,6 +257,7 @@ class FacebookSite:
             "__typename": "Video", "id": video.id, "videoId": video.id, "is_live_streaming": False,
             "owner": {"__typename": "Page", "id": "100064" + video.id[:8], "name": video.uploader},
             "playable_duration_in_ms": int(video.duration * 1000) if video.duration else None,
+            "preferred_thumbnail": {"image": {"uri": self.media_url(video.id, "cover")}},
         }
         if video.layout == "classic":
             node |= {"playable_url": sd, "playable_url_quality_hd": hd, "browser_native_sd_url": sd,
@@ -253,6 +301,14 @@ class FacebookSite:
             with self._lock:
                 return self._html(self.page_html(video_id))
         return self._html(_NOT_FOUND, 404)  # REMOVED_ID and every unknown id
+
+    def _serve_post(self, req: Request) -> Response:
+        query = "&".join(f"{k}={v}" for k, values in req.query.items() for v in values)
+        path = req.path.rstrip("/") + (f"?{query}" if query else "")
+        with self._lock:
+            self.page_requests += 1
+            page = self.post_html(path)
+        return self._html(page) if page is not None else self._html(_NOT_FOUND, 404)
 
     def _redirect(self, target: str | None) -> Response:
         if target is None:

@@ -100,6 +100,12 @@ class WeiboPost:
     duration: float | None
     source: str  # the reference file it comes from, or "synthetic"
     oid: str | None = None  # the video's object id, "1034:<digits>", for tv/show URLs
+
+    @property
+    def hex_oid(self) -> str | None:
+        """A second, newer-style object id for the same video, ``1034:<32 hex digits>`` (the
+        form yt-dlp's tests show; synthetic here: the md5 of ``oid``)."""
+        return f"1034:{hashlib.md5(self.oid.encode()).hexdigest()}" if self.oid else None
     desktop: dict[str, Any] = field(default_factory=dict, repr=False)  # desktop API answer
     mobile: dict[str, Any] = field(default_factory=dict, repr=False)  # mobile API answer
     mobile_raw: bytes | None = field(default=None, repr=False)  # captured bytes of the mobile answer
@@ -238,7 +244,7 @@ class WeiboSite:
         if refused is not None:
             return refused
         fid = (req.arg("page") or "").rsplit("/", 1)[-1]
-        post = next((p for p in self.posts.values() if p.oid and p.oid == fid), None)
+        post = next((p for p in self.posts.values() if p.oid and fid in (p.oid, p.hex_oid)), None)
         if post is None:
             return _json({"code": "100010", "msg": "视频不存在", "data": {}})
         page_info = post.desktop.get("page_info") or {}

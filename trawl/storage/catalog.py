@@ -31,7 +31,8 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship, selectinload, sessionmaker
 
-from trawl.errors import StorageError
+from trawl.errors import StorageError, TrawlError
+from trawl.urls import canonicalize, url_sha1
 
 
 class Base(DeclarativeBase):
@@ -79,6 +80,25 @@ class AssetRow(Base):
     source_url: Mapped[str | None] = mapped_column(Text)
 
     item: Mapped[Item] = relationship(back_populates="assets")
+
+
+class UrlAlias(Base):
+    """A URL form (canonicalised) that led to a committed item: a page, a direct file, a short link."""
+
+    __tablename__ = "url_aliases"
+
+    url_sha1: Mapped[str] = mapped_column(String(40), primary_key=True)  # of the canonical URL
+    url: Mapped[str] = mapped_column(Text)
+    canonical_key: Mapped[str] = mapped_column(String(255), index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
+
+
+def alias_form(url: str) -> str | None:
+    """The form a URL is remembered under (its canonical URL), or None for a URL that has none."""
+    try:
+        return canonicalize(url)
+    except TrawlError:
+        return None
 
 
 @dataclass
@@ -204,7 +224,66 @@ class Catalog:
                 session.add(AssetRow(item_id=item_id, name=asset.name, kind=asset.kind, sha256=asset.sha256,
                                      size=asset.size, mime=asset.mime, key=asset.key,
                                      source_url=asset.source_url))
+            self._remember(session, [source_url, canonical_url], canonical_key)
             return True
+
+    def remember_urls(self, urls: list[str], canonical_key: str) -> None:
+        """Record URL forms that lead to ``canonical_key`` (idempotent; the first mapping stays)."""
+        with _storage_errors("catalog write failed"), self._session.begin() as session:
+            self._remember(session, urls, canonical_key)
+
+    def _remember(self, session: Any, urls: list[str], canonical_key: str) -> None:
+        insert = postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert
+        forms = {form for form in map(alias_form, urls) if form}
+        if not forms:
+            return
+        rows = [dict(url_sha1=url_sha1(form), url=form, canonical_key=canonical_key, created_at=_now())
+                for form in sorted(forms)]
+        session.execute(insert(UrlAlias).values(rows).on_conflict_do_nothing(index_elements=["url_sha1"]))
+
+    def key_for_url(self, url: str) -> str | None:
+        """The canonical key a URL form led to before, if the catalog remembers one."""
+        form = alias_form(url)
+        if form is None:
+            return None
+        with _storage_errors("catalog read failed"), self._session() as session:
+            return session.scalar(select(UrlAlias.canonical_key).where(UrlAlias.url_sha1 == url_sha1(form)))
+
+    def committed_keys(self, keys: list[str]) -> set[str]:
+        """Which of ``keys`` are committed items (one query)."""
+        if not keys:
+            return set()
+        with _storage_errors("catalog read failed"), self._session() as session:
+            found: set[str] = set()
+            unique = sorted(set(keys))
+            for start in range(0, len(unique), 500):  # bound the IN list
+                found.update(session.scalars(select(Item.canonical_key).where(
+                    Item.canonical_key.in_(unique[start:start + 500]), Item.status == "committed")))
+            return found
+
+    def keys_for_urls(self, urls: list[str]) -> dict[str, str]:
+        """URL -> canonical key for the URL forms the catalog remembers (one query per 500 URLs)."""
+        by_hash: dict[str, list[str]] = {}
+        for url in urls:
+            form = alias_form(url)
+            if form:
+                by_hash.setdefault(url_sha1(form), []).append(url)
+        found: dict[str, str] = {}
+        if not by_hash:
+            return found
+        hashes = sorted(by_hash)
+        with _storage_errors("catalog read failed"), self._session() as session:
+            for start in range(0, len(hashes), 500):
+                for sha, key in session.execute(select(UrlAlias.url_sha1, UrlAlias.canonical_key).where(
+                        UrlAlias.url_sha1.in_(hashes[start:start + 500]))):
+                    found.update(dict.fromkeys(by_hash[sha], key))
+        return found
+
+    def metadata(self, canonical_key: str) -> dict[str, Any]:
+        """The metadata an item was committed with ({} for none or no such item)."""
+        with _storage_errors("catalog read failed"), self._session() as session:
+            found = session.scalar(select(Item.metadata_json).where(Item.canonical_key == canonical_key))
+        return found if isinstance(found, dict) else {}
 
     def get(self, canonical_key: str) -> CatalogItem | None:
         with _storage_errors("catalog read failed"), self._session() as session:

@@ -16,6 +16,7 @@ from trawl.simulator.bilibili import (
     PRIVATE_VIDEO,
     SHORT_LINK,
     SHORT_LINK_NOT_VIDEO,
+    TEN_PARTS,
     UNLISTED_CODE,
     UNLISTED_CODE_VIDEO,
     UPLOADER_MID,
@@ -94,11 +95,22 @@ def test_dash_video_resolves_to_the_captured_fields(verbatim) -> None:
     # quality 80 wanted: the 1080P streams; AVC (codecid 7) preferred over HEVC.
     best = next(v for v in dash["video"] if v["id"] == 80 and v["codecid"] == 7)
     audio = max(dash["audio"], key=lambda a: a["bandwidth"])
-    video_asset, audio_asset = item.assets
+    video_asset, audio_asset, cover = item.assets
     assert (video_asset.kind, video_asset.urls) == ("video", [best["baseUrl"], *best["backupUrl"]])
     assert (audio_asset.kind, audio_asset.urls[0]) == ("audio", audio["baseUrl"])
     assert video_asset.headers["Referer"] == "https://www.bilibili.com/"
+    assert (cover.name, cover.kind, cover.urls) == ("thumbnail", "thumbnail", [view["pic"]])
     assert item.metadata["merge"] == "dash"
+    # yt-dlp's info fields, from the captured view answer
+    meta = item.metadata
+    assert (meta["id"], meta["aid"], meta["cid"]) == ("BV117411r7R1", 85440373, 146044693)
+    assert (meta["uploader"], meta["uploader_id"]) == ("陈楒潼桶桶桶", "66606350")
+    assert (meta["timestamp"], meta["upload_date"], meta["duration"]) == (1580377255, "20200130", 486.0)
+    assert (meta["view_count"], meta["like_count"], meta["comment_count"]) == (2404179, 161270, 2676)
+    assert meta["description"] == view["desc"] and meta["thumbnail"] == view["pic"]
+    assert meta["tags"][:3] == ["全民音乐UP主", "CB", "warma"] and meta["categories"] == ["原创音乐"]
+    assert meta["parts"] == [{"page": 1, "cid": 146044693, "title": view["pages"][0]["part"], "duration": 486.0}]
+    assert "part" not in meta and item.more == []  # one part: nothing more to crawl
 
 
 def test_quality_setting_picks_the_stream(sim: Simulator, client: httpx.Client) -> None:
@@ -156,12 +168,15 @@ def test_durl_parts_and_segments(verbatim) -> None:
     durl = reference_json("bilibili_playurl_durl_1.json")["data"]["durl"][0]
     first = resolver.resolve(site.url("BV1GJ411x7h7"), ctx)
     assert first.canonical_key == "bilibili:BV1GJ411x7h7" and "P1 上集" in (first.title or "")
-    assert [(a.name, a.urls[0], a.expected_size) for a in first.assets] == [("video", durl["url"], durl["size"])]
+    assert [(a.name, a.urls[0], a.expected_size) for a in first.assets] == [
+        ("video", durl["url"], durl["size"]), ("thumbnail", site.videos["BV1GJ411x7h7"].view["data"]["pic"], None)]
     assert first.assets[0].urls[1:] == durl["backup_url"]
+    assert [m.url for m in first.more] == [site.url("BV1GJ411x7h7", page=2)]  # the bare URL names part 2
     second = resolver.resolve(site.sim.url("/video/av80433022?p=2"), ctx)
     assert second.canonical_key == "bilibili:BV1GJ411x7h7_p2"
     assert second.canonical_url == "https://www.bilibili.com/video/BV1GJ411x7h7?p=2"
-    assert [a.name for a in second.assets] == ["video-1", "video-2"] and second.duration == 180
+    assert [a.name for a in second.assets] == ["video-1", "video-2", "thumbnail"] and second.duration == 180
+    assert second.more == [] and (second.metadata["part"], second.metadata["cid"]) == (2, 1002)
 
 
 def test_short_link_is_followed_and_tracking_dropped(verbatim) -> None:
@@ -240,3 +255,95 @@ def test_mangled_answers_only_raise_classified_errors(sim: Simulator, client: ht
             resolver.resolve(site.url("BV117411r7R1"), ctx)
         except TrawlError:
             pass
+
+
+# -- issue 17: every part, every URL form ------------------------------------------------------
+PASTED_FORMS = [
+    # the forms of yt-dlp's extractor tests, and the key each must give offline
+    ("https://www.bilibili.com/festival/2023honkaiimpact3gala?bvid=BV1ay4y1d77f", "bilibili:BV1ay4y1d77f"),
+    ("https://www.bilibili.com/festival/bh3-7th?bvid=BV1tr4y1f7p2&", "bilibili:BV1tr4y1f7p2"),
+    ("https://www.bilibili.com/festival/bh3-7th?from=x&bvid=BV1tr4y1f7p2#reply", "bilibili:BV1tr4y1f7p2"),
+    ("http://player.bilibili.com/player.html?aid=85440373&cid=146044693&page=1", "bilibili:BV117411r7R1"),
+    ("https://player.bilibili.com/player.html?cid=1002&aid=80433022&page=2", "bilibili:BV1GJ411x7h7_p2"),
+    ("https://player.bilibili.com/player.html?bvid=BV1GJ411x7h7&p=2&autoplay=0", "bilibili:BV1GJ411x7h7_p2"),
+    ("https://www.bilibili.com/video/BV1bK411W797?p=1", "bilibili:BV1bK411W797"),  # part 1 keeps the bare key
+    ("https://www.bilibili.com/video/BV1ms411Q7vw/?p=4", "bilibili:BV1ms411Q7vw_p4"),
+    ("http://www.bilibili.com/video/av1074402/", "bilibili:BV11x411K7CN"),
+    ("https://www.bilibili.com/video/av8903802/", "bilibili:BV13x41117TL"),
+]
+
+
+@pytest.mark.parametrize(("url", "key"), PASTED_FORMS)
+def test_pasted_forms_and_their_keys(url: str, key: str) -> None:
+    assert REAL.claims(url) and REAL.offline_key(url) == key
+
+
+@pytest.mark.parametrize("url", [
+    "https://www.bilibili.com/festival/2023honkaiimpact3gala",  # no video named
+    "https://player.bilibili.com/player.html?cid=146044693",
+    "https://player.bilibili.com/player.html?aid=99999999999999999999",  # beyond the BV range
+    "https://www.bilibili.com/video/av99999999999999999999",
+])
+def test_forms_naming_no_video_have_no_key(url: str) -> None:
+    assert REAL.offline_key(url) is None
+
+
+@pytest.mark.parametrize(("url", "explicit"), [
+    ("https://www.bilibili.com/video/BV117411r7R1", False),
+    ("https://www.bilibili.com/festival/x?bvid=BV117411r7R1", False),
+    ("https://www.bilibili.com/video/BV117411r7R1?p=1", True),  # naming part 1 is not the whole video
+    ("https://player.bilibili.com/player.html?aid=85440373", True),  # the embed plays one part
+])
+def test_only_a_bare_url_stands_for_every_part(url: str, explicit: bool) -> None:
+    ref = REAL.ref(url)
+    assert ref is not None and ref.explicit is explicit
+
+
+def test_ten_part_video_bare_url_is_part_one_naming_the_other_nine(sim: Simulator, client: httpx.Client) -> None:
+    site = install_bilibili_site(sim)
+    resolver = BilibiliResolver(site.settings())
+    ctx = ResolveContext(client, 5 << 20)
+    view = reference_json("bilibili_view_10pages_derived.json")["data"]
+    first = resolver.resolve(site.url(TEN_PARTS), ctx)
+    assert first.canonical_key == f"bilibili:{TEN_PARTS}"  # part 1 keeps the key items had before parts
+    assert [m.url for m in first.more] == [site.url(TEN_PARTS, page=n) for n in range(2, 11)]
+    assert [p["cid"] for p in first.metadata["parts"]] == [p["cid"] for p in view["pages"]]
+    assert (first.metadata["part"], first.metadata["cid"], first.duration) == (1, view["pages"][0]["cid"], 60)
+    assert [a.kind for a in first.assets] == ["video", "thumbnail"]
+    seen = {first.assets[0].urls[0]}
+    for page in (2, 7, 10):
+        part = resolver.resolve(site.url(TEN_PARTS, page=page), ctx)
+        # Each part is its own item with its own cid's streams, and names nothing more.
+        assert part.canonical_key == f"bilibili:{TEN_PARTS}_p{page}" and part.more == []
+        assert part.metadata["cid"] == view["pages"][page - 1]["cid"] and f"P{page} 第{page}集" in (part.title or "")
+        assert part.assets[0].urls[0] not in seen
+        seen.add(part.assets[0].urls[0])
+    # ?p=1 is part 1 alone: no other parts
+    assert resolver.resolve(site.url(TEN_PARTS) + "?p=1", ctx).more == []
+    # the player embed resolves the part it plays
+    embed = f"https://player.bilibili.com/player.html?aid=20261130&cid={view['pages'][2]['cid']}&page=3"
+    assert resolver.resolve(embed, ctx).canonical_key == f"bilibili:{TEN_PARTS}_p3"
+
+
+def test_festival_page_resolves_without_fetching_the_page(sim: Simulator, client: httpx.Client) -> None:
+    site = install_bilibili_site(sim)
+    item = BilibiliResolver(site.settings()).resolve(
+        "https://www.bilibili.com/festival/2020bnj?bvid=BV117411r7R1", ResolveContext(client, 5 << 20))
+    assert item.canonical_key == "bilibili:BV117411r7R1"
+    assert not [path for path in sim.stats if path.startswith("/festival")]
+
+
+def test_parts_known_offline_from_stored_metadata() -> None:
+    stored = {"parts": [{"page": 1, "cid": 1}, {"page": 2, "cid": 2}, {"page": 3, "cid": 3}]}
+    bare = "https://www.bilibili.com/video/BV1GJ411x7h7"
+    assert REAL.more_offline(bare, stored) == [f"{bare}?p=2", f"{bare}?p=3"]
+    assert REAL.more_offline(bare + "?p=2", stored) == []  # a part stands for itself only
+    assert REAL.more_offline(bare, {"aid": "80433022"}) is None  # committed before parts were recorded: ask
+    assert REAL.more_offline("https://b23.tv/kpLP9MF", stored) is None
+
+
+def test_thumbnails_setting_off(sim: Simulator, client: httpx.Client) -> None:
+    site = install_bilibili_site(sim)
+    item = BilibiliResolver(site.settings(thumbnails=False)).resolve(site.url("BV117411r7R1"),
+                                                                    ResolveContext(client, 5 << 20))
+    assert [a.kind for a in item.assets] == ["video", "audio"] and item.metadata["thumbnail"]

@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import httpx
 import pytest
@@ -126,8 +126,13 @@ def _check(item: Resolved, video: FbVideo, resolver: FacebookResolver, client: h
     assert item.canonical_url == f"https://www.facebook.com/watch/?v={video.id}"
     assert (item.platform, item.title, item.uploader, item.duration) == (
         "facebook", video.title, video.uploader, video.duration)
-    [asset] = item.assets
+    asset, cover = item.assets
     assert (asset.name, asset.kind, asset.headers) == ("video", "video", {"User-Agent": resolver.config.user_agent})
+    # The cover: the node's preferred_thumbnail, or og:image on a page without a video node.
+    assert (cover.name, cover.kind, cover.headers) == ("thumbnail", "thumbnail", asset.headers)
+    assert urlsplit(cover.urls[0]).path.endswith(f"/{video.id}_cover_g0_n.jpg")
+    assert client.get(cover.urls[0]).content[:3] == b"\xff\xd8\xff"
+    assert (item.metadata["id"], item.metadata["thumbnail"]) == (video.id, cover.urls[0])
     qualities = [q for q, size in (("hd", video.hd_size), ("sd", video.sd_size)) if size]
     assert [urlsplit(u).path.split("_")[1] for u in asset.urls] == qualities  # HD first, SD as backup
     assert _sizes(client, item) == [s for s in (video.hd_size, video.sd_size) if s]
@@ -331,3 +336,105 @@ def test_mangled_json_raises_only_trawl_errors(site: FacebookSite, resolver: Fac
     # The classic page has a login form in its header: once its video is gone, it reads as a wall.
     assert set(outcomes) <= {"ok", "parse_error", "login_required"}
     assert sum(outcomes.values()) > 100
+
+
+# -- issue 17: every URL form people paste (the forms of yt-dlp's extractor tests) -------------
+PASTED_FORMS = [
+    # url, offline key (None: the key needs the page; a post's videos are found on it)
+    ("https://www.facebook.com/watch/live/?v=1823658634322275", "facebook:1823658634322275"),
+    ("https://www.facebook.com/video/embed?video_id=10153231379946729", "facebook:10153231379946729"),
+    ("https://www.facebook.com/ChristyClarkForBC/videos/vb.22819070941/10153870694020942/?type=2&theater",
+     "facebook:10153870694020942"),
+    ("https://zh-hk.facebook.com/peoplespower/videos/1135894589806027/", "facebook:1135894589806027"),
+    ("https://www.facebook.com/video.php?v=637842556329505&fref=nf", "facebook:637842556329505"),
+    ("https://www.facebook.com/plugins/video.php?href=https%3A%2F%2Fwww.facebook.com%2Fgov.sg%2Fvideos%2F"
+     "10154383743583686%2F&show_text=0&width=560", "facebook:10154383743583686"),
+    ("https://www.facebook.com/plugins/video.php?href=https%3A%2F%2Fwww.facebook.com%2Fvideo.php%3Fv%3D10204634152394104",
+     "facebook:10204634152394104"),
+    ("https://www.facebook.com/plugins/video.php?href=https://www.facebook.com/gov.sg/videos/10154383743583686/"
+     "&show_text=0&width=560", "facebook:10154383743583686"),
+    ("https://www.facebook.com/maxlayn/posts/10153807558977570", None),
+    ("https://m.facebook.com/Alliance.Police.Department/posts/4048563708499330", None),
+    ("https://www.facebook.com/attn/posts/pfbid0j1Czf2gGDVqeQ8KiMLFm3pWN8GxsQmeRrVhimWDzMuKQoR8r4b1knNsejELmUgyhl",
+     None),
+    ("https://www.facebook.com/groups/1024490957622648/permalink/1396382447100162/", None),
+    ("https://www.facebook.com/groups/ateistiskselskab/permalink/10154930137678856/", None),
+    ("https://www.facebook.com/groups/1645456212344334/posts/3737828833107051/", None),
+    ("https://www.facebook.com/groups/1513990329015294/posts/d41d8cd9/2013209885760000/?app=fbl", None),
+    ("https://www.facebook.com/permalink.php?story_fbid=pfbid0fqQuVEQyXRa9Dp4RcaTR14KHU3uULHV1EK7eckNXSH63JMuoALsAv"
+     "VCJ97zAGitil&id=100068861234290", None),
+    ("https://m.facebook.com/story.php?story_fbid=1035862816472149&id=116132035111903", None),
+    ("https://m.facebook.com/events/1509582499515440", None),
+    ("https://www.facebook.com/events/some-festival/1509582499515440/", None),
+    ("https://www.facebook.com/plugins/video.php?href=https%3A%2F%2Fwww.facebook.com%2Fmaxlayn%2Fposts%2F1", None),
+]
+NOT_CLAIMED_FORMS = [
+    "https://www.facebook.com/plugins/video.php?href=https%3A%2F%2Fevil.example%2Fclip.mp4",  # not a Facebook URL
+    "https://www.facebook.com/plugins/video.php?href=https%3A%2F%2Fwww.facebook.com%2Fsomepage",
+    "https://www.facebook.com/groups/1024490957622648/",
+    "https://www.facebook.com/events/",
+    "https://www.facebook.com/somepage/posts/",
+]
+
+
+@pytest.mark.parametrize(("url", "key"), PASTED_FORMS)
+def test_pasted_forms_are_claimed_with_the_right_key(url: str, key: str | None) -> None:
+    fb = FacebookResolver(FacebookSettings())
+    assert fb.claims(url)
+    assert fb.offline_key(url) == key
+    assert fb.is_post(url) is (key is None)
+
+
+@pytest.mark.parametrize("url", NOT_CLAIMED_FORMS)
+def test_forms_that_name_no_video_are_left_to_the_generic_resolver(url: str) -> None:
+    assert not FacebookResolver(FacebookSettings()).claims(url)
+
+
+@pytest.mark.parametrize(("path", "first", "others"), [
+    ("/harbourcouncil/posts/pfbid02Harbour7LightsAtDusk9x", CLASSIC, []),
+    ("/groups/tidewatchers/posts/4048563708499330/", REEL, []),
+    ("/groups/tidewatchers/permalink/4048563708499331/", CLASSIC, []),
+    ("/events/1509582499515440", REEL, []),
+    ("/permalink.php?story_fbid=pfbid0TwoClipsOfTheHarbour1&id=100064102938475", CLASSIC, [REEL]),
+])
+@pytest.mark.parametrize("host", ["https://www.facebook.com", "https://m.facebook.com", "sim"])
+def test_posts_resolve_to_their_videos(site: FacebookSite, resolver: FacebookResolver, ctx: ResolveContext,
+                                       client: httpx.Client, path: str, first: str, others: list[str],
+                                       host: str) -> None:
+    url = (site.sim.base_url if host == "sim" else host) + path
+    item = resolver.resolve(url, ctx)
+    # The first attached video is the item, the same as under its own URL; the suggested
+    # neighbour on the page is not the post's.
+    assert item.canonical_key == f"facebook:{first}"
+    _check(item, site.videos[first], resolver, client)
+    assert [m.url for m in item.more] == [site.sim.url(f"/watch/?v={other}") for other in others]
+    assert item.metadata.get("playlist_count") == (1 + len(others) if others else None)
+
+
+def test_embed_player_resolves_to_the_video_in_its_href(site: FacebookSite, resolver: FacebookResolver,
+                                                        ctx: ResolveContext, client: httpx.Client) -> None:
+    inner = f"https://www.facebook.com/harbourcouncil/videos/{CLASSIC}/"
+    item = resolver.resolve(f"https://www.facebook.com/plugins/video.php?href={quote(inner, safe='')}&width=560", ctx)
+    _check(item, site.videos[CLASSIC], resolver, client)
+
+
+def test_post_without_video_and_post_behind_login(site: FacebookSite, resolver: FacebookResolver,
+                                                  ctx: ResolveContext) -> None:
+    assert _error_class(lambda: resolver.resolve(site.sim.url("/harbourcouncil/posts/3141592653589793"), ctx)) \
+        == "unsupported_url"
+    # A post page behind the login wall says so: not "no video".
+    site.sim.add_page("/walled/posts/1", "<html><body><h2>You must log in to continue.</h2>"
+                      '<form id="login_form"></form></body></html>')
+    assert _error_class(lambda: resolver.resolve(site.sim.url("/walled/posts/1"), ctx)) == "login_required"
+
+
+def test_registry_routes_posts_to_facebook_and_their_more_items_by_video_key(site: FacebookSite) -> None:
+    registry = Registry([resolvers(site.settings())[0], GenericResolver()])
+    post = registry.route("https://m.facebook.com/maxlayn/posts/10153807558977570")
+    assert post.platform == "facebook" and post.workflow_id.startswith("url-")
+    assert registry.route(site.sim.url(f"/watch/?v={REEL}")).workflow_id == f"item-facebook:{REEL}"
+
+
+def test_thumbnails_setting_off_leaves_the_cover_out(site: FacebookSite, ctx: ResolveContext) -> None:
+    item = FacebookResolver(site.settings(thumbnails=False)).resolve(site.sim.url(f"/watch/?v={CLASSIC}"), ctx)
+    assert [a.kind for a in item.assets] == ["video"] and item.metadata["thumbnail"]  # still named in metadata

@@ -66,6 +66,9 @@ ROUTES = [
     ("https://weibo.com/7640678322/MbvNTd5Eh", f"weibo:{mblogid_to_mid('MbvNTd5Eh')}"),
     ("https://weibo.com/tv/show/1034:4857848069554290", None),
     ("https://weibo.com/tv/show/1034:4857848069554290?from=old_pc_videoshow", None),
+    ("https://weibo.com/tv/show/1034:633c288cc043d0ca7808030f1157da64", None),  # yt-dlp's test: 32-hex oid
+    ("https://video.weibo.com/show?fid=1034:633c288cc043d0ca7808030f1157da64", None),
+    ("https://weibo.com/0/4224132150961381", "weibo:4224132150961381"),  # uid 0, as yt-dlp's tests have it
     ("https://video.weibo.com/show?fid=1034:4857848069554290", None),
     ("https://video.weibo.com/show?fid=1034%3A4857856063897666&luicode=10000011", None),
     (f"{SIM_BASE}/5973737418/HyZVegYAP", "weibo:4383411844046171"),
@@ -193,12 +196,22 @@ def test_playback_list_post_verbatim(verbatim: WeiboSite, ctx: ResolveContext) -
     assert item.duration == 593  # media_info.duration, not the stream's 593.872
     assert item.published_at == "2023-01-14T16:37:41+08:00"
     best = PLAYBACK["media_info"]["playback_list"][0]["play_info"]
-    [video] = item.assets
+    video, cover = item.assets
     assert (video.name, video.kind, video.urls, video.expected_size, video.mime) == (
         "video", "video", [best["url"]], 171277497, "video/mp4")
     assert "label=mp4_1080p" in video.urls[0]
     assert video.headers == {"Referer": REFERER, "User-Agent": verbatim.settings().user_agent}
-    assert item.metadata == {"mid": "4857851275384530", "mblogid": "MogYvmALg", "uid": "7640678322"}
+    # The page picture is the cover: a thumbnail asset with the media headers.
+    assert (cover.name, cover.kind, cover.urls) == ("thumbnail", "thumbnail", [PLAYBACK["page_pic"]])
+    assert cover.headers == video.headers
+    meta = item.metadata
+    assert {k: meta[k] for k in ("mid", "mblogid", "uid")} == {
+        "mid": "4857851275384530", "mblogid": "MogYvmALg", "uid": "7640678322"}
+    assert (meta["id"], meta["display_id"], meta["uploader_id"], meta["uploader"]) == (
+        "4857851275384530", "MogYvmALg", "7640678322", "贵妃醉影")
+    assert (meta["timestamp"], meta["upload_date"], meta["duration"]) == (1673685461, "20230114", 593)
+    assert meta["view_count"] == PLAYBACK["media_info"]["online_users_number"] == 15725
+    assert (meta["thumbnail"], meta["webpage_url"]) == (PLAYBACK["page_pic"], item.canonical_url)
 
 
 def test_urls_style_post_verbatim(verbatim: WeiboSite, ctx: ResolveContext) -> None:
@@ -208,7 +221,8 @@ def test_urls_style_post_verbatim(verbatim: WeiboSite, ctx: ResolveContext) -> N
     assert item.title == " ".join(URLS["content2"].split())
     assert item.uploader == "巨浪视频"
     assert item.duration == 21.222
-    [video] = item.assets
+    video, cover = item.assets
+    assert cover.urls == [URLS["page_pic"]["url"]]  # the mobile shape: page_pic is {url, pid, ...}
     # Best first (720p), then HD and LD as backups; the duplicate fields collapse.
     assert video.urls == [URLS["urls"]["mp4_720p_mp4"], URLS["media_info"]["stream_url_hd"],
                           URLS["media_info"]["stream_url"]]
@@ -221,7 +235,8 @@ def test_same_post_through_the_mobile_api(verbatim: WeiboSite, sim: Simulator, c
     for key in ("playback", "urls", "pictures"):
         post = verbatim.posts[key]
         item = resolver.resolve(f"https://m.weibo.cn/status/{post.mblogid}", ctx)
-        assert (item.canonical_key, item.title, item.uploader, len(item.assets)) == (
+        media = [a for a in item.assets if a.kind != "thumbnail"]  # video posts also have their cover
+        assert (item.canonical_key, item.title, item.uploader, len(media)) == (
             f"weibo:{post.mid}", post.title, post.uploader, post.asset_count)
     assert sim.stats["/statuses/show"].requests == 3
 
@@ -312,13 +327,15 @@ def test_rate_limited_mobile_api_after_desktop_403(verbatim: WeiboSite, sim: Sim
     "https://video.weibo.com/show?fid={quoted}&luicode=10000011",
     "{base}/tv/show/{oid}",
     "{base}/show?fid={oid}",
+    "https://weibo.com/tv/show/{hex}?from=old_pc_videoshow",  # the newer 32-hex object ids
+    "{base}/show?fid={hex}",
 ])
 @pytest.mark.parametrize("key", ["playback", "urls"])
 def test_video_pages_resolve_to_their_post(verbatim: WeiboSite, sim: Simulator, ctx: ResolveContext,
                                            form: str, key: str) -> None:
     post = verbatim.posts[key]
-    assert post.oid
-    url = form.format(oid=post.oid, quoted=post.oid.replace(":", "%3A"), base=sim.base_url)
+    assert post.oid and post.hex_oid
+    url = form.format(oid=post.oid, quoted=post.oid.replace(":", "%3A"), base=sim.base_url, hex=post.hex_oid)
     item = WeiboResolver(verbatim.settings()).resolve(url, ctx)
     assert item.canonical_key == f"weibo:{post.mid}"
     assert item.canonical_url == post.url
@@ -410,7 +427,7 @@ def test_repost_of_a_video_resolves_to_its_own_key_with_the_video(verbatim: Weib
     assert item.title == URLS["title"] == repost.title  # the video's own title
     assert "转发微博" not in (item.title or "")
     assert item.uploader == repost.uploader and item.duration == URLS["media_info"]["duration"]
-    [video] = item.assets
+    video, _cover = item.assets
     assert video.kind == "video"
     assert video.urls == resolver.resolve(original.url, ctx).assets[0].urls
 
@@ -425,7 +442,7 @@ def test_repost_with_its_own_text_keeps_it_as_the_title() -> None:
 # -- rewritten media: real downloads -------------------------------------------------------
 def test_rewritten_media_downloads_with_referer_only(site: WeiboSite, ctx: ResolveContext) -> None:
     item = WeiboResolver(site.settings()).resolve(site.posts["playback"].url, ctx)
-    [video] = item.assets
+    video, _cover = item.assets
     url = video.urls[0]
     assert url.startswith(site.sim.base_url) and "Expires=" in url and "ssig=" in url
     assert video.expected_size is not None and 100_000 <= video.expected_size <= 600_000

@@ -1,0 +1,294 @@
+"""Named files and yt-dlp's habits: ``trawl export DIR``, and what ``trawl crawl`` adds for them
+(``--export DIR``, ``-o TEMPLATE``, ``--cookies``, ``--limit-rate``, ``-f``)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import http.cookiejar
+import os
+import re
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from starter.cli.output import EXIT_FAILED_ITEMS, CommandError, say
+from trawl.errors import TrawlError
+from trawl.export import DEFAULT_TEMPLATE, FIELDS, LINK_MODES, MANIFEST, Exporter, ExportStats, Template, TemplateError
+from trawl.settings import Settings
+from trawl.sizes import parse_size
+from trawl.storage.blobs import open_blob_store
+from trawl.storage.catalog import Catalog
+from workflows.media_item import ItemResult
+
+# The real domains each platform's cookies belong to (the configured base URLs' hosts count too).
+PLATFORM_DOMAINS = {
+    "bilibili": ("bilibili.com", "b23.tv", "bilivideo.com", "hdslb.com"),
+    "weibo": ("weibo.com", "weibo.cn", "sina.com.cn", "sinaimg.cn"),
+    "facebook": ("facebook.com", "fb.watch", "fbcdn.net"),
+}
+
+# yt-dlp's -f as trawl understands it: a height (720p, 1080), best, worst, or ...[height<=N].
+_HEIGHT = re.compile(r"(?:(?:best|bv\*?|b|bestvideo)\*?\[height<=\??(\d+)\](?:\+.*|/.*)?|(\d+)p?)")
+BILIBILI_QN = ((4320, 127), (2160, 120), (1080, 80), (720, 64), (480, 32), (0, 16))
+
+
+def quality_overrides(spec: str) -> dict[str, int]:
+    """``-f``: Bilibili's ``qn`` and the HLS variant height for a quality spec.
+
+    Raises:
+        CommandError: a spec this does not understand.
+    """
+    text = spec.strip().lower()
+    if text in ("best", "bv*+ba/b", "bestvideo+bestaudio/best", "bestvideo+bestaudio", "b"):
+        height = 100_000
+    elif text in ("worst", "w", "worstvideo+worstaudio"):
+        height = 1
+    elif match := _HEIGHT.fullmatch(text):
+        height = int(match[1] or match[2])
+    else:
+        raise CommandError(f"-f {spec!r}: give best, worst, a height such as 720p, or bestvideo[height<=720]")
+    if height < 1:
+        raise CommandError(f"-f {spec!r}: the height must be positive")
+    qn = next(q for floor, q in BILIBILI_QN if height >= floor)
+    return {"bilibili_quality": qn, "hls_quality": height}
+
+
+def split_cookies(path: str, settings: Settings, into: Path) -> dict[str, str]:
+    """Write the cookies of a Netscape ``cookies.txt`` into one file per platform they belong to.
+
+    A cookie belongs to a platform when its domain is one of the platform's (or its configured
+    base URLs' hosts, e.g. a simulator); no platform gets another's cookies.
+
+    Returns:
+        platform -> the file written for it (only platforms with cookies).
+
+    Raises:
+        CommandError: the file cannot be read or is not in Netscape format.
+    """
+    jar = http.cookiejar.MozillaCookieJar(path)
+    try:
+        jar.load(ignore_discard=True, ignore_expires=True)
+    except FileNotFoundError:
+        raise CommandError(f"--cookies {path}: no such file; export a cookies.txt (Netscape format) from a "
+                           "browser where you are logged in") from None
+    except (OSError, http.cookiejar.LoadError) as err:
+        raise CommandError(f"--cookies {path}: {err}; give a cookies.txt in Netscape format "
+                           "(the first line is '# Netscape HTTP Cookie File')") from None
+    written: dict[str, str] = {}
+    into.mkdir(parents=True, exist_ok=True)
+    for platform, real in PLATFORM_DOMAINS.items():
+        config = getattr(settings.platforms, platform)
+        hosts = set(real) | {urlsplit(str(v)).hostname or "" for k, v in config.model_dump().items()
+                             if k.endswith("_base") and v} - {""}
+        mine = [c for c in jar if any(_domain_matches(c.domain, host) for host in hosts)]
+        if not mine:
+            continue
+        target = into / f"{platform}.txt"
+        os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))  # credentials: owner only
+        own = http.cookiejar.MozillaCookieJar(str(target))
+        for cookie in mine:
+            own.set_cookie(cookie)
+        own.save(ignore_discard=True, ignore_expires=True)
+        written[platform] = str(target)
+    return written
+
+
+def _domain_matches(cookie_domain: str, host: str) -> bool:
+    domain = cookie_domain.lstrip(".").lower()
+    host = host.lower()
+    return bool(domain) and (host == domain or host.endswith("." + domain) or domain.endswith("." + host))
+
+
+def crawl_settings(args: argparse.Namespace, settings: Settings) -> Settings:
+    """The settings of ``trawl crawl``'s own worker with ``--cookies``, ``--limit-rate`` and ``-f``."""
+    download, platforms = {}, {}
+    if args.limit_rate:
+        try:
+            download["limit_rate"] = parse_size(args.limit_rate)
+        except ValueError as err:
+            raise CommandError(f"--limit-rate: {err}") from None
+    if args.quality:
+        wanted = quality_overrides(args.quality)
+        download["hls_quality"] = wanted["hls_quality"]
+        platforms["bilibili"] = {"quality": wanted["bilibili_quality"]}
+    if args.cookies:
+        for platform, path in split_cookies(args.cookies, settings, settings.data_dir / "cookies").items():
+            platforms.setdefault(platform, {})["cookies_file"] = path
+    if not download and not platforms:
+        return settings
+    new_platforms = settings.platforms.model_copy(update={
+        name: getattr(settings.platforms, name).model_copy(update=changes) for name, changes in platforms.items()})
+    return settings.model_copy(update={"download": settings.download.model_copy(update=download),
+                                       "platforms": new_platforms})
+
+
+def exporter_for(settings: Settings, directory: str, *, template: str | None = None, link: str | None = None,
+                 windows_names: bool = False, write_info_json: bool = False) -> Exporter:
+    """An :class:`Exporter` from the command's flags over ``[export]`` in the settings."""
+    try:
+        parsed = Template.parse(template or settings.export.template)
+    except TemplateError as err:
+        raise CommandError(f"bad template: {err}") from None
+    try:
+        return Exporter(Path(directory), open_blob_store(settings), parsed, link=link or settings.export.link,
+                        windows_names=windows_names or settings.export.windows_names,
+                        write_info_json=write_info_json or settings.export.write_info_json)
+    except OSError as err:
+        raise CommandError(f"cannot export into {directory}: {err.strerror or err}") from None
+
+
+class CrawlExport:
+    """``trawl crawl --export DIR``: each item's files are exported as soon as its result is in."""
+
+    def __init__(self, settings: Settings, exporter: Exporter) -> None:
+        self.exporter = exporter
+        self.catalog = Catalog(settings.catalog_url)
+        self.tasks: list[asyncio.Task[None]] = []
+        self.stats = ExportStats()
+        self.failed: list[str] = []
+
+    def on_result(self, result: ItemResult) -> None:
+        if result.outcome in ("committed", "duplicate") and result.canonical_key:
+            self.tasks.append(asyncio.create_task(asyncio.to_thread(self._export, result.canonical_key)))
+
+    def _export(self, key: str) -> None:
+        from trawl.export import item_for_key
+
+        try:
+            item = item_for_key(self.catalog, key)
+            if item is not None:
+                self.stats.add(self.exporter.export_item(item))
+        except (OSError, TrawlError) as err:
+            self.failed.append(key)
+            say("crawl", f"export of {key} failed: {err}")
+
+    async def finish(self) -> int:
+        """Wait for the exports, save the manifest, say what was done; the exit code they add."""
+        await asyncio.gather(*self.tasks)
+        await asyncio.to_thread(self.exporter.save)
+        self.exporter.store.close()
+        self.catalog.close()
+        say("crawl", f"exported {len(self.stats.written)} new file(s) into {self.exporter.root}"
+                     + (f", {self.stats.kept} already there" if self.stats.kept else ""))
+        return EXIT_FAILED_ITEMS if self.failed else 0
+
+
+def crawl_export(args: argparse.Namespace, settings: Settings) -> CrawlExport | None:
+    """The crawl's exporter when ``--export`` or ``-o`` asks for one (``-o`` alone: here)."""
+    if not args.export and not args.output:
+        return None
+    exporter = exporter_for(settings, args.export or ".", template=args.output, link=args.link,
+                            windows_names=args.windows_names, write_info_json=args.write_info_json)
+    return CrawlExport(settings, exporter)
+
+
+def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    """Write the catalog's items as named files under DIR; only what is new is added."""
+    from trawl.export import catalog_items
+
+    exporter = exporter_for(settings, args.dir, template=args.template, link=args.link,
+                            windows_names=args.windows_names, write_info_json=args.write_info_json)
+    catalog = Catalog(settings.catalog_url)
+    catalog.create_schema()
+    try:
+        stats = ExportStats()
+        try:
+            for item in catalog_items(catalog, platform=args.platform):
+                done = exporter.export_item(item)
+                stats.add(done)
+                for rel in done.written:
+                    print(rel, flush=True)
+        finally:
+            exporter.save()
+    except TrawlError as err:
+        raise CommandError(f"{err}", EXIT_FAILED_ITEMS) from None
+    except OSError as err:
+        raise CommandError(f"cannot write into {args.dir}: {err.strerror or err} ({err.filename or ''})",
+                           EXIT_FAILED_ITEMS) from None
+    finally:
+        exporter.store.close()
+        catalog.close()
+    how = exporter.link + (f" ({stats.copied_instead} copied: the store is not a local directory on this "
+                           "filesystem)" if stats.copied_instead else "")
+    print(f"{stats.items} item(s): {len(stats.written)} new file(s), {stats.kept} already there, in {args.dir} "
+          f"[{how}]", file=sys.stderr)
+    return 0
+
+
+def tree_lines(root: Path) -> list[str]:
+    """The files under ``root`` drawn as ``tree`` draws them (the manifest left out)."""
+    lines: list[str] = []
+
+    def walk(directory: Path, prefix: str) -> None:
+        entries = sorted((p for p in directory.iterdir() if p.name != MANIFEST and not p.name.startswith(".")),
+                         key=lambda p: (p.is_file(), p.name))
+        for i, entry in enumerate(entries):
+            last = i == len(entries) - 1
+            lines.append(f"{prefix}{'└── ' if last else '├── '}{entry.name}{'/' if entry.is_dir() else ''}")
+            if entry.is_dir():
+                walk(entry, prefix + ("    " if last else "│   "))
+
+    walk(root, "")
+    return lines
+
+
+def export_and_show(settings: Settings, root: Path) -> None:
+    """Export the whole catalog under ``root`` (settings' template and link) and print the tree."""
+    from trawl.export import catalog_items
+
+    exporter = exporter_for(settings, str(root))
+    catalog = Catalog(settings.catalog_url)
+    try:
+        stats = exporter.export_items(catalog_items(catalog))
+    except (OSError, TrawlError) as err:
+        print(f"\nexport:   into {root} failed: {err}", file=sys.stderr)
+        return
+    finally:
+        exporter.store.close()
+        catalog.close()
+    print(f"\nexport:   {root} ({len(stats.written)} new file(s), {stats.kept} already there; "
+          f"`trawl export DIR` does this for any directory)")
+    print(f"{root}/")
+    for line in tree_lines(root):
+        print(line)
+
+
+def add_naming_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags ``export`` and ``crawl --export`` share."""
+    parser.add_argument("--link", choices=LINK_MODES, default=None,
+                        help="hardlink (default; a copy where the store is remote or on another filesystem), "
+                             "symlink (local stores) or copy")
+    parser.add_argument("--windows-names", "--windows-filenames", dest="windows_names", action="store_true",
+                        help='names valid on Windows too: <>:"|?* replaced, collisions compared without case')
+    parser.add_argument("--write-info-json", action="store_true",
+                        help="write NAME.info.json (the item's metadata, assets, sizes, hashes) beside the media")
+
+
+def add_crawl_flags(crawl: argparse.ArgumentParser) -> None:
+    """``trawl crawl``'s flags from yt-dlp's habits."""
+    crawl.add_argument("--export", metavar="DIR", help="export each item as named files under DIR as it commits")
+    crawl.add_argument("-o", "--output", metavar="TEMPLATE",
+                       help=f"the name template for --export (alone: export here); default {DEFAULT_TEMPLATE!r}")
+    add_naming_flags(crawl)
+    crawl.add_argument("--cookies", metavar="FILE",
+                       help="a Netscape cookies.txt; each platform gets the cookies of its own domains")
+    crawl.add_argument("--limit-rate", "-r", metavar="RATE", help="bytes per second per download, e.g. 500K, 2M")
+    crawl.add_argument("-f", "--quality", metavar="SPEC",
+                       help="best, worst, a height (720p) or bestvideo[height<=720]: Bilibili's quality and "
+                            "the HLS variant")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    export = sub.add_parser("export", help="write the catalog's items as named files (Uploader/Title [id].mp4)",
+                            description="Fields: " + ", ".join(f"{{{name}}} ({what})" for name, what in FIELDS.items()))
+    export.add_argument("dir", help="the directory to export into (created when missing)")
+    export.add_argument("-o", "--template", "--output", dest="template", metavar="TEMPLATE",
+                        help=f"name template, '/' makes directories (default {DEFAULT_TEMPLATE!r})")
+    add_naming_flags(export)
+    export.add_argument("--platform", help="only this platform's items")
+    export.set_defaults(func=cmd_export)
+
+
+__all__ = ["CrawlExport", "add_crawl_flags", "crawl_export", "crawl_settings", "quality_overrides", "register",
+           "split_cookies"]

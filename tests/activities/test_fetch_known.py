@@ -1,0 +1,119 @@
+"""fetch asks the catalog first: a known item costs no request to its platform.
+
+Against the Bilibili simulator and a generic site over loopback, with a real SQLite catalog; the
+simulator's request counts are the proof.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from datetime import timedelta
+
+import httpx
+import pytest
+from temporalio.testing import ActivityEnvironment
+
+from activities.crawl import all_known
+from activities.fetch import FetchActivities
+from activities.models import FetchInput
+from trawl.platforms.base import ResolveContext
+from trawl.platforms.registry import build_registry
+from trawl.settings import PlatformsSettings
+from trawl.simulator import MediaFile, Simulator
+from trawl.simulator.bilibili import install_bilibili_site
+from trawl.simulator.demo import og_page
+from trawl.storage.catalog import Catalog, CommittedAsset
+
+
+@pytest.fixture
+def catalog(catalog_url: str) -> Iterator[Catalog]:
+    cat = Catalog(catalog_url)
+    cat.create_schema()
+    yield cat
+    cat.close()
+
+
+def commit(catalog: Catalog, key: str, source_url: str, canonical_url: str | None = None,
+           metadata: dict | None = None) -> None:
+    catalog.commit_item(canonical_key=key, platform=key.split(":")[0], canonical_url=canonical_url or source_url,
+                        source_url=source_url, title="stored", uploader=None, duration=None, published_at=None,
+                        metadata=metadata or {}, workflow_id="wf-1",
+                        assets=[CommittedAsset("video", "video", "a" * 64, 10, "video/mp4", "sha256/aa/aa/" + "a" * 64)])
+
+
+def requests(sim: Simulator) -> int:
+    return sum(s["requests"] for s in sim.stats_snapshot().values())
+
+
+def fetch(activities: FetchActivities, url: str, fresh_urls: bool = False):  # noqa: ANN201 - a FetchResult
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(env.info, activity_type="fetch", workflow_id="wf-2",
+                                   heartbeat_timeout=timedelta(seconds=10))
+    return env.run(activities.fetch, FetchInput(url, "wf-2", fresh_urls=fresh_urls))
+
+
+def test_a_refetch_for_fresh_urls_resolves_even_when_the_item_is_stored(sim: Simulator, catalog: Catalog) -> None:
+    """A download whose URLs expired asks for fresh ones; another URL form may have committed the
+    item meanwhile, and the catalog's answer has no media URLs to resume with."""
+    sim.add_file("/cdn/fresh.mp4", MediaFile("mp4", "fresh", 20_000))
+    url = sim.url("/cdn/fresh.mp4")
+    with httpx.Client() as http:
+        activities = FetchActivities(build_registry(), ResolveContext(http, 1 << 20), catalog, timedelta(seconds=5))
+        first = fetch(activities, url)
+        commit(catalog, first.resolved.canonical_key, url)
+        assert fetch(activities, url).resolved.assets == []  # known: answered from the catalog
+        before = requests(sim)
+        fresh = fetch(activities, url, fresh_urls=True)
+        assert fresh.resolved.assets and fresh.resolved.assets[0].urls == [url]
+        assert requests(sim) > before
+
+
+def test_a_known_platform_item_is_answered_without_a_request(sim: Simulator, catalog: Catalog) -> None:
+    site = install_bilibili_site(sim)
+    registry = build_registry(PlatformsSettings(bilibili=site.settings()))
+    with httpx.Client() as http:
+        activities = FetchActivities(registry, ResolveContext(http, 1 << 20), catalog, timedelta(seconds=5))
+        url = site.url("BV117411r7R1")
+        first = fetch(activities, url)  # not in the catalog: resolved on the platform
+        assert not first.committed and first.resolved.assets and requests(sim) > 0
+        # Stored with what the platform said (its parts), as the commit activity stores it.
+        commit(catalog, first.resolved.canonical_key, url, first.resolved.canonical_url, first.resolved.metadata)
+        before = requests(sim)
+        again = fetch(activities, url + "?spm_id_from=333.999")
+        assert again.committed and again.resolved.canonical_key == "bilibili:BV117411r7R1"
+        assert again.stored[0].sha256 == "a" * 64 and again.resolved.title == "stored"
+        assert requests(sim) == before  # not one request to the platform
+
+
+def test_a_generic_url_form_that_led_to_an_item_is_remembered(sim: Simulator, catalog: Catalog) -> None:
+    sim.add_file("/cdn/clip.mp4", MediaFile("mp4", "clip", 20_000))
+    sim.add_page("/watch/clip", og_page("Clip", "/cdn/clip.mp4", canonical="/watch/clip"))
+    sim.add_page("/m/watch/clip", og_page("Clip", "/cdn/clip.mp4", canonical="/watch/clip"))
+    registry = build_registry()
+    with httpx.Client() as http:
+        activities = FetchActivities(registry, ResolveContext(http, 1 << 20), catalog, timedelta(seconds=5))
+        page = fetch(activities, sim.url("/watch/clip"))
+        assert not page.committed
+        commit(catalog, page.resolved.canonical_key, sim.url("/watch/clip"), page.resolved.canonical_url)
+        before = requests(sim)
+        assert fetch(activities, sim.url("/watch/clip?utm_source=feed")).committed  # a remembered form
+        assert requests(sim) == before
+        # Another form, resolved once: found committed, and remembered from then on.
+        mobile = fetch(activities, sim.url("/m/watch/clip"))
+        assert mobile.committed and requests(sim) == before + 1
+        assert fetch(activities, sim.url("/m/watch/clip")).committed and requests(sim) == before + 1
+    assert catalog.key_for_url(sim.url("/m/watch/clip")) == page.resolved.canonical_key
+
+
+def test_all_known_says_whether_a_listing_page_holds_only_stored_items(sim: Simulator, catalog: Catalog) -> None:
+    site = install_bilibili_site(sim)
+    registry = build_registry(PlatformsSettings(bilibili=site.settings()))
+    stored, new = site.url("BV117411r7R1"), site.url("BV1GJ411x7h7")
+    commit(catalog, "bilibili:BV117411r7R1", stored)
+    commit(catalog, "web:feedfile", sim.url("/f/a.mp3"))
+    assert all_known(catalog, registry, [stored, sim.url("/f/a.mp3")])
+    assert not all_known(catalog, registry, [stored, new])
+    assert not all_known(catalog, registry, [sim.url("/f/b.mp3")])
+    assert not all_known(catalog, registry, ["ftp://nope/x"])
+    assert requests(sim) == 0

@@ -1,0 +1,78 @@
+"""Named files and yt-dlp's habits as a user meets them: ``trawl crawl --export -o``, ``trawl export``
+(run twice), ``trawl -j``, ``-a`` batch files, ``--version`` and the one-line mistakes. Subprocesses,
+a real Temporal server, the simulator over loopback, real files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.e2e.test_cli import records, run, site, trawl_env  # noqa: F401 - site is a fixture
+from trawl.download import file_sha256
+from trawl.simulator import Simulator
+
+
+def files_under(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): file_sha256(p) for p in sorted(root.rglob("*"))
+            if p.is_file() and not p.name.startswith(".")}
+
+
+def test_crawl_exports_as_it_commits_and_export_adds_only_what_is_new(
+        site: Simulator, tmp_path: Path, temporal_address: str) -> None:  # noqa: F811
+    env = trawl_env(tmp_path, temporal_address)
+    batch = tmp_path / "urls.txt"
+    batch.write_text(f"# yt-dlp style batch file\n; a comment too\n{site.url('/media/a.mp4')}\n"
+                     f"{site.url('/watch/c')}\n")
+    out = tmp_path / "named"
+    crawled = run(["crawl", "--json", "-a", str(batch), "--export", str(out), "-o", "{platform}/{title} [{id}].{ext}",
+                   "--write-info-json", "--limit-rate", "100M"], env, tmp_path)
+    assert crawled.returncode == 0, crawled.stderr
+    results = {r["url"]: r for r in records(crawled.stdout)}
+    assert set(results) == {site.url("/media/a.mp4"), site.url("/watch/c")}
+    assert "exported 4 new file(s) into" in crawled.stderr
+    clip = results[site.url("/watch/c")]
+    key_id = clip["canonical_key"].split(":", 1)[1]
+    got = files_under(out)
+    assert got[f"generic/Clip C [{key_id}].webm"] == clip["assets"][0]["sha256"]
+    direct = results[site.url("/media/a.mp4")]
+    direct_id = direct["canonical_key"].split(":", 1)[1]
+    assert got[f"generic/a [{direct_id}].mp4"] == direct["assets"][0]["sha256"]  # not "a.mp4 [...].mp4"
+    info = json.loads((out / f"generic/Clip C [{key_id}].info.json").read_text())
+    assert info["title"] == "Clip C" and info["assets"][0]["sha256"] == clip["assets"][0]["sha256"]
+    # Hard links to the blobs: no second copy of the bytes.
+    assert (out / f"generic/Clip C [{key_id}].webm").stat().st_nlink == 2
+
+    copies = tmp_path / "copies"
+    first = run(["export", str(copies), "--link", "copy"], env, tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert sorted(first.stdout.split("\n")[:-1]) == sorted(
+        ["generic/NA/a [%s].mp4" % direct_id, f"generic/NA/Clip C [{key_id}].webm"])
+    assert "2 item(s): 2 new file(s), 0 already there" in first.stderr
+    before = {p: p.stat().st_mtime_ns for p in copies.rglob("*") if p.is_file()}
+    again = run(["export", str(copies), "--link", "copy"], env, tmp_path)
+    assert again.returncode == 0 and again.stdout == ""
+    assert "2 item(s): 0 new file(s), 2 already there" in again.stderr
+    assert {p: p.stat().st_mtime_ns for p in copies.rglob("*") if p.is_file()} == before
+    assert (copies / f"generic/NA/Clip C [{key_id}].webm").stat().st_nlink == 1
+
+    resolved = run(["-j", site.url("/watch/c")], env, tmp_path)
+    assert resolved.returncode == 0, resolved.stderr
+    assert json.loads(resolved.stdout)["title"] == "Clip C"
+
+
+def test_version_and_mistakes_get_one_line(tmp_path: Path) -> None:
+    env = trawl_env(tmp_path)
+    version = run(["--version"], env, tmp_path)
+    assert version.returncode == 0 and version.stdout.startswith("trawl 0.")
+    for args, says in [
+        (["export", str(tmp_path / "x"), "-o", "/abs/{title}.{ext}"], "trawl export: bad template: "),
+        (["export", str(tmp_path / "x"), "-o", "{titel}.{ext}"], "unknown field {titel}"),
+        (["crawl", "--limit-rate", "fast", "https://example.org/v.mp4"], "--limit-rate: not a size: 'fast'"),
+        (["crawl", "--cookies", str(tmp_path / "none.txt"), "https://example.org/v.mp4"], "no such file"),
+        (["crawl", "-f", "137+140", "https://example.org/v.mp4"], "give best, worst, a height"),
+        (["crawl", "--detach", "--export", "x", "https://example.org/v.mp4"], "leave them out with --detach"),
+    ]:
+        done = run(args, env, tmp_path)
+        assert done.returncode == 2, (args, done.stderr)
+        assert says in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert "Traceback" not in done.stderr

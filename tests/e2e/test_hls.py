@@ -1,0 +1,85 @@
+"""HLS end to end: real workers, a real dev server, the simulator's streams over loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import signal
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+
+from starter.client import item_result, start_item
+from tests.e2e.test_worker_kill import settings, start_worker, wait_until  # noqa: F401 - fixture
+from tests.trawl.test_hls_download import FFMPEG, real_stream
+from trawl.platforms.registry import default_registry
+from trawl.settings import Settings
+from trawl.simulator import Simulator
+from trawl.simulator.demo import og_page
+from trawl.simulator.faults import status
+from trawl.simulator.hls import HlsStream, install_hls_site, ts_segment
+from trawl.storage.catalog import Catalog
+from workers.main import running_worker
+
+SEGMENTS = 30
+
+
+@pytest.mark.slow
+async def test_a_worker_killed_mid_stream_costs_at_most_one_segment(temporal_client: Client,
+                                                                    settings: Settings,  # noqa: F811
+                                                                    sim: Simulator, tmp_path: Path) -> None:
+    site = install_hls_site(sim)
+    stream = HlsStream([ts_segment(f"kill-{i}", 200) for i in range(SEGMENTS)], throttle_bps=300_000)
+    url = site.add_stream("kill", stream)
+    first = start_worker(settings, tmp_path)
+    second = None
+    try:
+        started = await start_item(temporal_client, settings, default_registry(), url)
+        await wait_until(lambda: site.segment_requests("kill")[SEGMENTS // 3] > 0)
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=30)
+        killed_at = site.segment_requests("kill")
+        assert 0 in killed_at  # the stream was cut short
+        second = start_worker(settings, tmp_path)
+        result = await asyncio.wait_for(item_result(started.handle, ""), 120)
+    finally:
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert result.outcome == "committed", result
+    (asset,) = result.assets
+    # Synthetic packets: ffmpeg (when installed) cannot remux them, so the concatenation is kept.
+    assert (asset.kind, asset.mime, asset.sha256) == ("video", "video/mp2t", hashlib.sha256(stream.plain()).hexdigest())
+    counts = site.segment_requests("kill")
+    assert max(counts) <= 2 and sum(counts) <= SEGMENTS + 1, counts  # at most the segment in flight again
+    assert Catalog(settings.catalog_url).count() == 1
+    assert list(settings.work_dir.rglob("*.part")) == []
+
+
+@pytest.mark.slow
+async def test_og_video_stream_commits_and_missing_or_live_streams_fail_with_their_class(
+        temporal_client: Client, settings: Settings, sim: Simulator, tmp_path: Path) -> None:  # noqa: F811
+    site = install_hls_site(sim)
+    stream = real_stream(tmp_path / "made") if FFMPEG else HlsStream([ts_segment(f"og-{i}") for i in range(4)])
+    sim.add_page("/watch/replay", og_page("The replay", site.add_stream("og", stream),
+                                          video_type="application/vnd.apple.mpegurl"))
+    sim.faults.add(r"/hls/disc/seg-1\.ts", status(404, times=100))
+    urls = [sim.url("/watch/replay"), site.url("disc"), sim.url("/hls/live/index.m3u8")]
+    async with running_worker(temporal_client, settings):
+        handles = [(await start_item(temporal_client, settings, default_registry(), u)).handle for u in urls]
+        replay, missing, live = await asyncio.wait_for(asyncio.gather(*(item_result(h, "") for h in handles)), 120)
+    assert replay.outcome == "committed" and replay.title == "The replay", replay
+    (asset,) = replay.assets
+    blob = settings.data_dir / "blobs" / asset.key
+    if FFMPEG:  # remuxed to one MP4 file
+        assert asset.mime == "video/mp4" and blob.read_bytes()[4:8] == b"ftyp"
+    else:
+        assert asset.sha256 == hashlib.sha256(stream.plain()).hexdigest()
+    assert (missing.outcome, missing.error_class) == ("failed", "segment_missing"), missing
+    assert "segment 2 of 4" in (missing.error or "") and "3 attempts" in (missing.error or "")
+    assert site.segment_requests("disc")[:2] == [1, 3]  # the segment before it was never fetched again
+    assert (live.outcome, live.error_class) == ("failed", "unsupported_url"), live
+    assert "live HLS stream" in (live.error or "")
+    assert site.segment_requests("live") == [0, 0, 0]

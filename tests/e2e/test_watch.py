@@ -1,0 +1,219 @@
+"""Watches end to end: `trawl watch` as a user runs it, Temporal Schedules on a real dev server, a
+worker, and a simulated site whose feed and URL list grow between runs.
+
+Intervals are a few seconds; every wait is on a condition with a deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import signal
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+from temporalio.service import RPCError
+
+from starter.client import connect
+from starter.watches import Watch, WatchRun, get_watch, run_of, schedule_id
+from tests.e2e.test_chaos import start_server
+from tests.e2e.test_cli import run, trawl_env
+from tests.e2e.test_crawl_cli import cli, env_for
+from tests.workers.test_supervisor import free_ports
+from trawl.settings import Settings, SourceSettings, TemporalSettings, WatchSettings
+from trawl.simulator import MediaFile, Simulator
+from trawl.simulator.feed import install_feed_site
+from workers.main import running_worker
+
+EVERY_S = 2
+
+
+async def wait_run(client: Client, settings: Settings, name: str, done: Callable[[WatchRun], bool],
+                   timeout: float = 90) -> tuple[Watch, WatchRun]:
+    """The watch once its last run satisfies ``done``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        watch = await get_watch(client, settings, name)
+        if watch.last_run is not None and done(watch.last_run):
+            return watch, watch.last_run
+        assert time.monotonic() < deadline, f"timed out waiting for a run of {name}: {watch}"
+        await asyncio.sleep(0.3)
+
+
+async def runs_since(client: Client, settings: Settings, name: str, moment: float,
+                     timeout: float = 90) -> list[WatchRun]:
+    """The completed runs of the watch started after ``moment``, once the first of them completed."""
+    deadline = time.monotonic() + timeout
+    while True:
+        desc = await client.get_schedule_handle(schedule_id(settings, name)).describe()
+        runs = [await run_of(client, a) for a in desc.info.recent_actions if a.started_at.timestamp() > moment]
+        if runs and runs[0].status == "COMPLETED":
+            return [r for r in runs if r.status == "COMPLETED"]
+        assert time.monotonic() < deadline, f"timed out waiting for the runs of {name}: {runs}"
+        await asyncio.sleep(0.3)
+
+
+def completed_after(moment: float) -> Callable[[WatchRun], bool]:
+    return lambda r: r.status == "COMPLETED" and datetime.fromisoformat(r.started_at).timestamp() > moment
+
+
+def requests(sim: Simulator, path: str) -> int:
+    return sim.stats_snapshot().get(path, {}).get("requests", 0)
+
+
+async def test_watches_download_only_what_is_new(temporal_client: Client, settings: Settings, sim: Simulator,
+                                                 tmp_path: Path) -> None:
+    feed = install_feed_site(sim, 2)  # RSS with enclosures: each entry is a media file
+    for i in range(3):
+        sim.add_file(f"/l/{i}.mp4", MediaFile("mp4", f"watched-{i}", 30_000 + i))
+    url_file = tmp_path / "list.txt"
+    url_file.write_text(f"{sim.url('/l/0.mp4')}\n{sim.url('/l/1.mp4')}\n")
+    sources = [SourceSettings(name="news", kind="feed", url=feed.url),
+               SourceSettings(name="list", kind="url_file", path=str(url_file))]
+    settings = settings.model_copy(update={"sources": sources})
+    env = env_for(settings, tmp_path, TRAWL_SOURCES=json.dumps([s.model_dump() for s in sources]))
+    async with running_worker(temporal_client, settings):
+        for name, source in (("podcast", "news"), ("files", "list")):
+            added = await cli(["watch", "add", name, "--source", source, "--every", f"{EVERY_S}s", "--json"], env,
+                              tmp_path)
+            assert added.returncode == 0, added.stderr
+            assert json.loads(added.stdout)["source"] == source
+        for name in ("podcast", "files"):  # the first run downloads both; any later one nothing
+            first, *later = await runs_since(temporal_client, settings, name, 0)
+            assert (first.new, first.duplicate, first.failed) == (2, 0, 0), first
+            assert all((r.new, r.duplicate, r.failed) == (0, 2, 0) for r in later), later
+
+        # The feed and the list gain an entry each; every later run downloads only that one.
+        known = [feed.entries[0].media_path, feed.entries[1].media_path, "/l/0.mp4", "/l/1.mp4"]
+        before = {path: requests(sim, path) for path in [*known, feed.path]}
+        grown = time.time()
+        feed.add_entry("e2", MediaFile("mp4", "feed-e2", 41_000))
+        url_file.write_text(url_file.read_text() + sim.url("/l/2.mp4") + "\n")
+        for name in ("podcast", "files"):
+            runs = await runs_since(temporal_client, settings, name, grown)
+            # The new entry is downloaded once, by the first run that saw it.
+            assert sum(r.new for r in runs) == 1 and all(r.failed == 0 for r in runs), runs
+        runs = await runs_since(temporal_client, settings, "podcast", time.time())
+        assert [(r.new, r.duplicate) for r in runs] == [(0, 3)] * len(runs)
+        # Known items made no request at all (no resolve, no probe), runs after runs; the feed
+        # itself was read by every run, and each new entry was fetched.
+        assert {path: requests(sim, path) for path in known} == {path: before[path] for path in known}
+        assert requests(sim, feed.path) >= before[feed.path] + 2
+        assert requests(sim, "/feeds/media/e2.mp4") > 0 and requests(sim, "/l/2.mp4") > 0
+
+        # Pause stops runs; trigger runs one now (paused or not); list shows it all.
+        paused = await cli(["watch", "pause", "podcast"], env, tmp_path)
+        assert paused.returncode == 0 and "paused" in paused.stdout, paused.stderr
+        watch, last = await wait_run(temporal_client, settings, "podcast", lambda r: r.status == "COMPLETED")
+        runs = watch.runs
+        quiet_until = time.monotonic() + 3 * EVERY_S
+        while time.monotonic() < quiet_until:  # three intervals without a run
+            assert (await get_watch(temporal_client, settings, "podcast")).runs == runs
+            await asyncio.sleep(0.5)
+        listed = await cli(["watch", "list"], env, tmp_path)
+        assert listed.returncode == 0, listed.stderr
+        row = next(line for line in listed.stdout.splitlines() if line.startswith("podcast"))
+        assert re.search(r"news \(feed\)\s+2s\s+yes\s+.*completed: \d new, \d duplicate, 0 failed\s+-$",
+                         row), listed.stdout
+        assert re.search(r"^files\s+list \(url_file\)\s+2s\s+no\s+", listed.stdout, re.M), listed.stdout
+        triggered_at = time.time()
+        triggered = await cli(["watch", "trigger", "podcast"], env, tmp_path)
+        assert triggered.returncode == 0, triggered.stderr
+        watch, run_now = await wait_run(temporal_client, settings, "podcast", completed_after(triggered_at))
+        assert watch.runs == runs + 1 and (run_now.new, run_now.duplicate) == (0, 3)
+        as_json = [json.loads(line) for line in (await cli(["watch", "list", "--json"], env, tmp_path)).stdout.splitlines()]
+        podcast = next(w for w in as_json if w["name"] == "podcast")
+        assert podcast["paused"] is True and podcast["next_run"] is None and podcast["last_run"]["duplicate"] == 3
+
+        for name in ("podcast", "files"):
+            removed = await cli(["watch", "remove", name], env, tmp_path)
+            assert removed.returncode == 0 and "removed" in removed.stdout, removed.stderr
+        gone = await cli(["watch", "pause", "podcast"], env, tmp_path)
+        assert gone.returncode == 2 and gone.stderr.strip() == (
+            "trawl watch: no watch named 'podcast' (trawl watch list shows them)"), gone.stderr
+        handle = temporal_client.get_schedule_handle(watch.schedule_id)
+        with pytest.raises(RPCError, match="not found"):
+            await handle.describe()
+    # Over all those runs, each of the six files was stored once.
+    assert len([p for p in settings.blobs_dir.rglob("*") if p.is_file()]) == 6
+
+
+async def test_watch_mistakes_get_one_line(settings: Settings, tmp_path: Path) -> None:
+    env = env_for(settings, tmp_path)
+    cases = [
+        (["watch", "add", "x y", "--every", "1m", "http://127.0.0.1:9/a.mp4"], "invalid watch name 'x y'"),
+        (["watch", "add", "w", "--every", "soon", "http://127.0.0.1:9/a.mp4"], "every: not a duration: 'soon'"),
+        (["watch", "add", "w", "--every", "1m"], "nothing to watch"),
+        (["watch", "add", "w", "--source", "nope", "--every", "1m"], "no source named 'nope'"),
+        (["watch", "add", "w", "--every", "1m", "ftp://x/y"], "every URL was refused"),
+        (["watch", "trigger", "nothing-here"], "no watch named 'nothing-here'"),
+    ]
+    for args, message in cases:
+        done = await cli(args, env, tmp_path)
+        assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, (args, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+async def connected(settings: Settings, timeout: float = 60) -> Client:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return await connect(settings)
+        except RuntimeError:  # refused: the server is still starting
+            assert time.monotonic() < deadline, "the Temporal server did not start"
+            await asyncio.sleep(0.2)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+async def test_a_server_outage_ends_in_at_most_one_catch_up_run(sim: Simulator, tmp_path: Path) -> None:
+    sim.add_file("/tiny.mp4", MediaFile("mp4", "tiny", 10_000))
+    port = free_ports(2)
+    db = tmp_path / "temporal.db"
+    server = start_server(db, port, tmp_path / "temporal.log")
+    env = trawl_env(tmp_path, f"127.0.0.1:{port}")
+    settings = Settings(data_dir=tmp_path / "data", watch=WatchSettings(catchup_window="10s"),
+                        temporal=TemporalSettings(address=f"127.0.0.1:{port}", embedded=False,
+                                                  task_queue_prefix=env["TRAWL_TEMPORAL__TASK_QUEUE_PREFIX"]),
+                        catalog={"url": env.get("TRAWL_CATALOG__URL", "")}, net={"allow_private": True})
+    env["TRAWL_WATCH__CATCHUP_WINDOW"] = "10s"
+    try:
+        client = await connected(settings)
+        async with running_worker(client, settings):
+            added = await asyncio.to_thread(run, ["watch", "add", "tiny", sim.url("/tiny.mp4"), "--every",
+                                                  f"{EVERY_S}s"], env, tmp_path)
+            assert added.returncode == 0, added.stderr
+            await wait_run(client, settings, "tiny", lambda r: r.status == "COMPLETED")
+            server.send_signal(signal.SIGTERM)
+            server.wait(timeout=30)
+            stopped = time.time()
+            await asyncio.sleep(7 * EVERY_S)  # the outage: seven intervals, longer than the catch-up window
+            restarted = time.time()
+            server = start_server(db, port, tmp_path / "temporal.log")
+            # Wait for a run due after the restart: every catch-up run was decided before it.
+            deadline = time.monotonic() + 120
+            while True:
+                try:
+                    watch = await get_watch(client, settings, "tiny")
+                    desc = await client.get_schedule_handle(watch.schedule_id).describe()
+                    if any(a.scheduled_at.timestamp() > restarted + EVERY_S for a in desc.info.recent_actions):
+                        break
+                except Exception:  # noqa: BLE001 - the server is still starting
+                    pass
+                assert time.monotonic() < deadline, "no run after the restart"
+                await asyncio.sleep(0.5)
+        missed = [a for a in desc.info.recent_actions if stopped < a.scheduled_at.timestamp() < restarted + EVERY_S]
+        assert len(missed) <= 1, [(a.scheduled_at, a.started_at) for a in desc.info.recent_actions]
+        # Runs missed longer ago than the window were dropped, the others skipped: the one
+        # catch-up run was still going when they were considered.
+        assert desc.info.num_actions_missed_catchup_window >= 1
+        assert desc.info.num_actions_skipped_overlap >= 1
+        await client.get_schedule_handle(watch.schedule_id).delete()
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)

@@ -1,0 +1,111 @@
+"""/api/v1/watches through real HTTP against a real dev server and worker: create, list, steer,
+delete, the mistakes, and a watch whose run outlasts its interval (later runs are skipped)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+from temporalio.client import Client
+
+from tests.conftest import make_settings
+from tests.starter.test_api import TOKEN, free_port, serving
+from trawl.settings import ApiSettings, Settings, SourceSettings
+from trawl.simulator import FileBehaviour, MediaFile, Simulator
+from workers.main import running_worker
+
+
+@pytest.fixture
+def settings(tmp_path: Path, temporal_address: str) -> Settings:
+    (tmp_path / "list.txt").write_text("")
+    return make_settings(tmp_path, temporal_address, api=ApiSettings(port=free_port(), token=TOKEN),
+                         sources=[SourceSettings(name="empty", kind="url_file", path=str(tmp_path / "list.txt"))])
+
+
+@pytest.fixture
+async def api(temporal_client: Client, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    async with serving(settings, temporal_client), running_worker(temporal_client, settings):
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api.port}",
+                                     headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as client:
+            yield client
+
+
+async def until(api: httpx.AsyncClient, name: str, done, timeout: float = 60) -> dict:  # noqa: ANN001
+    deadline = time.monotonic() + timeout
+    while True:
+        watch = (await api.get(f"/api/v1/watches/{name}")).json()
+        if done(watch):
+            return watch
+        assert time.monotonic() < deadline, watch
+        await asyncio.sleep(0.3)
+
+
+async def test_create_list_steer_and_delete(api: httpx.AsyncClient, sim: Simulator) -> None:
+    sim.add_file("/w/a.mp4", MediaFile("mp4", "api-watch-a", 20_000))
+    created = await api.post("/api/v1/watches", json={"name": "list", "source": "empty", "every": "1h",
+                                                      "paused": True})
+    assert created.status_code == 201, created.text
+    body = created.json()
+    assert body["paused"] is True and body["every"] == "1h" and body["source"] == "empty" and body["runs"] == 0
+    assert body["source_description"].startswith("url_file ") and body["next_run"] is None
+    urls = await api.post("/api/v1/watches", json={"name": "one-file", "urls": [sim.url("/w/a.mp4"), "ftp://x/y"],
+                                                   "every": "1h", "jitter": "1m"})
+    assert urls.status_code == 201 and urls.json()["urls"] == 1 and "ftp://x/y" in urls.json()["refused"][0]
+    assert urls.json()["jitter"] == "1m" and urls.json()["next_run"]
+
+    again = await api.post("/api/v1/watches", json={"name": "list", "source": "empty", "every": "1h"})
+    assert again.status_code == 409 and "exists already" in again.json()["detail"]
+    for bad, why in (({"name": "b", "source": "empty", "urls": [sim.url("/w/a.mp4")], "every": "1h"}, "not both"),
+                     ({"name": "b", "source": "nope", "every": "1h"}, "no source named 'nope'"),
+                     ({"name": "b", "source": "empty", "every": "0s"}, "shorter than watch.min_interval"),
+                     ({"name": "b c", "source": "empty", "every": "1h"}, "invalid watch name")):
+        answer = await api.post("/api/v1/watches", json=bad)
+        assert answer.status_code == 422 and why in answer.json()["detail"], answer.text
+    assert (await api.get("/api/v1/watches/none")).status_code == 404
+    assert (await api.post("/api/v1/watches/none/pause")).status_code == 404
+    assert (await api.post("/api/v1/watches", json={"name": "x", "source": "empty", "every": "1h"},
+                           headers={"Authorization": ""})).status_code == 401
+
+    triggered = await api.post("/api/v1/watches/one-file/trigger")
+    assert triggered.status_code == 202, triggered.text
+    done = await until(api, "one-file", lambda w: w["last_run"] and w["last_run"]["status"] == "COMPLETED")
+    assert done["last_run"]["new"] == 1 and done["runs"] == 1
+    crawl = (await api.get(f"/api/v1/crawls/{done['last_run']['crawl_id']}")).json()
+    assert crawl["stats"]["outcomes"] == {"committed": 1}
+    assert (await api.post("/api/v1/watches/one-file/pause")).json()["paused"] is True
+    resumed = (await api.post("/api/v1/watches/one-file/resume")).json()
+    assert resumed["paused"] is False and resumed["next_run"]
+
+    names = []
+    deadline = time.monotonic() + 30
+    while names != ["list", "one-file"]:  # Temporal lists schedules from its visibility store
+        assert time.monotonic() < deadline, names
+        names = [w["name"] for w in (await api.get("/api/v1/watches")).json()["watches"]]
+    for name in ("list", "one-file"):
+        assert (await api.delete(f"/api/v1/watches/{name}")).status_code == 200
+        assert (await api.get(f"/api/v1/watches/{name}")).status_code == 404
+
+
+async def test_a_run_that_outlasts_the_interval_makes_later_runs_skip(api: httpx.AsyncClient, sim: Simulator,
+                                                                      temporal_client: Client) -> None:
+    sim.add_file("/w/slow.mp4", MediaFile("mp4", "api-watch-slow", 3_000_000), FileBehaviour(throttle_bps=200_000))
+    created = await api.post("/api/v1/watches", json={"name": "slow", "urls": [sim.url("/w/slow.mp4")],
+                                                      "every": "1s"})
+    assert created.status_code == 201, created.text
+    watch = await until(api, "slow", lambda w: w["skipped_overlap"] >= 2)
+    assert watch["runs"] == 1 and len(watch["running"]) == 1 and watch["last_run"]["status"] == "RUNNING"
+    query = f"TemporalScheduledById = '{watch['schedule_id']}' AND ExecutionStatus = 'Running'"
+    assert [e.id async for e in temporal_client.list_workflows(query)] == watch["running"]
+    refused = await api.post("/api/v1/watches/slow/trigger")
+    assert refused.status_code == 409 and "run going on" in refused.json()["detail"]
+    assert (await api.delete("/api/v1/watches/slow")).status_code == 200
+    crawl_id = watch["running"][0]
+    assert (await api.post(f"/api/v1/crawls/{crawl_id}/cancel")).status_code == 200
+    deadline = time.monotonic() + 60
+    while (await api.get(f"/api/v1/crawls/{crawl_id}")).json()["status"] == "RUNNING":
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.3)

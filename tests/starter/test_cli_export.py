@@ -1,0 +1,81 @@
+"""yt-dlp's habits in the CLI as pure logic: -f specs, cookies split by domain, -j, batch files."""
+
+from __future__ import annotations
+
+import argparse
+import http.cookiejar
+from pathlib import Path
+
+import pytest
+
+from starter.cli import build_parser, yt_dlp_aliases
+from starter.cli.crawl import read_urls
+from starter.cli.export import crawl_settings, quality_overrides, split_cookies
+from starter.cli.output import CommandError
+from trawl.settings import Settings
+
+COOKIES = """# Netscape HTTP Cookie File
+.bilibili.com\tTRUE\t/\tFALSE\t0\tSESSDATA\tbili-secret
+.weibo.com\tTRUE\t/\tTRUE\t0\tSUB\tweibo-secret
+www.facebook.com\tFALSE\t/\tTRUE\t0\tc_user\t1234
+.example.org\tTRUE\t/\tFALSE\t0\tother\tnobody-gets-this
+"""
+
+
+@pytest.mark.parametrize("spec, qn, height", [
+    ("best", 127, 100_000), ("worst", 16, 1), ("720p", 64, 720), ("1080", 80, 1080), ("480p", 32, 480),
+    ("bestvideo[height<=720]", 64, 720), ("bv*[height<=1080]+ba/b", 80, 1080), ("2160p", 120, 2160),
+])
+def test_quality_specs(spec: str, qn: int, height: int) -> None:
+    assert quality_overrides(spec) == {"bilibili_quality": qn, "hls_quality": height}
+
+
+def test_a_spec_not_understood_says_what_is(tmp_path: Path) -> None:
+    with pytest.raises(CommandError, match="give best, worst, a height such as 720p"):
+        quality_overrides("137+140")
+
+
+def _jar(path: Path) -> dict[str, str]:
+    jar = http.cookiejar.MozillaCookieJar(str(path))
+    jar.load(ignore_discard=True, ignore_expires=True)
+    return {c.name: c.value or "" for c in jar}
+
+
+def test_each_platform_gets_only_its_own_cookies(tmp_path: Path) -> None:
+    source = tmp_path / "cookies.txt"
+    source.write_text(COOKIES)
+    written = split_cookies(str(source), Settings(data_dir=tmp_path / "data"), tmp_path / "split")
+    assert set(written) == {"bilibili", "weibo", "facebook"}
+    assert _jar(Path(written["bilibili"])) == {"SESSDATA": "bili-secret"}
+    assert _jar(Path(written["weibo"])) == {"SUB": "weibo-secret"}
+    assert _jar(Path(written["facebook"])) == {"c_user": "1234"}
+    assert oct(Path(written["weibo"]).stat().st_mode & 0o777) == "0o600"
+
+
+def test_crawl_flags_become_the_workers_settings(tmp_path: Path) -> None:
+    source = tmp_path / "cookies.txt"
+    source.write_text(COOKIES)
+    args = build_parser().parse_args(["crawl", "--cookies", str(source), "--limit-rate", "500K", "-f", "720p", "u"])
+    settings = crawl_settings(args, Settings(data_dir=tmp_path / "data"))
+    assert settings.download.limit_rate == 500 << 10 and settings.download.hls_quality == 720
+    assert settings.platforms.bilibili.quality == 64
+    assert _jar(Path(settings.platforms.bilibili.cookies_file)) == {"SESSDATA": "bili-secret"}
+    assert settings.platforms.generic.cookies_file == ""  # no cookies for every other site
+    bad = argparse.Namespace(limit_rate="fast", quality=None, cookies=None)
+    with pytest.raises(CommandError, match="--limit-rate: not a size: 'fast'"):
+        crawl_settings(bad, Settings(data_dir=tmp_path / "data"))
+    missing = argparse.Namespace(limit_rate=None, quality=None, cookies=str(tmp_path / "absent.txt"))
+    with pytest.raises(CommandError, match="no such file; export a cookies.txt"):
+        crawl_settings(missing, Settings(data_dir=tmp_path / "data"))
+
+
+def test_dash_j_is_resolve_json_and_batch_files_skip_comments(tmp_path: Path) -> None:
+    assert yt_dlp_aliases(["-j", "https://x.test/v"]) == ["resolve", "--json", "https://x.test/v"]
+    args = build_parser().parse_args(yt_dlp_aliases(["-j", "https://x.test/v"]))
+    assert args.command == "resolve" and args.json
+    assert build_parser().parse_args(["resolve", "-j", "u"]).json
+    batch = tmp_path / "urls.txt"
+    batch.write_text("# a comment\n; another\nhttps://a.test/1\n\n  ;indented\nhttps://a.test/2\n")
+    args = build_parser().parse_args(["crawl", "-a", str(batch)])
+    assert read_urls(args.urls, args.file) == ["https://a.test/1", "https://a.test/2"]
+    assert build_parser().parse_args(["crawl", "--batch-file", "x"]).file == "x"

@@ -1,0 +1,270 @@
+"""Small items: download, verify and commit in one activity (``small_item``).
+
+The orchestration half runs on the time-skipping test server with the fakes of
+test_orchestration.py plus a fake ``small_item``; the real half runs a `trawl worker` process
+against the dev server and the simulator and reads its JSON log lines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import subprocess
+import sys
+from collections import deque
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from temporalio import activity
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Replayer, Worker
+
+from activities.models import CommitResult, DownloadInput, StoredAsset
+from activities.small import SmallItemInput
+from starter.client import item_result, start_item as submit
+from tests.conftest import make_settings
+from tests.workflows.test_orchestration import (
+    BEAT,
+    SHA,
+    SIZE,
+    Fakes,
+    env,  # noqa: F401 - the module's time-skipping server
+    fakes,  # noqa: F401 - reset before and wound down after each test, over this module's running_fakes
+    failed_run,
+    failure,
+    outcome,
+    progress,
+    start_item,
+    until,
+)
+from trawl.platforms.registry import default_registry
+from trawl.simulator import MediaFile, Response, Simulator
+from trawl.storage.catalog import Catalog
+from workers.main import running_worker
+from workflows.media_item import MediaItemWorkflow
+from workflows.policies import download_queue, fetch_queue, workflow_queue
+
+TRAWL = str(Path(sys.executable).parent / "trawl")
+SMALL = {"small_item_size": SIZE}  # every fake asset is SIZE bytes: small
+
+
+class SmallFakes(Fakes):
+    @activity.defn(name="small_item")
+    async def small_item(self, inp: SmallItemInput) -> CommitResult:
+        assets = inp.resolved.assets
+        self.calls.append(("small_item", inp.workflow_id, [a.urls[0] for a in assets], activity.info().attempt))
+        self._scripted("small_item")
+        if self.gate is not None:
+            await self._hold(DownloadInput(inp.workflow_id, assets[0]))
+        self.active.discard(inp.workflow_id)
+        return CommitResult("committed", [StoredAsset(a.name, a.kind, SHA, SIZE) for a in assets])
+
+
+@pytest.fixture(scope="module")
+async def running_fakes(env: WorkflowEnvironment) -> AsyncIterator[SmallFakes]:  # noqa: F811
+    """The fakes with small_item and their workers (test_orchestration's ``fakes`` resets them per test)."""
+    fakes = SmallFakes(env.client)
+    p = fakes.prefix
+    async with contextlib.AsyncExitStack() as stack:
+        for worker in (
+            Worker(env.client, task_queue=workflow_queue(p), workflows=[MediaItemWorkflow]),
+            Worker(env.client, task_queue=fetch_queue(p, "generic"), activities=[fakes.fetch], **BEAT),
+            Worker(env.client, task_queue=download_queue(p), **BEAT,
+                   activities=[fakes.small_item, fakes.download, fakes.verify, fakes.commit, fakes.discard,
+                               fakes.claim_host]),
+        ):
+            await stack.enter_async_context(worker)
+        yield fakes
+
+
+def stages(fakes: Fakes) -> list[str]:
+    return [c[0] for c in fakes.calls]
+
+
+# -- orchestration -----------------------------------------------------------------------------
+
+async def test_a_small_item_is_one_activity_after_its_fetch(env: WorkflowEnvironment,  # noqa: F811
+                                                            fakes: SmallFakes) -> None:  # noqa: F811
+    handle = await start_item(env, fakes, **SMALL)
+    result = await outcome(handle)
+    assert (result.outcome, [a.size for a in result.assets]) == ("committed", [SIZE])
+    assert stages(fakes) == ["fetch", "small_item"]
+    shown = await progress(handle)
+    assert (shown.stage, shown.bytes_done, shown.bytes_total) == ("done", SIZE, SIZE)
+
+
+async def test_an_item_over_the_size_takes_the_host_local_path(env: WorkflowEnvironment,  # noqa: F811
+                                                                fakes: SmallFakes) -> None:
+    result = await outcome(await start_item(env, fakes, small_item_size=SIZE - 1))
+    assert result.outcome == "committed"
+    assert stages(fakes) == ["fetch", "download", "verify", "commit"]
+
+
+async def test_retryable_failures_run_the_whole_activity_again(env: WorkflowEnvironment,  # noqa: F811
+                                                               fakes: SmallFakes) -> None:
+    fakes.script["small_item"].extend([failure("http_5xx", final=False), failure("storage_error", final=False)])
+    result = await outcome(await start_item(env, fakes, **SMALL))
+    assert result.outcome == "committed"
+    assert [call[-1] for call in fakes.of("small_item")] == [1, 2, 3]  # attempts of one activity
+
+
+async def test_a_final_class_fails_the_item_at_once(env: WorkflowEnvironment, fakes: SmallFakes) -> None:  # noqa: F811
+    fakes.script["small_item"].append(failure("not_found"))
+    handle = await start_item(env, fakes, **SMALL)
+    assert (await failed_run(handle)).type == "not_found"
+    assert len(fakes.of("small_item")) == 1
+
+
+async def test_a_corrupt_file_is_downloaded_again_in_a_new_activity(env: WorkflowEnvironment,  # noqa: F811
+                                                                    fakes: SmallFakes) -> None:
+    fakes.script["small_item"].append(failure("content_corrupt"))
+    handle = await start_item(env, fakes, **SMALL)
+    assert (await outcome(handle)).outcome == "committed"
+    # The activity removed the corrupt file itself: no discard round trip.
+    assert stages(fakes) == ["fetch", "small_item", "small_item"]
+    assert [call[-1] for call in fakes.of("small_item")] == [1, 1]
+    assert (await progress(handle)).attempt == 2
+
+
+async def test_redownloads_of_a_corrupt_small_item_are_bounded(env: WorkflowEnvironment,  # noqa: F811
+                                                               fakes: SmallFakes) -> None:
+    fakes.always["small_item"] = failure("content_corrupt")
+    handle = await start_item(env, fakes, max_redownloads=2, **SMALL)
+    assert (await failed_run(handle)).type == "content_corrupt"
+    assert len(fakes.of("small_item")) == 1 + 2
+    assert fakes.of("discard") == [(handle.id, [])]  # what failed is removed at the end
+
+
+async def test_expired_urls_are_fetched_again_for_the_next_activity(env: WorkflowEnvironment,  # noqa: F811
+                                                                    fakes: SmallFakes) -> None:
+    fakes.script["small_item"].append(failure("url_expired"))
+    result = await outcome(await start_item(env, fakes, **SMALL))
+    assert result.outcome == "committed"
+    urls = [call[1] for call in fakes.of("small_item")]
+    assert [u[0].rsplit("=", 1)[1] for u in urls] == ["1", "2"]  # the second with the fresh URLs
+
+
+async def test_pause_stops_the_activity_and_resume_runs_it_again(env: WorkflowEnvironment,  # noqa: F811
+                                                                 fakes: SmallFakes) -> None:
+    fakes.gate = asyncio.Semaphore(0)
+    handle = await start_item(env, fakes, **SMALL)
+    await until(lambda: fakes.holding, "the activity is running")
+    await handle.signal(MediaItemWorkflow.pause)
+    await until(lambda: fakes.of("download_cancelled"), "the pause cancelled the activity")
+    (_, _, kept), = fakes.of("download_cancelled")
+
+    async def shown_paused() -> bool:
+        p = await progress(handle)
+        return p.paused and not (await handle.describe()).raw_description.pending_activities
+
+    await until(shown_paused, "the paused item has no running activity")
+    shown = await progress(handle)
+    assert (shown.last_error, shown.bytes_done) == (None, kept)  # a pause, with the bytes it kept
+    await env.sleep(timedelta(hours=1))
+    assert len(fakes.of("small_item")) == 1
+    await handle.signal(MediaItemWorkflow.resume)
+    await until(lambda: fakes.holding, "the activity runs again")
+    fakes.gate.release()
+    assert (await outcome(handle)).outcome == "committed"
+    assert len(fakes.of("small_item")) == 2 and fakes.of("discard") == []
+
+
+async def test_cancel_stops_the_activity_and_discards_its_files(env: WorkflowEnvironment,  # noqa: F811
+                                                               fakes: SmallFakes) -> None:
+    fakes.gate = asyncio.Semaphore(0)
+    handle = await start_item(env, fakes, **SMALL)
+    await until(lambda: fakes.holding, "the activity is running")
+    await handle.cancel()
+    assert (await outcome(handle)).outcome == "cancelled"
+    assert len(fakes.of("download_cancelled")) == 1
+    assert fakes.of("discard") == [(handle.id, [])]
+    assert (await handle.describe()).status == WorkflowExecutionStatus.CANCELED
+
+
+# -- end to end: a real worker process ---------------------------------------------------------
+
+@pytest.mark.timeout(180)
+async def test_a_small_item_commits_in_one_activity_with_a_line_per_stage_and_a_large_one_claims_a_host(
+        temporal_client: Client, temporal_address: str, sim: Simulator, tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, temporal_address, download={"small_item_size": 100_000})
+    small, large = MediaFile("mp4", "small-one", 50_000), MediaFile("mp4", "large-one", 200_000)
+    sim.add_file("/small.mp4", small)
+    sim.add_file("/large.mp4", large)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAWL_")}
+    env.update(TRAWL_DATA_DIR=str(settings.data_dir), TRAWL_NET__ALLOW_PRIVATE="true",
+               TRAWL_TEMPORAL__ADDRESS=temporal_address, TRAWL_TEMPORAL__EMBEDDED="false",
+               TRAWL_TEMPORAL__TASK_QUEUE_PREFIX=settings.temporal.task_queue_prefix,
+               TRAWL_CATALOG__URL=settings.catalog.url, TRAWL_WORKER__METRICS_PORT="0",
+               TRAWL_DOWNLOAD__SMALL_ITEM_SIZE="100000")
+    log_path = tmp_path / "worker.log"
+    with open(log_path, "wb") as log:
+        worker = subprocess.Popen([TRAWL, "worker"], env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            handles = [(await submit(temporal_client, settings, default_registry(), sim.url(p))).handle
+                       for p in ("/small.mp4", "/large.mp4")]
+            results = await asyncio.wait_for(asyncio.gather(*(item_result(h, "") for h in handles)), 120)
+        finally:
+            worker.terminate()
+            worker.wait(timeout=30)
+    assert [(r.outcome, r.assets[0].sha256) for r in results] == [("committed", small.sha256()),
+                                                                   ("committed", large.sha256())]
+    assert Catalog(settings.catalog_url).count() == 2
+    assert not any(settings.work_dir.rglob("*.part"))
+    events = [json.loads(line) for line in log_path.read_text().splitlines()]
+    activity_lines = [e for e in events if e["event"] == "activity" and e["outcome"] == "ok"]
+
+    def lines_of(result: object) -> list[tuple[str, str | None]]:
+        return [(e["stage"], e.get("activity")) for e in activity_lines if e["task_id"] == result.workflow_id]
+
+    one = "small_item"
+    assert lines_of(results[0]) == [("fetch", None), ("download", one), ("verify", one), ("commit", one)]
+    assert lines_of(results[1]) == [("fetch", None), ("claim", "claim_host"), ("download", None), ("verify", None),
+                                    ("commit", None)]
+    small_download = next(e for e in activity_lines if e["task_id"] == results[0].workflow_id
+                          and e["stage"] == "download")
+    assert (small_download["bytes"], small_download["platform"]) == (50_000, "generic")
+    assert sum(e["event"] == "item" and e["outcome"] == "committed" for e in events) == 2  # the summary lines
+    for result in results:
+        await replays(temporal_client, result.workflow_id)
+
+
+async def replays(client: Client, workflow_id: str) -> None:
+    """The run's history replays with this code (no recorded history of this path exists yet)."""
+    history = await client.get_workflow_handle(workflow_id).fetch_history()
+    await Replayer(workflows=[MediaItemWorkflow]).replay_workflow(history)
+
+
+@pytest.mark.timeout(180)
+async def test_a_corrupt_small_file_is_downloaded_again_then_fails_and_a_flaky_one_commits(
+        temporal_client: Client, temporal_address: str, sim: Simulator, tmp_path: Path) -> None:
+    """The real small_item activity: verify's content_corrupt re-runs it (bounded), a 5xx retries it."""
+    settings = make_settings(tmp_path, temporal_address, download={"max_redownloads": 1},
+                             retry={"download": {"initial_interval": "100ms", "maximum_interval": "200ms"}})
+    page = b"<!DOCTYPE html><html><body>Please log in</body></html>"
+    sim.add_exact("/fake.mp4", lambda req: Response(200, {"Content-Type": "video/mp4"}, page))
+    media = MediaFile("mp4", "flaky-small", 30_000)
+    answers = deque([None, Response(503, {"Content-Type": "text/plain"}, b"busy")])  # the probe, then a 503
+    sim.add_exact("/flaky.mp4", lambda req: (answers.popleft() if answers else None) or sim.serve_media(req, media))
+    async with running_worker(temporal_client, settings):
+        corrupt = await submit(temporal_client, settings, default_registry(), sim.url("/fake.mp4"))
+        flaky = await submit(temporal_client, settings, default_registry(), sim.url("/flaky.mp4"))
+        results = await asyncio.wait_for(asyncio.gather(item_result(corrupt.handle, ""), item_result(flaky.handle, "")),
+                                         60)
+        for started in (corrupt, flaky):
+            await replays(temporal_client, started.workflow_id)
+    assert (results[0].outcome, results[0].error_class) == ("failed", "content_corrupt")
+    assert sim.stats["/fake.mp4"].requests == 1 + 2  # the probe, the download and one re-download
+    assert (results[1].outcome, results[1].assets[0].sha256) == ("committed", media.sha256())
+    assert sim.stats["/flaky.mp4"].requests == 1 + 2
+    for started in (corrupt, flaky):
+        history = await started.handle.fetch_history()
+        scheduled = [e.activity_task_scheduled_event_attributes.activity_type.name for e in history.events
+                     if e.HasField("activity_task_scheduled_event_attributes")]
+        assert set(scheduled) <= {"fetch", "small_item", "discard"} and "small_item" in scheduled
+    assert not any(settings.work_dir.rglob("*.part"))
+    assert [p.name for p in settings.blobs_dir.rglob("*") if p.is_file()] == [media.sha256()]

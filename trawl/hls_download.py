@@ -1,0 +1,561 @@
+"""Downloading a VOD HLS stream into one file, resumable segment by segment.
+
+The playlist is fetched (a master playlist: the variant :func:`trawl.hls.choose_variant` picks,
+then its media playlist), refused when live, and its segments are appended in order to the
+asset's ``.part`` file, each verified before the next: the status (200, or a 206 whose
+``Content-Range`` is the ``EXT-X-BYTERANGE`` asked for), the length (``Content-Length`` or the
+byte range, all of it), and the first bytes (MPEG-TS sync bytes, fMP4 boxes; never an HTML or
+JSON page). An ``EXT-X-MAP`` init section is written before the first segment that needs it;
+AES-128 segments are decrypted as they stream, with the key fetched once per attempt through
+the same client (keys are never written down).
+
+Resume state (:class:`HlsState`) is the next segment's index and the bytes before it. It is saved
+beside the file after every segment, once the segment's bytes are on disk (``fdatasync``), and
+heartbeated; a retry keeps that prefix, re-hashes it and goes on with the next segment, so a
+killed worker costs at most the segment that was in flight. A retry meets the same stream only
+when the playlist's :attr:`~trawl.hls.MediaPlaylist.fingerprint` is unchanged (fresh URL
+signatures do not change it); anything else starts over.
+
+A segment failing for a transient reason (network, 5xx, a cut body, a page instead of media) is
+asked again in place a few times; then its classified error is raised for the download policy,
+which resumes from that segment. A segment that answers 404/410 is
+:class:`~trawl.errors.SegmentMissing`: the policy asks on a few attempts, then the item fails.
+No segment is ever skipped.
+
+When every segment is in, the file is remuxed to MP4 with ``ffmpeg -c copy`` if ffmpeg was
+given and manages; otherwise the concatenation (MPEG-TS, or fragmented MP4) is the result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import BinaryIO
+
+import httpx
+
+from trawl.download import DownloadOutcome, Stopped, discard, file_sha256, hash_into, state_path
+from trawl.errors import (
+    ContentCorrupt,
+    Http5xx,
+    NetworkError,
+    NetworkTimeout,
+    ParseError,
+    SegmentMissing,
+    StorageError,
+    TooLarge,
+    Truncated,
+    TrawlError,
+    UnsupportedUrl,
+    UrlExpired,
+    classify_exception,
+    classify_response,
+)
+from trawl.hls import (
+    Aes128Decryptor,
+    ByteRange,
+    MasterPlaylist,
+    MediaPlaylist,
+    Segment,
+    choose_variant,
+    parse_playlist,
+    require_vod,
+)
+from trawl.logs import get_logger
+from trawl.ranges import parse_content_range
+from trawl.sniff import SNIFF_BYTES, sniff
+from trawl.throttle import Throttle
+
+log = get_logger("trawl.hls")
+
+MAX_PLAYLIST_BYTES = 8 << 20
+MAX_KEY_BYTES = 1024
+SEGMENT_RETRIES = 2  # transient failures of one segment asked again in place, then raised
+RETRY_DELAY = 0.5  # seconds before the first in-place retry; doubled each time
+# Classes worth asking again at once: the next answer may well be whole.
+_TRANSIENT = (NetworkError, NetworkTimeout, Http5xx, Truncated, ContentCorrupt)
+# fMP4 boxes a segment or an init section may start with.
+_FMP4_BOXES = frozenset({b"ftyp", b"styp", b"sidx", b"moof", b"moov", b"prft", b"emsg", b"free", b"skip", b"mdat"})
+
+
+@dataclass
+class HlsState:
+    """Where an HLS download stands; heartbeated and saved beside the ``.part`` file.
+
+    ``offset`` is the bytes of the file before segment ``segment`` (init sections included), the
+    same key a plain download's progress is read from.
+    """
+
+    protocol: str = "hls"
+    url: str | None = None  # the media playlist
+    fingerprint: str | None = None
+    segment: int = 0  # the next segment to fetch
+    segments: int = 0
+    offset: int = 0
+    total: int | None = None  # the result's size, once done
+    done: bool = False
+    result: str | None = None  # the remuxed file's name, when the stream was remuxed
+
+    @property
+    def estimated_total(self) -> int | None:
+        """The stream's size extrapolated from the segments so far (for progress only)."""
+        if self.total is not None:
+            return self.total
+        if self.segment and self.segments:
+            return self.offset * self.segments // self.segment
+        return None
+
+    @classmethod
+    def of(cls, details: object) -> HlsState | None:
+        """The state in heartbeat details or a saved file, or None when it is not an HLS state."""
+        if not isinstance(details, dict) or details.get("protocol") != "hls":
+            return None
+        known = {f.name for f in fields(cls)}
+        try:
+            return cls(**{k: v for k, v in details.items() if k in known})
+        except TypeError:
+            return None
+
+
+def load_hls_state(part: Path) -> HlsState | None:
+    try:
+        return HlsState.of(json.loads(state_path(part).read_text()))
+    except (OSError, ValueError):
+        return None
+
+
+def save_hls_state(part: Path, state: HlsState) -> None:
+    tmp = state_path(part).with_suffix(".tmp")
+    tmp.write_text(json.dumps(asdict(state)))
+    os.replace(tmp, state_path(part))
+
+
+def fresher_hls(heartbeat: HlsState | None, saved: HlsState | None) -> HlsState | None:
+    """The more advanced record of one stream (the saved file is written at every segment, the
+    heartbeat RPC is throttled); a record of another stream never replaces the heartbeat's."""
+    if heartbeat is None or saved is None:
+        return heartbeat or saved
+    if saved.fingerprint == heartbeat.fingerprint and (saved.done or saved.segment > heartbeat.segment):
+        return saved
+    return heartbeat
+
+
+def remux_output(part: Path) -> Path:
+    """Where the MP4 remux of ``part`` is written (``video.part`` -> ``video.mp4.part``)."""
+    return part.with_name(part.name.removesuffix(".part") + ".mp4.part")
+
+
+def discard_hls(part: Path) -> None:
+    """Remove what an HLS download leaves besides ``part`` and its state (the remux output)."""
+    for path in (remux_output(part), remux_output(part).with_name(remux_output(part).name + ".tmp")):
+        path.unlink(missing_ok=True)
+
+
+Heartbeat = Callable[[HlsState], None]
+
+
+class HlsDownloader:
+    def __init__(
+        self,
+        client: httpx.Client,
+        *,
+        max_file_size: int,
+        quality: int = 1080,
+        heartbeat: Heartbeat = lambda state: None,
+        should_stop: Callable[[], bool] = lambda: False,
+        heartbeat_every: float = 0.2,
+        ffmpeg: str | None = None,
+        segment_retries: int = SEGMENT_RETRIES,
+        retry_delay: float = RETRY_DELAY,
+        limit_rate: int = 0,
+    ) -> None:
+        """
+        Args:
+            quality: the tallest variant at or below this many lines is taken (else the lowest).
+            limit_rate: bytes per second over the whole stream (``download.limit_rate``); 0: none.
+            ffmpeg: the ffmpeg executable that remuxes the result to MP4; None keeps the
+                concatenated segments as they are.
+        """
+        self.client = client
+        self.max_file_size = max_file_size
+        self.quality = quality
+        self.heartbeat = heartbeat
+        self.should_stop = should_stop
+        self.heartbeat_every = heartbeat_every
+        self.ffmpeg = ffmpeg
+        self.segment_retries = segment_retries
+        self.retry_delay = retry_delay
+        self.throttle = Throttle(limit_rate) if limit_rate else None
+        self._keys: dict[str, bytes] = {}
+        self._last_beat = 0.0
+
+    def download(self, urls: list[str], part: Path, *, headers: dict[str, str] | None = None,
+                 previous: HlsState | None = None) -> DownloadOutcome:
+        """Download the stream of the first playlist URL that works into ``part`` (or its remux).
+
+        Raises:
+            TrawlError: classified; :class:`UrlExpired` wins so the caller fetches fresh URLs.
+            Stopped: ``should_stop`` turned true; the state was saved and heartbeated first.
+        """
+        part.parent.mkdir(parents=True, exist_ok=True)
+        chosen = fresher_hls(previous, load_hls_state(part))
+        state = HlsState(**asdict(chosen)) if chosen is not None else HlsState()  # the caller's record stays as given
+        finished = self._already_done(part, state)
+        if finished is not None:
+            return finished
+        failures: list[TrawlError] = []
+        for url in dict.fromkeys(urls):
+            try:
+                return self._attempt(url, part, dict(headers or {}), state)
+            except Stopped:
+                raise
+            except Exception as exc:  # noqa: BLE001 - classified, then the next URL tried
+                error = classify_exception(exc)
+                if isinstance(error, TooLarge):
+                    discard(part)
+                    discard_hls(part)
+                if isinstance(error, (TooLarge, StorageError, UnsupportedUrl)):
+                    raise error from None
+                failures.append(error)
+                state = load_hls_state(part) or state
+        if not failures:
+            raise NetworkError("no playlist URL to download")
+        raise next((f for f in failures if isinstance(f, UrlExpired)), failures[0])
+
+    # -- playlists -------------------------------------------------------------------------
+    def media_playlist(self, url: str, headers: dict[str, str], signed: bool = False) -> MediaPlaylist:
+        """The VOD media playlist behind ``url`` (through the chosen variant of a master).
+
+        ``signed``: the playlist worked before (a resumed download), so a 403/410 means its
+        signature expired.
+        """
+        playlist = self._playlist(url, headers, signed)
+        if isinstance(playlist, MasterPlaylist):
+            variant = choose_variant(playlist.variants, self.quality)
+            playlist = self._playlist(variant.url, headers, signed)
+            if isinstance(playlist, MasterPlaylist):
+                raise ParseError(f"{variant.url}: a master playlist names another master playlist")
+        return require_vod(playlist)
+
+    def _playlist(self, url: str, headers: dict[str, str], signed: bool) -> MasterPlaylist | MediaPlaylist:
+        with self.client.stream("GET", url, headers=headers) as resp:
+            body = self._read_small(resp, MAX_PLAYLIST_BYTES, url, "playlist", signed)
+            final_url = str(resp.url)
+        return parse_playlist(body.decode("utf-8", "replace"), final_url)
+
+    def _key(self, url: str, headers: dict[str, str]) -> bytes:
+        if url not in self._keys:
+            with self.client.stream("GET", url, headers=headers) as resp:
+                key = self._read_small(resp, MAX_KEY_BYTES, url, "key")
+            if len(key) != 16:
+                raise ContentCorrupt(f"{url}: the AES-128 key answer is {len(key)} bytes, not 16")
+            self._keys[url] = key
+        return self._keys[url]
+
+    def _read_small(self, resp: httpx.Response, limit: int, url: str, what: str, signed: bool = False) -> bytes:
+        if resp.status_code >= 400:
+            body = b"".join(_limited(resp.iter_bytes(), 4096))
+            raise classify_response(resp.status_code, resp.headers, body, url=url, signed_media=signed) or NetworkError(
+                f"HTTP {resp.status_code} for {url}")
+        body = bytearray()
+        for chunk in resp.iter_bytes():
+            body += chunk
+            if len(body) > limit:
+                raise TooLarge(f"HLS {what} {url} is larger than {limit} bytes")
+        return bytes(body)
+
+    # -- the stream ------------------------------------------------------------------------
+    def _already_done(self, part: Path, state: HlsState) -> DownloadOutcome | None:
+        """The result of an attempt that finished but whose answer was lost (a kill, a timeout)."""
+        if not state.done:
+            return None
+        result = part.with_name(state.result) if state.result else part
+        if not result.is_file() or (state.total is not None and result.stat().st_size != state.total):
+            return None
+        size = result.stat().st_size
+        mime = "video/mp4" if state.result else None
+        return DownloadOutcome(str(result), size, file_sha256(result), size, None, state.url or "", mime, size, 0)
+
+    def _attempt(self, url: str, part: Path, headers: dict[str, str], state: HlsState) -> DownloadOutcome:
+        headers.setdefault("Accept-Encoding", "identity")
+        playlist = self.media_playlist(url, headers, signed=state.offset > 0)
+        segments = playlist.segments
+        size_on_disk = part.stat().st_size if part.exists() else 0
+        same = (state.fingerprint == playlist.fingerprint and not state.done and state.segment <= len(segments)
+                and state.offset <= size_on_disk)
+        if not same:
+            state = HlsState(url=playlist.url, fingerprint=playlist.fingerprint, segments=len(segments))
+        state.url, state.segments = playlist.url, len(segments)
+        resumed_from = state.offset
+        digest = hashlib.sha256()
+        transferred = 0
+        fd = os.open(part, os.O_RDWR | os.O_CREAT, 0o644)
+        with os.fdopen(fd, "r+b") as out:
+            out.truncate(state.offset)
+            out.seek(0)
+            hash_into(digest, out, state.offset)
+            out.seek(state.offset)
+            save_hls_state(part, state)
+            self._beat(state, force=True)
+            # A 403 on a segment once others of this stream worked means its signature expired.
+            fetched = state.segment > 0
+            for seg in segments[state.segment:]:
+                previous = segments[seg.index - 1] if seg.index else None
+                digest, written = self._segment(playlist, seg, previous, out, digest, state, headers, part, fetched)
+                fetched = True
+                transferred += written
+                state.segment, state.offset = seg.index + 1, state.offset + written
+                out.flush()
+                os.fdatasync(out.fileno())  # a recorded segment is on disk, even after a crash
+                save_hls_state(part, state)
+                self._beat(state, force=True)
+                if self.should_stop():
+                    raise Stopped(f"stopped after segment {seg.index + 1} of {len(segments)}", state.offset)
+        return self._finish(part, state, digest, playlist, resumed_from, transferred)
+
+    def _segment(self, playlist: MediaPlaylist, seg: Segment, previous: Segment | None, out: BinaryIO,
+                 digest: hashlib._Hash, state: HlsState, headers: dict[str, str], part: Path,
+                 fetched: bool) -> tuple[hashlib._Hash, int]:
+        """Append one segment (and the init section it starts using); returns the digest and the
+        bytes written. On failure the file and the digest are as before the segment."""
+        start = state.offset
+        where = f"segment {seg.index + 1} of {len(playlist.segments)} ({seg.url})"
+        delay = self.retry_delay
+        for attempt in range(self.segment_retries + 1):
+            running = digest.copy()
+            sink = _Sink(out, running, start, self.max_file_size)
+            try:
+                if seg.init is not None and (previous is None or previous.init != seg.init):
+                    self._fetch(seg.init.url, seg.init.byterange, headers, sink, f"init section of {where}",
+                                fmp4=True, decryptor=None, state=state, signed=fetched)
+                decryptor = None
+                if seg.key is not None:
+                    decryptor = Aes128Decryptor(self._key(seg.key.url, headers), seg.key.iv, where)
+                self._fetch(seg.url, seg.byterange, headers, sink, where, fmp4=playlist.fragmented,
+                            decryptor=decryptor, state=state, signed=fetched)
+                return running, sink.written
+            except Stopped:
+                out.truncate(start)
+                out.seek(start)
+                save_hls_state(part, state)
+                raise Stopped(f"stopped in {where}", start) from None
+            except Exception as exc:  # noqa: BLE001 - classified below
+                out.truncate(start)
+                out.seek(start)
+                error = classify_exception(exc)
+                if isinstance(error, TooLarge):
+                    raise error from None
+                if not isinstance(error, _TRANSIENT) or attempt == self.segment_retries:
+                    raise error from None
+                log.info("hls segment retried", segment=seg.index, error_class=error.error_class, error=str(error))
+                self._pause(delay, state)
+                delay *= 2
+        raise AssertionError("unreachable")
+
+    def _fetch(self, url: str, byterange: ByteRange | None, headers: dict[str, str], sink: _Sink, where: str, *,
+               fmp4: bool,
+               decryptor: Aes128Decryptor | None, state: HlsState, signed: bool) -> None:
+        asked = dict(headers)
+        if byterange is not None:
+            asked["Range"] = byterange.header
+        with self.client.stream("GET", url, headers=asked) as resp:
+            status = resp.status_code
+            if status >= 400:
+                body = b"".join(_limited(resp.iter_bytes(), 4096))
+                error = classify_response(status, resp.headers, body, url=url, signed_media=signed)
+                if status in (404, 410) and not isinstance(error, UrlExpired):
+                    raise SegmentMissing(f"HLS {where}: HTTP {status}; the playlist names it but the server "
+                                         "does not have it")
+                raise error or NetworkError(f"HLS {where}: HTTP {status}")
+            skip, length = 0, None
+            if byterange is not None:
+                length = byterange.length
+                if status == 206:
+                    got = parse_content_range(resp.headers.get("content-range"))
+                    if got is None or got.start != byterange.start or got.end != byterange.start + length - 1:
+                        raise NetworkError(f"HLS {where}: asked {byterange.header}, answered Content-Range "
+                                           f"{resp.headers.get('content-range')!r}")
+                elif status == 200:
+                    skip = byterange.start  # Range ignored: the wanted bytes are read out of the whole body
+                else:
+                    raise NetworkError(f"HLS {where}: HTTP {status} for a byte range")
+            elif status != 200:
+                raise NetworkError(f"HLS {where}: HTTP {status}")
+            declared = resp.headers.get("content-length", "")
+            received = 0
+            check = _HeadCheck(where, fmp4)
+            for chunk in resp.iter_raw():
+                received += len(chunk)
+                if skip:
+                    cut = min(skip, len(chunk))
+                    chunk, skip = chunk[cut:], skip - cut
+                if length is not None:
+                    chunk = chunk[: length - sink.fetched]
+                if chunk:
+                    sink.fetched += len(chunk)
+                    plain = decryptor.update(chunk) if decryptor is not None else chunk
+                    check.feed(plain)
+                    sink.write(plain)
+                    if self.throttle is not None:
+                        self.throttle.take(len(chunk), lambda: self._throttled(state, where))
+                if length is not None and sink.fetched >= length:
+                    break
+                self._beat(state)
+                if self.should_stop():
+                    raise Stopped(f"stopped in {where}", state.offset)
+            if length is not None and sink.fetched < length:
+                raise Truncated(f"HLS {where}: body ended at {sink.fetched} of the {length} bytes of its range")
+            if length is None and declared.isdigit() and received != int(declared):
+                raise Truncated(f"HLS {where}: {received} of {declared} bytes")
+            if decryptor is not None:
+                tail = decryptor.finalize()
+                check.feed(tail)
+                sink.write(tail)
+            if sink.fetched == 0:
+                raise ContentCorrupt(f"HLS {where}: empty answer")
+            check.finish()
+        sink.fetched = 0  # the next fetch (the segment after an init section) counts its own range
+
+    # -- the end ---------------------------------------------------------------------------
+    def _finish(self, part: Path, state: HlsState, digest: hashlib._Hash, playlist: MediaPlaylist,
+                resumed_from: int, transferred: int) -> DownloadOutcome:
+        mime = "video/mp4" if playlist.fragmented else "video/mp2t"
+        if self.ffmpeg:
+            remuxed = remux_output(part)
+            if self._remux(part, remuxed, state):
+                size = remuxed.stat().st_size
+                sha = file_sha256(remuxed)
+                state.done, state.result, state.total = True, remuxed.name, size
+                save_hls_state(part, state)
+                part.unlink(missing_ok=True)
+                self._beat(state, force=True)
+                return DownloadOutcome(str(remuxed), size, sha, size, None, playlist.url, "video/mp4", resumed_from,
+                                       transferred)
+        state.done, state.total = True, state.offset
+        save_hls_state(part, state)
+        self._beat(state, force=True)
+        return DownloadOutcome(str(part), state.offset, digest.hexdigest(), state.offset, None, playlist.url, mime,
+                               resumed_from, transferred)
+
+    def _remux(self, src: Path, out: Path, state: HlsState) -> bool:
+        """``ffmpeg -c copy`` the concatenation into MP4, heartbeating; False keeps the concatenation."""
+        tmp = out.with_name(out.name + ".tmp")
+        cmd = [self.ffmpeg or "ffmpeg", "-y", "-nostdin", "-v", "error", "-i", str(src), "-map", "0:v?", "-map",
+               "0:a?", "-c", "copy", "-f", "mp4", str(tmp)]
+        try:
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        except OSError as exc:
+            log.warning("hls remux failed", error=str(exc))
+            return False
+        try:
+            while True:
+                try:
+                    proc.wait(timeout=self.heartbeat_every)
+                    break
+                except subprocess.TimeoutExpired:
+                    self._beat(state, force=True)
+                    if self.should_stop():
+                        proc.kill()
+                        proc.wait()
+                        tmp.unlink(missing_ok=True)
+                        raise Stopped("stopped while remuxing", state.offset) from None
+            errors = proc.stderr.read().decode("utf-8", "replace") if proc.stderr else ""
+        finally:
+            if proc.stderr:
+                proc.stderr.close()
+        if proc.returncode != 0 or not tmp.is_file() or tmp.stat().st_size == 0:
+            log.warning("hls remux failed; keeping the segments as they are", error=errors[-500:],
+                        returncode=proc.returncode)
+            tmp.unlink(missing_ok=True)
+            return False
+        os.replace(tmp, out)
+        return True
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _throttled(self, state: HlsState, where: str) -> None:
+        """While the rate limit holds the stream: heartbeat, and stop when asked to."""
+        self._beat(state)
+        if self.should_stop():
+            raise Stopped(f"stopped in {where}", state.offset)
+
+    def _beat(self, state: HlsState, force: bool = False) -> None:
+        now = time.monotonic()
+        if force or now - self._last_beat >= self.heartbeat_every:
+            self._last_beat = now
+            self.heartbeat(HlsState(**asdict(state)))
+
+    def _pause(self, seconds: float, state: HlsState) -> None:
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            time.sleep(min(left, self.heartbeat_every))
+            self._beat(state)
+            if self.should_stop():
+                raise Stopped("stopped before retrying a segment", state.offset)
+
+
+class _Sink:
+    """Appends plain segment bytes to the file and the running digest, within the size limit."""
+
+    def __init__(self, out: BinaryIO, digest: hashlib._Hash, start: int, limit: int) -> None:
+        self.out = out
+        self.digest = digest
+        self.position = start
+        self.limit = limit
+        self.written = 0  # plain bytes written for this segment (init section included)
+        self.fetched = 0  # bytes of the current answer taken (before decryption)
+
+    def write(self, data: bytes) -> None:
+        if not data:
+            return
+        if self.position + len(data) > self.limit:
+            raise TooLarge(f"HLS stream passed max_file_size {self.limit}")
+        self.out.write(data)
+        self.digest.update(data)
+        self.position += len(data)
+        self.written += len(data)
+
+
+class _HeadCheck:
+    """Sniffs the first bytes of a segment: media of the playlist's kind, never a page."""
+
+    def __init__(self, where: str, fmp4: bool) -> None:
+        self.where = where
+        self.fmp4 = fmp4
+        self.head = bytearray()
+        self.checked = False
+
+    def feed(self, data: bytes) -> None:
+        if not self.checked:
+            self.head += data[: SNIFF_BYTES - len(self.head)]
+            if len(self.head) >= SNIFF_BYTES:
+                self.finish()
+
+    def finish(self) -> None:
+        if self.checked:
+            return
+        self.checked = True
+        head = bytes(self.head)
+        found = sniff(head)
+        if found in ("html", "json"):
+            raise ContentCorrupt(f"HLS {self.where}: the answer is an {found.upper()} page, not media")
+        if head[4:8] in _FMP4_BOXES or found in ("mp4", "m4a", "mp3"):
+            return
+        if not self.fmp4 and head[:1] == b"\x47" and (len(head) < 189 or head[188] == 0x47):
+            return
+        kind = "fMP4" if self.fmp4 else "MPEG-TS"
+        raise ContentCorrupt(f"HLS {self.where}: the answer is not {kind} (starts {head[:8].hex()})")
+
+
+def _limited(chunks: Iterator[bytes], limit: int) -> Iterator[bytes]:
+    taken = 0
+    for chunk in chunks:
+        yield chunk[: limit - taken]
+        taken += len(chunk)
+        if taken >= limit:
+            return
