@@ -110,7 +110,7 @@ class DownloadActivities:
             segments=self.settings.segments_for(inp.platform),
             segment_min_size=self.settings.segment_min_size,
             host_slots=self.host_slots,
-            limit_rate=self.settings.limit_rate,
+            limit_rate=inp.limit_rate or self.settings.limit_rate,
         )
         try:
             outcome = downloader.download(
@@ -135,11 +135,11 @@ class DownloadActivities:
         downloader = HlsDownloader(
             self.client,
             max_file_size=self.settings.max_file_size,
-            quality=self.settings.hls_quality,
+            quality=inp.quality or self.settings.hls_quality,
             heartbeat=beat,
             should_stop=lambda: activity.is_cancelled() or activity.is_worker_shutdown(),
             ffmpeg=shutil.which("ffmpeg"),
-            limit_rate=self.settings.limit_rate,
+            limit_rate=inp.limit_rate or self.settings.limit_rate,
         )
         try:
             return downloader.download(inp.asset.urls, part, headers=inp.asset.headers,

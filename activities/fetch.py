@@ -8,6 +8,7 @@ lists 500 known items and 3 new ones resolves the 3 new ones only.
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 from temporalio import activity
 
@@ -75,7 +76,8 @@ class FetchActivities:
             return FetchResult(resolved=resolved, committed=True, stored=stored_assets(known))
         # Not known, or known but what else the URL stands for (its other parts) is not: ask.
         resolver = self.registry.resolver_for(inp.url)
-        resolved = resolver.resolve(inp.url, self.context)
+        context = dataclasses.replace(self.context, quality=inp.quality) if inp.quality else self.context
+        resolved = resolver.resolve(inp.url, context)
         resolved.more = self._routed([m.url for m in resolved.more], inp.workflow_id)
         existing = self.catalog.get(resolved.canonical_key)
         if existing is None or existing.status != "committed":

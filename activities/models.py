@@ -17,6 +17,7 @@ class FetchInput:
     # A re-fetch for fresh media URLs (after url_expired) must resolve: the catalog's answer has
     # no media URLs, and another URL form may have committed the item meanwhile.
     fresh_urls: bool = False
+    quality: int = 0  # the crawl's -f as a height; 0: the platform's setting
 
 
 @dataclass
@@ -54,6 +55,8 @@ class DownloadInput:
     asset: Asset
     platform: str = ""
     canonical_url: str = ""
+    quality: int = 0  # HLS: the crawl's -f as a height; 0: download.hls_quality
+    limit_rate: int = 0  # the crawl's --limit-rate; 0: download.limit_rate
 
 
 @dataclass

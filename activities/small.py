@@ -34,6 +34,8 @@ class SmallItemInput:
     workflow_id: str
     source_url: str
     resolved: Resolved
+    quality: int = 0  # the crawl's -f and --limit-rate, as in DownloadInput
+    limit_rate: int = 0
 
 
 class SmallItemActivities:
@@ -54,7 +56,8 @@ class SmallItemActivities:
         """One asset downloaded and verified; None for an optional one (a thumbnail) that failed for good."""
         item = inp.resolved
         try:
-            fetched = DownloadInput(inp.workflow_id, asset, item.platform, item.canonical_url)
+            fetched = DownloadInput(inp.workflow_id, asset, item.platform, item.canonical_url, inp.quality,
+                                    inp.limit_rate)
             with recorded("download", fetched) as record:
                 download = record(self.downloads.download(fetched))
             checked = VerifyInput(asset, download, item.platform, item.canonical_url, item.duration)

@@ -181,8 +181,18 @@ def _policy(stage: StageRetry) -> StagePolicy:
     )
 
 
-def item_options(settings: Settings) -> ItemOptions:
+@dataclass(frozen=True)
+class CrawlChoices:
+    """What one crawl asks for over the workers' settings (``trawl crawl -f``, ``--limit-rate``);
+    carried in the items' options, so every worker applies them. 0: the worker's setting."""
+
+    quality: int = 0  # the tallest video wanted, in lines
+    limit_rate: int = 0  # bytes per second for each download
+
+
+def item_options(settings: Settings, choices: CrawlChoices | None = None) -> ItemOptions:
     retry = settings.retry
+    choices = choices or CrawlChoices()
     return ItemOptions(
         queue_prefix=settings.temporal.task_queue_prefix,
         fetch=_policy(retry.fetch),
@@ -193,6 +203,8 @@ def item_options(settings: Settings) -> ItemOptions:
         local_schedule_to_start_s=settings.worker.local_schedule_to_start.total_seconds(),
         max_redownloads=settings.download.max_redownloads,
         small_item_size=settings.download.small_item_size,
+        quality=choices.quality,
+        limit_rate=choices.limit_rate,
     )
 
 
@@ -204,12 +216,13 @@ class Started:
 
 
 async def start_item(client: Client, settings: Settings, registry: Registry, url: str,
-                     crawl_id: str | None = None) -> Started:
+                     crawl_id: str | None = None, choices: CrawlChoices | None = None) -> Started:
     """Start (or join) the item workflow for ``url``; starting twice is harmless."""
     route = registry.route(url)
     handle = await client.start_workflow(
         MediaItemWorkflow.run,
-        ItemInput(url=url.strip(), platform=route.platform, crawl_id=crawl_id, options=item_options(settings)),
+        ItemInput(url=url.strip(), platform=route.platform, crawl_id=crawl_id,
+                  options=item_options(settings, choices)),
         id=route.workflow_id,
         task_queue=workflow_queue(settings.temporal.task_queue_prefix),
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
@@ -398,7 +411,8 @@ def _too_big(size: int, already: int = 0) -> CrawlTooLarge:
 
 async def start_crawl(client: Client, settings: Settings, registry: Registry, urls: list[str], *,
                       source: str | None = None, concurrency: int = 8, crawl_id: str | None = None,
-                      history_limit: int = 10_000) -> tuple[WorkflowHandle, list[str]]:
+                      history_limit: int = 10_000,
+                      choices: CrawlChoices | None = None) -> tuple[WorkflowHandle, list[str]]:
     """Start a CrawlWorkflow; returns its handle and the URLs refused before starting.
 
     Raises:
@@ -414,7 +428,7 @@ async def start_crawl(client: Client, settings: Settings, registry: Registry, ur
     # with ``runs`` one short: the run counts itself), so its ``stats.refused`` counts them too.
     state = CrawlState(pending=items, started_at=datetime.now(timezone.utc).isoformat(), runs=0,
                        refused=[str(r)[:_REFUSED_KEPT_CHARS] for r in refusals])
-    inp = CrawlInput(source=source, concurrency=concurrency, options=item_options(settings),
+    inp = CrawlInput(source=source, concurrency=concurrency, options=item_options(settings, choices),
                      history_limit=history_limit, state=state)
     size = await _encoded_size(client, inp)
     if size > MAX_CRAWL_BYTES:

@@ -253,7 +253,8 @@ class MediaItemWorkflow:
             self._stage("download")
             task = workflow.start_activity_method(
                 SmallItemActivities.small_item,
-                SmallItemInput(workflow.info().workflow_id, self._inp.url, resolved),
+                SmallItemInput(workflow.info().workflow_id, self._inp.url, resolved, self._opts.quality,
+                               self._opts.limit_rate),
                 task_queue=self._opts.download_queue,
                 start_to_close_timeout=self._opts.download.start_to_close,
                 schedule_to_close_timeout=self._opts.download.schedule_to_close,
@@ -361,7 +362,8 @@ class MediaItemWorkflow:
         try:
             return await workflow.execute_activity_method(
                 FetchActivities.fetch,
-                FetchInput(self._inp.url, workflow.info().workflow_id, self._inp.platform, fresh_urls),
+                FetchInput(self._inp.url, workflow.info().workflow_id, self._inp.platform, fresh_urls,
+                           self._opts.quality),
                 task_queue=self._opts.fetch_queue(self._inp.platform),
                 start_to_close_timeout=self._opts.fetch.start_to_close,
                 schedule_to_close_timeout=self._opts.fetch.schedule_to_close,
@@ -458,7 +460,8 @@ class MediaItemWorkflow:
     async def _download(self, asset: Asset, resolved: Resolved) -> DownloadResult:
         task = workflow.start_activity_method(
             DownloadActivities.download,
-            DownloadInput(workflow.info().workflow_id, asset, resolved.platform, resolved.canonical_url),
+            DownloadInput(workflow.info().workflow_id, asset, resolved.platform, resolved.canonical_url,
+                          self._opts.quality, self._opts.limit_rate),
             start_to_close_timeout=self._opts.download.start_to_close,
             schedule_to_close_timeout=self._opts.download.schedule_to_close,
             heartbeat_timeout=self._heartbeat_timeout,

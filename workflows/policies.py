@@ -63,6 +63,9 @@ class ItemOptions:
     # Items of at most this many bytes (every asset's size known) run download, verify and commit
     # as one activity; 0 (runs started before it existed) never does.
     small_item_size: int = 0
+    # A crawl's own choices (`trawl crawl -f`, `--limit-rate`); 0: the worker's settings.
+    quality: int = 0  # the tallest video wanted, in lines (720 = 720p)
+    limit_rate: int = 0  # bytes per second for each download
 
     def fetch_queue(self, platform: str) -> str:
         return fetch_queue(self.queue_prefix, platform)

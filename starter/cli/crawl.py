@@ -27,7 +27,7 @@ from starter.cli.output import (
     stats_line,
 )
 from starter.cli.progress import SAMPLE_EVERY_S, CrawlProgress, CrawlSpeed
-from starter.client import item_result, start_crawl, start_item, unreachable
+from starter.client import CrawlChoices, item_result, start_crawl, start_item, unreachable
 from starter.views import crawl_dict, crawl_state, item_dict, result_dict
 from trawl.errors import TrawlError
 from trawl.platforms.registry import Registry, build_registry
@@ -107,13 +107,15 @@ def more_urls(result: ItemResult) -> list[tuple[str, str]]:
 
 async def crawl_urls(client: Client, settings: Settings, registry: Registry, urls: list[str],
                      on_result: Callable[[ItemResult], None] | None = None, *, line: StatusLine | None = None,
-                     awaited: Awaited | None = None, expand: bool = True) -> list[ItemResult]:
+                     awaited: Awaited | None = None, expand: bool = True,
+                     choices: CrawlChoices | None = None) -> list[ItemResult]:
     """Start one item workflow per URL, wait for all; results in completion order.
 
     With ``line`` (a terminal's status line), live progress is drawn on it while waiting;
     ``awaited`` lets the caller see which items are still running (when interrupted, say).
     With ``expand``, the other items a URL stands for (parts 2..N of a bare multi-part video URL)
-    are crawled too, each once, as their results name them.
+    are crawled too, each once, as their results name them. ``choices`` (``-f``, ``--limit-rate``)
+    ride in every item's options.
     """
     results: list[ItemResult] = []
     pending: set[asyncio.Task[ItemResult]] = set()
@@ -134,7 +136,7 @@ async def crawl_urls(client: Client, settings: Settings, registry: Registry, url
 
     async def start(url: str) -> None:
         try:
-            started = await start_item(client, settings, registry, url)
+            started = await start_item(client, settings, registry, url, choices=choices)
         except TrawlError as err:
             finished(ItemResult("-", url, "failed", error_class=err.error_class, error=err.message))
             return
@@ -196,12 +198,13 @@ async def cmd_crawl(args: argparse.Namespace, settings: Settings) -> int:
 
     registry = build_registry(settings.platforms)
     urls = read_urls(args.urls, args.file)
+    choices = export.crawl_choices(args)  # -f, --limit-rate: in the items' options, for every worker
     if args.detach:
-        if any((args.export, args.output, args.cookies, args.limit_rate, args.quality)):
-            raise CommandError("--export, -o, --cookies, --limit-rate and -f act in this command's own worker; "
-                               "leave them out with --detach (set them in the workers' settings instead)")
-        return await detach_crawl(args, settings, registry, urls)
-    settings = export.crawl_settings(args, settings)  # --cookies, --limit-rate, -f: this command's worker
+        if any((args.export, args.output, args.cookies)):
+            raise CommandError("--export, -o and --cookies act in this command's own worker; leave them out "
+                               "with --detach (set the cookies in the workers' settings instead)")
+        return await detach_crawl(args, settings, registry, urls, choices)
+    settings = export.crawl_settings(args, settings)  # --cookies: this command's worker
     if args.source:
         try:
             urls += await asyncio.to_thread(source_urls, settings, registry, args.source)
@@ -221,7 +224,8 @@ async def cmd_crawl(args: argparse.Namespace, settings: Settings) -> int:
     awaited = Awaited()
     async with session(settings, worker=not args.no_worker, registry=registry, one_shot=True) as client:
         try:
-            results = await crawl_urls(client, settings, registry, urls, emit, line=line, awaited=awaited)
+            results = await crawl_urls(client, settings, registry, urls, emit, line=line, awaited=awaited,
+                                       choices=choices)
         except asyncio.CancelledError:  # Ctrl-C: say it before the worker takes its time to stop
             line.close()
             say("crawl", interrupted_message(list(awaited.waiting)))
@@ -281,13 +285,14 @@ def cmd_resolve(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_FAILED_ITEMS if failed else 0
 
 
-async def detach_crawl(args: argparse.Namespace, settings: Settings, registry: Registry, urls: list[str]) -> int:
+async def detach_crawl(args: argparse.Namespace, settings: Settings, registry: Registry, urls: list[str],
+                       choices: CrawlChoices | None = None) -> int:
     """Start a CrawlWorkflow (workers elsewhere do the work) and print its id."""
     if not urls and not args.source:
         raise CommandError("no URLs given (pass URLs, --file FILE or --source NAME)")
     async with session(settings, worker=False) as client:
         handle, refused = await start_crawl(client, settings, registry, urls, source=args.source,
-                                            concurrency=args.concurrency)
+                                            concurrency=args.concurrency, choices=choices)
     for line in refused:
         say("crawl", f"refused {line}")
     print(json.dumps({"crawl_id": handle.id, "refused": refused}) if args.json else handle.id)

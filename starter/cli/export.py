@@ -13,6 +13,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from starter.cli.output import EXIT_FAILED_ITEMS, CommandError, say
+from starter.client import CrawlChoices
 from trawl.errors import TrawlError
 from trawl.export import DEFAULT_TEMPLATE, FIELDS, LINK_MODES, MANIFEST, Exporter, ExportStats, Template, TemplateError
 from trawl.settings import Settings
@@ -30,11 +31,11 @@ PLATFORM_DOMAINS = {
 
 # yt-dlp's -f as trawl understands it: a height (720p, 1080), best, worst, or ...[height<=N].
 _HEIGHT = re.compile(r"(?:(?:best|bv\*?|b|bestvideo)\*?\[height<=\??(\d+)\](?:\+.*|/.*)?|(\d+)p?)")
-BILIBILI_QN = ((4320, 127), (2160, 120), (1080, 80), (720, 64), (480, 32), (0, 16))
 
 
-def quality_overrides(spec: str) -> dict[str, int]:
-    """``-f``: Bilibili's ``qn`` and the HLS variant height for a quality spec.
+def quality_height(spec: str) -> int:
+    """``-f``: the tallest video wanted, in lines (Bilibili maps it to its ``qn``, HLS picks the
+    variant at or below it).
 
     Raises:
         CommandError: a spec this does not understand.
@@ -50,8 +51,7 @@ def quality_overrides(spec: str) -> dict[str, int]:
         raise CommandError(f"-f {spec!r}: give best, worst, a height such as 720p, or bestvideo[height<=720]")
     if height < 1:
         raise CommandError(f"-f {spec!r}: the height must be positive")
-    qn = next(q for floor, q in BILIBILI_QN if height >= floor)
-    return {"bilibili_quality": qn, "hls_quality": height}
+    return height
 
 
 def split_cookies(path: str, settings: Settings, into: Path) -> dict[str, str]:
@@ -100,27 +100,27 @@ def _domain_matches(cookie_domain: str, host: str) -> bool:
     return bool(domain) and (host == domain or host.endswith("." + domain) or domain.endswith("." + host))
 
 
-def crawl_settings(args: argparse.Namespace, settings: Settings) -> Settings:
-    """The settings of ``trawl crawl``'s own worker with ``--cookies``, ``--limit-rate`` and ``-f``."""
-    download, platforms = {}, {}
+def crawl_choices(args: argparse.Namespace) -> CrawlChoices:
+    """``-f`` and ``--limit-rate`` of one crawl: they ride in its items' options to every worker."""
+    limit_rate = 0
     if args.limit_rate:
         try:
-            download["limit_rate"] = parse_size(args.limit_rate)
+            limit_rate = parse_size(args.limit_rate)
         except ValueError as err:
             raise CommandError(f"--limit-rate: {err}") from None
-    if args.quality:
-        wanted = quality_overrides(args.quality)
-        download["hls_quality"] = wanted["hls_quality"]
-        platforms["bilibili"] = {"quality": wanted["bilibili_quality"]}
-    if args.cookies:
-        for platform, path in split_cookies(args.cookies, settings, settings.data_dir / "cookies").items():
-            platforms.setdefault(platform, {})["cookies_file"] = path
-    if not download and not platforms:
+    return CrawlChoices(quality=quality_height(args.quality) if args.quality else 0, limit_rate=limit_rate)
+
+
+def crawl_settings(args: argparse.Namespace, settings: Settings) -> Settings:
+    """The settings of ``trawl crawl``'s own worker with ``--cookies``: credentials stay on the
+    machine that was given them (never in a workflow's history, which the Web UI shows)."""
+    if not args.cookies:
         return settings
+    platforms = {platform: {"cookies_file": path}
+                 for platform, path in split_cookies(args.cookies, settings, settings.data_dir / "cookies").items()}
     new_platforms = settings.platforms.model_copy(update={
         name: getattr(settings.platforms, name).model_copy(update=changes) for name, changes in platforms.items()})
-    return settings.model_copy(update={"download": settings.download.model_copy(update=download),
-                                       "platforms": new_platforms})
+    return settings.model_copy(update={"platforms": new_platforms})
 
 
 def exporter_for(settings: Settings, directory: str, *, template: str | None = None, link: str | None = None,
@@ -290,5 +290,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     export.set_defaults(func=cmd_export)
 
 
-__all__ = ["CrawlExport", "add_crawl_flags", "crawl_export", "crawl_settings", "quality_overrides", "register",
+__all__ = ["CrawlExport", "add_crawl_flags", "crawl_export", "crawl_choices", "crawl_settings", "quality_height", "register",
            "split_cookies"]

@@ -83,3 +83,24 @@ async def test_og_video_stream_commits_and_missing_or_live_streams_fail_with_the
     assert (live.outcome, live.error_class) == ("failed", "unsupported_url"), live
     assert "live HLS stream" in (live.error or "")
     assert site.segment_requests("live") == [0, 0, 0]
+
+
+async def test_a_crawls_quality_choice_reaches_every_worker(temporal_client: Client, settings: Settings,  # noqa: F811
+                                                            sim: Simulator) -> None:
+    """`trawl crawl -f 720p` rides in the items' options: a worker whose own setting says 1080p
+    takes the 720p variant for that crawl, and 1080p for a crawl that chose nothing."""
+    from starter.cli.crawl import crawl_urls
+    from starter.client import CrawlChoices
+
+    site = install_hls_site(sim)
+    master = sim.url("/hls/vod/master.m3u8")
+    assert settings.download.hls_quality == 1080
+    async with running_worker(temporal_client, settings):
+        [chosen] = await asyncio.wait_for(crawl_urls(temporal_client, settings, default_registry(),
+                                                     [master + "?crawl=720"], choices=CrawlChoices(quality=720)), 120)
+        [default] = await asyncio.wait_for(crawl_urls(temporal_client, settings, default_registry(),
+                                                      [master + "?crawl=default"]), 120)
+    # Synthetic packets: ffmpeg (when installed) cannot remux them, so the concatenation is kept.
+    assert chosen.assets[0].sha256 == hashlib.sha256(site.streams["vod-720"].plain()).hexdigest(), chosen
+    assert default.assets[0].sha256 == hashlib.sha256(site.streams["vod-1080"].plain()).hexdigest(), default
+    assert sum(site.segment_requests("vod-720")) == 6 and sum(site.segment_requests("vod-1080")) == 6

@@ -10,8 +10,10 @@ import pytest
 
 from starter.cli import build_parser, yt_dlp_aliases
 from starter.cli.crawl import read_urls
-from starter.cli.export import crawl_settings, quality_overrides, split_cookies
+from starter.cli.export import crawl_choices, crawl_settings, quality_height, split_cookies
+from starter.client import CrawlChoices, item_options
 from starter.cli.output import CommandError
+from trawl.platforms.bilibili import qn_for_height
 from trawl.settings import Settings
 
 COOKIES = """# Netscape HTTP Cookie File
@@ -27,12 +29,12 @@ www.facebook.com\tFALSE\t/\tTRUE\t0\tc_user\t1234
     ("bestvideo[height<=720]", 64, 720), ("bv*[height<=1080]+ba/b", 80, 1080), ("2160p", 120, 2160),
 ])
 def test_quality_specs(spec: str, qn: int, height: int) -> None:
-    assert quality_overrides(spec) == {"bilibili_quality": qn, "hls_quality": height}
+    assert quality_height(spec) == height and qn_for_height(height) == qn
 
 
 def test_a_spec_not_understood_says_what_is(tmp_path: Path) -> None:
     with pytest.raises(CommandError, match="give best, worst, a height such as 720p"):
-        quality_overrides("137+140")
+        quality_height("137+140")
 
 
 def _jar(path: Path) -> dict[str, str]:
@@ -52,18 +54,23 @@ def test_each_platform_gets_only_its_own_cookies(tmp_path: Path) -> None:
     assert oct(Path(written["weibo"]).stat().st_mode & 0o777) == "0o600"
 
 
-def test_crawl_flags_become_the_workers_settings(tmp_path: Path) -> None:
+def test_crawl_flags_ride_in_the_items_options_and_cookies_stay_in_the_worker(tmp_path: Path) -> None:
     source = tmp_path / "cookies.txt"
     source.write_text(COOKIES)
     args = build_parser().parse_args(["crawl", "--cookies", str(source), "--limit-rate", "500K", "-f", "720p", "u"])
-    settings = crawl_settings(args, Settings(data_dir=tmp_path / "data"))
-    assert settings.download.limit_rate == 500 << 10 and settings.download.hls_quality == 720
-    assert settings.platforms.bilibili.quality == 64
+    base = Settings(data_dir=tmp_path / "data")
+    choices = crawl_choices(args)
+    assert choices == CrawlChoices(quality=720, limit_rate=500 << 10)
+    options = item_options(base, choices)  # what every worker running the crawl's items reads
+    assert (options.quality, options.limit_rate) == (720, 500 << 10)
+    assert (item_options(base).quality, item_options(base).limit_rate) == (0, 0)  # 0: the worker's settings
+    settings = crawl_settings(args, base)
+    assert settings.download == base.download and settings.platforms.bilibili.quality == base.platforms.bilibili.quality
     assert _jar(Path(settings.platforms.bilibili.cookies_file)) == {"SESSDATA": "bili-secret"}
     assert settings.platforms.generic.cookies_file == ""  # no cookies for every other site
     bad = argparse.Namespace(limit_rate="fast", quality=None, cookies=None)
     with pytest.raises(CommandError, match="--limit-rate: not a size: 'fast'"):
-        crawl_settings(bad, Settings(data_dir=tmp_path / "data"))
+        crawl_choices(bad)
     missing = argparse.Namespace(limit_rate=None, quality=None, cookies=str(tmp_path / "absent.txt"))
     with pytest.raises(CommandError, match="no such file; export a cookies.txt"):
         crawl_settings(missing, Settings(data_dir=tmp_path / "data"))

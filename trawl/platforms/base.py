@@ -20,6 +20,7 @@ from trawl.models import Resolved
 class ResolveContext:
     client: httpx.Client
     max_page_bytes: int
+    quality: int = 0  # the tallest video wanted, in lines (a crawl's -f); 0: the platform's setting
 
 
 @dataclass

@@ -60,6 +60,15 @@ MIXIN_KEY_TABLE = (
 )
 # fnval bits: 16 DASH, 64 HDR, 128 4K, 256 Dolby audio, 1024 8K, 2048 AV1 -> ask for everything DASH.
 FNVAL_DASH = 16 | 64 | 128 | 256 | 1024 | 2048
+# Bilibili's qn for the tallest height wanted: (at least this many lines, qn).
+QN_BY_HEIGHT = ((4320, 127), (2160, 120), (1080, 80), (720, 64), (480, 32), (0, 16))
+
+
+def qn_for_height(height: int) -> int:
+    """Bilibili's ``qn`` for "at most ``height`` lines" (yt-dlp's ``-f "bv*[height<=720]"``)."""
+    return next(qn for floor, qn in QN_BY_HEIGHT if height >= floor)
+
+
 # Codec preference among streams of one quality: AVC plays everywhere, then HEVC, then AV1.
 CODEC_RANK = {7: 0, 12: 1, 13: 2}
 
@@ -266,7 +275,8 @@ class BilibiliResolver(Resolver):
 
     def _streams(self, url: str, bvid: str, cid: int, ctx: ResolveContext, headers: dict[str, str]) -> list[Asset]:
         img, sub = self._wbi_keys(ctx, headers)
-        params = wbi_sign({"bvid": bvid, "cid": cid, "qn": self.config.quality, "fnval": FNVAL_DASH, "fnver": 0,
+        qn = qn_for_height(ctx.quality) if ctx.quality else self.config.quality
+        params = wbi_sign({"bvid": bvid, "cid": cid, "qn": qn, "fnval": FNVAL_DASH, "fnver": 0,
                            "fourk": 1}, img, sub)
         api = self.config.api_base.rstrip("/")
         play = get_json(self, f"{api}/x/player/wbi/playurl?{urllib.parse.urlencode(params)}", ctx, headers,
@@ -276,7 +286,7 @@ class BilibiliResolver(Resolver):
             raise ParseError(f"bilibili: {url}: playurl answer has no data")
         media_headers = {"Referer": self.config.referer, "User-Agent": self.config.user_agent}
         if isinstance(data.get("dash"), dict):
-            return self._dash(url, data["dash"], media_headers)
+            return self._dash(url, data["dash"], media_headers, qn)
         segments = [s for s in _list(data.get("durl")) if isinstance(s, dict)]
         if segments:
             return self._durl(url, segments, media_headers)
@@ -293,10 +303,10 @@ class BilibiliResolver(Resolver):
                                 expected_size=int_or_none(segment.get("size")), mime="video/x-flv"))
         return assets
 
-    def _dash(self, url: str, dash: dict, headers: dict[str, str]) -> list[Asset]:
+    def _dash(self, url: str, dash: dict, headers: dict[str, str], qn: int) -> list[Asset]:
         videos = [v for v in _list(dash.get("video")) if isinstance(v, dict) and int_or_none(v.get("id"))]
         require(videos, self.platform, url, "data.dash.video")
-        best = _pick_video(videos, self.config.quality)
+        best = _pick_video(videos, qn)
         video_urls = _urls(best.get("baseUrl") or best.get("base_url"), best.get("backupUrl") or best.get("backup_url"))
         require(video_urls, self.platform, url, "data.dash.video[].baseUrl")
         assets = [Asset(name="video", kind="video", urls=video_urls, headers=dict(headers),
