@@ -129,20 +129,31 @@ def mentions_core(text: str) -> bool:
     return any(target in text for target in CORE_TARGET)
 
 
+def start_private_server(log: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """A dev server of this test's own, answering on its port. Other test processes pick free ports
+    too: one taken between choosing and binding makes the server exit, and then ports are chosen again."""
+    for _ in range(5):
+        port = free_port()
+        with open(log, "ab") as out:
+            server = subprocess.Popen(
+                [TEMPORAL, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(port),
+                 "--http-port", str(free_port()), "--log-level", "error",
+                 *[arg for name in ("Platform", "CanonicalKey", "Stage", "Outcome", "CrawlId")
+                   for arg in ("--search-attribute", f"{name}=Keyword")]],
+                stdout=out, stderr=subprocess.STDOUT)
+        wait_until(lambda: server.poll() is not None or answers(port), "the private Temporal server")
+        if server.poll() is None:
+            return server, port
+    raise AssertionError(f"the private Temporal server exited at start five times: {log.read_text()[-2000:]}")
+
+
 @pytest.mark.slow
 def test_core_lines_are_json_on_the_log_stream_and_never_on_stdout_output(sim: Simulator, tmp_path: Path) -> None:
-    port = free_port()
-    server = subprocess.Popen(
-        [TEMPORAL, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(port),
-         "--http-port", str(free_port()), "--log-level", "error",
-         *[arg for name in ("Platform", "CanonicalKey", "Stage", "Outcome", "CrawlId")
-           for arg in ("--search-attribute", f"{name}=Keyword")]],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server, port = start_private_server(tmp_path / "temporal.log")
     processes: list[subprocess.Popen[bytes]] = [server]
     paths = {name: tmp_path / name for name in ("worker.out", "worker.err", "crawl.out", "crawl.err")}
     files = {name: open(path, "wb") for name, path in paths.items()}
     try:
-        wait_until(lambda: answers(port), "the private Temporal server")
         address = f"127.0.0.1:{port}"
         # The worker as deployed: metrics on (its client gets a runtime of its own) and JSON on stdout.
         worker_env = trawl_env(tmp_path / "w", address, TRAWL_WORKER__METRICS_PORT=str(free_port()))
