@@ -303,10 +303,10 @@ class BilibiliResolver(Resolver):
                                 expected_size=int_or_none(segment.get("size")), mime="video/x-flv"))
         return assets
 
-    def _dash(self, url: str, dash: dict, headers: dict[str, str], qn: int) -> list[Asset]:
+    def _dash(self, url: str, dash: dict, headers: dict[str, str], qn: int | None = None) -> list[Asset]:
         videos = [v for v in _list(dash.get("video")) if isinstance(v, dict) and int_or_none(v.get("id"))]
         require(videos, self.platform, url, "data.dash.video")
-        best = _pick_video(videos, qn)
+        best = _pick_video(videos, self.config.quality if qn is None else qn)
         video_urls = _urls(best.get("baseUrl") or best.get("base_url"), best.get("backupUrl") or best.get("backup_url"))
         require(video_urls, self.platform, url, "data.dash.video[].baseUrl")
         assets = [Asset(name="video", kind="video", urls=video_urls, headers=dict(headers),
