@@ -15,7 +15,6 @@ from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.errors import to_application_error
-from activities.fetch import fully_known
 from activities.liveness import heartbeating
 from trawl.errors import TrawlError
 from trawl.http import make_client
@@ -72,40 +71,55 @@ def route_items(registry: Registry, urls: list[str]) -> tuple[list[CrawlItem], l
     return items, refused
 
 
-def all_known(catalog: Catalog, registry: Registry, urls: list[str]) -> bool:
-    """Whether the catalog holds a committed item for every URL, knowing it without a request."""
+def _keys_known_offline(catalog: Catalog, registry: Registry, urls: list[str]) -> dict[str, str]:
+    """URL -> canonical key, for the URLs whose key is known without a request: the key the URL
+    gives offline, or the one a URL form the catalog remembers led to (one batched query)."""
     keys: dict[str, str] = {}
     unkeyed: list[str] = []
     for url in urls:
         try:
             key = registry.resolver_for(url).offline_key(url)
         except TrawlError:
-            return False  # a URL no resolver takes is not known; the crawl refuses it
+            continue  # a URL no resolver takes is not known; the crawl refuses it
         if key:
             keys[url] = key
         else:
             unkeyed.append(url)
     if unkeyed:
-        remembered = catalog.keys_for_urls(unkeyed)
-        if len(remembered) < len(unkeyed):
-            return False
-        keys.update(remembered)
-    return catalog.committed_keys(list(keys.values())) >= set(keys.values())
+        keys.update(catalog.keys_for_urls(unkeyed))
+    return keys
+
+
+def known_urls(catalog: Catalog, registry: Registry, urls: list[str]) -> set[str]:
+    """The URLs that stand for committed items only, known without a request: each one's item is
+    committed, and so is every other item it stands for (the parts of a multi-part video, from
+    the stored metadata). A few batched queries, whatever the number of URLs."""
+    keys = _keys_known_offline(catalog, registry, urls)
+    stored = catalog.committed_metadata(sorted(set(keys.values())))
+    more: dict[str, list[str]] = {}
+    for url, key in keys.items():
+        if key in stored:
+            others = registry.resolver_for(url).more_offline(url, stored[key])
+            if others is not None:
+                more[url] = others
+    other_keys = {u: registry.resolver_for(u).offline_key(u) for others in more.values() for u in others}
+    committed = catalog.committed_keys(sorted({k for k in other_keys.values() if k}))
+    return {url for url, others in more.items() if all(other_keys[u] in committed for u in others)}
+
+
+def all_known(catalog: Catalog, registry: Registry, urls: list[str]) -> bool:
+    """Whether the catalog holds a committed item for every URL, knowing it without a request
+    (where a listing page stops: its items were listed, and so crawled, before)."""
+    keys = _keys_known_offline(catalog, registry, urls)
+    return len(keys) == len(set(urls)) and catalog.committed_keys(list(keys.values())) >= set(keys.values())
 
 
 class CrawlActivities:
-    def __init__(self, client: Client, settings: Settings, registry: Registry,
-                 catalog: Catalog | None = None) -> None:
+    def __init__(self, client: Client, settings: Settings, registry: Registry, catalog: Catalog) -> None:
         self.client = client
         self.settings = settings
         self.registry = registry
-        self._catalog = catalog
-
-    @property
-    def catalog(self) -> Catalog:
-        if self._catalog is None:  # the worker's own catalog connection, made on first use
-            self._catalog = Catalog(self.settings.catalog_url)
-        return self._catalog
+        self.catalog = catalog  # the worker's one catalog (its connection pool), as fetch's
 
     @activity.defn(name="expand_source")
     @heartbeating
@@ -122,11 +136,9 @@ class CrawlActivities:
             raise to_application_error(err, self.settings.retry.fetch.maximum_interval,
                                        stage_attempts=self.settings.retry.fetch.maximum_attempts) from None
         items, refused = route_items(self.registry, urls)
-        known = [item.url for item in items if fully_known(self.catalog, self.registry, item.url)]
-        if known:
-            skipped = set(known)
-            items = [item for item in items if item.url not in skipped]
-        return ExpandResult(items, refused, known)
+        known = known_urls(self.catalog, self.registry, [item.url for item in items])
+        return ExpandResult([item for item in items if item.url not in known], refused,
+                            [item.url for item in items if item.url in known])
 
     @activity.defn(name="join_item")
     async def join_item(self, inp: JoinInput) -> JoinResult:

@@ -31,23 +31,6 @@ def known_item(catalog: Catalog, registry: Registry, url: str) -> CatalogItem | 
     return item if item is not None and item.status == "committed" else None
 
 
-def more_offline(catalog: Catalog, registry: Registry, url: str, key: str) -> list[str] | None:
-    """The other items a URL of the committed item ``key`` stands for, from its stored metadata;
-    None when only the platform can say (see ``BilibiliResolver.more_offline``)."""
-    offline = getattr(registry.resolver_for(url), "more_offline", None)
-    if offline is None:
-        return []  # the platform's URLs never stand for more than one item
-    return offline(url, catalog.metadata(key))
-
-
-def fully_known(catalog: Catalog, registry: Registry, url: str) -> bool:
-    """Whether ``url`` stands for committed items only, known without a request: its item is in
-    the catalog and it stands for no other item (a bare URL of a multi-part video, whose other
-    parts are worth asking about, is not fully known)."""
-    known = known_item(catalog, registry, url)
-    return known is not None and more_offline(catalog, registry, url, known.canonical_key) == []
-
-
 def as_resolved(item: CatalogItem) -> Resolved:
     """A catalog item as fetch would have resolved it (no media URLs: nothing is downloaded)."""
     return Resolved(canonical_key=item.canonical_key, canonical_url=item.canonical_url, platform=item.platform,
@@ -69,7 +52,8 @@ class FetchActivities:
     @heartbeating
     def fetch(self, inp: FetchInput) -> FetchResult:
         known = None if inp.fresh_urls else known_item(self.catalog, self.registry, inp.url)
-        more = self._more_offline(inp.url, known.canonical_key) if known is not None else None
+        # What else the URL stands for (parts 2..N), from what the item was committed with.
+        more = self.registry.resolver_for(inp.url).more_offline(inp.url, known.metadata) if known else None
         if known is not None and more is not None:
             resolved = as_resolved(known)
             resolved.more = self._routed(more, inp.workflow_id)
@@ -86,9 +70,6 @@ class FetchActivities:
         # (A bare URL of a video committed before its parts were recorded asks every time.)
         self.catalog.remember_urls([inp.url], resolved.canonical_key)
         return FetchResult(resolved=resolved, committed=True, stored=stored_assets(existing))
-
-    def _more_offline(self, url: str, key: str) -> list[str] | None:
-        return more_offline(self.catalog, self.registry, url, key)
 
     def _routed(self, urls: list[str], own_workflow_id: str) -> list[MoreItem]:
         """Route the other items' URLs offline; URLs no resolver takes, and this item, drop out."""

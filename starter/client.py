@@ -28,6 +28,7 @@ from temporalio.service import RPCError, RPCStatusCode, TLSConfig
 from starter.embedded import SEARCH_ATTRIBUTES
 from trawl.errors import TrawlError, UnsupportedUrl
 from trawl.logs import get_logger
+from trawl.models import MoreItem
 from trawl.platforms.registry import Registry
 from trawl.settings import Settings, StageRetry
 from activities.crawl import CrawlItem
@@ -308,6 +309,7 @@ def _failed_result(fields: dict[str, Any], url: str) -> ItemResult:
     asset_fields = {f.name for f in dataclasses.fields(StoredAsset)}
     result.assets = [StoredAsset(**{k: v for k, v in a.items() if k in asset_fields}) if isinstance(a, dict) else a
                      for a in result.assets]
+    result.more = [m for m in map(MoreItem.of, result.more) if m is not None]
     result.url = url or result.url
     return result
 
@@ -344,6 +346,7 @@ async def _cancelled_result(handle: WorkflowHandle, url: str) -> ItemResult:
 # MAX_CRAWL_BYTES is half the payload limit, leaving room for what the state gathers on the way.
 MAX_CRAWL_URLS = 2_000
 MAX_CRAWL_BYTES = 1024 * 1024
+MAX_CRAWL_CONCURRENCY = 256  # items in flight at once in one crawl (the CLI, the API, a watch's runs)
 _REFUSED_KEPT_CHARS = 300  # a crawl's state keeps each refusal this short; callers get them whole
 
 
@@ -390,7 +393,7 @@ def route_urls(registry: Registry, urls: list[str]) -> tuple[list[CrawlItem], li
     return items, refusals
 
 
-async def _encoded_size(client: Client, value: Any) -> int:
+async def encoded_size(client: Client, value: Any) -> int:
     """Bytes of ``value`` as Temporal receives it (the client's converter and codec)."""
     return Payloads(payloads=await client.data_converter.encode([value])).ByteSize()
 
@@ -430,7 +433,7 @@ async def start_crawl(client: Client, settings: Settings, registry: Registry, ur
                        refused=[str(r)[:_REFUSED_KEPT_CHARS] for r in refusals])
     inp = CrawlInput(source=source, concurrency=concurrency, options=item_options(settings, choices),
                      history_limit=history_limit, state=state)
-    size = await _encoded_size(client, inp)
+    size = await encoded_size(client, inp)
     if size > MAX_CRAWL_BYTES:
         raise _too_big(size)
     crawl_id = crawl_id or f"crawl-{uuid.uuid4().hex[:12]}"
@@ -466,7 +469,7 @@ async def add_to_crawl(client: Client, registry: Registry, crawl_id: str, urls: 
     held = stats.queued + stats.running
     if held + len(items) > MAX_CRAWL_URLS:
         raise _too_many(len(items), held)
-    size = await _encoded_size(client, items)
+    size = await encoded_size(client, items)
     if size > MAX_CRAWL_BYTES:
         raise _too_big(size)
     desc = await handle.describe()

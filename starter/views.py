@@ -89,6 +89,11 @@ async def crawl_state(handle: Any) -> tuple[Any, CrawlStats | None]:
 def crawl_dict(crawl_id: str, desc: Any, stats: CrawlStats | None) -> dict[str, Any]:
     """``{id, status, stats}``: status is Temporal's (``RUNNING``, ``COMPLETED``, ...), but a
     cancelled crawl says ``CANCELLED``, as a cancelled job does."""
+    return {"id": crawl_id, "status": crawl_status(desc), "stats": dataclasses.asdict(stats) if stats else None}
+
+
+def crawl_status(desc: Any) -> str:
+    """Temporal's status of a crawl's run (``RUNNING``, ``COMPLETED``, ...); ``CANCELLED`` for a
+    cancelled one, as a cancelled job says."""
     status = desc.status.name if desc.status else "UNKNOWN"
-    return {"id": crawl_id, "status": "CANCELLED" if status == "CANCELED" else status,
-            "stats": dataclasses.asdict(stats) if stats else None}
+    return "CANCELLED" if status == "CANCELED" else status

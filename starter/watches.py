@@ -39,8 +39,17 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from starter.client import MAX_CRAWL_BYTES, MAX_CRAWL_URLS, CrawlRefused, CrawlTooLarge, item_options, route_urls
-from starter.views import crawl_state
+from starter.client import (
+    MAX_CRAWL_BYTES,
+    MAX_CRAWL_CONCURRENCY,
+    MAX_CRAWL_URLS,
+    CrawlRefused,
+    CrawlTooLarge,
+    encoded_size,
+    item_options,
+    route_urls,
+)
+from starter.views import crawl_state, crawl_status
 from trawl.durations import parse_duration
 from trawl.platforms.registry import Registry
 from trawl.settings import Settings
@@ -118,9 +127,12 @@ def check_name(name: str) -> str:
 
 def _duration(text: str | timedelta, what: str) -> timedelta:
     try:
-        return parse_duration(text)
+        value = parse_duration(text)
     except ValueError as err:
         raise WatchInvalid(f"{what}: {err}") from None
+    if value.microseconds:  # schedules and `watch list` count whole seconds
+        raise WatchInvalid(f"{what}: {text} is not a whole number of seconds")
+    return value
 
 
 def show_duration(value: timedelta) -> str:
@@ -161,8 +173,8 @@ async def add_watch(client: Client, settings: Settings, registry: Registry, name
     spread = settings.watch.jitter if jitter is None else _duration(jitter, "jitter")
     if spread > interval:
         raise WatchInvalid(f"jitter ({show_duration(spread)}) must not exceed the interval ({show_duration(interval)})")
-    if not 1 <= concurrency <= 1000:
-        raise WatchInvalid(f"concurrency must be 1 to 1000 (got {concurrency})")
+    if not 1 <= concurrency <= MAX_CRAWL_CONCURRENCY:
+        raise WatchInvalid(f"concurrency must be 1 to {MAX_CRAWL_CONCURRENCY} (got {concurrency})")
     described = None
     if source:
         try:
@@ -177,7 +189,7 @@ async def add_watch(client: Client, settings: Settings, registry: Registry, name
         raise CrawlRefused(refusals)
     inp = CrawlInput(items=items, source=source, concurrency=concurrency, options=item_options(settings))
     # The schedule hands this input to every run: it must fit in one Temporal payload.
-    if sum(p.ByteSize() for p in await client.data_converter.encode([inp])) > MAX_CRAWL_BYTES:
+    if await encoded_size(client, inp) > MAX_CRAWL_BYTES:
         raise CrawlTooLarge(f"the watch's URLs make more than {MAX_CRAWL_BYTES} bytes: put them in a url_file "
                             "source and watch that")
     sid = schedule_id(settings, name)
@@ -321,8 +333,7 @@ async def run_of(client: Client, action: Any) -> WatchRun:
         return run
     except (WorkflowQueryFailedError, TimeoutError):
         return run
-    status = desc.status.name if desc.status else "UNKNOWN"
-    run.status = "CANCELLED" if status == "CANCELED" else status
+    run.status = crawl_status(desc)
     if stats is not None:
         run.outcomes = dict(stats.outcomes)
         run.new = stats.outcomes.get("committed", 0)

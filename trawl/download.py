@@ -128,10 +128,15 @@ def fresher(heartbeat: ResumeState | None, saved: ResumeState | None) -> ResumeS
     return saved if same and saved.offset > heartbeat.offset else heartbeat
 
 
-def _save_state(part: Path, state: ResumeState) -> None:
+def save_state(part: Path, state: object) -> None:
+    """Write a download's state record (a dataclass: :class:`ResumeState`, an HLS state) beside
+    ``part``, replacing the old one at once so a crash never leaves half a record."""
     tmp = state_path(part).with_suffix(".tmp")
     tmp.write_text(json.dumps(asdict(state)))
     os.replace(tmp, state_path(part))
+
+
+_save_state = save_state  # the name older callers import
 
 
 def discard(part: Path) -> None:
@@ -319,7 +324,7 @@ class Downloader:
             self._restarts += 1
             discard(part)
             fresh = ResumeState(url=url)
-            _save_state(part, fresh)
+            save_state(part, fresh)
             return self._attempt(url, part, headers, fresh, expected_size)
         except Fallback as fallback:
             # Keep the contiguous prefix and go on over one connection (its own Range checks apply).
@@ -327,7 +332,7 @@ class Downloader:
             single = ResumeState(fallback.prefix, state.total, state.etag, state.last_modified, url)
             with open(part, "r+b") as out:
                 out.truncate(fallback.prefix)
-            _save_state(part, single)
+            save_state(part, single)
             return self._attempt(url, part, headers, single, expected_size)
         mime = run.mime
         return DownloadOutcome(str(part), state.total or 0, digest.hexdigest(), state.total, state.etag, url, mime,
@@ -338,7 +343,7 @@ class Downloader:
         headers.pop("Range", None)
         headers.pop("If-Range", None)
         fresh = ResumeState(url=url)
-        _save_state(part, fresh)
+        save_state(part, fresh)
         return self._attempt(url, part, headers, fresh, expected_size, restarted=True)
 
     def _stream(self, chunks: Iterable[bytes], part: Path, digest: "hashlib._Hash", state: ResumeState,
@@ -420,7 +425,7 @@ class Downloader:
 
     def _beat(self, part: Path, state: ResumeState) -> None:
         try:
-            _save_state(part, state)
+            save_state(part, state)
         except OSError:
             pass  # the heartbeat below still records the offset
         self.heartbeat(ResumeState(**asdict(state)))

@@ -22,12 +22,12 @@ def parse_duration(value: str | int | float | timedelta) -> timedelta:
     if isinstance(value, (int, float)):
         if value < 0:
             raise ValueError(f"duration must not be negative: {value!r}")
-        return timedelta(seconds=value)
+        return _seconds(value, value)
     text = value.strip().lower().replace(" ", "")
     if not text:
         raise ValueError("empty duration")
     if re.fullmatch(r"\d+(\.\d+)?", text):
-        return timedelta(seconds=float(text))
+        return _seconds(float(text), value)
     pos = 0
     total = 0.0
     for match in _PART.finditer(text):
@@ -37,7 +37,16 @@ def parse_duration(value: str | int | float | timedelta) -> timedelta:
         pos = match.end()
     if pos != len(text):
         raise ValueError(f"not a duration: {value!r} (use e.g. 500ms, 2s, 5m, 1h)")
-    return timedelta(seconds=total)
+    return _seconds(total, value)
+
+
+def _seconds(seconds: float, given: object) -> timedelta:
+    """A timedelta of ``seconds``; one past timedelta's range (about 2.7 million years) or not a
+    number at all is a mistake in the text, said as one."""
+    try:
+        return timedelta(seconds=seconds)
+    except (OverflowError, ValueError):
+        raise ValueError(f"duration too large: {given!r}") from None
 
 
 def parse_since(value: str) -> timedelta:

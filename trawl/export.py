@@ -34,19 +34,16 @@ import string
 import threading
 import unicodedata
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from sqlalchemy import select
-from sqlalchemy.orm import selectinload, sessionmaker
-
 from trawl.errors import ContentCorrupt
 from trawl.storage.blobs import READ_CHUNK, BlobStore
-from trawl.storage.catalog import Catalog, CatalogItem, Item
+from trawl.storage.catalog import Catalog, CatalogItem, CommittedAsset
 
 DEFAULT_TEMPLATE = "{platform}/{uploader}/{title} [{id}].{ext}"
 MAX_COMPONENT_BYTES = 255  # NAME_MAX of Linux, macOS and the usual filesystems, in bytes
@@ -279,115 +276,56 @@ def upload_date(published_at: str | None) -> str | None:
     return when.strftime("%Y%m%d")
 
 
-@dataclass
-class ExportAsset:
-    name: str
-    kind: str
-    sha256: str
-    size: int
-    mime: str | None
-    key: str
+def _platform_id(item: CatalogItem) -> str:
+    """The platform's id: the canonical key without its platform prefix."""
+    return item.canonical_key.split(":", 1)[1] if ":" in item.canonical_key else item.canonical_key
 
 
-@dataclass
-class ExportItem:
-    """A committed item as the export sees it: its catalog columns and its ``metadata`` JSON."""
+def field_values(item: CatalogItem, asset: CommittedAsset) -> dict[str, str]:
+    """The template's field values for one of an item's assets ("" where not known: rendered NA).
 
-    canonical_key: str
-    platform: str
-    canonical_url: str
-    source_url: str
-    title: str | None
-    uploader: str | None
-    duration: float | None
-    published_at: str | None
-    created_at: str
-    metadata: dict[str, Any]
-    assets: list[ExportAsset]
-
-    @classmethod
-    def of(cls, item: CatalogItem, metadata: dict[str, Any] | None = None) -> ExportItem:
-        """From a catalog item as :meth:`Catalog.get` returns it (its metadata given separately)."""
-        return cls(
-            canonical_key=item.canonical_key, platform=item.platform, canonical_url=item.canonical_url,
-            source_url=item.source_url, title=item.title, uploader=item.uploader, duration=item.duration,
-            published_at=item.published_at, created_at=item.created_at, metadata=dict(metadata or {}),
-            assets=[ExportAsset(a.name, a.kind, a.sha256, a.size, a.mime, a.key) for a in item.assets])
-
-    @property
-    def id(self) -> str:
-        return self.canonical_key.split(":", 1)[1] if ":" in self.canonical_key else self.canonical_key
-
-    def values(self, asset: ExportAsset) -> dict[str, str]:
-        """The template's field values for one of this item's assets (None: not known)."""
-        meta = self.metadata or {}
-        ext = ext_for(asset.mime)
-        title = self.title or meta.get("title") or ""
-        if title.lower().endswith("." + ext) and len(title) > len(ext) + 1:
-            title = title[: -len(ext) - 1]  # a direct file's title is its file name: no "clip.mp4.mp4"
-        part = _PART.search(self.id)
-        part_value = part[1] if part else meta.get("part") or meta.get("playlist_index")
-        return {
-            "platform": self.platform, "id": self.id, "key": self.canonical_key,
-            "title": title,
-            "uploader": self.uploader or meta.get("uploader") or "",
-            "uploader_id": str(meta.get("uploader_id") or ""),
-            "upload_date": upload_date(self.published_at) or str(meta.get("upload_date") or ""),
-            "part": str(part_value or ""), "kind": asset.kind, "asset": asset.name, "ext": ext,
-            "sha256": asset.sha256[:16],
-        }
+    The catalog columns come first; the committed metadata fills what they lack (an uploader id,
+    a part number, a title the column does not have).
+    """
+    meta = item.metadata
+    ext = ext_for(asset.mime)
+    ident = _platform_id(item)
+    title = item.title or meta.get("title") or ""
+    if title.lower().endswith("." + ext) and len(title) > len(ext) + 1:
+        title = title[: -len(ext) - 1]  # a direct file's title is its file name: no "clip.mp4.mp4"
+    part = _PART.search(ident)
+    part_value = part[1] if part else meta.get("part") or meta.get("playlist_index")
+    return {
+        "platform": item.platform, "id": ident, "key": item.canonical_key,
+        "title": title,
+        "uploader": item.uploader or meta.get("uploader") or "",
+        "uploader_id": str(meta.get("uploader_id") or ""),
+        "upload_date": upload_date(item.published_at) or str(meta.get("upload_date") or ""),
+        "part": str(part_value or ""), "kind": asset.kind, "asset": asset.name, "ext": ext,
+        "sha256": asset.sha256[:16],
+    }
 
 
-def _row_to_item(row: Item) -> ExportItem:
-    metadata = row.metadata_json if isinstance(row.metadata_json, dict) else {}
-    return ExportItem(
-        canonical_key=row.canonical_key, platform=row.platform, canonical_url=row.canonical_url,
-        source_url=row.source_url, title=row.title, uploader=row.uploader, duration=row.duration,
-        published_at=row.published_at, created_at=row.created_at.isoformat() if row.created_at else "",
-        metadata=metadata,
-        assets=[ExportAsset(a.name, a.kind, a.sha256, a.size, a.mime, a.key) for a in row.assets])
+def item_for_key(catalog: Catalog, canonical_key: str) -> CatalogItem | None:
+    """One committed item by its canonical key, or None (only committed items are exported)."""
+    item = catalog.get(canonical_key)
+    return item if item is not None and item.status == "committed" else None
 
 
-def catalog_items(catalog: Catalog, *, platform: str | None = None, keys: list[str] | None = None,
-                  page: int = 500) -> Iterator[ExportItem]:
-    """Committed items in commit order (the order names are handed out in), read in pages."""
-    sessions = sessionmaker(catalog.engine, expire_on_commit=False)
-    last = 0
-    while True:
-        with sessions() as session:
-            query = (select(Item).options(selectinload(Item.assets)).where(Item.status == "committed",
-                                                                           Item.id > last)
-                     .order_by(Item.id).limit(page))
-            if platform:
-                query = query.where(Item.platform == platform)
-            if keys is not None:
-                query = query.where(Item.canonical_key.in_(keys))
-            rows = list(session.scalars(query))
-        if not rows:
-            return
-        for row in rows:
-            yield _row_to_item(row)
-        last = rows[-1].id
-
-
-def item_for_key(catalog: Catalog, canonical_key: str) -> ExportItem | None:
-    """One committed item by its canonical key, or None."""
-    return next(catalog_items(catalog, keys=[canonical_key]), None)
-
-
-def download_name(item: ExportItem, asset: ExportAsset, template: Template | None = None) -> str:
+def download_name(item: CatalogItem, asset: CommittedAsset, template: Template | None = None, *,
+                  windows: bool = False) -> str:
     """The file name (last component of the template) an asset is offered under, e.g. by the API."""
     template = template or Template.parse(DEFAULT_TEMPLATE)
-    return template.render(item.values(asset))[-1]
+    return template.render(field_values(item, asset), windows=windows)[-1]
 
 
-def info_json(item: ExportItem, files: dict[str, str]) -> dict[str, Any]:
+def info_json(item: CatalogItem, files: dict[str, str]) -> dict[str, Any]:
     """The item's metadata as yt-dlp's ``.info.json`` spells it: the ``metadata`` column's fields,
     the catalog columns under yt-dlp's names where it lacks them, and the assets with sizes,
     hashes and the exported file names (``files``: asset name -> relative path)."""
-    info: dict[str, Any] = dict(item.metadata or {})
+    info: dict[str, Any] = dict(item.metadata)
     columns = {
-        "id": item.id, "title": item.title, "uploader": item.uploader, "duration": item.duration,
+        "id": _platform_id(item), "title": item.title, "uploader": item.uploader, "duration": item.duration,
         "upload_date": upload_date(item.published_at), "webpage_url": item.canonical_url,
         "extractor_key": item.platform, "timestamp_published": item.published_at,
     }
@@ -451,7 +389,7 @@ class Exporter:
         self._load_manifest()
 
     # -- the public calls ------------------------------------------------------------------------
-    def export_items(self, items: Iterator[ExportItem] | list[ExportItem]) -> ExportStats:
+    def export_items(self, items: Iterable[CatalogItem]) -> ExportStats:
         """Export every item (in the order given); the manifest is saved at the end."""
         stats = ExportStats()
         try:
@@ -461,7 +399,7 @@ class Exporter:
             self.save()
         return stats
 
-    def export_item(self, item: ExportItem) -> ExportStats:
+    def export_item(self, item: CatalogItem) -> ExportStats:
         """Export one item's assets (and its info JSON); files already there are kept."""
         with self._lock:
             return self._export_item(item)
@@ -479,22 +417,22 @@ class Exporter:
     def _fold(self, rel: str) -> str:
         return rel.casefold() if self.windows else rel
 
-    def _marks(self, item: ExportItem) -> list[tuple[ExportAsset, str]]:
+    def _marks(self, item: CatalogItem) -> list[tuple[CommittedAsset, str]]:
         """Each asset with the mark its name needs within its item: assets of one item that would
         share a name are told apart by their asset names (`` - image-2``), the others need none."""
-        first = [(asset, self._fold("/".join(self.template.render(item.values(asset), windows=self.windows))))
+        first = [(asset, self._fold("/".join(self.template.render(field_values(item, asset), windows=self.windows))))
                  for asset in item.assets]
         counts: dict[str, int] = {}
         for _, rel in first:
             counts[rel] = counts.get(rel, 0) + 1
         return [(asset, f" - {safe_component(asset.name)}" if counts[rel] > 1 else "") for asset, rel in first]
 
-    def _export_item(self, item: ExportItem) -> ExportStats:
+    def _export_item(self, item: CatalogItem) -> ExportStats:
         stats = ExportStats(items=1)
         files: dict[str, str] = {}
         for asset, mark in self._marks(item):
             owner = (item.canonical_key, asset.name)
-            values = item.values(asset)
+            values = field_values(item, asset)
             for attempt in range(1, 1000):
                 counter = f" ({attempt})" if attempt > 1 else ""
                 rel = "/".join(self.template.render(values, windows=self.windows, suffix=mark + counter))
@@ -533,7 +471,7 @@ class Exporter:
         return stats
 
     # -- what is on disk -------------------------------------------------------------------------
-    def _state(self, rel: str, asset: ExportAsset) -> Literal["free", "same", "other"]:
+    def _state(self, rel: str, asset: CommittedAsset) -> Literal["free", "same", "other"]:
         """Whether ``rel`` is free, holds this asset's bytes already, or holds something else."""
         target = self.root / rel
         if self.windows and not os.path.lexists(target):
@@ -574,12 +512,12 @@ class Exporter:
                 self._dir_names[directory] = {}
         return self._dir_names[directory]
 
-    def _remember(self, rel: str, asset: ExportAsset, target: Path) -> None:
+    def _remember(self, rel: str, asset: CommittedAsset, target: Path) -> None:
         st = os.stat(target)
         self._manifest[rel] = [asset.sha256, st.st_size, st.st_mtime_ns]
         self._manifest_dirty = True
 
-    def _place(self, rel: str, asset: ExportAsset) -> bool:
+    def _place(self, rel: str, asset: CommittedAsset) -> bool:
         """Create ``rel`` for the asset; False when a copy stood in for the link asked for."""
         target = self.root / rel
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -600,7 +538,7 @@ class Exporter:
         self._remember(rel, asset, target)
         return self.link == "copy"
 
-    def _copy(self, asset: ExportAsset, target: Path) -> None:
+    def _copy(self, asset: CommittedAsset, target: Path) -> None:
         """Stream the blob beside ``target``, check its sha256, then rename it into place."""
         staging = target.with_name(f".{target.name[:64]}.{uuid.uuid4().hex[:12]}.trawl-tmp")
         digest = hashlib.sha256()
@@ -624,7 +562,7 @@ class Exporter:
             self._manifest = {}
 
 
-def _main_asset(item: ExportItem, files: dict[str, str]) -> ExportAsset:
+def _main_asset(item: CatalogItem, files: dict[str, str]) -> CommittedAsset:
     exported = [a for a in item.assets if a.name in files]
     for kind in ("video", "audio", "image"):
         for asset in exported:
@@ -660,6 +598,6 @@ def _write_atomically(target: Path, data: bytes) -> None:
 
 
 __all__ = [
-    "DEFAULT_TEMPLATE", "FIELDS", "LINK_MODES", "ExportItem", "ExportStats", "Exporter", "Template", "TemplateError",
-    "catalog_items", "download_name", "ext_for", "info_json", "item_for_key", "safe_component", "upload_date",
+    "DEFAULT_TEMPLATE", "FIELDS", "LINK_MODES", "ExportStats", "Exporter", "Template", "TemplateError",
+    "download_name", "ext_for", "field_values", "info_json", "item_for_key", "safe_component", "upload_date",
 ]

@@ -10,7 +10,8 @@ needs and refuses what trawl cannot download:
   sequence number), and whether a discontinuity precedes it;
 - a live playlist (no ``EXT-X-ENDLIST``), SAMPLE-AES or any other key method is
   :class:`~trawl.errors.UnsupportedUrl`; text that is not a playlist is
-  :class:`~trawl.errors.ParseError`.
+  :class:`~trawl.errors.ParseError`; a playlist of more than :data:`MAX_SEGMENTS` segments is
+  :class:`~trawl.errors.TooLarge`.
 
 :class:`Aes128Decryptor` decrypts one segment as it streams (CBC, PKCS#7 padding).
 """
@@ -19,16 +20,23 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from functools import cached_property
+from urllib.parse import urlsplit
 
 import m3u8
 from cryptography.hazmat.primitives import padding
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-from trawl.errors import ContentCorrupt, ParseError, UnsupportedUrl
+from trawl.errors import ContentCorrupt, ParseError, TooLarge, UnsupportedUrl
 
 HLS_MIME_TYPES = frozenset({"application/vnd.apple.mpegurl", "application/x-mpegurl", "audio/mpegurl",
                             "audio/x-mpegurl"})
 AES_BLOCK = 16
+# Segments a playlist may name: hours of 1-second segments. Counted before parsing, because the
+# parser builds several objects per segment and a hostile playlist could name millions.
+MAX_SEGMENTS = 50_000
+# Byte offsets past this cannot be asked for in a Range header a server would honour.
+MAX_BYTE_OFFSET = 2**63
 
 
 def is_hls_url(url: str) -> bool:
@@ -110,18 +118,30 @@ class MediaPlaylist:
     def duration(self) -> float:
         return sum(s.duration for s in self.segments)
 
-    @property
+    # Cached: both scan every segment, and a download reads them for each segment it fetches.
+    @cached_property
     def fragmented(self) -> bool:
         """fMP4 segments (an init section), else MPEG-TS."""
         return any(s.init is not None for s in self.segments)
 
-    @property
+    @cached_property
     def fingerprint(self) -> str:
         """Identifies the stream across fresh signatures of its URLs: segment count, durations,
-        byte ranges and whether each is encrypted; a resumed download checks it still holds."""
-        shape = [(round(s.duration, 3), s.byterange and (s.byterange.start, s.byterange.length), s.key is not None,
-                  s.init is not None, s.discontinuity) for s in self.segments]
+        byte ranges, whether each is encrypted, and each segment's URL path. The path (never the
+        query, where signatures live) tells apart the variants of one master, which often have
+        the same shape; a resumed download checks the fingerprint still holds."""
+        shape = [(urlsplit(s.url).path, round(s.duration, 3), s.byterange and (s.byterange.start, s.byterange.length),
+                  s.key is not None, s.init is not None, s.discontinuity) for s in self.segments]
         return hashlib.sha1(repr(shape).encode()).hexdigest()[:16]
+
+    @cached_property
+    def least_bytes(self) -> int:
+        """The fewest bytes the stream's byte ranges can decrypt to (0 without ranges): what a
+        download will write at least, known before fetching any segment."""
+        ranged = sum(s.byterange.length - (AES_BLOCK if s.key is not None else 0)  # PKCS#7 pads 1-16 bytes
+                     for s in self.segments if s.byterange is not None)
+        inits = {s.init for s in self.segments if s.init is not None and s.init.byterange is not None}
+        return ranged + sum(i.byterange.length for i in inits if i.byterange is not None)
 
 
 def parse_playlist(text: str, url: str) -> MasterPlaylist | MediaPlaylist:
@@ -130,9 +150,12 @@ def parse_playlist(text: str, url: str) -> MasterPlaylist | MediaPlaylist:
     Raises:
         ParseError: not an HLS playlist, or a finished one without segments or variants.
         UnsupportedUrl: segments encrypted other than with AES-128 (SAMPLE-AES, DRM key formats).
+        TooLarge: more than :data:`MAX_SEGMENTS` segments.
     """
     if not text.lstrip("\ufeff \t\r\n").startswith("#EXTM3U"):
         raise ParseError(f"{url}: not an HLS playlist (no #EXTM3U)")
+    if (count := text.count("#EXTINF")) > MAX_SEGMENTS:
+        raise TooLarge(f"{url}: HLS playlist names {count} segments; trawl downloads at most {MAX_SEGMENTS}")
     try:
         parsed = m3u8.loads(text, uri=url)
     except Exception as exc:  # noqa: BLE001 - the parser raises KeyError/ValueError/... on broken tags
@@ -227,6 +250,8 @@ def _byterange(value: str | None, url: str, next_start: dict[str, int], where: s
         raise ParseError(f"{where}: bad EXT-X-BYTERANGE {value!r}") from None
     if start is None or length <= 0 or start < 0:
         raise ParseError(f"{where}: EXT-X-BYTERANGE {value!r} without an offset to continue from")
+    if start + length > MAX_BYTE_OFFSET:
+        raise ParseError(f"{where}: EXT-X-BYTERANGE {value!r} ends past byte 2**63")
     next_start[url] = start + length
     return ByteRange(start, length)
 

@@ -40,7 +40,7 @@ from typing import BinaryIO
 
 import httpx
 
-from trawl.download import DownloadOutcome, Stopped, discard, file_sha256, hash_into, state_path
+from trawl.download import DownloadOutcome, Stopped, discard, file_sha256, hash_into, save_state, state_path
 from trawl.errors import (
     ContentCorrupt,
     Http5xx,
@@ -68,14 +68,17 @@ from trawl.hls import (
     require_vod,
 )
 from trawl.logs import get_logger
+from trawl.platforms.base import _read_limited
 from trawl.ranges import parse_content_range
 from trawl.sniff import SNIFF_BYTES, sniff
 from trawl.throttle import Throttle
 
 log = get_logger("trawl.hls")
 
-MAX_PLAYLIST_BYTES = 8 << 20
+MAX_PLAYLIST_BYTES = 2 << 20  # a playlist is held and parsed whole; this holds tens of thousands of segments
 MAX_KEY_BYTES = 1024
+# The longest an ffmpeg remux may run, as trawl.merge gives ffmpeg; then it counts as failed.
+REMUX_TIMEOUT = 3600.0
 SEGMENT_RETRIES = 2  # transient failures of one segment asked again in place, then raised
 RETRY_DELAY = 0.5  # seconds before the first in-place retry; doubled each time
 # Classes worth asking again at once: the next answer may well be whole.
@@ -130,12 +133,6 @@ def load_hls_state(part: Path) -> HlsState | None:
         return None
 
 
-def save_hls_state(part: Path, state: HlsState) -> None:
-    tmp = state_path(part).with_suffix(".tmp")
-    tmp.write_text(json.dumps(asdict(state)))
-    os.replace(tmp, state_path(part))
-
-
 def fresher_hls(heartbeat: HlsState | None, saved: HlsState | None) -> HlsState | None:
     """The more advanced record of one stream (the saved file is written at every segment, the
     heartbeat RPC is throttled); a record of another stream never replaces the heartbeat's."""
@@ -160,6 +157,12 @@ def discard_hls(part: Path) -> None:
 Heartbeat = Callable[[HlsState], None]
 
 
+class _StreamTooLarge(TooLarge):
+    """The stream itself passes max_file_size: its partial file can never become the result.
+    Other TooLarge answers (a playlist or key over its cap, a server ignoring Range far into a
+    file) say nothing about the stream, so they keep the resumable partial file."""
+
+
 class HlsDownloader:
     def __init__(
         self,
@@ -174,6 +177,7 @@ class HlsDownloader:
         segment_retries: int = SEGMENT_RETRIES,
         retry_delay: float = RETRY_DELAY,
         limit_rate: int = 0,
+        remux_timeout: float = REMUX_TIMEOUT,
     ) -> None:
         """
         Args:
@@ -181,6 +185,8 @@ class HlsDownloader:
             limit_rate: bytes per second over the whole stream (``download.limit_rate``); 0: none.
             ffmpeg: the ffmpeg executable that remuxes the result to MP4; None keeps the
                 concatenated segments as they are.
+            remux_timeout: seconds ffmpeg may take; a remux still running then is killed and
+                the concatenation kept.
         """
         self.client = client
         self.max_file_size = max_file_size
@@ -189,6 +195,7 @@ class HlsDownloader:
         self.should_stop = should_stop
         self.heartbeat_every = heartbeat_every
         self.ffmpeg = ffmpeg
+        self.remux_timeout = remux_timeout
         self.segment_retries = segment_retries
         self.retry_delay = retry_delay
         self.throttle = Throttle(limit_rate) if limit_rate else None
@@ -217,7 +224,7 @@ class HlsDownloader:
                 raise
             except Exception as exc:  # noqa: BLE001 - classified, then the next URL tried
                 error = classify_exception(exc)
-                if isinstance(error, TooLarge):
+                if isinstance(error, _StreamTooLarge):
                     discard(part)
                     discard_hls(part)
                 if isinstance(error, (TooLarge, StorageError, UnsupportedUrl)):
@@ -249,26 +256,25 @@ class HlsDownloader:
             final_url = str(resp.url)
         return parse_playlist(body.decode("utf-8", "replace"), final_url)
 
-    def _key(self, url: str, headers: dict[str, str]) -> bytes:
+    def _key(self, url: str, headers: dict[str, str], signed: bool) -> bytes:
+        """The key behind ``url`` (its length is checked by :class:`Aes128Decryptor`).
+
+        ``signed``: segments of this stream worked before, so a 403/410 means its signature expired.
+        """
         if url not in self._keys:
             with self.client.stream("GET", url, headers=headers) as resp:
-                key = self._read_small(resp, MAX_KEY_BYTES, url, "key")
-            if len(key) != 16:
-                raise ContentCorrupt(f"{url}: the AES-128 key answer is {len(key)} bytes, not 16")
-            self._keys[url] = key
+                self._keys[url] = self._read_small(resp, MAX_KEY_BYTES, url, "key", signed)
         return self._keys[url]
 
-    def _read_small(self, resp: httpx.Response, limit: int, url: str, what: str, signed: bool = False) -> bytes:
+    def _read_small(self, resp: httpx.Response, limit: int, url: str, what: str, signed: bool) -> bytes:
         if resp.status_code >= 400:
             body = b"".join(_limited(resp.iter_bytes(), 4096))
             raise classify_response(resp.status_code, resp.headers, body, url=url, signed_media=signed) or NetworkError(
                 f"HTTP {resp.status_code} for {url}")
-        body = bytearray()
-        for chunk in resp.iter_bytes():
-            body += chunk
-            if len(body) > limit:
-                raise TooLarge(f"HLS {what} {url} is larger than {limit} bytes")
-        return bytes(body)
+        try:
+            return _read_limited(resp, limit, url)
+        except TooLarge as exc:
+            raise TooLarge(f"HLS {what}: {exc}") from None
 
     # -- the stream ------------------------------------------------------------------------
     def _already_done(self, part: Path, state: HlsState) -> DownloadOutcome | None:
@@ -286,6 +292,9 @@ class HlsDownloader:
         headers.setdefault("Accept-Encoding", "identity")
         playlist = self.media_playlist(url, headers, signed=state.offset > 0)
         segments = playlist.segments
+        if playlist.least_bytes > self.max_file_size:
+            raise _StreamTooLarge(f"{playlist.url}: the HLS byte ranges add up to {playlist.least_bytes} bytes, over "
+                                  f"max_file_size {self.max_file_size}")
         size_on_disk = part.stat().st_size if part.exists() else 0
         same = (state.fingerprint == playlist.fingerprint and not state.done and state.segment <= len(segments)
                 and state.offset <= size_on_disk)
@@ -301,31 +310,29 @@ class HlsDownloader:
             out.seek(0)
             hash_into(digest, out, state.offset)
             out.seek(state.offset)
-            save_hls_state(part, state)
+            save_state(part, state)
             self._beat(state, force=True)
-            # A 403 on a segment once others of this stream worked means its signature expired.
-            fetched = state.segment > 0
             for seg in segments[state.segment:]:
                 previous = segments[seg.index - 1] if seg.index else None
-                digest, written = self._segment(playlist, seg, previous, out, digest, state, headers, part, fetched)
-                fetched = True
+                digest, written = self._segment(playlist, seg, previous, out, digest, state, headers)
                 transferred += written
                 state.segment, state.offset = seg.index + 1, state.offset + written
                 out.flush()
                 os.fdatasync(out.fileno())  # a recorded segment is on disk, even after a crash
-                save_hls_state(part, state)
+                save_state(part, state)
                 self._beat(state, force=True)
                 if self.should_stop():
                     raise Stopped(f"stopped after segment {seg.index + 1} of {len(segments)}", state.offset)
         return self._finish(part, state, digest, playlist, resumed_from, transferred)
 
     def _segment(self, playlist: MediaPlaylist, seg: Segment, previous: Segment | None, out: BinaryIO,
-                 digest: hashlib._Hash, state: HlsState, headers: dict[str, str], part: Path,
-                 fetched: bool) -> tuple[hashlib._Hash, int]:
+                 digest: hashlib._Hash, state: HlsState, headers: dict[str, str]) -> tuple[hashlib._Hash, int]:
         """Append one segment (and the init section it starts using); returns the digest and the
         bytes written. On failure the file and the digest are as before the segment."""
         start = state.offset
         where = f"segment {seg.index + 1} of {len(playlist.segments)} ({seg.url})"
+        # A 403 once earlier segments of this stream worked means the URL's signature expired.
+        signed = seg.index > 0
         delay = self.retry_delay
         for attempt in range(self.segment_retries + 1):
             running = digest.copy()
@@ -333,24 +340,25 @@ class HlsDownloader:
             try:
                 if seg.init is not None and (previous is None or previous.init != seg.init):
                     self._fetch(seg.init.url, seg.init.byterange, headers, sink, f"init section of {where}",
-                                fmp4=True, decryptor=None, state=state, signed=fetched)
+                                fmp4=True, decryptor=None, state=state, signed=signed)
                 decryptor = None
                 if seg.key is not None:
-                    decryptor = Aes128Decryptor(self._key(seg.key.url, headers), seg.key.iv, where)
+                    decryptor = Aes128Decryptor(self._key(seg.key.url, headers, signed), seg.key.iv, where)
                 self._fetch(seg.url, seg.byterange, headers, sink, where, fmp4=playlist.fragmented,
-                            decryptor=decryptor, state=state, signed=fetched)
+                            decryptor=decryptor, state=state, signed=signed)
                 return running, sink.written
             except Stopped:
+                # The state saved after the last segment still holds; a paused file keeps whole
+                # segments only, as that state says.
                 out.truncate(start)
-                out.seek(start)
-                save_hls_state(part, state)
-                raise Stopped(f"stopped in {where}", start) from None
+                raise
             except Exception as exc:  # noqa: BLE001 - classified below
                 out.truncate(start)
                 out.seek(start)
                 error = classify_exception(exc)
-                if isinstance(error, TooLarge):
-                    raise error from None
+                if isinstance(error, ContentCorrupt) and seg.key is not None:
+                    # A wrong key shows as bad padding or as bytes that are not media: fetch it again.
+                    self._keys.pop(seg.key.url, None)
                 if not isinstance(error, _TRANSIENT) or attempt == self.segment_retries:
                     raise error from None
                 log.info("hls segment retried", segment=seg.index, error_class=error.error_class, error=str(error))
@@ -382,13 +390,16 @@ class HlsDownloader:
                         raise NetworkError(f"HLS {where}: asked {byterange.header}, answered Content-Range "
                                            f"{resp.headers.get('content-range')!r}")
                 elif status == 200:
+                    if byterange.start > self.max_file_size:
+                        raise TooLarge(f"HLS {where}: the server ignored Range; reaching {byterange.header} would "
+                                       f"mean reading past max_file_size {self.max_file_size}")
                     skip = byterange.start  # Range ignored: the wanted bytes are read out of the whole body
                 else:
                     raise NetworkError(f"HLS {where}: HTTP {status} for a byte range")
             elif status != 200:
                 raise NetworkError(f"HLS {where}: HTTP {status}")
             declared = resp.headers.get("content-length", "")
-            received = 0
+            received = taken = 0  # bytes of the answer, and of them those wanted (before decryption)
             check = _HeadCheck(where, fmp4)
             for chunk in resp.iter_raw():
                 received += len(chunk)
@@ -396,31 +407,30 @@ class HlsDownloader:
                     cut = min(skip, len(chunk))
                     chunk, skip = chunk[cut:], skip - cut
                 if length is not None:
-                    chunk = chunk[: length - sink.fetched]
+                    chunk = chunk[: length - taken]
                 if chunk:
-                    sink.fetched += len(chunk)
+                    taken += len(chunk)
                     plain = decryptor.update(chunk) if decryptor is not None else chunk
                     check.feed(plain)
                     sink.write(plain)
                     if self.throttle is not None:
                         self.throttle.take(len(chunk), lambda: self._throttled(state, where))
-                if length is not None and sink.fetched >= length:
+                if length is not None and taken >= length:
                     break
                 self._beat(state)
                 if self.should_stop():
                     raise Stopped(f"stopped in {where}", state.offset)
-            if length is not None and sink.fetched < length:
-                raise Truncated(f"HLS {where}: body ended at {sink.fetched} of the {length} bytes of its range")
+            if length is not None and taken < length:
+                raise Truncated(f"HLS {where}: body ended at {taken} of the {length} bytes of its range")
             if length is None and declared.isdigit() and received != int(declared):
                 raise Truncated(f"HLS {where}: {received} of {declared} bytes")
             if decryptor is not None:
                 tail = decryptor.finalize()
                 check.feed(tail)
                 sink.write(tail)
-            if sink.fetched == 0:
+            if taken == 0:
                 raise ContentCorrupt(f"HLS {where}: empty answer")
             check.finish()
-        sink.fetched = 0  # the next fetch (the segment after an init section) counts its own range
 
     # -- the end ---------------------------------------------------------------------------
     def _finish(self, part: Path, state: HlsState, digest: hashlib._Hash, playlist: MediaPlaylist,
@@ -432,13 +442,13 @@ class HlsDownloader:
                 size = remuxed.stat().st_size
                 sha = file_sha256(remuxed)
                 state.done, state.result, state.total = True, remuxed.name, size
-                save_hls_state(part, state)
+                save_state(part, state)
                 part.unlink(missing_ok=True)
                 self._beat(state, force=True)
                 return DownloadOutcome(str(remuxed), size, sha, size, None, playlist.url, "video/mp4", resumed_from,
                                        transferred)
         state.done, state.total = True, state.offset
-        save_hls_state(part, state)
+        save_state(part, state)
         self._beat(state, force=True)
         return DownloadOutcome(str(part), state.offset, digest.hexdigest(), state.offset, None, playlist.url, mime,
                                resumed_from, transferred)
@@ -453,6 +463,7 @@ class HlsDownloader:
         except OSError as exc:
             log.warning("hls remux failed", error=str(exc))
             return False
+        deadline = time.monotonic() + self.remux_timeout
         try:
             while True:
                 try:
@@ -460,11 +471,17 @@ class HlsDownloader:
                     break
                 except subprocess.TimeoutExpired:
                     self._beat(state, force=True)
-                    if self.should_stop():
+                    stop, late = self.should_stop(), time.monotonic() >= deadline
+                    if stop or late:
                         proc.kill()
                         proc.wait()
                         tmp.unlink(missing_ok=True)
+                    if stop:
                         raise Stopped("stopped while remuxing", state.offset) from None
+                    if late:
+                        log.warning("hls remux timed out; keeping the segments as they are",
+                                    timeout=self.remux_timeout)
+                        return False
             errors = proc.stderr.read().decode("utf-8", "replace") if proc.stderr else ""
         finally:
             if proc.stderr:
@@ -505,19 +522,17 @@ class _Sink:
     def __init__(self, out: BinaryIO, digest: hashlib._Hash, start: int, limit: int) -> None:
         self.out = out
         self.digest = digest
-        self.position = start
+        self.start = start
         self.limit = limit
         self.written = 0  # plain bytes written for this segment (init section included)
-        self.fetched = 0  # bytes of the current answer taken (before decryption)
 
     def write(self, data: bytes) -> None:
         if not data:
             return
-        if self.position + len(data) > self.limit:
-            raise TooLarge(f"HLS stream passed max_file_size {self.limit}")
+        if self.start + self.written + len(data) > self.limit:
+            raise _StreamTooLarge(f"HLS stream passed max_file_size {self.limit}")
         self.out.write(data)
         self.digest.update(data)
-        self.position += len(data)
         self.written += len(data)
 
 

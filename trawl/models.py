@@ -46,6 +46,14 @@ class MoreItem:
     platform: str = ""
     workflow_id: str = ""
 
+    @classmethod
+    def of(cls, value: object) -> MoreItem | None:
+        """``value`` as a MoreItem: one already, or the dict a failed item's result carries (in its
+        failure's details, which arrive undecoded); None for anything without a URL."""
+        if isinstance(value, dict):
+            value = cls(**{k: v for k, v in value.items() if k in ("url", "platform", "workflow_id")})
+        return value if isinstance(value, cls) and isinstance(value.url, str) and value.url else None
+
 
 @dataclass
 class Resolved:

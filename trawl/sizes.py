@@ -7,6 +7,7 @@ IEC forms (``KiB``, ``MiB``, ...) are binary too, and the SI forms with a ``B`` 
 
 from __future__ import annotations
 
+import math
 import re
 
 _SIZE = re.compile(r"(?P<number>\d+(?:\.\d+)?)\s*(?P<unit>[a-z]*)", re.IGNORECASE)
@@ -25,9 +26,7 @@ def parse_size(value: str | int | float) -> int:
     if isinstance(value, bool):
         raise ValueError(f"not a size: {value!r}")
     if isinstance(value, (int, float)):
-        if value < 0:
-            raise ValueError(f"a size cannot be negative: {value!r}")
-        return int(value)
+        return _whole_bytes(value, value)
     match = _SIZE.fullmatch(value.strip())
     unit = (match["unit"] if match else "").lower()
     if match is None or not _known(unit):
@@ -35,7 +34,17 @@ def parse_size(value: str | int | float) -> int:
     letter = unit[:1] if unit not in ("", "b") else ""
     decimal = len(unit) == 2 and unit.endswith("b")  # kB, MB, GB: SI
     base = 1000 if decimal else 1024
-    return int(float(match["number"]) * base ** _POWERS[letter])
+    return _whole_bytes(float(match["number"]) * base ** _POWERS[letter], value)
+
+
+def _whole_bytes(number: float, given: str | int | float) -> int:
+    # TOML's inf and nan, and digits beyond a float's range, would otherwise fail in int() with
+    # OverflowError or a message that does not name the setting's value.
+    if isinstance(number, float) and not math.isfinite(number):
+        raise ValueError(f"not a size: {given!r} (a size is a finite number of bytes)")
+    if number < 0:
+        raise ValueError(f"a size cannot be negative: {given!r}")
+    return int(number)
 
 
 def _known(unit: str) -> bool:

@@ -124,7 +124,7 @@ async def running_worker(
         max_heartbeat_throttle_interval=timedelta(seconds=1),
         default_heartbeat_throttle_interval=timedelta(seconds=1),
     )
-    crawl = CrawlActivities(client, settings, registry)
+    crawl = CrawlActivities(client, settings, registry, catalog)
     host = HostActivities(host_queue(prefix, settings.host_id))
     small = SmallItemActivities(download, verify, commit)  # the three stages of a small item in one activity
     workers = [

@@ -259,10 +259,8 @@ class CrawlWorkflow:
         """Queue the other items a finished item stands for, each as its own item."""
         if not more or self._state.cancelled or not workflow.patched(CRAWL_MORE_ITEMS):
             return
-        for entry in more:
-            if isinstance(entry, dict):
-                entry = MoreItem(**{k: v for k, v in entry.items() if k in ("url", "platform", "workflow_id")})
-            if isinstance(entry, MoreItem) and entry.url and entry.workflow_id:
+        for entry in filter(None, map(MoreItem.of, more)):
+            if entry.workflow_id:
                 self._state.pending.append(CrawlItem(entry.url, entry.platform, entry.workflow_id))
 
     async def _join(self, item: CrawlItem) -> None:

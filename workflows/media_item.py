@@ -268,11 +268,8 @@ class MediaItemWorkflow:
             except ActivityError as err:
                 error_class, message = _failure(err)
                 if error_class == "cancelled":
-                    if SMALL_ITEM in self._pause_cancelled:
-                        self._pause_cancelled.discard(SMALL_ITEM)
-                        self._stage_details(self._progress.stage)
-                        continue
-                    raise asyncio.CancelledError from None
+                    self._paused_not_cancelled(SMALL_ITEM)
+                    continue
                 self._progress.last_error = f"{error_class}: {message}"
                 if error_class == "url_expired" and refetches < self._opts.max_refetches:
                     refetches += 1
@@ -411,14 +408,8 @@ class MediaItemWorkflow:
                     raise HostLost(f"download of {asset.name} waited too long for its host") from None
                 error_class, message = _failure(err)
                 if error_class == "cancelled":
-                    if asset.name in self._pause_cancelled:
-                        # A pause, not a failure: no last_error. The bytes kept stay counted: the
-                        # download's last progress report carries them (the SDK drops the details
-                        # of a requested cancellation).
-                        self._pause_cancelled.discard(asset.name)
-                        self._stage_details(self._progress.stage)
-                        continue
-                    raise asyncio.CancelledError from None  # the item itself is being cancelled
+                    self._paused_not_cancelled(asset.name)
+                    continue
                 self._progress.last_error = f"{error_class}: {message}"
                 if error_class == "url_expired" and refetches < self._opts.max_refetches:
                     refetches += 1
@@ -456,6 +447,18 @@ class MediaItemWorkflow:
             self._progress.bytes_finished += download.size
             self._refresh_bytes()
             return asset, download, verified
+
+    def _paused_not_cancelled(self, running: str) -> None:
+        """A cancelled download (``running``: the asset, or the small item's one activity): a pause
+        stopped it, and it runs again once resumed; otherwise the item itself is being cancelled.
+
+        A pause is not a failure: no last_error. The bytes kept stay counted: the download's last
+        progress report carries them (the SDK drops the details of a requested cancellation).
+        """
+        if running not in self._pause_cancelled:
+            raise asyncio.CancelledError
+        self._pause_cancelled.discard(running)
+        self._stage_details(self._progress.stage)
 
     async def _download(self, asset: Asset, resolved: Resolved) -> DownloadResult:
         task = workflow.start_activity_method(

@@ -19,7 +19,7 @@ from starter import views
 from starter.api.errors import declared
 from starter.api.models import Item, ItemPage
 from starter.api.state import ApiState, api_state
-from trawl.export import ExportItem, Template, download_name, ext_for
+from trawl.export import Template, download_name, ext_for
 from trawl.storage.blobs import BlobStat, BlobStore
 from trawl.storage.catalog import CommittedAsset
 
@@ -59,9 +59,10 @@ async def get_asset(key: str, kind: str, request: Request, state: ApiState = Dep
     blob = await run_in_threadpool(state.blobs.stat, asset.key)
     if blob is None:
         raise HTTPException(404, f"blob {asset.sha256} is missing from the store (run trawl fsck)")
-    exported = ExportItem.of(item)
-    name = download_name(exported, next(a for a in exported.assets if a.name == asset.name),
-                         _template(state.settings.export.template))
+    # The catalog item carries its metadata, so fields only it has (uploader_id, part, ...) name
+    # the file as `trawl export` does.
+    export = state.settings.export
+    name = download_name(item, asset, _template(export.template), windows=export.windows_names)
     return blob_response(state.blobs, asset, blob, request.headers, filename=name)
 
 
@@ -107,10 +108,10 @@ def blob_response(store: BlobStore, asset: CommittedAsset, blob: BlobStat, heade
     """
     size = blob.size
     media_type = asset.mime or "application/octet-stream"
+    fallback = f"{asset.sha256[:16]}.{ext_for(asset.mime)}"  # for a name with no ASCII left, or none
     common = {"accept-ranges": "bytes", "etag": f'"{asset.sha256}"',
               "last-modified": formatdate(blob.modified.timestamp(), usegmt=True),
-              "content-disposition": content_disposition(
-                  filename or f"{asset.sha256[:16]}.{ext_for(asset.mime)}", f"{asset.sha256[:16]}.{ext_for(asset.mime)}")}
+              "content-disposition": content_disposition(filename or fallback, fallback)}
     requested, if_range = headers.get("range"), headers.get("if-range")
     ranges: list[tuple[int, int]] = []
     if requested is not None and (if_range is None or if_range in (common["etag"], common["last-modified"])):

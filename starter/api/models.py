@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from starter.client import MAX_CRAWL_BYTES, MAX_CRAWL_URLS
+from starter.client import MAX_CRAWL_BYTES, MAX_CRAWL_CONCURRENCY, MAX_CRAWL_URLS
 from trawl.errors import TrawlError
 from trawl.urls import MAX_URL_LENGTH, validate_url
 from workflows.crawl import CrawlStats
@@ -96,7 +96,7 @@ class Job(BaseModel):
 class CrawlCreate(BaseModel):
     urls: list[str] = Field(default_factory=list, max_length=MAX_CRAWL_URLS, description=CRAWL_URLS_LIMITS)
     source: str | None = Field(default=None, max_length=200)
-    concurrency: int = Field(default=8, ge=1, le=256)
+    concurrency: int = Field(default=8, ge=1, le=MAX_CRAWL_CONCURRENCY)
 
     @model_validator(mode="after")
     def _something_to_crawl(self) -> CrawlCreate:

@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 from starter.api.errors import declared
 from starter.api.models import CRAWL_URLS_LIMITS
 from starter.api.state import ApiState, api_state, authorized
-from starter.client import MAX_CRAWL_URLS
+from starter.client import MAX_CRAWL_CONCURRENCY, MAX_CRAWL_URLS
 from starter.watches import (
     Watch as WatchRecord,
     WatchError,
@@ -35,7 +35,7 @@ class WatchCreate(BaseModel):
     urls: list[str] = Field(default_factory=list, max_length=MAX_CRAWL_URLS, description=CRAWL_URLS_LIMITS)
     every: str = Field(examples=["1h", "30m"], max_length=32, description="interval between runs")
     jitter: str | None = Field(default=None, max_length=32, description="random delay per run, at most the interval")
-    concurrency: int = Field(default=8, ge=1, le=256)
+    concurrency: int = Field(default=8, ge=1, le=MAX_CRAWL_CONCURRENCY)
     paused: bool = False
 
 

@@ -94,17 +94,6 @@ class Awaited:
         self.waiting: dict[str, tuple[Any, str]] = {}
 
 
-def more_urls(result: ItemResult) -> list[tuple[str, str]]:
-    """(URL, workflow id) of the other items a result stands for (a failed item's come as dicts)."""
-    found = []
-    for entry in result.more:
-        url, workflow_id = ((entry.get("url"), entry.get("workflow_id")) if isinstance(entry, dict)
-                            else (entry.url, entry.workflow_id))
-        if isinstance(url, str) and url:
-            found.append((url, workflow_id if isinstance(workflow_id, str) else ""))
-    return found
-
-
 async def crawl_urls(client: Client, settings: Settings, registry: Registry, urls: list[str],
                      on_result: Callable[[ItemResult], None] | None = None, *, line: StatusLine | None = None,
                      awaited: Awaited | None = None, expand: bool = True,
@@ -156,12 +145,12 @@ async def crawl_urls(client: Client, settings: Settings, registry: Registry, url
                 pending.discard(task)
                 result = task.result()
                 finished(result)
-                for url, workflow_id in more_urls(result) if expand else []:
-                    if workflow_id in started_ids:
+                for more in result.more if expand else []:
+                    if more.workflow_id in started_ids:
                         continue  # given too, or named by another result: crawled once
                     if progress is not None:
                         progress.total += 1
-                    await start(url)
+                    await start(more.url)
     finally:
         for watcher in watchers:
             watcher.cancel()

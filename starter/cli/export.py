@@ -15,7 +15,18 @@ from urllib.parse import urlsplit
 from starter.cli.output import EXIT_FAILED_ITEMS, CommandError, say
 from starter.client import CrawlChoices
 from trawl.errors import TrawlError
-from trawl.export import DEFAULT_TEMPLATE, FIELDS, LINK_MODES, MANIFEST, Exporter, ExportStats, Template, TemplateError
+from trawl.export import (
+    DEFAULT_TEMPLATE,
+    FIELDS,
+    LINK_MODES,
+    MANIFEST,
+    Exporter,
+    ExportStats,
+    Template,
+    TemplateError,
+    item_for_key,
+)
+from trawl.platforms.registry import default_registry
 from trawl.settings import Settings
 from trawl.sizes import parse_size
 from trawl.storage.blobs import open_blob_store
@@ -150,18 +161,22 @@ class CrawlExport:
 
     def on_result(self, result: ItemResult) -> None:
         if result.outcome in ("committed", "duplicate") and result.canonical_key:
-            self.tasks.append(asyncio.create_task(asyncio.to_thread(self._export, result.canonical_key)))
+            self.tasks.append(asyncio.create_task(self._export(result.canonical_key)))
 
-    def _export(self, key: str) -> None:
-        from trawl.export import item_for_key
-
+    async def _export(self, key: str) -> None:
+        # The files are written in a thread; the totals are added here, in the event loop, so
+        # exports finishing at once never add to them together.
         try:
-            item = item_for_key(self.catalog, key)
-            if item is not None:
-                self.stats.add(self.exporter.export_item(item))
+            done = await asyncio.to_thread(self._export_files, key)
         except (OSError, TrawlError) as err:
             self.failed.append(key)
             say("crawl", f"export of {key} failed: {err}")
+            return
+        self.stats.add(done)
+
+    def _export_files(self, key: str) -> ExportStats:
+        item = item_for_key(self.catalog, key)
+        return self.exporter.export_item(item) if item is not None else ExportStats()
 
     async def finish(self) -> int:
         """Wait for the exports, save the manifest, say what was done; the exit code they add."""
@@ -185,8 +200,9 @@ def crawl_export(args: argparse.Namespace, settings: Settings) -> CrawlExport | 
 
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     """Write the catalog's items as named files under DIR; only what is new is added."""
-    from trawl.export import catalog_items
-
+    known = default_registry().platforms  # every platform, enabled or not: its items may be in the catalog
+    if args.platform is not None and args.platform not in known:
+        raise CommandError(f"--platform {args.platform!r}: unknown platform; known: {', '.join(known)}")
     exporter = exporter_for(settings, args.dir, template=args.template, link=args.link,
                             windows_names=args.windows_names, write_info_json=args.write_info_json)
     catalog = Catalog(settings.catalog_url)
@@ -194,7 +210,7 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     try:
         stats = ExportStats()
         try:
-            for item in catalog_items(catalog, platform=args.platform):
+            for item in catalog.committed(args.platform):
                 done = exporter.export_item(item)
                 stats.add(done)
                 for rel in done.written:
@@ -235,12 +251,10 @@ def tree_lines(root: Path) -> list[str]:
 
 def export_and_show(settings: Settings, root: Path) -> None:
     """Export the whole catalog under ``root`` (settings' template and link) and print the tree."""
-    from trawl.export import catalog_items
-
     exporter = exporter_for(settings, str(root))
     catalog = Catalog(settings.catalog_url)
     try:
-        stats = exporter.export_items(catalog_items(catalog))
+        stats = exporter.export_items(catalog.committed())
     except (OSError, TrawlError) as err:
         print(f"\nexport:   into {root} failed: {err}", file=sys.stderr)
         return

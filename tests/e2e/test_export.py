@@ -67,6 +67,8 @@ def test_version_and_mistakes_get_one_line(tmp_path: Path) -> None:
     for args, says in [
         (["export", str(tmp_path / "x"), "-o", "/abs/{title}.{ext}"], "trawl export: bad template: "),
         (["export", str(tmp_path / "x"), "-o", "{titel}.{ext}"], "unknown field {titel}"),
+        (["export", str(tmp_path / "x"), "--platform", "youtube"],
+         "--platform 'youtube': unknown platform; known: bilibili, weibo, facebook, generic"),
         (["crawl", "--limit-rate", "fast", "https://example.org/v.mp4"], "--limit-rate: not a size: 'fast'"),
         (["crawl", "--cookies", str(tmp_path / "none.txt"), "https://example.org/v.mp4"], "no such file"),
         (["crawl", "-f", "137+140", "https://example.org/v.mp4"], "give best, worst, a height"),

@@ -63,7 +63,7 @@ async def test_ten_part_video_crawls_ten_items_and_a_part_url_one(temporal_clien
     blobs.close()
 
     # The catalog keeps the full metadata: yt-dlp's fields, the parts, the files, the crawl time.
-    meta = catalog.metadata(f"bilibili:{TEN_PARTS}_p7")
+    meta = catalog.get(f"bilibili:{TEN_PARTS}_p7").metadata
     assert (meta["id"], meta["part"], meta["part_title"]) == (f"{TEN_PARTS}_p7", 7, "第7集")
     assert [p["page"] for p in meta["parts"]] == list(range(1, 11))
     assert (meta["uploader_id"], meta["upload_date"], meta["view_count"]) == ("20261130", "20200130", 2404179)

@@ -22,7 +22,6 @@ from trawl.export import (
     Exporter,
     Template,
     TemplateError,
-    catalog_items,
     download_name,
     ext_for,
     safe_component,
@@ -185,7 +184,7 @@ def export(settings: Settings, root: Path, template: str = "{uploader}/{title}.{
     catalog = Catalog(settings.catalog_url)
     store = open_blob_store(settings)
     try:
-        return Exporter(root, store, template, **kw).export_items(catalog_items(catalog))  # type: ignore[arg-type]
+        return Exporter(root, store, template, **kw).export_items(catalog.committed())  # type: ignore[arg-type]
     finally:
         store.close()
         catalog.close()
@@ -280,7 +279,7 @@ def test_a_copy_of_a_rotten_blob_is_refused_and_leaves_nothing(tmp_path: Path) -
     settings = Settings(data_dir=tmp_path / "data", catalog={"url": f"sqlite:///{tmp_path / 'catalog.db'}"})
     fill(settings, tmp_path)
     catalog = Catalog(settings.catalog_url)
-    item = next(i for i in catalog_items(catalog) if i.canonical_key == "web:7")
+    item = next(i for i in catalog.committed() if i.canonical_key == "web:7")
     store = LocalBlobStore(settings.blobs_dir)
     path = store.local_path(item.assets[0].key)
     assert path is not None
@@ -296,7 +295,7 @@ def test_the_download_name_is_the_templates_last_part(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path / "data", catalog={"url": f"sqlite:///{tmp_path / 'catalog.db'}"})
     fill(settings, tmp_path)
     catalog = Catalog(settings.catalog_url)
-    items = {i.canonical_key: i for i in catalog_items(catalog)}
+    items = {i.canonical_key: i for i in catalog.committed()}
     assert download_name(items["web:2"], items["web:2"].assets[0]) == "⧸etc⧸passwd [2].mp4"
     weibo = items["weibo:5000"]
     assert download_name(weibo, weibo.assets[2]) == "two pictures [5000].jpg"

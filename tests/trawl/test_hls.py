@@ -7,8 +7,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from trawl.errors import ContentCorrupt, ParseError, TrawlError, UnsupportedUrl
+from trawl.errors import ContentCorrupt, ParseError, TooLarge, TrawlError, UnsupportedUrl
 from trawl.hls import (
+    MAX_SEGMENTS,
     Aes128Decryptor,
     ByteRange,
     MasterPlaylist,
@@ -19,7 +20,7 @@ from trawl.hls import (
     require_vod,
 )
 from trawl.platforms.base import ResolveContext
-from trawl.platforms.generic import GenericResolver
+from trawl.platforms.generic import GenericResolver, kind_from_content_type
 from trawl.platforms.weibo import _video_asset
 from trawl.simulator import Simulator
 from trawl.simulator.demo import og_page
@@ -75,6 +76,30 @@ def test_fingerprint_survives_fresh_signatures_but_not_another_stream() -> None:
     assert signed.fingerprint == parse_playlist(MEDIA, BASE).fingerprint  # type: ignore[union-attr]
     shorter = parse_playlist(MEDIA.replace("#EXTINF:1.0,\nlast.m4s\n", ""), BASE)
     assert shorter.fingerprint != signed.fingerprint  # type: ignore[union-attr]
+
+
+def test_fingerprint_tells_apart_variants_of_the_same_shape() -> None:
+    text = "#EXTM3U\n#EXTINF:2.0,\nseg-0.ts\n#EXTINF:2.0,\nseg-1.ts\n#EXT-X-ENDLIST\n"
+    p720 = parse_playlist(text, "https://cdn.example.com/v/720/index.m3u8")
+    p1080 = parse_playlist(text, "https://cdn.example.com/v/1080/index.m3u8")
+    assert p720.fingerprint != p1080.fingerprint  # type: ignore[union-attr]
+
+
+def test_a_playlist_of_too_many_segments_is_refused_before_parsing() -> None:
+    entry = "#EXTINF:1.0,\na.ts\n"
+    fits = parse_playlist("#EXTM3U\n" + entry * MAX_SEGMENTS + "#EXT-X-ENDLIST\n", BASE)
+    assert isinstance(fits, MediaPlaylist) and len(fits.segments) == MAX_SEGMENTS
+    with pytest.raises(TooLarge, match=f"{MAX_SEGMENTS + 1} segments") as caught:
+        parse_playlist("#EXTM3U\n" + entry * (MAX_SEGMENTS + 1) + "#EXT-X-ENDLIST\n", BASE)
+    assert caught.value.error_class == "too_large"
+
+
+def test_a_byte_range_past_2_pow_63_is_a_parse_error() -> None:
+    last = 2**63 - 10
+    ok = parse_playlist(f"#EXTM3U\n#EXTINF:1.0,\n#EXT-X-BYTERANGE:10@{last}\na.ts\n#EXT-X-ENDLIST\n", BASE)
+    assert ok.segments[0].byterange == ByteRange(last, 10)  # type: ignore[union-attr]
+    with pytest.raises(ParseError, match="2\\*\\*63"):
+        parse_playlist(f"#EXTM3U\n#EXTINF:1.0,\n#EXT-X-BYTERANGE:11@{last}\na.ts\n#EXT-X-ENDLIST\n", BASE)
 
 
 def test_master_playlist_variants() -> None:
@@ -164,6 +189,11 @@ def test_generic_resolves_a_direct_playlist_and_an_og_video_playlist(sim: Simula
                  .replace("<title>", '<meta property="og:video" content="/v.mp4" />'
                                      '<meta property="og:video:type" content="video/mp4" /><title>'))
     assert GenericResolver().resolve(sim.url("/watch/both"), ctx).assets[0].protocol == "http"
+
+
+@pytest.mark.parametrize("mime", ["audio/x-mpegurl", "audio/mpegurl", "application/vnd.apple.mpegurl"])
+def test_generic_never_takes_a_playlist_type_for_audio(mime: str) -> None:
+    assert kind_from_content_type(mime) is None
 
 
 def test_generic_refuses_a_direct_live_playlist(sim: Simulator, ctx: ResolveContext) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,8 +16,8 @@ import pytest
 
 from activities.errors import to_application_error
 from trawl.download import Stopped, state_path
-from trawl.errors import BlockedAddress, ContentCorrupt, SegmentMissing, UnsupportedUrl, UrlExpired
-from trawl.hls import MediaPlaylist, parse_playlist
+from trawl.errors import BlockedAddress, ContentCorrupt, SegmentMissing, TooLarge, UnsupportedUrl, UrlExpired
+from trawl.hls import MAX_SEGMENTS, MediaPlaylist, parse_playlist
 from trawl.hls_download import HlsDownloader, HlsState, load_hls_state, remux_output
 from trawl.http import make_client
 from trawl.settings import NetSettings
@@ -252,3 +253,67 @@ def test_a_rate_limited_stream_is_held_to_the_rate_and_stops_while_it_waits(clie
     hls.throttle = Throttle(rate, clock=clock, sleep=stop_soon)
     with pytest.raises(Stopped):
         hls.download([site.url("range")], tmp_path / "other.part")
+
+
+def test_a_partial_of_one_variant_is_never_resumed_with_another(client: httpx.Client, site: HlsSite,
+                                                                  tmp_path: Path) -> None:
+    """720p and 1080p of one master have the same shape; their segment paths tell them apart."""
+    master, part = site.sim.url("/hls/vod/master.m3u8"), tmp_path / "video.part"
+    stop = downloader(client, quality=720, should_stop=lambda: site.segment_requests("vod-720")[2] > 0)
+    with pytest.raises(Stopped):
+        stop.download([master], part)
+    assert part.stat().st_size > 0
+    out = downloader(client, quality=1080).download([master], part)
+    assert out.resumed_from == 0 and out.sha256 == sha(site.streams["vod-1080"].plain())
+    assert site.segment_requests("vod-1080") == [1] * 6
+
+
+def test_a_key_refused_after_segments_worked_is_an_expired_url(client: httpx.Client, site: HlsSite, sim: Simulator,
+                                                               tmp_path: Path) -> None:
+    part = tmp_path / "video.part"
+    with pytest.raises(Stopped):
+        downloader(client, should_stop=lambda: site.segment_requests("aes")[1] > 0).download([site.url("aes")], part)
+    sim.faults.add(r"/hls/aes/key\.bin", status(403, times=5))
+    with pytest.raises(UrlExpired):  # the resumed attempt fetches the key again: its signature expired
+        downloader(client).download([site.url("aes")], part)
+
+
+def test_a_wrong_key_is_fetched_again_on_the_in_place_retry(client: httpx.Client, site: HlsSite, sim: Simulator,
+                                                            tmp_path: Path) -> None:
+    sim.faults.add(r"/hls/aes/key\.bin", html_error())
+    out = downloader(client).download([site.url("aes")], tmp_path / "video.part")
+    assert out.sha256 == sha(site.streams["aes"].plain())
+    assert sim.stats["/hls/aes/key.bin"].requests == 2 and site.segment_requests("aes") == [1] * 5
+
+
+def test_byte_ranges_adding_up_past_the_size_limit_are_refused_before_any_segment(
+        client: httpx.Client, site: HlsSite, tmp_path: Path) -> None:
+    size = len(site.streams["range"].plain())
+    with pytest.raises(TooLarge, match="byte ranges add up"):
+        HlsDownloader(client, max_file_size=size - 1).download([site.url("range")], tmp_path / "video.part")
+    assert site.segment_requests("range") == [0] * 5
+
+
+def test_a_playlist_over_its_cap_keeps_the_resumable_partial_file(client: httpx.Client, site: HlsSite,
+                                                                   tmp_path: Path) -> None:
+    part = tmp_path / "video.part"
+    with pytest.raises(Stopped):
+        downloader(client, should_stop=lambda: site.segment_requests("disc")[1] > 0).download([site.url("disc")], part)
+    kept = part.read_bytes()
+    site.streams["disc"] = HlsStream([b""] * (MAX_SEGMENTS + 1))  # the origin now names too many segments
+    with pytest.raises(TooLarge, match="segments"):
+        downloader(client).download([site.url("disc")], part)
+    assert part.read_bytes() == kept and load_hls_state(part) is not None
+
+
+def test_a_hung_ffmpeg_is_given_up_and_the_concatenation_kept(client: httpx.Client, site: HlsSite,
+                                                              tmp_path: Path) -> None:
+    hung = tmp_path / "ffmpeg"
+    hung.write_text("#!/bin/sh\nexec sleep 30\n")
+    hung.chmod(0o755)
+    began = time.monotonic()
+    out = downloader(client, ffmpeg=str(hung), remux_timeout=0.5).download([site.url("disc")],
+                                                                             tmp_path / "video.part")
+    assert time.monotonic() - began < 15
+    assert out.path == str(tmp_path / "video.part") and out.sha256 == sha(site.streams["disc"].plain())
+    assert not remux_output(tmp_path / "video.part").exists()

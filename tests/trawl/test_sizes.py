@@ -24,6 +24,12 @@ def test_what_is_not_a_size_is_said(text: str) -> None:
         parse_size(text)
 
 
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan"), "9" * 400 + "G"])
+def test_a_size_beyond_any_number_is_not_a_size(value: float | str) -> None:
+    with pytest.raises(ValueError, match="not a size: .*a size is a finite number of bytes"):
+        parse_size(value)
+
+
 @pytest.fixture
 def isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     for name in ("TRAWL_CONFIG", "TRAWL_DOWNLOAD__MAX_FILE_SIZE", "TRAWL_DOWNLOAD__LIMIT_RATE", "TRAWL_DATA_DIR"):
@@ -66,6 +72,13 @@ def test_user_file_then_project_file_then_environment(isolated: Path, monkeypatc
     assert load_settings().download.limit_rate == 3 << 20
     monkeypatch.setenv("TRAWL_DOWNLOAD__LIMIT_RATE", "4M")
     assert load_settings().download.limit_rate == 4 << 20
+
+
+@pytest.mark.parametrize("toml", ["inf", "nan", "1e999"])
+def test_an_infinite_size_in_a_file_is_a_config_error(isolated: Path, toml: str) -> None:
+    (isolated / "project" / "trawl.toml").write_text(f"[download]\nmax_file_size = {toml}\n")
+    with pytest.raises(ConfigError, match=r"download\.max_file_size: Value error, not a size: (inf|nan)"):
+        load_settings()
 
 
 def test_a_broken_user_file_is_named(isolated: Path) -> None:

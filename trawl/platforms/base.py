@@ -68,6 +68,12 @@ class Resolver(ABC):
         """The canonical key when it follows from the URL alone, else None."""
         return None
 
+    def more_offline(self, url: str, metadata: dict[str, Any]) -> list[str] | None:
+        """The other items ``url`` stands for besides the committed one whose stored ``metadata``
+        is given (parts 2..N of a video); None when only the platform can tell. Most URLs stand
+        for one item: []."""
+        return []
+
     @abstractmethod
     def resolve(self, url: str, ctx: ResolveContext) -> Resolved:
         """Resolve ``url``; raise a :class:`trawl.errors.TrawlError` on failure."""

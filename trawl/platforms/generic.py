@@ -22,13 +22,12 @@ from trawl.urls import canonicalize, validate_url, web_key
 VIDEO_EXTS = frozenset({".mp4", ".m4v", ".webm", ".mkv", ".mov", ".flv", ".ts", ".ogv"})
 AUDIO_EXTS = frozenset({".mp3", ".m4a", ".aac", ".ogg", ".opus", ".flac", ".wav"})
 IMAGE_EXTS = frozenset({".jpg", ".jpeg", ".png", ".gif", ".webp"})
-HLS_TYPES = frozenset({"application/vnd.apple.mpegurl", "application/x-mpegurl", "audio/mpegurl"})
 
 
 def kind_from_content_type(content_type: str) -> str | None:
     if content_type.startswith("video/") or content_type == "application/ogg":
         return "video"
-    if content_type.startswith("audio/") and content_type not in HLS_TYPES:
+    if content_type.startswith("audio/") and not is_hls_type(content_type):
         return "audio"
     if content_type.startswith("image/"):
         return "image"
@@ -173,7 +172,7 @@ def _hls_asset(urls: list[str]) -> Asset:
 
 def _is_video(media: OgMedia) -> bool:
     if media.type:
-        return media.type.startswith("video/") and media.type not in HLS_TYPES
+        return media.type.startswith("video/") and not is_hls_type(media.type)
     return kind_from_extension(media.secure_url or media.url) == "video"
 
 
@@ -208,7 +207,7 @@ class GenericResolver(Resolver):
                     kind = kind_from_extension(final_url)
                 if kind is not None:
                     return self._direct(final_url, kind, content_type, resp.headers)
-                if content_type in HLS_TYPES or (is_hls_url(final_url) and "html" not in content_type):
+                if is_hls_type(content_type) or (is_hls_url(final_url) and "html" not in content_type):
                     return self._hls(final_url, _read_limited(resp, ctx.max_page_bytes, url).decode("utf-8", "replace"))
                 if content_type not in ("text/html", "application/xhtml+xml"):
                     raise UnsupportedUrl(f"{url}: no media here (Content-Type {content_type or 'missing'})")

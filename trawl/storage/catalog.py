@@ -6,7 +6,7 @@ import contextlib
 import sqlite3
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from datetime import UTC, datetime
 from typing import Any
@@ -126,6 +126,7 @@ class CatalogItem:
     workflow_id: str | None
     created_at: str
     assets: list[CommittedAsset]
+    metadata: dict[str, Any] = field(default_factory=dict)  # what the item was committed with
 
 
 def make_engine(url: str) -> Engine:
@@ -250,16 +251,28 @@ class Catalog:
             return session.scalar(select(UrlAlias.canonical_key).where(UrlAlias.url_sha1 == url_sha1(form)))
 
     def committed_keys(self, keys: list[str]) -> set[str]:
-        """Which of ``keys`` are committed items (one query)."""
+        """Which of ``keys`` are committed items (one query per 500 keys)."""
         if not keys:
             return set()
         with _storage_errors("catalog read failed"), self._session() as session:
             found: set[str] = set()
-            unique = sorted(set(keys))
-            for start in range(0, len(unique), 500):  # bound the IN list
+            for batch in _batches(sorted(set(keys))):
                 found.update(session.scalars(select(Item.canonical_key).where(
-                    Item.canonical_key.in_(unique[start:start + 500]), Item.status == "committed")))
+                    Item.canonical_key.in_(batch), Item.status == "committed")))
             return found
+
+    def committed_metadata(self, keys: list[str]) -> dict[str, dict[str, Any]]:
+        """Canonical key -> metadata for those of ``keys`` that are committed items (one query per
+        500 keys); keys that are not committed are left out."""
+        found: dict[str, dict[str, Any]] = {}
+        if not keys:
+            return found
+        with _storage_errors("catalog read failed"), self._session() as session:
+            for batch in _batches(sorted(set(keys))):
+                for key, metadata in session.execute(select(Item.canonical_key, Item.metadata_json).where(
+                        Item.canonical_key.in_(batch), Item.status == "committed")):
+                    found[key] = _metadata(metadata)
+        return found
 
     def keys_for_urls(self, urls: list[str]) -> dict[str, str]:
         """URL -> canonical key for the URL forms the catalog remembers (one query per 500 URLs)."""
@@ -271,19 +284,12 @@ class Catalog:
         found: dict[str, str] = {}
         if not by_hash:
             return found
-        hashes = sorted(by_hash)
         with _storage_errors("catalog read failed"), self._session() as session:
-            for start in range(0, len(hashes), 500):
+            for batch in _batches(sorted(by_hash)):
                 for sha, key in session.execute(select(UrlAlias.url_sha1, UrlAlias.canonical_key).where(
-                        UrlAlias.url_sha1.in_(hashes[start:start + 500]))):
+                        UrlAlias.url_sha1.in_(batch))):
                     found.update(dict.fromkeys(by_hash[sha], key))
         return found
-
-    def metadata(self, canonical_key: str) -> dict[str, Any]:
-        """The metadata an item was committed with ({} for none or no such item)."""
-        with _storage_errors("catalog read failed"), self._session() as session:
-            found = session.scalar(select(Item.metadata_json).where(Item.canonical_key == canonical_key))
-        return found if isinstance(found, dict) else {}
 
     def get(self, canonical_key: str) -> CatalogItem | None:
         with _storage_errors("catalog read failed"), self._session() as session:
@@ -297,6 +303,27 @@ class Catalog:
             if platform:
                 query = query.where(Item.platform == platform)
             return [_to_item(row) for row in session.scalars(query)]
+
+    def committed(self, platform: str | None = None, page: int = 500) -> Iterator[CatalogItem]:
+        """Committed items (of ``platform``, or all) in commit order, read ``page`` items at a time.
+
+        Each page is its own short read after the last id seen, so a slow consumer (an export
+        copying files) holds no session open between pages, and an item deleted meanwhile
+        (``fsck --repair``) does not shift the pages as it would with an offset.
+        """
+        last = 0
+        while True:
+            query = (select(Item).options(selectinload(Item.assets))
+                     .where(Item.status == "committed", Item.id > last).order_by(Item.id).limit(page))
+            if platform:
+                query = query.where(Item.platform == platform)
+            with _storage_errors("catalog read failed"), self._session() as session:
+                rows = list(session.scalars(query))
+                items = [_to_item(row) for row in rows]
+            if not rows:
+                return
+            yield from items
+            last = rows[-1].id
 
     def delete(self, canonical_key: str) -> bool:
         """Forget an item (``trawl fsck --repair`` does, so it can be crawled again)."""
@@ -346,6 +373,20 @@ def _storage_errors(what: str) -> Iterator[None]:
         raise StorageError(f"{what}: {exc.__class__.__name__}: {str(exc).splitlines()[0]}") from None
 
 
+# Keys or hashes per IN list: keeps every statement well under SQLite's and PostgreSQL's limits.
+_IN_BATCH = 500
+
+
+def _batches(values: list[str]) -> Iterator[list[str]]:
+    for start in range(0, len(values), _IN_BATCH):
+        yield values[start:start + _IN_BATCH]
+
+
+def _metadata(value: Any) -> dict[str, Any]:
+    """The ``metadata`` column as a dict: the column allows null, readers expect a dict."""
+    return value if isinstance(value, dict) else {}
+
+
 def _to_item(row: Item) -> CatalogItem:
     return CatalogItem(
         canonical_key=row.canonical_key, platform=row.platform, canonical_url=row.canonical_url,
@@ -353,4 +394,5 @@ def _to_item(row: Item) -> CatalogItem:
         published_at=row.published_at, status=row.status, workflow_id=row.workflow_id,
         created_at=row.created_at.isoformat() if row.created_at else "",
         assets=[CommittedAsset(a.name, a.kind, a.sha256, a.size, a.mime, a.key, a.source_url) for a in row.assets],
+        metadata=_metadata(row.metadata_json),
     )

@@ -1,14 +1,22 @@
 """The catalog on SQLite and, when TRAWL_TEST_POSTGRES_URL is set, on PostgreSQL."""
 
 import threading
+from pathlib import Path
+from typing import Any
 
-from trawl.storage.catalog import Catalog, CommittedAsset
+import pytest
+from sqlalchemy import update
+
+from trawl.errors import StorageError
+from trawl.storage.catalog import Catalog, CommittedAsset, Item
 
 
-def _commit(catalog: Catalog, key: str = "web:abc", workflow_id: str = "wf-1", sha: str = "a" * 64) -> bool:
+def _commit(catalog: Catalog, key: str = "web:abc", workflow_id: str = "wf-1", sha: str = "a" * 64,
+            platform: str = "generic", metadata: dict[str, Any] | None = None) -> bool:
     return catalog.commit_item(
-        canonical_key=key, platform="generic", canonical_url="https://e.com/x", source_url="https://e.com/x?utm=1",
-        title="T\nwith newline", uploader=None, duration=12.5, published_at=None, metadata={"k": "v"},
+        canonical_key=key, platform=platform, canonical_url="https://e.com/x", source_url="https://e.com/x?utm=1",
+        title="T\nwith newline", uploader=None, duration=12.5, published_at=None,
+        metadata={"k": "v"} if metadata is None else metadata,
         workflow_id=workflow_id,
         assets=[CommittedAsset("video", "video", sha, 10, "video/mp4", f"sha256/{sha[:2]}/{sha[2:4]}/{sha}")],
     )
@@ -88,4 +96,44 @@ def test_a_catalog_from_before_migrations_is_adopted(catalog_url: str) -> None:
         assert "alembic_version" in inspect(connection).get_table_names()
         assert connection.execute(text("select version_num from alembic_version")).scalar() == "0002"
     assert catalog.count() == 1
+    catalog.close()
+
+
+def _fill_mixed(catalog: Catalog) -> None:
+    """Five items of two platforms, each with its own metadata; web:2 is not committed."""
+    catalog.create_schema()
+    for i in range(5):
+        _commit(catalog, key=f"web:{i}", sha=f"{i}" * 64, platform="weibo" if i % 2 else "generic",
+                metadata={"part": i})
+    with catalog.engine.begin() as connection:
+        connection.execute(update(Item).where(Item.canonical_key == "web:2").values(status="failed"))
+
+
+def test_committed_items_come_in_commit_order_page_by_page_with_their_metadata(catalog_url: str) -> None:
+    catalog = Catalog(catalog_url)
+    _fill_mixed(catalog)
+    items = list(catalog.committed(page=2))  # pages of two: the paging crosses page ends
+    assert [i.canonical_key for i in items] == ["web:0", "web:1", "web:3", "web:4"]
+    assert [i.metadata for i in items] == [{"part": 0}, {"part": 1}, {"part": 3}, {"part": 4}]
+    assert [i.canonical_key for i in catalog.committed("weibo", page=1)] == ["web:1", "web:3"]
+    assert list(catalog.committed("facebook")) == []
+    assert catalog.get("web:4").metadata == {"part": 4}
+    catalog.close()
+
+
+def test_committed_metadata_of_committed_keys_only(catalog_url: str) -> None:
+    catalog = Catalog(catalog_url)
+    _fill_mixed(catalog)
+    many = ["web:3", "web:2", "web:0", "web:0", "web:nope"] + [f"web:x{i}" for i in range(600)]  # two batches
+    assert catalog.committed_metadata(many) == {"web:0": {"part": 0}, "web:3": {"part": 3}}
+    assert catalog.committed_metadata([]) == {}
+    catalog.close()
+
+
+def test_a_database_error_while_reading_items_is_a_storage_error(tmp_path: Path) -> None:
+    catalog = Catalog(f"sqlite:///{tmp_path / 'no-schema.db'}")  # no tables: every read fails
+    with pytest.raises(StorageError, match="^catalog read failed: OperationalError: .*no such table"):
+        next(catalog.committed())
+    with pytest.raises(StorageError, match="^catalog read failed: "):
+        catalog.committed_metadata(["web:1"])
     catalog.close()
