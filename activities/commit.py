@@ -11,7 +11,7 @@ from __future__ import annotations
 import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
 
@@ -22,7 +22,10 @@ from trawl.download import file_sha256, state_path
 from trawl.merge import merge_dash
 from trawl.models import Asset, Resolved, compact
 from trawl.storage.blobs import BlobStore, blob_key
-from trawl.storage.catalog import Catalog, CommittedAsset
+from trawl.storage.records import CommittedAsset
+
+if TYPE_CHECKING:  # the catalog (SQLAlchemy) is built by the worker and handed in
+    from trawl.storage.catalog import Catalog
 
 
 class CommitActivities:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from temporalio import activity
 from temporalio.client import Client, WorkflowFailureError
@@ -22,7 +23,9 @@ from trawl.platforms.base import ResolveContext
 from trawl.platforms.registry import Registry
 from trawl.settings import Settings
 from trawl.sources import SourceError, expand, find_source
-from trawl.storage.catalog import Catalog
+
+if TYPE_CHECKING:  # the catalog (SQLAlchemy) is built by the worker and handed in
+    from trawl.storage.catalog import Catalog
 
 
 @dataclass
@@ -143,7 +146,7 @@ class CrawlActivities:
     @activity.defn(name="join_item")
     async def join_item(self, inp: JoinInput) -> JoinResult:
         """Wait for an item workflow this crawl did not start (or started before continuing as new)."""
-        from workflows.media_item import ItemResult
+        from workflows.models import ItemResult
 
         handle = self.client.get_workflow_handle(inp.workflow_id, result_type=ItemResult)
         try:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import timedelta
+from typing import TYPE_CHECKING
+
 from temporalio import activity
 
 from activities.errors import classified
@@ -19,7 +21,10 @@ from trawl.errors import TrawlError
 from trawl.models import MoreItem, Resolved
 from trawl.platforms.base import ResolveContext
 from trawl.platforms.registry import Registry
-from trawl.storage.catalog import Catalog, CatalogItem
+from trawl.storage.records import CatalogItem
+
+if TYPE_CHECKING:  # the catalog (SQLAlchemy) is built by the worker and handed in
+    from trawl.storage.catalog import Catalog
 
 
 def known_item(catalog: Catalog, registry: Registry, url: str) -> CatalogItem | None:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from trawl.models import Asset, Resolved
 from trawl.storage.blobs import blob_key
-from trawl.storage.catalog import CatalogItem
+
+if TYPE_CHECKING:
+    from trawl.storage.records import CatalogItem
 
 
 @dataclass

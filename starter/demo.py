@@ -18,7 +18,7 @@ from trawl.simulator.demo import (
 )
 from trawl.storage.blobs import BlobStore, hash_blob, open_blob_store
 from trawl.storage.catalog import Catalog
-from workflows.media_item import ItemResult
+from workflows.models import ItemResult
 
 
 def check_demo(results: list[ItemResult], expected: dict[str, tuple[str, str | None]], catalog: Catalog,

@@ -21,9 +21,9 @@ from typing import Any, Protocol, Union
 from temporalio.client import WorkflowExecutionStatus, WorkflowQueryFailedError
 from temporalio.service import RPCError
 
-from trawl.storage.catalog import CatalogItem
+from trawl.storage.records import CatalogItem
 from workflows.crawl import CrawlStats, CrawlWorkflow
-from workflows.media_item import ItemResult
+from workflows.models import ItemResult
 
 CLOSED_QUERY_PATIENCE_S = 5.0
 

@@ -39,11 +39,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from trawl.errors import ContentCorrupt
 from trawl.storage.blobs import READ_CHUNK, BlobStore
-from trawl.storage.catalog import Catalog, CatalogItem, CommittedAsset
+from trawl.storage.records import CatalogItem, CommittedAsset
+
+if TYPE_CHECKING:  # the caller opens the catalog
+    from trawl.storage.catalog import Catalog
 
 DEFAULT_TEMPLATE = "{platform}/{uploader}/{title} [{id}].{ext}"
 MAX_COMPONENT_BYTES = 255  # NAME_MAX of Linux, macOS and the usual filesystems, in bytes

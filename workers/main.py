@@ -33,7 +33,6 @@ from trawl.platforms.base import ResolveContext
 from trawl.platforms.registry import Registry, build_registry
 from trawl.settings import Settings
 from trawl.storage.blobs import open_blob_store
-from trawl.storage.catalog import Catalog
 from workers.cleanup import clean_periodically
 from workers.interceptors import ObservingInterceptor
 from workflows.crawl import CrawlWorkflow
@@ -98,6 +97,7 @@ async def running_worker(
     identity = (settings.worker.identity or default_worker_name()) + (ONE_SHOT_MARK if one_shot else "")
     prefix = settings.temporal.task_queue_prefix
     settings.work_dir.mkdir(parents=True, exist_ok=True)
+    from trawl.storage.catalog import Catalog  # here, not at the top: clients import this module for its names
     catalog = Catalog(settings.catalog_url)
     catalog.create_schema()
     http = make_client(settings.net)

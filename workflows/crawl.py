@@ -20,7 +20,10 @@ from temporalio.workflow import ParentClosePolicy
 with workflow.unsafe.imports_passed_through():
     from activities.crawl import CrawlActivities, CrawlItem, ExpandInput, JoinInput, JoinResult
     from trawl.models import MoreItem
-    from workflows.media_item import CRAWL_ID, CRAWL_MORE_ITEMS, OUTCOME, ItemInput, MediaItemWorkflow
+    from workflows.media_item import CRAWL_ID, CRAWL_MORE_ITEMS, OUTCOME, MediaItemWorkflow
+    # Imported here, not only through media_item, so the sandbox knows the module that decodes
+    # the items' results (their field types are looked up in it).
+    from workflows.models import ItemInput
     from workflows.policies import ItemOptions, workflow_queue
 
 

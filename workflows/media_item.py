@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Coroutine
-from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -29,13 +28,13 @@ with workflow.unsafe.imports_passed_through():
         DownloadResult,
         FetchInput,
         FetchResult,
-        StoredAsset,
         VerifyInput,
         VerifyResult,
     )
     from activities.verify import VerifyActivities
-    from trawl.models import OPTIONAL_KINDS, Asset, MoreItem, Resolved
-    from workflows.policies import STAGES, ItemOptions
+    from trawl.models import OPTIONAL_KINDS, Asset, Resolved
+    from workflows.models import DownloadProgress, ItemInput, ItemResult, Progress
+    from workflows.policies import STAGES
 
 PLATFORM = SearchAttributeKey.for_keyword("Platform")
 CANONICAL_KEY = SearchAttributeKey.for_keyword("CanonicalKey")
@@ -57,50 +56,6 @@ SMALL_ITEM_ONE_ACTIVITY = "small-item-one-activity"
 MiB = 1024 * 1024
 SMALL_ITEM = "*"  # the one activity of a small item, among the running downloads (by asset name)
 T = TypeVar("T")
-
-
-@dataclass
-class ItemInput:
-    url: str
-    platform: str = "generic"
-    crawl_id: str | None = None
-    options: ItemOptions = field(default_factory=ItemOptions)
-
-
-@dataclass
-class ItemResult:
-    workflow_id: str
-    url: str
-    outcome: str  # committed | duplicate | failed | cancelled
-    canonical_key: str | None = None
-    platform: str | None = None
-    title: str | None = None
-    error_class: str | None = None
-    error: str | None = None
-    assets: list[StoredAsset] = field(default_factory=list)
-    # Other items the URL stands for (parts 2..N of a bare multi-part video URL), routed: whoever
-    # started this item starts them as their own items.
-    more: list[MoreItem] = field(default_factory=list)
-
-
-@dataclass
-class Progress:
-    stage: str = "queued"
-    bytes_done: int = 0  # verified assets plus the bytes last reported (or kept) by running downloads
-    bytes_total: int | None = None
-    attempt: int = 1
-    last_error: str | None = None
-    paused: bool = False
-    bytes_finished: int = 0  # verified assets only
-
-
-@dataclass
-class DownloadProgress:
-    """What a running download reports to its item now and then (and what a paused one kept)."""
-
-    asset: str
-    bytes_done: int
-    bytes_total: int | None = None
 
 
 class ItemFailed(Exception):

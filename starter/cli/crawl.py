@@ -33,9 +33,8 @@ from trawl.errors import TrawlError
 from trawl.platforms.registry import Registry, build_registry
 from trawl.settings import Settings
 from trawl.storage.blobs import open_blob_store
-from trawl.storage.catalog import Catalog
 from workflows.crawl import CrawlWorkflow
-from workflows.media_item import ItemResult
+from workflows.models import ItemResult
 
 
 def read_urls(args_urls: Iterable[str], file: str | None) -> list[str]:
@@ -353,6 +352,7 @@ async def cmd_crawl_status(args: argparse.Namespace, settings: Settings) -> int:
 
 # -- the catalog ---------------------------------------------------------------------------------
 def cmd_items(args: argparse.Namespace, settings: Settings) -> int:
+    from trawl.storage.catalog import Catalog  # here: the other commands of the CLI need no SQLAlchemy
     catalog = Catalog(settings.catalog_url)
     catalog.create_schema()
     items = catalog.list(platform=args.platform, limit=args.limit)
@@ -379,6 +379,7 @@ async def cmd_fsck(args: argparse.Namespace, settings: Settings) -> int:
     """
     from trawl.storage.fsck import check, quarantine
 
+    from trawl.storage.catalog import Catalog
     catalog = Catalog(settings.catalog_url)
     catalog.create_schema()
     blobs = open_blob_store(settings)

@@ -30,8 +30,7 @@ from trawl.platforms.registry import default_registry
 from trawl.settings import Settings
 from trawl.sizes import parse_size
 from trawl.storage.blobs import open_blob_store
-from trawl.storage.catalog import Catalog
-from workflows.media_item import ItemResult
+from workflows.models import ItemResult
 
 # The real domains each platform's cookies belong to (the configured base URLs' hosts count too).
 PLATFORM_DOMAINS = {
@@ -154,6 +153,7 @@ class CrawlExport:
 
     def __init__(self, settings: Settings, exporter: Exporter) -> None:
         self.exporter = exporter
+        from trawl.storage.catalog import Catalog  # here: the other commands of the CLI need no SQLAlchemy
         self.catalog = Catalog(settings.catalog_url)
         self.tasks: list[asyncio.Task[None]] = []
         self.stats = ExportStats()
@@ -205,6 +205,7 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
         raise CommandError(f"--platform {args.platform!r}: unknown platform; known: {', '.join(known)}")
     exporter = exporter_for(settings, args.dir, template=args.template, link=args.link,
                             windows_names=args.windows_names, write_info_json=args.write_info_json)
+    from trawl.storage.catalog import Catalog
     catalog = Catalog(settings.catalog_url)
     catalog.create_schema()
     try:
@@ -252,6 +253,7 @@ def tree_lines(root: Path) -> list[str]:
 def export_and_show(settings: Settings, root: Path) -> None:
     """Export the whole catalog under ``root`` (settings' template and link) and print the tree."""
     exporter = exporter_for(settings, str(root))
+    from trawl.storage.catalog import Catalog
     catalog = Catalog(settings.catalog_url)
     try:
         stats = exporter.export_items(catalog.committed())

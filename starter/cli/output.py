@@ -11,7 +11,7 @@ import os
 import sys
 from typing import Any, TextIO
 
-from workflows.media_item import ItemResult
+from workflows.models import ItemResult
 
 EXIT_FAILED_ITEMS = 1
 EXIT_USAGE = 2  # usage and configuration errors

@@ -14,7 +14,7 @@ from temporalio.service import RPCError
 
 from starter.cli.output import Rate, StatusLine, crawl_progress_line, eta_seconds
 from starter.client import item_progress
-from workflows.media_item import ItemResult
+from workflows.models import ItemResult
 
 SAMPLE_EVERY_S = 1.0
 SAMPLED_ITEMS = 16  # items asked for their progress per round: a long crawl is sampled in turns

@@ -17,7 +17,6 @@ from starter.client import connect, ensure_search_attributes, metrics_url
 from starter.embedded import answers, temporal_server
 from trawl.logs import get_logger
 from trawl.settings import Settings
-from trawl.storage.catalog import Catalog
 from workers.main import running_worker
 
 log = get_logger("trawl.worker")
@@ -108,6 +107,7 @@ async def cmd_setup(args: argparse.Namespace, settings: Settings) -> int:
     """Prepare a server and catalog trawl did not create: search attributes and tables."""
     client = await connect_or_explain(settings)
     await ensure_search_attributes(client, settings.temporal.namespace)
+    from trawl.storage.catalog import Catalog  # here: the other commands of the CLI need no SQLAlchemy
     catalog = Catalog(settings.catalog_url)
     catalog.create_schema()
     catalog.close()

@@ -6,7 +6,6 @@ import contextlib
 import sqlite3
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from datetime import UTC, datetime
 from typing import Any
@@ -32,6 +31,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship, selectinload, sessionmaker
 
 from trawl.errors import StorageError, TrawlError
+from trawl.storage.records import CatalogItem, CommittedAsset
 from trawl.urls import canonicalize, url_sha1
 
 
@@ -99,34 +99,6 @@ def alias_form(url: str) -> str | None:
         return canonicalize(url)
     except TrawlError:
         return None
-
-
-@dataclass
-class CommittedAsset:
-    name: str
-    kind: str
-    sha256: str
-    size: int
-    mime: str | None
-    key: str  # in the blob store: sha256/ab/cd/<sha256>
-    source_url: str | None = None
-
-
-@dataclass
-class CatalogItem:
-    canonical_key: str
-    platform: str
-    canonical_url: str
-    source_url: str
-    title: str | None
-    uploader: str | None
-    duration: float | None
-    published_at: str | None
-    status: str
-    workflow_id: str | None
-    created_at: str
-    assets: list[CommittedAsset]
-    metadata: dict[str, Any] = field(default_factory=dict)  # what the item was committed with
 
 
 def make_engine(url: str) -> Engine:

@@ -1,0 +1,32 @@
+"""The ``trawl`` command starts without the workers' heavy libraries.
+
+Every command pays for what ``starter.cli`` imports before it parses its arguments; the catalog's
+SQLAlchemy (about a quarter of that time) loads only in the commands that read the catalog.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+HEAVY = ("sqlalchemy", "alembic", "trawl.storage.catalog")
+
+
+def loaded_after(statement: str) -> list[str]:
+    code = f"import sys\n{statement}\nprint(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    return done.stdout.split()
+
+
+def test_the_cli_loads_without_the_catalog() -> None:
+    assert loaded_after("import starter.cli") == []
+
+
+def test_the_workflow_models_load_without_the_catalog() -> None:
+    # What clients decode results with (ItemResult, StoredAsset) and the activities' inputs.
+    assert loaded_after("import workflows.models, activities.models, trawl.export") == []
+
+
+def test_a_worker_loads_the_catalog_when_it_builds_one() -> None:
+    # The check above is not vacuous: the same probe sees SQLAlchemy once the catalog is opened.
+    assert loaded_after("from trawl.storage.catalog import Catalog") == list(HEAVY[:1]) + [HEAVY[2]]
