@@ -350,25 +350,27 @@ class Downloader:
                 raw: RawBody | None = None) -> int:
         """Append the body to ``part``; the state advances only over bytes written to the file.
 
-        The body comes in batches of up to :data:`WRITE_BATCH` bytes (fewer system calls and
-        thread hand-offs than per socket read), each written with one ``pwritev`` and hashed on
-        another thread; with ``raw`` the batches are reused buffers filled from the socket.
+        The body comes in batches of up to :data:`WRITE_BATCH` bytes (fewer thread hand-offs than
+        per socket read), each hashed on another thread; through httpx each batch is written with
+        one ``pwritev``, with ``raw`` the batches are reused buffers filled from the socket whose
+        pieces were written as they arrived.
         """
         transferred = 0
         last_beat = time.monotonic()
         hasher = _HashThread(digest)
-        batches = self._raw_batches(raw) if raw is not None else _batches(chunks, self.heartbeat_every)
         try:
             fd = os.open(part, os.O_RDWR | os.O_CREAT | (0 if state.offset else os.O_TRUNC), 0o644)
             try:
                 if state.offset:
                     os.ftruncate(fd, state.offset)
                 writeback = Writeback(fd, state.offset)
+                batches = (self._raw_batches(raw, fd, state.offset) if raw is not None
+                           else _batches(chunks, self.heartbeat_every))
                 try:
                     # A failing body still yields what arrived before the failure: good data in
                     # order, kept; the batch source raises the failure after it.
                     for batch, size, release in batches:
-                        transferred += self._write(fd, hasher, batch, size, state, release)
+                        transferred += self._write(fd, hasher, batch, size, state, release, written=raw is not None)
                         writeback.written(state.offset)
                         if self.throttle is not None:
                             self.throttle.take(size, lambda: self._throttled(part, state))
@@ -394,13 +396,32 @@ class Downloader:
                 self._beat(part, state)
         return transferred
 
-    def _raw_batches(self, raw: RawBody) -> Iterator[tuple[list[memoryview], int, Callable[[], None]]]:
+    def _raw_batches(self, raw: RawBody, fd: int, offset: int) -> Iterator[tuple[list[memoryview], int, Callable[[], None]]]:
+        """The body in buffers of up to :data:`WRITE_BATCH` bytes, each already written at its
+        place in ``fd`` piece by piece as it arrived (see :meth:`RawBody.fill`); the caller hashes
+        the buffer and records it."""
+        # Buffers no larger than the body, made only while the hash thread holds all the others:
+        # for a file of a few kB, zeroing four 1 MiB buffers cost more CPU than the rest of its download.
+        size = max(1, min(WRITE_BATCH, raw.left))
+
+        def write(piece: memoryview, start: int) -> None:
+            at = offset + start
+            if at + len(piece) > self.max_file_size:
+                raise TooLarge(f"{raw.url}: body passed max_file_size {self.max_file_size}")
+            pwrite_all(fd, [piece], at)
+
         free: queue.Queue[bytearray] = queue.Queue()
-        for _ in range(RAW_BUFFERS):
-            free.put(bytearray(WRITE_BATCH))
+        made = 0
         while not raw.done:
-            buffer = free.get()  # the hash thread gives each buffer back once it has hashed it
-            filled, error = raw.fill(buffer, self.heartbeat_every)
+            try:
+                buffer = free.get_nowait()  # the hash thread gives each buffer back once it has hashed it
+            except queue.Empty:
+                if made < RAW_BUFFERS:
+                    buffer, made = bytearray(size), made + 1
+                else:
+                    buffer = free.get()
+            filled, error = raw.fill(buffer, self.heartbeat_every, on_piece=write)
+            offset += filled
             if filled:
                 yield [memoryview(buffer)[:filled]], filled, (lambda b=buffer: free.put(b))
             else:
@@ -409,10 +430,12 @@ class Downloader:
                 raise error
 
     def _write(self, fd: int, hasher: _HashThread, batch: list, size: int, state: ResumeState,
-               release: Callable[[], None] | None = None) -> int:
+               release: Callable[[], None] | None = None, written: bool = False) -> int:
+        """Write ``batch`` at the state's offset (unless already ``written`` there), hash it, advance the state."""
         if state.offset + size > self.max_file_size:
             raise TooLarge(f"{state.url}: body passed max_file_size {self.max_file_size}")
-        pwrite_all(fd, batch, state.offset)
+        if not written:
+            pwrite_all(fd, batch, state.offset)
         hasher.update(batch, release)
         state.offset += size
         return size

@@ -18,9 +18,13 @@ from __future__ import annotations
 import socket
 import ssl
 import time
+from collections.abc import Callable
+
 import httpx
 
 from trawl.errors import Truncated
+
+PIECE = 64 * 1024  # bytes per read when pieces are handed over as they arrive (see fill)
 
 _CHAIN = ("_stream", "_httpcore_stream")  # httpx's BoundSyncStream / ResponseStream, httpcore's PoolByteStream
 
@@ -73,7 +77,8 @@ class RawBody:
         timeout = (response.request.extensions.get("timeout") or {}).get("read")
         return cls(sock, bytes(leading), remaining, timeout, str(response.request.url))
 
-    def fill(self, buffer: bytearray, max_wait: float, limit: int | None = None) -> tuple[int, Exception | None]:
+    def fill(self, buffer: bytearray, max_wait: float, limit: int | None = None,
+             on_piece: Callable[[memoryview, int], None] | None = None) -> tuple[int, Exception | None]:
         """Fill ``buffer`` (its first ``limit`` bytes) from the body: (bytes filled, failure).
 
         Returns early, partly filled, after ``max_wait`` seconds so a slow transfer still reaches
@@ -81,22 +86,34 @@ class RawBody:
         arrived before it (good data in order, for the caller to keep before raising it): a
         :class:`Truncated` when the connection closed before the body's end, else the socket's
         own ``OSError`` (timeouts included) for the caller to classify.
+
+        With ``on_piece``, the buffer fills :data:`PIECE` bytes at a time and each piece is handed
+        over as it arrives, with its start in the buffer (a failure it raises comes back as the
+        failure, the piece not counted), to be written to the file while it is still in the CPU's
+        cache: a GiB received and written in 64 KiB pieces took 0.46-0.48 s on a 2-core VM, in
+        1 MiB buffers 1.1-1.95 s (the kernel's copy into the page cache reading from memory).
         """
         view = memoryview(buffer)[: len(buffer) if limit is None else min(limit, len(buffer))]
+        step = PIECE if on_piece is not None else len(view)
         filled = 0
-        if self.leading:
-            filled = min(len(self.leading), len(view))
-            view[:filled] = self.leading[:filled]
-            self.leading = self.leading[filled:]
         started = time.monotonic()
         try:
+            if self.leading:
+                n = min(len(self.leading), len(view))
+                view[:n] = self.leading[:n]
+                if on_piece is not None:
+                    on_piece(view[:n], 0)
+                self.leading = self.leading[n:]
+                filled = n
             self.sock.settimeout(self.timeout)
             while filled < len(view) and self.remaining:
-                n = self.sock.recv_into(view[filled:], min(len(view) - filled, self.remaining))
+                n = self.sock.recv_into(view[filled:], min(len(view) - filled, self.remaining, step))
                 if n == 0:
                     raise Truncated(f"{self.url}: connection closed with {self.remaining} body bytes to come")
-                filled += n
                 self.remaining -= n
+                if on_piece is not None:
+                    on_piece(view[filled:filled + n], filled)
+                filled += n
                 if time.monotonic() - started >= max_wait:
                     break
         except Exception as exc:  # noqa: BLE001 - returned beside the bytes that did arrive
@@ -113,3 +130,8 @@ class RawBody:
     @property
     def done(self) -> bool:
         return not self.leading and not self.remaining
+
+    @property
+    def left(self) -> int:
+        """Body bytes not yet filled into a buffer."""
+        return len(self.leading) + self.remaining

@@ -36,7 +36,7 @@ import httpx
 
 from trawl.errors import NetworkError, Truncated, TrawlError, classify_exception, classify_response
 from trawl.ranges import parse_content_range
-from trawl.rawbody import RawBody
+from trawl.rawbody import PIECE, RawBody
 
 if TYPE_CHECKING:
     from trawl.download import Downloader, ResumeState
@@ -287,10 +287,11 @@ class SegmentedRun:
                 self.reading.add(raw)
             try:
                 while pos < end and not raw.done:
-                    filled, error = raw.fill(buffer, self.dl.heartbeat_every, limit=end - pos)
+                    # Each piece is written (and counted) as it arrives, still in the CPU's cache.
+                    filled, error = raw.fill(buffer, self.dl.heartbeat_every, limit=end - pos,
+                                             on_piece=lambda piece, start, at=pos: self._write(index, [piece], at + start, len(piece)))
+                    pos += filled
                     if filled:
-                        self._write(index, [memoryview(buffer)[:filled]], pos, filled)
-                        pos += filled
                         writeback.written(pos)
                     if error is not None:
                         raise error
@@ -357,7 +358,7 @@ class SegmentedRun:
 
     # -- the prefix hasher -----------------------------------------------------------------
     def _hash(self) -> None:
-        buffer = bytearray(1 << 20)
+        buffer = bytearray(PIECE)  # read back and hashed while in the CPU's cache (see RawBody.fill)
         view = memoryview(buffer)
         try:
             while True:

@@ -243,3 +243,57 @@ def test_a_body_is_read_from_the_socket_and_its_connection_not_reused(sim: Simul
     mock = httpx.Client(transport=httpx.MockTransport(lambda req: httpx.Response(200, content=b"x" * 10)))
     with mock, mock.stream("GET", "http://example.test/f") as resp:
         assert RawBody.of(resp) is None  # no socket of httpcore's behind it: read through httpx
+
+
+def test_a_raw_body_is_handed_over_piece_by_piece_in_order(sim: Simulator, client: httpx.Client) -> None:
+    from trawl.rawbody import PIECE, RawBody
+
+    media = MediaFile("mp4", "pieces", SIZE)
+    sim.add_file("/f.mp4", media)
+    received = bytearray()
+    with client.stream("GET", sim.url("/f.mp4")) as resp:
+        raw = RawBody.of(resp)
+        assert raw is not None
+        buffer = bytearray(1 << 20)
+        while not raw.done:
+            pieces: list[tuple[int, int]] = []
+            filled, error = raw.fill(buffer, 5.0, on_piece=lambda piece, start: pieces.append((start, len(piece))))
+            assert error is None
+            # Contiguous, each at most PIECE bytes, together exactly what the buffer holds.
+            assert [start for start, _ in pieces] == [sum(n for _, n in pieces[:i]) for i in range(len(pieces))]
+            assert all(0 < n <= PIECE for _, n in pieces) and sum(n for _, n in pieces) == filled
+            received += buffer[:filled]
+    assert hashlib.sha256(received).hexdigest() == media.sha256()
+
+
+def test_a_piece_that_cannot_be_taken_is_not_counted(sim: Simulator, client: httpx.Client) -> None:
+    from trawl.rawbody import RawBody
+
+    sim.add_file("/f.mp4", MediaFile("mp4", "refused", SIZE))
+    taken: list[int] = []
+
+    def take(piece: memoryview, start: int) -> None:
+        if len(taken) == 3:
+            raise OSError(28, "No space left on device")
+        taken.append(len(piece))
+
+    with client.stream("GET", sim.url("/f.mp4")) as resp:
+        raw = RawBody.of(resp)
+        assert raw is not None
+        filled, error = raw.fill(bytearray(1 << 20), 5.0, on_piece=take)
+    assert isinstance(error, OSError) and error.errno == 28
+    assert filled == sum(taken) and len(taken) == 3
+
+
+def test_a_small_body_is_read_into_a_buffer_of_its_size(sim: Simulator, client: httpx.Client, part: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import trawl.download
+
+    sizes: list[int] = []
+    real = bytearray
+    monkeypatch.setattr(trawl.download, "bytearray", lambda n: sizes.append(n) or real(n), raising=False)
+    media = MediaFile("mp4", "tiny", 2_000)
+    sim.add_file("/tiny.mp4", media)
+    out = make(client).download([sim.url("/tiny.mp4")], part)
+    assert sizes == [2_000]  # one buffer, of the body's size (not four of 1 MiB)
+    assert out.sha256 == media.sha256() == file_sha256(part)
