@@ -111,6 +111,7 @@ class DownloadActivities:
             segment_min_size=self.settings.segment_min_size,
             host_slots=self.host_slots,
             limit_rate=inp.limit_rate or self.settings.limit_rate,
+            split_after_s=self.settings.split_after.total_seconds(),
         )
         try:
             outcome = downloader.download(

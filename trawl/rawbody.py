@@ -98,13 +98,13 @@ class RawBody:
         filled = 0
         started = time.monotonic()
         try:
-            if self.leading:
-                n = min(len(self.leading), len(view))
-                view[:n] = self.leading[:n]
+            while self.leading and filled < len(view):
+                n = min(len(self.leading), len(view) - filled, step)
+                view[filled:filled + n] = self.leading[:n]
                 if on_piece is not None:
-                    on_piece(view[:n], 0)
+                    on_piece(view[filled:filled + n], filled)
                 self.leading = self.leading[n:]
-                filled = n
+                filled += n
             self.sock.settimeout(self.timeout)
             while filled < len(view) and self.remaining:
                 n = self.sock.recv_into(view[filled:], min(len(view) - filled, self.remaining, step))

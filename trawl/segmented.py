@@ -9,9 +9,14 @@ segment 0, the others ask ``Range: bytes=<from>-<to>`` with ``If-Range``.
   asks only for ``start + done`` onwards. The state is saved and heartbeated after an
   ``fdatasync``, so a recorded byte is a byte on disk even after the machine crashes (the file
   is written in place, so its size proves nothing).
-- sha256 follows the contiguous prefix: a thread hashes the file from byte 0 up to the first
-  gap, reading back what the segments wrote (from the page cache): no second full read after
-  the download, and on resume the kept bytes are hashed the same way.
+- A fresh run opens its extra connections only once the first one proves slow: while the rest
+  of the file would take it less than ``split_after_s``, the answer to ``bytes=0-`` reads on
+  from one segment into the next (the state still records each segment), so a server fast
+  enough for one connection costs no more requests or threads than a download without segments.
+- sha256 follows the contiguous prefix: a piece written right at the end of the hashed prefix
+  is hashed from memory by its writer; a thread hashes what lies beyond, from the prefix up to
+  the first gap, reading back what the other segments wrote (from the page cache): no second
+  full read after the download, and on resume the kept bytes are hashed the same way.
 - Answers that say the resource changed (a 200 or 206 with another ETag, a 416, another
   size) raise :class:`RestartAll`; a server that honoured one Range but answers another with
   a 200 of the same resource raises :class:`Fallback` (go on over one connection from the
@@ -43,6 +48,7 @@ if TYPE_CHECKING:
 
 SEGMENT_RETRIES = 3  # transient failures of one segment retried in place before the run fails
 TICK = 0.1  # seconds between the coordinator's checks for stop and errors
+SPLIT_TICK = 0.02  # seconds between its checks of the first connection's pace, until it splits
 MIN_CHECKPOINT_EVERY = 0.5  # seconds between fdatasync + saved state, at least
 
 
@@ -85,11 +91,13 @@ class SegmentedRun:
         self.aborted = False
         self.error: BaseException | None = None
         self.hashed = 0
+        self.hash_reading = False  # the prefix hasher is reading back [hashed, its frontier)
         self.transferred = 0
         self.connections = 0
         self._active = 0
         self.closing = False
         self.reading: set[RawBody] = set()  # sockets segments read from, interrupted on abort
+        self.chaining = False  # until the run splits, the first answer reads on into the next segments
         self.digest = hashlib.sha256()
         self.fd = -1
 
@@ -103,7 +111,12 @@ class SegmentedRun:
         if fresh:
             os.ftruncate(self.fd, self.total)
         threads = [threading.Thread(target=self._hash, name="sha256-prefix", daemon=True)]
-        workers = self._start_workers()
+        wanted = min(max(self.dl.segments, 1), len(self.pending))
+        # A fresh run opens its extra connections only once the first one proves slow.
+        deferred = fresh and self.first is not None and wanted > 1 and self.dl.split_after_s > 0
+        self.chaining = deferred
+        started = time.monotonic()
+        workers = self._start_workers(1 if deferred else wanted)
         threads[0].start()
         every = max(self.dl.heartbeat_every, MIN_CHECKPOINT_EVERY)
         last = time.monotonic()
@@ -112,13 +125,22 @@ class SegmentedRun:
             while True:
                 with self.cond:
                     if not self._finished() and self.error is None:
-                        self.cond.wait(TICK)
-                    error, finished = self.error, self._finished()
+                        self.cond.wait(SPLIT_TICK if deferred else TICK)
+                    error, finished, pending = self.error, self._finished(), len(self.pending)
                 if error is not None:
                     stop = error
                     break
                 if finished:
                     break
+                if deferred and not pending:
+                    deferred = False  # the first connection took every segment: nothing to split
+                elif deferred and worth_splitting(self._done(), self.total, time.monotonic() - started,
+                                                  self.dl.split_after_s):
+                    deferred = False
+                    with self.cond:
+                        self.chaining = False
+                        pending = len(self.pending)
+                    workers += self._start_workers(min(wanted, 1 + pending), first=1)
                 if self.dl.should_stop():
                     stop = Stopped(f"stopped with {self._done()} bytes", 0)
                     break
@@ -173,10 +195,11 @@ class SegmentedRun:
             os.close(self.fd)
             self.fd = -1
 
-    def _start_workers(self) -> list[threading.Thread]:
-        wanted = min(max(self.dl.segments, 1), len(self.pending))
+    def _start_workers(self, wanted: int, first: int = 0) -> list[threading.Thread]:
+        """Segment threads ``first`` .. ``wanted - 1``; thread 0 takes the first answer, the
+        others (extra connections) each hold a host slot, and stop being made when none is free."""
         workers = []
-        for n in range(wanted):
+        for n in range(first, wanted):
             extra = n > 0
             if extra and self.dl.host_slots is not None and not self.dl.host_slots.take(self.host):
                 break
@@ -185,7 +208,7 @@ class SegmentedRun:
             with self.cond:
                 self._active += 1
             workers.append(thread)
-        self.connections = len(workers)
+        self.connections += len(workers)
         for thread in workers:
             thread.start()
         return workers
@@ -286,15 +309,21 @@ class SegmentedRun:
                     raise _Aborted
                 self.reading.add(raw)
             try:
-                while pos < end and not raw.done:
-                    # Each piece is written (and counted) as it arrives, still in the CPU's cache.
-                    filled, error = raw.fill(buffer, self.dl.heartbeat_every, limit=end - pos,
-                                             on_piece=lambda piece, start, at=pos: self._write(index, [piece], at + start, len(piece)))
-                    pos += filled
-                    if filled:
-                        writeback.written(pos)
-                    if error is not None:
-                        raise error
+                while True:
+                    while pos < end and not raw.done:
+                        # Each piece is written (and counted) as it arrives, still in the CPU's cache.
+                        filled, error = raw.fill(
+                            buffer, self.dl.heartbeat_every, limit=end - pos,
+                            on_piece=lambda piece, start, at=pos, seg=index: self._write(seg, [piece], at + start, len(piece)))
+                        pos += filled
+                        if filled:
+                            writeback.written(pos)
+                        if error is not None:
+                            raise error
+                    following = self._chained(index) if pos >= end and not raw.done else None
+                    if following is None:
+                        break
+                    index, end = following
             finally:
                 with self.cond:
                     self.reading.discard(raw)
@@ -332,6 +361,18 @@ class SegmentedRun:
         if pos < end:
             raise Truncated(f"{self.url}: segment body ended at byte {pos}, before {end}")
 
+    def _chained(self, index: int) -> tuple[int, int] | None:
+        """The segment right after ``index`` (its number and end), taken by the calling thread, while
+        the run has not split: the open-ended first answer goes on into it, with no new request."""
+        with self.cond:
+            if not self.chaining or not self.pending or self.pending[0] != index + 1:
+                return None
+            start, end, done = self.segments[index + 1]
+            if done or start != self.segments[index][1]:
+                return None
+            self.pending.popleft()
+            return index + 1, end
+
     def _write(self, index: int, batch: list[bytes], pos: int, size: int) -> None:
         from trawl.download import pwrite_all
 
@@ -343,7 +384,16 @@ class SegmentedRun:
             pwrite_all(self.fd, batch, pos)
             self.segments[index][2] += size
             self.transferred += size
-            self.cond.notify_all()
+            if pos == self.hashed and not self.hash_reading:
+                # The piece goes on from the hashed prefix: hashed from memory, never read back
+                # (the first connection, and the only one of a run that did not split).
+                for chunk in batch:
+                    self.digest.update(chunk)
+                self.hashed += size
+                if self.hashed >= self.total:
+                    self.cond.notify_all()
+            else:
+                self.cond.notify_all()
 
     def _prefix(self) -> int:
         """Bytes from 0 up to the first gap."""
@@ -367,21 +417,33 @@ class SegmentedRun:
                         self.cond.wait(TICK)
                     if self.aborted or self.hashed >= self.total:
                         return
-                hashed = self.hashed
-                while hashed < frontier:
-                    n = os.preadv(self.fd, [view[: min(len(buffer), frontier - hashed)]], hashed)
-                    if n <= 0:
-                        raise NetworkError(f"{self.part}: read back {n} bytes at {hashed}")
-                    self.digest.update(view[:n])
-                    hashed += n
-                with self.cond:
-                    self.hashed = hashed
-                    self.cond.notify_all()
+                    self.hash_reading = True  # the writers leave the digest alone meanwhile
+                    hashed = self.hashed
+                try:
+                    while hashed < frontier:
+                        n = os.preadv(self.fd, [view[: min(len(buffer), frontier - hashed)]], hashed)
+                        if n <= 0:
+                            raise NetworkError(f"{self.part}: read back {n} bytes at {hashed}")
+                        self.digest.update(view[:n])
+                        hashed += n
+                finally:
+                    with self.cond:
+                        self.hashed = hashed
+                        self.hash_reading = False
+                        self.cond.notify_all()
         except BaseException as exc:  # noqa: BLE001 - handed to the coordinator
             with self.cond:
                 self.error = self.error or classify_exception(exc)
                 self.aborted = True
                 self.cond.notify_all()
+
+
+def worth_splitting(done: int, total: int, elapsed: float, after_s: float) -> bool:
+    """Whether the first connection, at its pace so far, would need longer than ``after_s`` for
+    the rest of the file (judged after one :data:`SPLIT_TICK`; no byte by then counts as slow)."""
+    if elapsed < SPLIT_TICK:
+        return False
+    return done <= 0 or (total - done) * elapsed / done > after_s
 
 
 def _mime(response: httpx.Response) -> str | None:

@@ -152,6 +152,10 @@ class DownloadSettings(_Section):
     segments: int = Field(default=4, ge=1, le=32)
     segments_by_platform: dict[str, int] = {}
     segment_min_size: ByteSize = Field(default=32 * MiB, ge=1 * MiB)
+    # A fresh segmented download opens its extra connections once the first one would need
+    # longer than this for the rest of the file ("0s": at once); a server fast enough over one
+    # connection then gets the segments one after another over that one.
+    split_after: Duration = timedelta(seconds=2)
     # Extra connections that segments may open to one host, across the downloads of a process.
     max_connections_per_host: int = Field(default=8, ge=0)
     # verify re-reads the whole file and re-hashes it (strict); off, it trusts the sha256 hashed

@@ -23,7 +23,8 @@ from trawl.simulator import FileBehaviour, MediaFile, Simulator
 
 WORKFLOW_ID = "url-segments-test"
 SIZE = 3 * 1024 * 1024
-SETTINGS = DownloadSettings(segments=2, segments_by_platform={"bilibili": 3}, segment_min_size=1024 * 1024)
+SETTINGS = DownloadSettings(segments=2, segments_by_platform={"bilibili": 3}, segment_min_size=1024 * 1024,
+                            split_after="0s")
 
 
 @pytest.fixture

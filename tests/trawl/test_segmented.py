@@ -32,6 +32,9 @@ def part(tmp_path: Path) -> Path:
 
 
 def make(client: httpx.Client, beats: list[ResumeState] | None = None, *, segments: int = 4, **kw) -> Downloader:
+    # Every connection at once (split_after_s=0) unless a test says otherwise: these edge cases
+    # are about the segments, on a simulator fast enough for one connection.
+    kw.setdefault("split_after_s", 0)
     return Downloader(client, max_file_size=1 << 40, segments=segments, segment_min_size=MIN,
                       heartbeat=(beats.append if beats is not None else (lambda s: None)), heartbeat_every=0, **kw)
 
@@ -275,3 +278,56 @@ def test_the_host_cap_limits_the_extra_connections(sim: Simulator, client: httpx
     taken = HostSlots(0)
     out = make(client, host_slots=taken).download([sim.url("/f.mp4")], part.with_name("b.part"))
     assert out.connections == 1 and out.sha256 == media.sha256()
+
+
+def test_a_server_fast_enough_for_one_connection_gets_the_segments_over_that_one(sim: Simulator,
+                                                                                client: httpx.Client, part: Path) -> None:
+    media = MediaFile("mp4", "fast", SIZE)
+    sim.add_file("/f.mp4", media)
+    beats: list[ResumeState] = []
+    # Judged fast: the rest would take one connection less than a minute.
+    out = make(client, beats, split_after_s=60).download([sim.url("/f.mp4")], part)
+    assert out.connections == 1 and out.sha256 == media.sha256() == file_sha256(part)
+    # One request: the answer to "bytes=0-" read on through every segment; the state (what a
+    # resume reads) is the same segments as ever.
+    assert ranges_of(sim) == ["bytes=0-"]
+    assert beats[-1].segments == [[s, e, e - s] for s, e, _ in plan_segments(SIZE, 4)]
+
+
+def test_a_run_that_splits_late_leaves_the_rest_to_the_new_connections(sim: Simulator, client: httpx.Client,
+                                                                      part: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import trawl.segmented
+
+    media = MediaFile("mp4", "splits-late", SIZE)
+    plan = plan_segments(SIZE, 4)
+    sim.add_file("/f.mp4", media, FileBehaviour(throttle_bps=2_000_000))  # segment 1 takes about 0.5 s
+    # Judged slow once the first answer is 100 kB into segment 1 (it read on into it unsplit).
+    monkeypatch.setattr(trawl.segmented, "worth_splitting", lambda done, *_: done > plan[1][0] + 100_000)
+    out = make(client, split_after_s=60).download([sim.url("/f.mp4")], part)
+    assert out.sha256 == media.sha256() == file_sha256(part)
+    # The first answer covered segments 0 and 1; two new connections took 2 and 3, once each.
+    assert out.connections == 3
+    assert sorted(ranges_of(sim)) == sorted(["bytes=0-", *(f"bytes={s}-{e - 1}" for s, e, _ in plan[2:])])
+
+
+def test_a_slow_first_connection_opens_the_others(sim: Simulator, client: httpx.Client, part: Path) -> None:
+    media = MediaFile("mp4", "slow", SIZE)
+    sim.add_file("/f.mp4", media, FileBehaviour(throttle_bps=2_000_000))  # about 2 s over one connection
+    out = make(client, split_after_s=0.5).download([sim.url("/f.mp4")], part)
+    assert out.connections == 4 and out.sha256 == media.sha256() == file_sha256(part)
+    assert set(ranges_of(sim)[1:]) == segment_ranges(SIZE, 4)
+
+
+@pytest.mark.parametrize(("done", "elapsed", "after_s", "split"), [
+    (0, 0.01, 2.0, False),  # too early to judge
+    (0, 0.05, 2.0, True),  # no byte yet: slow
+    (1 << 20, 0.05, 2.0, True),  # 20 MiB/s: the other 99 MiB would take 5 s
+    (50 << 20, 0.05, 2.0, False),  # 1 GiB/s: the rest in 0.05 s
+    (10 << 20, 1.0, 10.0, False),  # 10 MiB/s: the rest in 9 s, under the 10 s asked for
+    (10 << 20, 1.0, 5.0, True),
+])
+def test_the_split_is_worth_it_when_one_connection_would_take_long(done: int, elapsed: float, after_s: float,
+                                                                   split: bool) -> None:
+    from trawl.segmented import worth_splitting
+
+    assert worth_splitting(done, 100 << 20, elapsed, after_s) is split
