@@ -308,6 +308,7 @@ class SegmentedRun:
                 if self.aborted:
                     raise _Aborted
                 self.reading.add(raw)
+            taken = index  # the segment this call was given; later ones it took on the same answer
             try:
                 while True:
                     while pos < end and not raw.done:
@@ -324,12 +325,17 @@ class SegmentedRun:
                     if following is None:
                         break
                     index, end = following
+                if pos < end:
+                    raise Truncated(f"{self.url}: segment body ended at byte {pos}, before {end}")
+            except BaseException:
+                if index != taken:
+                    with self.cond:  # unfinished: any thread asks for the rest of it again
+                        self.pending.appendleft(index)
+                raise
             finally:
                 with self.cond:
                     self.reading.discard(raw)
                 writeback.written(pos, final=True)
-            if pos < end:
-                raise Truncated(f"{self.url}: segment body ended at byte {pos}, before {end}")
             return
         batch: list[bytes] = []
         batched = 0

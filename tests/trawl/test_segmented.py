@@ -310,6 +310,18 @@ def test_a_run_that_splits_late_leaves_the_rest_to_the_new_connections(sim: Simu
     assert sorted(ranges_of(sim)) == sorted(["bytes=0-", *(f"bytes={s}-{e - 1}" for s, e, _ in plan[2:])])
 
 
+def test_a_cut_while_reading_on_asks_again_for_the_rest_of_that_segment(sim: Simulator, client: httpx.Client,
+                                                                       part: Path) -> None:
+    media = MediaFile("mp4", "cut-on", SIZE)
+    plan = plan_segments(SIZE, 4)
+    cut = plan[2][0] + 100_000  # the first answer, read on through 0 and 1, breaks inside segment 2
+    sim.add_file("/f.mp4", media, FileBehaviour(cut_at=cut))
+    out = make(client, split_after_s=60).download([sim.url("/f.mp4")], part)
+    assert out.sha256 == media.sha256() == file_sha256(part)
+    # Segment 2 goes on from where the cut left it; segment 3 is asked as a whole: nothing is lost or asked twice.
+    assert ranges_of(sim) == ["bytes=0-", f"bytes={cut}-{plan[2][1] - 1}", f"bytes={plan[3][0]}-{plan[3][1] - 1}"]
+
+
 def test_a_slow_first_connection_opens_the_others(sim: Simulator, client: httpx.Client, part: Path) -> None:
     media = MediaFile("mp4", "slow", SIZE)
     sim.add_file("/f.mp4", media, FileBehaviour(throttle_bps=2_000_000))  # about 2 s over one connection
