@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from trawl.models import Asset, Resolved
 from trawl.storage.blobs import blob_key
-
-if TYPE_CHECKING:
-    from trawl.storage.records import CatalogItem
+from trawl.storage.records import CatalogItem
 
 
 @dataclass

@@ -56,10 +56,10 @@ HASH_CHUNK = 1 << 20
 WRITE_BATCH = 1 << 20
 # Bytes re-fetched before the offset to prove a resource without validators is unchanged.
 OVERLAP = 64 * 1024
-# Writeback of a file being written is started every KICK bytes and waited for WINDOW behind.
 # More connections pay only when one would take a while: on a server that sends a GiB in about a
 # second over one connection, four cost 0.6 s more end to end (threads, the prefix read back).
 SPLIT_AFTER_S = 2.0
+# Writeback of a file being written is started every KICK bytes and waited for WINDOW behind.
 WRITEBACK_KICK = 8 << 20
 WRITEBACK_WINDOW = 64 << 20
 # Bytes httpcore asks the socket for per read (its default is 64 KiB).
@@ -137,9 +137,6 @@ def save_state(part: Path, state: object) -> None:
     tmp = state_path(part).with_suffix(".tmp")
     tmp.write_text(json.dumps(asdict(state)))
     os.replace(tmp, state_path(part))
-
-
-_save_state = save_state  # the name older callers import
 
 
 def discard(part: Path) -> None:

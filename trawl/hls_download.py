@@ -68,7 +68,7 @@ from trawl.hls import (
     require_vod,
 )
 from trawl.logs import get_logger
-from trawl.platforms.base import _read_limited
+from trawl.platforms.base import read_limited
 from trawl.ranges import parse_content_range
 from trawl.sniff import SNIFF_BYTES, sniff
 from trawl.throttle import Throttle
@@ -272,7 +272,7 @@ class HlsDownloader:
             raise classify_response(resp.status_code, resp.headers, body, url=url, signed_media=signed) or NetworkError(
                 f"HTTP {resp.status_code} for {url}")
         try:
-            return _read_limited(resp, limit, url)
+            return read_limited(resp, limit, url)
         except TooLarge as exc:
             raise TooLarge(f"HLS {what}: {exc}") from None
 

@@ -2,7 +2,7 @@
 
 Apart from the workflow module so the sandbox does not build these classes again for every
 item it starts (it re-imports workflows/media_item.py per run; this module is passed through),
-and so clients (the CLI, the API) read results without importing the activities.
+and so clients (the CLI, the API) read results without importing the workflow and its activities.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ import signal
 import sys
 import time
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 from temporalio.client import Client
 
@@ -19,7 +20,22 @@ from trawl.platforms.registry import Registry
 from trawl.settings import Settings
 from workers.main import running_worker
 
+if TYPE_CHECKING:
+    from trawl.storage.catalog import Catalog
+
 log = get_logger("trawl.cli")
+
+
+def open_catalog(settings: Settings, *, schema: bool = True) -> Catalog:
+    """The catalog, for a command that reads or writes it; its tables are made or migrated first
+    unless ``schema`` is False (a catalog the same command's crawl already used). SQLAlchemy
+    loads here, so the commands that never open the catalog start without it."""
+    from trawl.storage.catalog import Catalog
+
+    catalog = Catalog(settings.catalog_url)
+    if schema:
+        catalog.create_schema()
+    return catalog
 
 
 def connect_failed(err: BaseException) -> bool:

@@ -14,7 +14,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
 from starter.cli import export
-from starter.cli.common import OutageNotice, session
+from starter.cli.common import OutageNotice, open_catalog, session
 from starter.cli.output import (
     EXIT_FAILED_ITEMS,
     CommandError,
@@ -352,9 +352,7 @@ async def cmd_crawl_status(args: argparse.Namespace, settings: Settings) -> int:
 
 # -- the catalog ---------------------------------------------------------------------------------
 def cmd_items(args: argparse.Namespace, settings: Settings) -> int:
-    from trawl.storage.catalog import Catalog  # here: the other commands of the CLI need no SQLAlchemy
-    catalog = Catalog(settings.catalog_url)
-    catalog.create_schema()
+    catalog = open_catalog(settings)
     items = catalog.list(platform=args.platform, limit=args.limit)
     blobs = open_blob_store(settings)
     for item in items:
@@ -379,9 +377,7 @@ async def cmd_fsck(args: argparse.Namespace, settings: Settings) -> int:
     """
     from trawl.storage.fsck import check, quarantine
 
-    from trawl.storage.catalog import Catalog
-    catalog = Catalog(settings.catalog_url)
-    catalog.create_schema()
+    catalog = open_catalog(settings)
     blobs = open_blob_store(settings)
     report = await asyncio.to_thread(check, catalog, blobs)
     summary: dict[str, Any] = {"items": report.items, "blobs": report.blobs, "orphans": report.orphans,

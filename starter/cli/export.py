@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from starter.cli.common import open_catalog
 from starter.cli.output import EXIT_FAILED_ITEMS, CommandError, say
 from starter.client import CrawlChoices
 from trawl.errors import TrawlError
@@ -153,8 +154,7 @@ class CrawlExport:
 
     def __init__(self, settings: Settings, exporter: Exporter) -> None:
         self.exporter = exporter
-        from trawl.storage.catalog import Catalog  # here: the other commands of the CLI need no SQLAlchemy
-        self.catalog = Catalog(settings.catalog_url)
+        self.catalog = open_catalog(settings, schema=False)
         self.tasks: list[asyncio.Task[None]] = []
         self.stats = ExportStats()
         self.failed: list[str] = []
@@ -205,9 +205,7 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
         raise CommandError(f"--platform {args.platform!r}: unknown platform; known: {', '.join(known)}")
     exporter = exporter_for(settings, args.dir, template=args.template, link=args.link,
                             windows_names=args.windows_names, write_info_json=args.write_info_json)
-    from trawl.storage.catalog import Catalog
-    catalog = Catalog(settings.catalog_url)
-    catalog.create_schema()
+    catalog = open_catalog(settings)
     try:
         stats = ExportStats()
         try:
@@ -253,8 +251,7 @@ def tree_lines(root: Path) -> list[str]:
 def export_and_show(settings: Settings, root: Path) -> None:
     """Export the whole catalog under ``root`` (settings' template and link) and print the tree."""
     exporter = exporter_for(settings, str(root))
-    from trawl.storage.catalog import Catalog
-    catalog = Catalog(settings.catalog_url)
+    catalog = open_catalog(settings, schema=False)
     try:
         stats = exporter.export_items(catalog.committed())
     except (OSError, TrawlError) as err:

@@ -12,7 +12,7 @@ import sys
 from temporalio.client import Client
 
 from starter.binding import require_safe_binding
-from starter.cli.common import connect_failed, connect_or_explain, session, stop_event
+from starter.cli.common import connect_failed, connect_or_explain, open_catalog, session, stop_event
 from starter.client import connect, ensure_search_attributes, metrics_url
 from starter.embedded import answers, temporal_server
 from trawl.logs import get_logger
@@ -107,10 +107,7 @@ async def cmd_setup(args: argparse.Namespace, settings: Settings) -> int:
     """Prepare a server and catalog trawl did not create: search attributes and tables."""
     client = await connect_or_explain(settings)
     await ensure_search_attributes(client, settings.temporal.namespace)
-    from trawl.storage.catalog import Catalog  # here: the other commands of the CLI need no SQLAlchemy
-    catalog = Catalog(settings.catalog_url)
-    catalog.create_schema()
-    catalog.close()
+    open_catalog(settings).close()
     print(f"search attributes registered in namespace {settings.temporal.namespace} at {settings.temporal.address}; "
           f"catalog tables ready in {settings.catalog_url.split('@')[-1]}")
     return 0

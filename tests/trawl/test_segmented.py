@@ -228,9 +228,9 @@ def test_resume_with_the_state_file_ahead_of_the_heartbeat(sim: Simulator, clien
     plan = plan_segments(SIZE, 4)
     saved = prepare(part, media, [[s, e, (e - s) // 2] for s, e, _ in plan])
     saved.url = sim.url("/f.mp4")
-    from trawl.download import _save_state
+    from trawl.download import save_state
 
-    _save_state(part, saved)
+    save_state(part, saved)
     stale = ResumeState(1000, SIZE, media.etag, None, sim.url("/f.mp4"), [[s, e, 250] for s, e, _ in plan])
     out = make(client).download([sim.url("/f.mp4")], part, previous=stale)
     assert out.sha256 == media.sha256() and out.transferred == SIZE - saved.offset

@@ -89,7 +89,7 @@ class Resolver(ABC):
         """
         try:
             with ctx.client.stream("GET", url, headers=headers) as resp:
-                body = _read_limited(resp, ctx.max_page_bytes, url)
+                body = read_limited(resp, ctx.max_page_bytes, url)
         except httpx.HTTPError as exc:
             raise classify_exception(exc) from None
         checked = body if platform_codes or resp.status_code >= 400 else None
@@ -100,7 +100,9 @@ class Resolver(ABC):
         return Page(str(resp.url), resp.status_code, resp.headers, body)
 
 
-def _read_limited(resp: httpx.Response, limit: int, url: str) -> bytes:
+def read_limited(resp: httpx.Response, limit: int, url: str) -> bytes:
+    """A small answer's body (a page, a playlist, a key) held whole, at most ``limit`` bytes:
+    :class:`TooLarge` when it announces or sends more; an error answer is cut at the limit."""
     declared = resp.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > limit and resp.status_code < 400:
         raise TooLarge(f"page {url} announces {declared} bytes, over the {limit}-byte page limit")

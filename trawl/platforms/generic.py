@@ -15,7 +15,7 @@ from trawl.errors import UnsupportedUrl, classify_exception, classify_response
 from trawl.hls import MediaPlaylist, is_hls_type, is_hls_url, parse_playlist, require_vod
 from trawl.models import Asset, Resolved
 from trawl.ranges import parse_content_range
-from trawl.platforms.base import Page, ResolveContext, Resolver, _read_limited, float_or_none, int_or_none
+from trawl.platforms.base import Page, ResolveContext, Resolver, float_or_none, int_or_none, read_limited
 from trawl.settings import PlatformSettings
 from trawl.urls import canonicalize, validate_url, web_key
 
@@ -199,7 +199,7 @@ class GenericResolver(Resolver):
                 content_type = resp.headers.get("content-type", "").split(";", 1)[0].strip().lower()
                 final_url = str(resp.url)
                 if resp.status_code >= 400:
-                    body = _read_limited(resp, 4096, url)
+                    body = read_limited(resp, 4096, url)
                     raise classify_response(resp.status_code, resp.headers, body, url=url,
                                             platform=self.platform) or UnsupportedUrl(url)
                 kind = kind_from_content_type(content_type)
@@ -208,10 +208,10 @@ class GenericResolver(Resolver):
                 if kind is not None:
                     return self._direct(final_url, kind, content_type, resp.headers)
                 if is_hls_type(content_type) or (is_hls_url(final_url) and "html" not in content_type):
-                    return self._hls(final_url, _read_limited(resp, ctx.max_page_bytes, url).decode("utf-8", "replace"))
+                    return self._hls(final_url, read_limited(resp, ctx.max_page_bytes, url).decode("utf-8", "replace"))
                 if content_type not in ("text/html", "application/xhtml+xml"):
                     raise UnsupportedUrl(f"{url}: no media here (Content-Type {content_type or 'missing'})")
-                page = Page(final_url, resp.status_code, resp.headers, _read_limited(resp, ctx.max_page_bytes, url))
+                page = Page(final_url, resp.status_code, resp.headers, read_limited(resp, ctx.max_page_bytes, url))
         except httpx.HTTPError as exc:
             raise classify_exception(exc) from None
         return self.from_page(page)

@@ -59,7 +59,6 @@ from trawl.models import Asset, Resolved, compact, count_or_none, upload_date
 from trawl.platforms.base import (
     ResolveContext,
     Resolver,
-    _read_limited,
     base_pattern,
     dig,
     float_or_none,
@@ -67,6 +66,7 @@ from trawl.platforms.base import (
     int_or_none,
     json_object,
     load_cookies,
+    read_limited,
     require,
     str_or_none,
 )
@@ -308,7 +308,7 @@ class WeiboResolver(Resolver):
                    item_url: str) -> dict:
         try:
             with ctx.client.stream("POST", url, data=form, headers=headers) as resp:
-                body = _read_limited(resp, ctx.max_page_bytes, url)
+                body = read_limited(resp, ctx.max_page_bytes, url)
         except httpx.HTTPError as exc:
             raise classify_exception(exc) from None
         error = classify_response(resp.status_code, resp.headers, body, url=url, item_url=item_url,
