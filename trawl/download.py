@@ -31,7 +31,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
@@ -234,9 +234,12 @@ class Downloader:
         size_on_disk = part.stat().st_size if part.exists() else 0
         validator = strong_validator(state.etag, state.last_modified)
         if state.segments:
-            if state.url == url and validator and state.total and size_on_disk == state.total:
-                return self._segmented(url, part, headers, state, None, expected_size)
-            state = ResumeState(url=url)  # another URL, or nothing to check the segments against
+            if validator and state.total and size_on_disk == state.total:
+                # Another URL (a re-fetch after url_expired, a backup CDN) keeps the segments: each
+                # segment asks with If-Range, and an answer of another version (ETag, size) makes
+                # the run start over, so no byte of two versions ends up in one file.
+                return self._segmented(url, part, headers, replace(state, url=url), None, expected_size)
+            state = ResumeState(url=url)  # nothing to check the segments against
         offset = min(state.offset, size_on_disk)
         # A fresh download that may be segmented asks for "bytes=0-": a 206 says Range works
         # and gives the size, a 200 is the whole file over this one connection.

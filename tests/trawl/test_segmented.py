@@ -236,6 +236,29 @@ def test_resume_with_the_state_file_ahead_of_the_heartbeat(sim: Simulator, clien
     assert out.sha256 == media.sha256() and out.transferred == SIZE - saved.offset
 
 
+def test_segments_of_an_expired_url_go_on_under_the_fresh_one(sim: Simulator, client: httpx.Client,
+                                                            part: Path) -> None:
+    media = MediaFile("mp4", "re-signed", SIZE)
+    sim.add_file("/fresh.mp4", media)
+    previous = prepare(part, media, [[s, e, (e - s) // 2] for s, e, _ in plan_segments(SIZE, 4)])
+    previous.url = sim.url("/expired.mp4")  # the URL the segments were written from
+    out = make(client).download([sim.url("/fresh.mp4")], part, previous=previous)
+    assert out.sha256 == media.sha256() == file_sha256(part)
+    assert out.resumed_from == previous.offset and out.transferred == SIZE - previous.offset
+    assert "bytes=0-" not in ranges_of(sim, "/fresh.mp4")
+    assert load_state(part).url == sim.url("/fresh.mp4")
+
+
+def test_segments_under_a_new_url_of_another_version_start_over(sim: Simulator, client: httpx.Client,
+                                                                part: Path) -> None:
+    old, new = MediaFile("mp4", "old-version", SIZE), MediaFile("mp4", "new-version", SIZE)
+    sim.add_file("/new.mp4", new)
+    previous = prepare(part, old, [[s, e, (e - s) // 2] for s, e, _ in plan_segments(SIZE, 4)])
+    previous.url = sim.url("/old.mp4")
+    out = make(client).download([sim.url("/new.mp4")], part, previous=previous)
+    assert out.sha256 == new.sha256() == file_sha256(part)  # no byte of the old version kept
+
+
 def test_segment_state_without_its_file_starts_over(sim: Simulator, client: httpx.Client, part: Path) -> None:
     media = MediaFile("mp4", "lostfile", SIZE)
     sim.add_file("/f.mp4", media)
