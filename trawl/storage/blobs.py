@@ -83,7 +83,7 @@ class BlobStore(Protocol):
     def put(self, source: Path, sha256: str, size: int) -> str:
         """Store the local file ``source`` under ``blob_key(sha256)`` and return that key.
 
-        Idempotent (a blob already there with this size is kept and ``source`` dropped), atomic
+        Idempotent (a blob already there that hashes to its name is kept and ``source`` dropped), atomic
         (readers see the whole blob or none; an interrupted put leaves nothing under the key)
         and verified: ``source`` must be ``size`` bytes hashing to ``sha256``, or
         :class:`ContentCorrupt` is raised and nothing is stored. ``source`` may be consumed
@@ -232,17 +232,20 @@ class LocalBlobStore:
         The bytes are fsynced, then renamed into place in one step: at every instant either the
         source or the complete blob exists, so a process killed anywhere in here loses nothing.
         A rename keeps the very file verify hashed, so its size is checked; a copy to another
-        filesystem is hashed on the way.
+        filesystem is hashed on the way. The blob is made read-only (0444) and its directory
+        fsynced after the rename.
         """
         key = blob_key(sha256)
         target = self.root / key
         actual = os.stat(source).st_size
         if actual != size:
             raise ContentCorrupt(f"{source} is {actual} bytes, verify saw {size}: not stored")
-        if target.is_file() and target.stat().st_size == size:
+        # A blob already there is trusted only once it hashes to its name: one of the right size
+        # but damaged (bit rot, an edited hard link) would otherwise stay for ever.
+        if target.is_file() and target.stat().st_size == size and _file_sha256(target) == sha256:
             source.unlink(missing_ok=True)
             return key
-        target.parent.mkdir(parents=True, exist_ok=True)
+        created = _make_dirs(target.parent)
         with open(source, "rb") as handle:
             os.fsync(handle.fileno())
         try:
@@ -260,7 +263,40 @@ class LocalBlobStore:
             finally:
                 staging.unlink(missing_ok=True)
             source.unlink(missing_ok=True)
+        # Read-only, so that editing a blob (or an export hard-linked to it) takes intent.
+        os.chmod(target, 0o444)
+        # The rename (and any directory made for it) reaches the disk before the commit is
+        # recorded: a power cut must not lose a blob the catalog names.
+        for directory in (target.parent, *created):
+            _fsync_dir(directory)
         return key
+
+
+def _make_dirs(path: Path) -> list[Path]:
+    """``mkdir -p path``; the parents of the directories it created (whose entries are new)."""
+    missing: list[Path] = []
+    while not path.is_dir():
+        missing.append(path)
+        path = path.parent
+    for directory in reversed(missing):
+        directory.mkdir(exist_ok=True)
+    return [d.parent for d in missing]
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(READ_CHUNK):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _copy_hashing(source: Path, target: Path) -> str:

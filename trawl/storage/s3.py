@@ -194,8 +194,7 @@ class S3BlobStore:
         actual = os.stat(source).st_size
         if actual != size:
             raise ContentCorrupt(f"{source} is {actual} bytes, verify saw {size}: not stored")
-        existing = self.stat(key)
-        if existing is not None and existing.size == size:
+        if self._put_before(key, sha256, size):
             return key  # stored before (by an earlier attempt, or from another URL)
         if size <= self.part_size:
             self._put_whole(source, key, sha256, size)
@@ -207,6 +206,20 @@ class S3BlobStore:
                                f"{'nothing' if stored is None else f'{stored.size} bytes'} after its upload "
                                f"of {size} bytes")
         return key
+
+    def _put_before(self, key: str, sha256: str, size: int) -> bool:
+        """An object of this size is under ``key`` and was written by a verified put.
+
+        The store checked the bytes' SHA-256 when that put sent them, and the put's ``sha256``
+        metadata came with the same request; an object of the right size without it (written
+        behind trawl's back, or damaged by another tool) is replaced, never trusted.
+        """
+        try:
+            with _errors(f"stat {self.location(key)}"):
+                head = self.client.head_object(Bucket=self.bucket, Key=self._name(key))
+        except BlobNotFound:
+            return False
+        return head["ContentLength"] == size and head.get("Metadata", {}).get("sha256") == sha256
 
     def _put_whole(self, source: Path, key: str, sha256: str, size: int) -> None:
         # At most one part size: hashed in memory, so the bytes sent are the bytes checked.

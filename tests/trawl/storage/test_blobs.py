@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -155,6 +156,38 @@ def test_a_wrong_sized_blob_is_replaced_by_a_verified_put(store: BlobStore, tmp_
     source, _ = write(tmp_path / "a.part", data)
     store.put(source, sha, len(data))
     assert read(store, blob_key(sha)) == data
+
+
+def test_a_damaged_blob_of_the_right_size_is_replaced_by_a_verified_put(store: BlobStore, tmp_path: Path) -> None:
+    data = b"complete" * 100
+    sha = hashlib.sha256(data).hexdigest()
+    damaged, _ = write(tmp_path / "damaged", b"X" + data[1:])  # one byte rotted, same size
+    _raw_write(store, blob_key(sha), damaged)
+    source, _ = write(tmp_path / "a.part", data)
+    store.put(source, sha, len(data))
+    assert read(store, blob_key(sha)) == data
+    assert hash_blob(store, blob_key(sha)) == (sha, len(data))
+
+
+def test_a_local_blob_is_read_only_and_its_directories_reach_the_disk(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    store = LocalBlobStore(tmp_path / "blobs")
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    source, sha = write(tmp_path / "a.part", b"bytes to keep")
+    key = store.put(source, sha, 13)
+    path = store.root / key
+    assert stat.S_IMODE(path.stat().st_mode) == 0o444
+    # The renamed entry's directory, and each directory made for it in its parent.
+    assert str(path.parent) in synced and str(store.root) in synced
+    assert {str(path.parent.parent), str(path.parent.parent.parent)} <= set(synced)
 
 
 def test_concurrent_puts_of_one_key_store_it_once(store: BlobStore, tmp_path: Path) -> None:
