@@ -15,7 +15,7 @@ from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.service import RPCError, RPCStatusCode
 
-from activities.errors import to_application_error
+from activities.errors import stage_attempts, stage_max_delay, to_application_error
 from activities.liveness import heartbeating
 from trawl.errors import TrawlError
 from trawl.http import make_client
@@ -38,6 +38,7 @@ class CrawlItem:
 @dataclass
 class ExpandInput:
     source: str
+    stage_attempts: int | None = None  # as FetchInput's
 
 
 @dataclass
@@ -136,8 +137,9 @@ class CrawlActivities:
         except SourceError as err:
             raise ApplicationError(str(err), type="unsupported_url", non_retryable=True) from None
         except TrawlError as err:
-            raise to_application_error(err, self.settings.retry.fetch.maximum_interval,
-                                       stage_attempts=self.settings.retry.fetch.maximum_attempts) from None
+            raise to_application_error(err, stage_max_delay(self.settings.retry.fetch.maximum_interval),
+                                       stage_attempts=stage_attempts(inp, self.settings.retry.fetch.maximum_attempts)
+                                       ) from None
         items, refused = route_items(self.registry, urls)
         known = known_urls(self.catalog, self.registry, [item.url for item in items])
         return ExpandResult([item for item in items if item.url not in known], refused,

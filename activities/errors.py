@@ -60,11 +60,30 @@ def _current_attempt() -> int:
     return activity.info().attempt if activity.in_activity() else 1
 
 
+def stage_attempts(arg: Any, worker_setting: int | None) -> int | None:
+    """The attempt limit of the stage ``arg`` (an activity input) runs: the item's options'
+    (``arg.stage_attempts``), so the outcome is the same on every worker; the worker's setting
+    only for inputs of runs started before the options carried it."""
+    given = getattr(arg, "stage_attempts", None)
+    return worker_setting if given is None else given
+
+
+def stage_max_delay(worker_setting: timedelta | None) -> timedelta | None:
+    """The running activity's maximum retry interval, from the retry policy the item set (the
+    same on every worker); the worker's setting outside an activity or without a policy."""
+    if activity.in_activity():
+        policy = activity.info().retry_policy
+        if policy is not None and policy.maximum_interval is not None:
+            return policy.maximum_interval
+    return worker_setting
+
+
 def classified(max_delay: Callable[[Any], timedelta | None]) -> Callable[[F], F]:
     """Wrap a sync activity method so every failure leaves it classified.
 
-    ``max_delay(self)`` gives the stage's maximum retry interval, which caps ``Retry-After``;
-    ``self.max_attempts``, when the activity class has it, the stage's attempt limit.
+    The stage's maximum retry interval (which caps ``Retry-After``) and attempt limit come from
+    the item (the activity's retry policy, the input's ``stage_attempts``); ``max_delay(self)``
+    and ``self.max_attempts`` are the worker's, for runs started before the input carried them.
     """
 
     def wrap(method: F) -> F:
@@ -75,8 +94,10 @@ def classified(max_delay: Callable[[Any], timedelta | None]) -> Callable[[F], F]
             except (ApplicationError, CancelledError):
                 raise
             except Exception as exc:  # noqa: BLE001 - classification is the point
-                raise to_application_error(exc, max_delay(self),
-                                           stage_attempts=getattr(self, "max_attempts", None)) from None
+                raise to_application_error(
+                    exc, stage_max_delay(max_delay(self)),
+                    stage_attempts=stage_attempts(args[0] if args else None, getattr(self, "max_attempts", None)),
+                ) from None
 
         return run  # type: ignore[return-value]
 

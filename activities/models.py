@@ -18,6 +18,9 @@ class FetchInput:
     # no media URLs, and another URL form may have committed the item meanwhile.
     fresh_urls: bool = False
     quality: int = 0  # the crawl's -f as a height; 0: the platform's setting
+    # The stage's attempt limit from the item's options (one source for the whole policy, whichever
+    # worker runs it); None: the worker's own setting (runs started before the options carried it).
+    stage_attempts: int | None = None
 
 
 @dataclass
@@ -57,6 +60,7 @@ class DownloadInput:
     canonical_url: str = ""
     quality: int = 0  # HLS: the crawl's -f as a height; 0: download.hls_quality
     limit_rate: int = 0  # the crawl's --limit-rate; 0: download.limit_rate
+    stage_attempts: int | None = None  # as FetchInput's
 
 
 @dataclass
@@ -81,6 +85,7 @@ class VerifyInput:
     platform: str = ""
     canonical_url: str = ""
     duration: float | None = None  # the platform's, checked with ffprobe when installed
+    stage_attempts: int | None = None  # as FetchInput's
 
 
 @dataclass
@@ -103,6 +108,7 @@ class CommitInput:
     source_url: str
     resolved: Resolved
     files: list[CommitFile] = field(default_factory=list)
+    stage_attempts: int | None = None  # as FetchInput's
 
 
 @dataclass

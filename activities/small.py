@@ -36,6 +36,9 @@ class SmallItemInput:
     resolved: Resolved
     quality: int = 0  # the crawl's -f and --limit-rate, as in DownloadInput
     limit_rate: int = 0
+    # As FetchInput's, of the download stage whose policy the activity runs under: it applies to
+    # the verify and commit done inside too.
+    stage_attempts: int | None = None
 
 
 class SmallItemActivities:
@@ -48,7 +51,8 @@ class SmallItemActivities:
     @activity.defn(name="small_item", no_thread_cancel_exception=True)
     def small_item(self, inp: SmallItemInput) -> CommitResult:
         files = [file for file in (self._verified(inp, asset) for asset in inp.resolved.assets) if file is not None]
-        committing = CommitInput(inp.workflow_id, inp.source_url, inp.resolved, files)
+        committing = CommitInput(inp.workflow_id, inp.source_url, inp.resolved, files,
+                                 stage_attempts=inp.stage_attempts)
         with recorded("commit", committing) as record:
             return record(self.committer.commit(committing))
 
@@ -57,10 +61,11 @@ class SmallItemActivities:
         item = inp.resolved
         try:
             fetched = DownloadInput(inp.workflow_id, asset, item.platform, item.canonical_url, inp.quality,
-                                    inp.limit_rate)
+                                    inp.limit_rate, stage_attempts=inp.stage_attempts)
             with recorded("download", fetched) as record:
                 download = record(self.downloads.download(fetched))
-            checked = VerifyInput(asset, download, item.platform, item.canonical_url, item.duration)
+            checked = VerifyInput(asset, download, item.platform, item.canonical_url, item.duration,
+                                  stage_attempts=inp.stage_attempts)
             with recorded("verify", checked) as record:
                 verified = record(self.verifier.verify(checked))
         except ApplicationError as err:

@@ -1,4 +1,5 @@
-"""ASGI middlewares that protect the API: a request body size limit and an authenticated rate limit."""
+"""ASGI middlewares that protect the API: a request body size limit, and the bearer token check
+with the rate limit it keys."""
 
 from __future__ import annotations
 
@@ -65,36 +66,56 @@ class BodySizeLimit:
         await self.app(scope, replay, send)
 
 
-class RateLimit:
-    """Authenticate, then a token bucket per identity: 429 with Retry-After; a wrong token is 401.
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
-    The identity is the API token when the request carries the right one, and otherwise the
-    client address (an IPv6 client by its /64), however many made-up tokens it sends: a token
-    is checked (in constant time) before it picks a bucket, so inventing tokens buys no fresh
-    buckets and no 200s. Every request is counted, reads included, before anything else runs.
-    A token that is presented and wrong is refused with 401 on every endpoint; a missing one is
-    the app's business (mutating endpoints refuse it, reads take it).
+
+class RateLimit:
+    """Authenticate, count, then authorize: a token bucket per identity (429 with Retry-After).
+
+    With ``token`` (or ``read_token``) set, every path but ``open_paths`` needs
+    ``Authorization: Bearer`` with one of them: none is 401, and ``read_token`` on a method that
+    is not a read is 403. A token presented and wrong is 401 everywhere, open paths included.
+    The check is here, before any route, so it covers every path the app serves or will serve.
+
+    The identity is the token when the request carries a right one, and otherwise the client
+    address (an IPv6 client by its /64), however many made-up tokens it sends: a token is checked
+    (in constant time) before it picks a bucket, so inventing tokens buys no fresh buckets and no
+    200s. Every request is counted before anything else runs, refused ones included.
     """
 
     MAX_BUCKETS = 100_000  # least recently seen identities are forgotten beyond this
 
-    def __init__(self, app: App, per_minute: int, token: str = "") -> None:
+    def __init__(self, app: App, per_minute: int, token: str = "", read_token: str = "",
+                 open_paths: tuple[str, ...] = ()) -> None:
         self.app = app
         self.rate = per_minute / 60.0
         self.capacity = max(1.0, per_minute / 6.0)  # bursts of ten seconds' worth
-        self.token = token.encode()
+        self.tokens = [(t.encode(), access) for t, access in ((token, "all"), (read_token, "read")) if t]
+        # Exact paths; one ending in "/" opens everything under it.
+        self.open_paths = open_paths
         self.buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
 
-    def identify(self, scope: Scope) -> tuple[str, bool | None]:
-        """The bucket key, and whether a token was presented and right (None: none presented or
-        none configured)."""
+    def identify(self, scope: Scope) -> tuple[str, str]:
+        """The bucket key, and what the request may do: ``all`` or ``read`` (a right token),
+        ``anonymous`` (no token presented, or none configured), ``wrong`` (a token, not a right one)."""
         address = _address_key(scope)
         auth = dict(scope.get("headers") or []).get(b"authorization")
-        if not self.token or not auth:
-            return address, None
+        if not self.tokens or not auth:
+            return address, "anonymous"
         scheme, _, given = auth.strip().partition(b" ")
-        valid = scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), self.token)
-        return ("token", True) if valid else (address, False)
+        given = given.strip()
+        # Every configured token is compared, so the time taken tells nothing of which one matched.
+        matches = [access for token, access in self.tokens if hmac.compare_digest(given, token)]
+        if scheme.lower() != b"bearer" or not matches:
+            return address, "wrong"
+        return f"token:{matches[0]}", matches[0]
+
+    def is_open(self, scope: Scope) -> bool:
+        path = scope.get("path") or "/"
+        root = scope.get("root_path") or ""
+        if root and path.startswith(root):
+            path = path[len(root):] or "/"
+        return any(path == p or (p.endswith("/") and path.startswith(p)) for p in self.open_paths)
 
     def _take(self, key: str) -> float:
         """Take one token from ``key``'s bucket; 0 when it had one, else seconds until it will."""
@@ -115,15 +136,18 @@ class RateLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        key, valid = self.identify(scope)
+        key, access = self.identify(scope)
         if self.rate > 0:
             wait = self._take(key)
             if wait:
                 await _json_error(send, 429, "too many requests",
                                   [(b"retry-after", str(max(1, math.ceil(wait))).encode())])
                 return
-        if valid is False:
+        if access == "wrong" or (access == "anonymous" and self.tokens and not self.is_open(scope)):
             await _json_error(send, 401, "missing or wrong bearer token", [(b"www-authenticate", b"Bearer")])
+            return
+        if access == "read" and scope["method"] not in READ_METHODS and not self.is_open(scope):
+            await _json_error(send, 403, f"this token is read-only: {scope['method']} needs api.token")
             return
         await self.app(scope, receive, send)
 

@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent  # the venv's bin: `temporal` (Temporal CLI) lives here
 
 # The compose variables an operator may set; each has a default, so none is required.
-COMPOSE_VARIABLES = {"TRAWL_API__TOKEN", "TEMPORAL_PUBLISH_HOST", "TEMPORAL_UI_PUBLISH_HOST",
+COMPOSE_VARIABLES = {"TRAWL_API__TOKEN", "TRAWL_API__READ_TOKEN", "TEMPORAL_PUBLISH_HOST", "TEMPORAL_UI_PUBLISH_HOST",
                      "TEMPORAL_NAMESPACE_RETENTION", "BLOBS_ACCESS_KEY", "BLOBS_SECRET_KEY"}
 LONG_RUNNING = {"postgresql", "seaweedfs", "temporal", "temporal-admin-tools", "temporal-ui", "worker", "api"}
 ONE_SHOT = {"temporal-schema", "storage-setup", "setup"}
@@ -211,8 +211,11 @@ def test_workers_scale_without_a_token_and_only_the_api_refuses(monkeypatch) -> 
     with pytest.raises(ApiConfigError, match="TRAWL_API__TOKEN"):
         require_safe_binding(api)
     with_token = _service_settings(compose({"TRAWL_API__TOKEN": "s3cret"})["services"]["api"], monkeypatch)
-    assert with_token.api.token == "s3cret"
+    assert with_token.api.token == "s3cret" and with_token.api.read_token == ""
     require_safe_binding(with_token)
+    both = compose({"TRAWL_API__TOKEN": "s3cret", "TRAWL_API__READ_TOKEN": "r3ad"})["services"]
+    assert _service_settings(both["api"], monkeypatch).api.read_token == "r3ad"
+    assert "TRAWL_API__READ_TOKEN" not in both["worker"]["environment"]
 
 
 # -- ports ---------------------------------------------------------------------------------------
@@ -221,7 +224,7 @@ def test_temporal_and_ui_are_published_on_loopback_unless_opened_up() -> None:
         for port in service.get("ports", []):
             parts = str(port).split(":")
             if name == "api":
-                continue  # authenticated: it refuses to start without a token
+                continue  # it does not start without the token, and then every request needs it
             assert len(parts) == 3 and parts[0] == "127.0.0.1", f"{name} publishes {port} beyond loopback"
     opened = compose({"TEMPORAL_PUBLISH_HOST": "10.1.2.3", "TEMPORAL_UI_PUBLISH_HOST": "0.0.0.0"})["services"]
     assert opened["temporal"]["ports"] == ["10.1.2.3:7233:7233"]

@@ -4,7 +4,9 @@ Hierarchy (``error_class`` in brackets; R = retried by the activity's retry poli
 briefly: a few attempts, then final)::
 
     TrawlError
-    +-- NetworkTimeout        [network_timeout]  R  connect/read timeout, a stalled body, HTTP 408
+    +-- NetworkTimeout        [network_timeout]  R  connect/read timeout, a stalled body, HTTP 408,
+    |                                               no free connection in trawl's own pool
+    |                                               (net.max_connections)
     +-- NetworkError          [network_error]    R  reset, refused, a transient resolver failure
     +-- NameNotFound          [name_not_found]   B  the host name does not resolve (NXDOMAIN);
     |                                               NAME_NOT_FOUND_ATTEMPTS attempts, then final
@@ -497,6 +499,12 @@ def classify_exception(exc: BaseException) -> TrawlError:
     """Classify any exception raised while working on an item."""
     if isinstance(exc, TrawlError):
         return exc
+    if isinstance(exc, httpx.PoolTimeout):
+        # No server was slow: every connection of trawl's own pool stayed busy. Retried like a
+        # timeout (the slots free up), but said as what it is, so the fix is found.
+        return NetworkTimeout("connection pool full: no connection of this process's HTTP client came free within "
+                              "net.connect_timeout; raise net.max_connections (0 derives it from "
+                              "worker.max_concurrent_activities and download.segments) or run fewer downloads at once")
     if isinstance(exc, httpx.TimeoutException):
         return NetworkTimeout(f"timeout: {type(exc).__name__} {exc}".strip())
     if isinstance(exc, httpx.TooManyRedirects):

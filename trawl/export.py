@@ -16,24 +16,38 @@ alone, so exporting again adds only what is new; ``.trawl-export.json`` remember
 and sha256 of what was written so a second run does not re-read copies.
 
 Files are hard links to the blob where the store is a local directory on the same filesystem
-(``link="hardlink"``), symbolic links to it (``"symlink"``, local stores only), and copies
-otherwise, streamed from the :class:`~trawl.storage.blobs.BlobStore` (any backend), hashed on the
-way and renamed into place only when the bytes match their key.
+(``link="hardlink"``: the file *is* the blob, so editing it in place changes the store), symbolic
+links to it (``"symlink"``, local stores only), and copies otherwise, streamed from the
+:class:`~trawl.storage.blobs.BlobStore` (any backend), hashed on the way and renamed into place
+only when the bytes match their key.
+
+Nothing is written outside the export root: each file's directory is opened from the root one
+component at a time without following symbolic links, and a file whose directory is a link (or a
+file) is refused with one line (:class:`UnsafeTarget`), the others exported. ``.info.json``
+sidecars follow the media files' rules: a name another item holds, or a file trawl did not write
+for this item (the manifest records each sidecar's item and hash), is never replaced. Staging files
+(``.<name>.<12 hex>.trawl-tmp``) an export killed mid-copy left are removed when an exporter opens
+the root and no other export holds it (an ``flock`` on the root directory, which the kernel drops
+when a process dies).
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import hashlib
 import json
 import mimetypes
 import os
 import re
+import stat
 import string
 import threading
+import time
 import unicodedata
 import uuid
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -52,6 +66,9 @@ DEFAULT_TEMPLATE = "{platform}/{uploader}/{title} [{id}].{ext}"
 MAX_COMPONENT_BYTES = 255  # NAME_MAX of Linux, macOS and the usual filesystems, in bytes
 NA = "NA"  # a field the catalog does not have, as yt-dlp writes it
 MANIFEST = ".trawl-export.json"
+INFO_SUFFIX = ".info.json"
+STAGING_SUFFIX = ".trawl-tmp"
+STALE_STAGING_S = 24 * 3600  # where locks do not work: a staging file untouched this long is a dead export's
 LinkMode = Literal["hardlink", "copy", "symlink"]
 LINK_MODES: tuple[str, ...] = ("hardlink", "copy", "symlink")
 
@@ -87,6 +104,10 @@ _RESERVED = frozenset({"con", "prn", "aux", "nul", "conin$", "conout$"}
 _KEEP_FORMAT = frozenset("\u200c\u200d")  # joiners hold emoji and Indic scripts together
 _SPACES = re.compile(r"\s+")
 _PART = re.compile(r"_p(\d+)$")
+_STAGING = re.compile(r"\..{1,64}\.[0-9a-f]{12}" + re.escape(STAGING_SUFFIX), re.DOTALL)  # _staging_name's
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC
 
 
 class TemplateError(ValueError):
@@ -344,24 +365,38 @@ def info_json(item: CatalogItem, files: dict[str, str]) -> dict[str, Any]:
     return info
 
 
+class UnsafeTarget(OSError):
+    """A file the export would write through a symbolic link or a file inside the export directory;
+    the message names the file and the component (the file is not written)."""
+
+
 @dataclass
 class ExportStats:
-    """What one export did; ``written`` lists the new files (relative paths), in order."""
+    """What one export did; ``written`` lists the new files (relative paths), in order; ``refused``
+    one line per file not written because its directory is a symbolic link or a file."""
 
     written: list[str] = field(default_factory=list)
     kept: int = 0
     copied_instead: int = 0  # hardlink or symlink asked for, a copy made (remote store, another filesystem)
     items: int = 0
+    refused: list[str] = field(default_factory=list)
 
     def add(self, other: ExportStats) -> None:
         self.written += other.written
         self.kept += other.kept
         self.copied_instead += other.copied_instead
         self.items += other.items
+        self.refused += other.refused
 
 
 class Exporter:
     """Writes items' assets under ``root`` by a template; safe to call from several threads.
+
+    Every file is reached from the root one directory at a time without following symbolic
+    links, so nothing lands outside the root (a file whose directory is a link is refused and
+    listed in :attr:`ExportStats.refused`). Staging files an interrupted export left behind are
+    removed when the exporter opens the root, unless another export holds the root; close the
+    exporter (or use it as a context manager) to save the manifest and let the root go.
 
     Args:
         root: the export directory (created when missing).
@@ -371,6 +406,9 @@ class Exporter:
             ``root``'s filesystem), ``symlink`` (local stores only, else a copy) or ``copy``.
         windows_names: names valid on Windows too; collisions compared without case.
         write_info_json: write ``<name>.info.json`` beside each item's main file.
+
+    Attributes:
+        swept: the staging files (relative paths) removed when the exporter opened the root.
     """
 
     def __init__(self, root: Path, store: BlobStore, template: Template | str = DEFAULT_TEMPLATE, *,
@@ -386,9 +424,15 @@ class Exporter:
         self._lock = threading.Lock()
         self._claimed: dict[str, tuple[str, str]] = {}  # folded relative path -> (item key, asset name)
         self._manifest: dict[str, list[Any]] = {}
+        self._sidecars: dict[str, list[Any]] = {}  # relative path -> [item key, sha256, size, mtime_ns]
         self._manifest_dirty = False
-        self._dir_names: dict[Path, dict[str, str]] = {}
+        self._dir_names: dict[str, dict[str, str]] = {}
         self.root.mkdir(parents=True, exist_ok=True)
+        # The root as it is now, held open: every path is resolved from it, and it is the lock that
+        # tells exports of the same root apart (the kernel lets it go when a process dies).
+        self._root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC)
+        self._release = weakref.finalize(self, os.close, self._root_fd)
+        self.swept = self._hold_root_and_sweep()
         self._load_manifest()
 
     # -- the public calls ------------------------------------------------------------------------
@@ -412,9 +456,24 @@ class Exporter:
         with self._lock:
             if not self._manifest_dirty:
                 return
-            data = json.dumps({"version": 1, "files": self._manifest}, sort_keys=True, ensure_ascii=False)
-            _write_atomically(self.root / MANIFEST, data.encode())
+            data = json.dumps({"version": 1, "files": self._manifest, "info": self._sidecars}, sort_keys=True,
+                              ensure_ascii=False)
+            _write_atomically(self._root_fd, MANIFEST, data.encode())
             self._manifest_dirty = False
+
+    def close(self) -> None:
+        """Save the manifest and let the root go (another export may then sweep it)."""
+        if self._release.alive:
+            try:
+                self.save()
+            finally:
+                self._release()
+
+    def __enter__(self) -> Exporter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # -- naming ----------------------------------------------------------------------------------
     def _fold(self, rel: str) -> str:
@@ -434,135 +493,301 @@ class Exporter:
         stats = ExportStats(items=1)
         files: dict[str, str] = {}
         for asset, mark in self._marks(item):
-            owner = (item.canonical_key, asset.name)
-            values = field_values(item, asset)
-            for attempt in range(1, 1000):
-                counter = f" ({attempt})" if attempt > 1 else ""
-                rel = "/".join(self.template.render(values, windows=self.windows, suffix=mark + counter))
-                folded = self._fold(rel)
-                if self._claimed.get(folded, owner) != owner:
-                    continue
-                state = self._state(rel, asset)
-                if state == "other":
-                    continue
-                self._claimed[folded] = owner
+            try:
+                files[asset.name] = self._export_asset(item, asset, mark, stats)
+            except UnsafeTarget as err:
+                stats.refused.append(str(err))
+        if self.write_info_json and files:
+            try:
+                self._export_info(item, files, stats)
+            except UnsafeTarget as err:
+                stats.refused.append(str(err))
+        return stats
+
+    def _export_asset(self, item: CatalogItem, asset: CommittedAsset, mark: str, stats: ExportStats) -> str:
+        """Place one asset under the first name that is free or already holds its bytes."""
+        owner = (item.canonical_key, asset.name)
+        values = field_values(item, asset)
+        for attempt in range(1, 1000):
+            counter = f" ({attempt})" if attempt > 1 else ""
+            rel = "/".join(self.template.render(values, windows=self.windows, suffix=mark + counter))
+            folded = self._fold(rel)
+            if self._claimed.get(folded, owner) != owner:
+                continue
+            state = self._state(rel, asset)
+            if state == "other":
+                continue
+            self._claimed[folded] = owner
+            if state == "same":
+                stats.kept += 1
+            else:
+                if not self._place(rel, asset):
+                    stats.copied_instead += 1
+                stats.written.append(rel)
+            return rel
+        raise OSError(errno.EEXIST, f"no free name for {item.canonical_key} {asset.name} under {self.root}")  # pragma: no cover
+
+    def _export_info(self, item: CatalogItem, files: dict[str, str], stats: ExportStats) -> None:
+        """Write the item's ``.info.json`` beside its main file, by the rules of the media files: a
+        name another item's file has, or a file trawl did not write for this item (a person's own,
+        or one they edited), is never replaced; the next name `` (2)``, `` (3)``, ... is taken."""
+        owner = (item.canonical_key, INFO_SUFFIX)  # no asset is called that
+        media = files[_main_asset(item, files).name]
+        data = (json.dumps(info_json(item, files), indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
+        for attempt in range(1, 1000):
+            rel = _info_name(media, self.template, f" ({attempt})" if attempt > 1 else "")
+            folded = self._fold(rel)
+            if self._claimed.get(folded, owner) != owner:
+                continue
+            state = self._info_state(rel, item.canonical_key, data)
+            if state == "other":
+                continue
+            self._claimed[folded] = owner
+            parent = self._make_parent(rel)
+            try:
+                name = _last(rel)
                 if state == "same":
                     stats.kept += 1
                 else:
-                    if not self._place(rel, asset):
-                        stats.copied_instead += 1
+                    _write_atomically(parent, name, data)
                     stats.written.append(rel)
-                files[asset.name] = rel
-                break
-            else:  # pragma: no cover - a thousand files of one name
-                raise OSError(errno.EEXIST, f"no free name for {item.canonical_key} {asset.name} under {self.root}")
-        if self.write_info_json and files:
-            main = _main_asset(item, files)
-            rel = _info_name(files[main.name], self.template)
-            data = (json.dumps(info_json(item, files), indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
-            target = self.root / rel
-            try:
-                unchanged = target.read_bytes() == data
-            except OSError:
-                unchanged = False
-            if unchanged:
-                stats.kept += 1
-            else:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                _write_atomically(target, data)
-                stats.written.append(rel)
-        return stats
+                    if self.windows:
+                        self._listing(parent, rel)[name.casefold()] = name
+                self._remember_info(rel, item.canonical_key, data, os.stat(name, dir_fd=parent, follow_symlinks=False))
+            finally:
+                os.close(parent)
+            return
+        raise OSError(errno.EEXIST,  # pragma: no cover - a thousand files of one name
+                      f"no free name for the info JSON of {item.canonical_key} under {self.root}")
 
     # -- what is on disk -------------------------------------------------------------------------
+    def _open_parent(self, rel: str, *, create: bool) -> int | None:
+        """The directory ``rel`` goes in, opened from the root one component at a time without
+        following symbolic links (created when missing and ``create``); None when it is missing.
+
+        Raises:
+            UnsafeTarget: a component is a symbolic link or not a directory.
+        """
+        parts = rel.split("/")[:-1]
+        fd = os.dup(self._root_fd)
+        try:
+            for depth, part in enumerate(parts):
+                try:
+                    below = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                except FileNotFoundError:
+                    if not create:
+                        os.close(fd)
+                        return None
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(part, dir_fd=fd)
+                    below = self._step_into(fd, part, rel, parts[: depth + 1])
+                except OSError as err:
+                    if err.errno not in (errno.ELOOP, errno.ENOTDIR):
+                        raise
+                    raise self._unsafe(fd, part, rel, parts[: depth + 1]) from None
+                os.close(fd)
+                fd = below
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+            raise
+        return fd
+
+    def _make_parent(self, rel: str) -> int:
+        """:meth:`_open_parent`, creating the directories that are missing."""
+        parent = self._open_parent(rel, create=True)
+        if parent is None:  # pragma: no cover - created above
+            raise FileNotFoundError(errno.ENOENT, f"cannot create the directory of {rel}")
+        return parent
+
+    def _step_into(self, fd: int, part: str, rel: str, where: list[str]) -> int:
+        try:
+            return os.open(part, _DIR_FLAGS, dir_fd=fd)
+        except OSError as err:
+            if err.errno not in (errno.ELOOP, errno.ENOTDIR):
+                raise
+            raise self._unsafe(fd, part, rel, where) from None
+
+    @staticmethod
+    def _unsafe(fd: int, part: str, rel: str, where: list[str]) -> UnsafeTarget:
+        try:
+            is_link = stat.S_ISLNK(os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode)
+        except OSError:
+            is_link = False
+        what = ("is a symbolic link; files are written only into real directories inside the export directory"
+                if is_link else "is not a directory")
+        return UnsafeTarget(f"{rel}: {'/'.join(where)} {what}")
+
     def _state(self, rel: str, asset: CommittedAsset) -> Literal["free", "same", "other"]:
         """Whether ``rel`` is free, holds this asset's bytes already, or holds something else."""
-        target = self.root / rel
-        if self.windows and not os.path.lexists(target):
-            # On a case-sensitive filesystem, "Title.mp4" beside "title.mp4" would break on Windows.
-            if self._listing(target.parent).get(target.name.casefold()) not in (None, target.name):
-                return "other"
-        try:
-            st = os.lstat(target)
-        except FileNotFoundError:
+        parent = self._open_parent(rel, create=False)
+        if parent is None:
             return "free"
-        except NotADirectoryError:
-            return "other"
-        local = self.store.local_path(asset.key)
-        if os.path.islink(target):
-            if local is not None and os.readlink(target) == str(local.resolve()):
+        try:
+            name = _last(rel)
+            try:
+                st = os.stat(name, dir_fd=parent, follow_symlinks=False)
+            except FileNotFoundError:
+                return "other" if self._case_taken(parent, rel) else "free"
+            local = self.store.local_path(asset.key)
+            if stat.S_ISLNK(st.st_mode):
+                if local is not None and os.readlink(name, dir_fd=parent) == str(local.resolve()):
+                    return "same"
+                return "other"
+            if not stat.S_ISREG(st.st_mode) or st.st_size != asset.size:
+                return "other"
+            if local is not None:
+                with contextlib.suppress(OSError):
+                    blob = os.stat(local)
+                    if (blob.st_dev, blob.st_ino) == (st.st_dev, st.st_ino):
+                        return "same"
+            known = self._manifest.get(rel)
+            if known == [asset.sha256, st.st_size, st.st_mtime_ns]:
+                return "same"
+            if _file_sha256(parent, name) == asset.sha256:
+                self._remember(rel, asset, st)
                 return "same"
             return "other"
-        if not os.path.isfile(target) or st.st_size != asset.size:
-            return "other"
-        if local is not None:
-            with contextlib.suppress(OSError):
-                blob = os.stat(local)
-                if (blob.st_dev, blob.st_ino) == (st.st_dev, st.st_ino):
-                    return "same"
-        known = self._manifest.get(rel)
-        if known == [asset.sha256, st.st_size, st.st_mtime_ns]:
-            return "same"
-        if _file_sha256(target) == asset.sha256:
-            self._remember(rel, asset, target)
-            return "same"
-        return "other"
+        finally:
+            os.close(parent)
 
-    def _listing(self, directory: Path) -> dict[str, str]:
+    def _info_state(self, rel: str, key: str, data: bytes) -> Literal["free", "same", "mine", "other"]:
+        """Whether a sidecar's name is free, holds ``data`` already, holds what trawl wrote there for
+        this item (and nobody changed since: it may be brought up to date), or something else."""
+        parent = self._open_parent(rel, create=False)
+        if parent is None:
+            return "free"
+        try:
+            name = _last(rel)
+            try:
+                st = os.stat(name, dir_fd=parent, follow_symlinks=False)
+            except FileNotFoundError:
+                return "other" if self._case_taken(parent, rel) else "free"
+            if not stat.S_ISREG(st.st_mode):
+                return "other"
+            if st.st_size == len(data) and _read_small(parent, name, len(data)) == data:
+                return "same"
+            known = self._sidecars.get(rel)
+            if known is None or known[0] != key:
+                return "other"
+            if known[2:] == [st.st_size, st.st_mtime_ns] or _file_sha256(parent, name) == known[1]:
+                return "mine"
+            return "other"
+        finally:
+            os.close(parent)
+
+    def _case_taken(self, parent: int, rel: str) -> bool:
+        """With Windows names: whether another case of this free name is there ("Title.mp4" beside
+        "title.mp4" is fine on a case-sensitive filesystem, not on Windows)."""
+        name = _last(rel)
+        return self.windows and self._listing(parent, rel).get(name.casefold()) not in (None, name)
+
+    def _listing(self, parent: int, rel: str) -> dict[str, str]:
+        directory = rel.rpartition("/")[0]
         if directory not in self._dir_names:
             try:
-                self._dir_names[directory] = {name.casefold(): name for name in os.listdir(directory)}
+                self._dir_names[directory] = {name.casefold(): name for name in os.listdir(parent)}
             except OSError:
                 self._dir_names[directory] = {}
         return self._dir_names[directory]
 
-    def _remember(self, rel: str, asset: CommittedAsset, target: Path) -> None:
-        st = os.stat(target)
+    def _remember(self, rel: str, asset: CommittedAsset, st: os.stat_result) -> None:
         self._manifest[rel] = [asset.sha256, st.st_size, st.st_mtime_ns]
         self._manifest_dirty = True
 
+    def _remember_info(self, rel: str, key: str, data: bytes, st: os.stat_result) -> None:
+        record = [key, hashlib.sha256(data).hexdigest(), st.st_size, st.st_mtime_ns]
+        if self._sidecars.get(rel) != record:
+            self._sidecars[rel] = record
+            self._manifest_dirty = True
+
     def _place(self, rel: str, asset: CommittedAsset) -> bool:
         """Create ``rel`` for the asset; False when a copy stood in for the link asked for."""
-        target = self.root / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if self.windows:
-            self._listing(target.parent)[target.name.casefold()] = target.name
-        local = self.store.local_path(asset.key)
-        if self.link == "symlink" and local is not None:
-            os.symlink(local.resolve(), target)
-            return True
-        if self.link == "hardlink" and local is not None:
-            try:
-                os.link(local, target)
-                return True
-            except OSError as err:
-                if err.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EACCES):
-                    raise
-        self._copy(asset, target)
-        self._remember(rel, asset, target)
-        return self.link == "copy"
-
-    def _copy(self, asset: CommittedAsset, target: Path) -> None:
-        """Stream the blob beside ``target``, check its sha256, then rename it into place."""
-        staging = target.with_name(f".{target.name[:64]}.{uuid.uuid4().hex[:12]}.trawl-tmp")
-        digest = hashlib.sha256()
+        parent = self._make_parent(rel)
         try:
-            with self.store.open(asset.key) as reader, open(staging, "wb") as out:
+            name = _last(rel)
+            if self.windows:
+                self._listing(parent, rel)[name.casefold()] = name
+            local = self.store.local_path(asset.key)
+            if self.link == "symlink" and local is not None:
+                os.symlink(local.resolve(), name, dir_fd=parent)
+                return True
+            if self.link == "hardlink" and local is not None:
+                try:
+                    os.link(local, name, dst_dir_fd=parent)
+                    return True
+                except OSError as err:
+                    if err.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EACCES):
+                        raise
+            self._copy(asset, parent, name)
+            self._remember(rel, asset, os.stat(name, dir_fd=parent, follow_symlinks=False))
+            return self.link == "copy"
+        finally:
+            os.close(parent)
+
+    def _copy(self, asset: CommittedAsset, parent: int, name: str) -> None:
+        """Stream the blob beside ``name`` in ``parent``, check its sha256, then rename it into place."""
+        staging = _staging_name(name)
+        digest = hashlib.sha256()
+        out_fd = os.open(staging, _NEW_FILE, 0o666, dir_fd=parent)
+        try:
+            with open(out_fd, "wb") as out, self.store.open(asset.key) as reader:
                 while block := reader.read(READ_CHUNK):
                     digest.update(block)
                     out.write(block)
             if digest.hexdigest() != asset.sha256:
                 raise ContentCorrupt(f"blob {asset.key} does not hash to its name (run trawl fsck); not exported")
-            os.replace(staging, target)
+            os.replace(staging, name, src_dir_fd=parent, dst_dir_fd=parent)
         finally:
-            staging.unlink(missing_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(staging, dir_fd=parent)
+
+    def _hold_root_and_sweep(self) -> list[str]:
+        """Hold the root shared for as long as this exporter is open, and remove the staging files
+        an interrupted export left when no other export holds it (then none can be writing them).
+
+        Where the filesystem has no such locks (some network filesystems), only staging files
+        untouched for :data:`STALE_STAGING_S` are removed: a running copy writes to its file all
+        the time.
+        """
+        try:
+            fcntl.flock(self._root_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # another export is running here: leave every staging file alone
+            fcntl.flock(self._root_fd, fcntl.LOCK_SH)
+            return []
+        except OSError:
+            return self._sweep(older_than=time.time() - STALE_STAGING_S)
+        try:
+            return self._sweep()
+        finally:
+            # Shared from here on; exports that start now wait for the sweep above to end.
+            fcntl.flock(self._root_fd, fcntl.LOCK_SH)
+
+    def _sweep(self, older_than: float | None = None) -> list[str]:
+        swept = []
+        # fwalk descends from the descriptor it holds and never into a symbolic link.
+        for top, _dirs, names, dir_fd in os.fwalk(".", dir_fd=self._root_fd):
+            for name in names:
+                if not _STAGING.fullmatch(name):
+                    continue
+                with contextlib.suppress(OSError):
+                    st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                    if stat.S_ISREG(st.st_mode) and (older_than is None or st.st_mtime < older_than):
+                        os.unlink(name, dir_fd=dir_fd)
+                        swept.append(os.path.normpath(os.path.join(top, name)))
+        return swept
 
     def _load_manifest(self) -> None:
         try:
-            data = json.loads((self.root / MANIFEST).read_text(encoding="utf-8"))
-            files = data.get("files", {}) if isinstance(data, dict) else {}
-            self._manifest = {k: v for k, v in files.items() if isinstance(v, list) and len(v) == 3}
+            data = json.loads(_read_small(self._root_fd, MANIFEST, 1 << 30).decode("utf-8"))
         except (OSError, ValueError):
-            self._manifest = {}
+            return
+        if isinstance(data, dict):
+            files, info = data.get("files", {}), data.get("info", {})
+            if isinstance(files, dict):
+                self._manifest = {k: v for k, v in files.items() if isinstance(v, list) and len(v) == 3}
+            if isinstance(info, dict):
+                self._sidecars = {k: v for k, v in info.items() if isinstance(v, list) and len(v) == 4}
 
 
 def _main_asset(item: CatalogItem, files: dict[str, str]) -> CommittedAsset:
@@ -574,33 +799,50 @@ def _main_asset(item: CatalogItem, files: dict[str, str]) -> CommittedAsset:
     return exported[0]
 
 
-def _info_name(media: str, template: Template) -> str:
-    """``Title [id].info.json`` beside ``Title [id].mp4``."""
+def _info_name(media: str, template: Template, counter: str = "") -> str:
+    """``Title [id].info.json`` beside ``Title [id].mp4`` (``counter``, e.g. `` (2)``, before ``.info.json``)."""
     head, _, name = media.rpartition("/")
     stem = name.rsplit(".", 1)[0] if template.names_ext_last and "." in name else name
-    info = _cut(stem, MAX_COMPONENT_BYTES - len(".info.json")).rstrip(". ") + ".info.json"
+    tail = counter + INFO_SUFFIX
+    info = _cut(stem, MAX_COMPONENT_BYTES - len(tail.encode())).rstrip(". ") + tail
     return f"{head}/{info}" if head else info
 
 
-def _file_sha256(path: Path) -> str:
+def _last(rel: str) -> str:
+    return rel.rpartition("/")[2]
+
+
+def _staging_name(name: str) -> str:
+    """A hidden name beside ``name`` that :data:`_STAGING` (the sweep) recognises and nothing else has."""
+    return f".{name[:64]}.{uuid.uuid4().hex[:12]}{STAGING_SUFFIX}"
+
+
+def _read_small(parent: int, name: str, limit: int) -> bytes:
+    """Up to ``limit`` bytes of a file (not through a symbolic link)."""
+    with open(os.open(name, os.O_RDONLY | os.O_NOFOLLOW | _CLOEXEC, dir_fd=parent), "rb") as handle:
+        return handle.read(limit)
+
+
+def _file_sha256(parent: int, name: str) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
+    with open(os.open(name, os.O_RDONLY | os.O_NOFOLLOW | _CLOEXEC, dir_fd=parent), "rb") as handle:
         while block := handle.read(READ_CHUNK):
             digest.update(block)
     return digest.hexdigest()
 
 
-def _write_atomically(target: Path, data: bytes) -> None:
-    staging = target.with_name(f".{target.name[:64]}.{uuid.uuid4().hex[:12]}.trawl-tmp")
+def _write_atomically(parent: int, name: str, data: bytes) -> None:
+    staging = _staging_name(name)
     try:
-        with open(staging, "wb") as out:
+        with open(os.open(staging, _NEW_FILE, 0o666, dir_fd=parent), "wb") as out:
             out.write(data)
-        os.replace(staging, target)
+        os.replace(staging, name, src_dir_fd=parent, dst_dir_fd=parent)
     finally:
-        staging.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(staging, dir_fd=parent)
 
 
 __all__ = [
-    "DEFAULT_TEMPLATE", "FIELDS", "LINK_MODES", "ExportStats", "Exporter", "Template", "TemplateError",
+    "DEFAULT_TEMPLATE", "FIELDS", "LINK_MODES", "ExportStats", "Exporter", "Template", "TemplateError", "UnsafeTarget",
     "download_name", "ext_for", "field_values", "info_json", "item_for_key", "safe_component", "upload_date",
 ]

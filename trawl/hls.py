@@ -10,8 +10,10 @@ needs and refuses what trawl cannot download:
   sequence number), and whether a discontinuity precedes it;
 - a live playlist (no ``EXT-X-ENDLIST``), SAMPLE-AES or any other key method is
   :class:`~trawl.errors.UnsupportedUrl`; text that is not a playlist is
-  :class:`~trawl.errors.ParseError`; a playlist of more than :data:`MAX_SEGMENTS` segments is
-  :class:`~trawl.errors.TooLarge`.
+  :class:`~trawl.errors.ParseError`; a playlist of more than :data:`MAX_SEGMENTS` segments or
+  :data:`MAX_KEY_TAGS` distinct keys is :class:`~trawl.errors.TooLarge`; blank and comment lines
+  are dropped before parsing and more than :data:`MAX_PLAYLIST_LINES` other lines is a
+  :class:`~trawl.errors.ParseError` (the parser's work is bounded by the line count).
 
 :class:`Aes128Decryptor` decrypts one segment as it streams (CBC, PKCS#7 padding).
 """
@@ -37,6 +39,13 @@ AES_BLOCK = 16
 MAX_SEGMENTS = 50_000
 # Byte offsets past this cannot be asked for in a Range header a server would honour.
 MAX_BYTE_OFFSET = 2**63
+# Tag and URI lines a playlist may have (blank and comment lines are dropped before counting):
+# room for several tags per segment. The parser spends ~20 string tests on every line, so this
+# bounds its work on a hostile playlist well below a heartbeat timeout.
+MAX_PLAYLIST_LINES = 6 * MAX_SEGMENTS
+# Distinct EXT-X-KEY tags: the parser looks each key and each segment's key up in the list of
+# keys so far, so distinct keys (one IV per segment) cost their square.
+MAX_KEY_TAGS = 2000
 
 
 def is_hls_url(url: str) -> bool:
@@ -148,16 +157,19 @@ def parse_playlist(text: str, url: str) -> MasterPlaylist | MediaPlaylist:
     """Parse a playlist fetched from ``url`` (relative URIs resolve against it).
 
     Raises:
-        ParseError: not an HLS playlist, or a finished one without segments or variants.
+        ParseError: not an HLS playlist, a finished one without segments or variants, more than
+            :data:`MAX_PLAYLIST_LINES` tag and URI lines, or a media sequence that cannot be the
+            IV it stands for.
         UnsupportedUrl: segments encrypted other than with AES-128 (SAMPLE-AES, DRM key formats).
-        TooLarge: more than :data:`MAX_SEGMENTS` segments.
+        TooLarge: more than :data:`MAX_SEGMENTS` segments or :data:`MAX_KEY_TAGS` distinct keys.
     """
     if not text.lstrip("\ufeff \t\r\n").startswith("#EXTM3U"):
         raise ParseError(f"{url}: not an HLS playlist (no #EXTM3U)")
     if (count := text.count("#EXTINF")) > MAX_SEGMENTS:
         raise TooLarge(f"{url}: HLS playlist names {count} segments; trawl downloads at most {MAX_SEGMENTS}")
+    lines = _meaningful_lines(text, url)
     try:
-        parsed = m3u8.loads(text, uri=url)
+        parsed = m3u8.loads("\n".join(lines) + "\n", uri=url)
     except Exception as exc:  # noqa: BLE001 - the parser raises KeyError/ValueError/... on broken tags
         raise ParseError(f"{url}: broken HLS playlist: {type(exc).__name__} {exc}") from None
     if parsed.is_variant:
@@ -166,6 +178,25 @@ def parse_playlist(text: str, url: str) -> MasterPlaylist | MediaPlaylist:
     if not segments and parsed.is_endlist:  # without ENDLIST it is a live playlist not yet started
         raise ParseError(f"{url}: HLS playlist without segments")
     return MediaPlaylist(url, segments, bool(parsed.is_endlist))
+
+
+def _meaningful_lines(text: str, url: str) -> list[str]:
+    """The tag and URI lines of a playlist, stripped: what the parser needs, counted and bounded
+    before it sees them (RFC 8216: blank lines are ignored, ``#`` lines not ``#EXT`` are comments).
+
+    Raises:
+        ParseError: more than :data:`MAX_PLAYLIST_LINES` lines.
+        TooLarge: more than :data:`MAX_KEY_TAGS` distinct keys.
+    """
+    lines = [line for line in map(str.strip, text.lstrip("\ufeff").splitlines())
+             if line and (not line.startswith("#") or line.startswith("#EXT"))]
+    if len(lines) > MAX_PLAYLIST_LINES:
+        raise ParseError(f"{url}: HLS playlist of {len(lines)} tag and URI lines; a playlist of "
+                         f"{MAX_SEGMENTS} segments needs fewer than {MAX_PLAYLIST_LINES}")
+    keys = len({line for line in lines if line.startswith("#EXT-X-KEY")})
+    if keys > MAX_KEY_TAGS:
+        raise TooLarge(f"{url}: HLS playlist names {keys} distinct keys; trawl takes at most {MAX_KEY_TAGS}")
+    return lines
 
 
 def require_vod(playlist: MediaPlaylist) -> MediaPlaylist:
@@ -300,6 +331,8 @@ def _key(key: m3u8.Key | None, sequence: int, where: str) -> Key | None:
 def _iv(value: str | None, sequence: int, where: str) -> bytes:
     """The explicit IV (``0x`` + 32 hex digits), else the media sequence number as 16 bytes."""
     if not value:
+        if not 0 <= sequence < 1 << (8 * AES_BLOCK):
+            raise ParseError(f"{where}: media sequence {sequence} does not fit a 128-bit IV (and no IV is given)")
         return sequence.to_bytes(AES_BLOCK, "big")
     text = value.strip()
     digits = text[2:] if text.lower().startswith("0x") else text

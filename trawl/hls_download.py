@@ -5,7 +5,8 @@ then its media playlist), refused when live, and its segments are appended in or
 asset's ``.part`` file, each verified before the next: the status (200, or a 206 whose
 ``Content-Range`` is the ``EXT-X-BYTERANGE`` asked for), the length (``Content-Length`` or the
 byte range, all of it), and the first bytes (MPEG-TS sync bytes, fMP4 boxes; never an HTML or
-JSON page). An ``EXT-X-MAP`` init section is written before the first segment that needs it;
+JSON page, nor an ID3 tag: packed-audio segments are refused, as ID3 is also how a playlist text
+passes a sniffer). An ``EXT-X-MAP`` init section is written before the first segment that needs it;
 AES-128 segments are decrypted as they stream, with the key fetched once per attempt through
 the same client (keys are never written down).
 
@@ -23,7 +24,9 @@ which resumes from that segment. A segment that answers 404/410 is
 No segment is ever skipped.
 
 When every segment is in, the file is remuxed to MP4 with ``ffmpeg -c copy`` if ffmpeg was
-given and manages; otherwise the concatenation (MPEG-TS, or fragmented MP4) is the result.
+given and manages; otherwise the concatenation (MPEG-TS, or fragmented MP4) is the result. ffmpeg
+is named the input's demuxer (``mpegts`` or ``mp4``, from the file's first bytes) and may open
+that one file only (:func:`trawl.sniff.ffmpeg_input`); its stderr is drained as it runs.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import hashlib
 import json
 import os
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, fields
@@ -70,7 +74,7 @@ from trawl.hls import (
 from trawl.logs import get_logger
 from trawl.platforms.base import read_limited
 from trawl.ranges import parse_content_range
-from trawl.sniff import SNIFF_BYTES, sniff
+from trawl.sniff import SNIFF_BYTES, ffmpeg_input, sniff
 from trawl.throttle import Throttle
 
 log = get_logger("trawl.hls")
@@ -236,24 +240,28 @@ class HlsDownloader:
         raise next((f for f in failures if isinstance(f, UrlExpired)), failures[0])
 
     # -- playlists -------------------------------------------------------------------------
-    def media_playlist(self, url: str, headers: dict[str, str], signed: bool = False) -> MediaPlaylist:
+    def media_playlist(self, url: str, headers: dict[str, str], signed: bool = False,
+                       state: HlsState | None = None) -> MediaPlaylist:
         """The VOD media playlist behind ``url`` (through the chosen variant of a master).
 
         ``signed``: the playlist worked before (a resumed download), so a 403/410 means its
-        signature expired.
+        signature expired. ``state``: heartbeated before each playlist is parsed.
         """
-        playlist = self._playlist(url, headers, signed)
+        playlist = self._playlist(url, headers, signed, state)
         if isinstance(playlist, MasterPlaylist):
             variant = choose_variant(playlist.variants, self.quality)
-            playlist = self._playlist(variant.url, headers, signed)
+            playlist = self._playlist(variant.url, headers, signed, state)
             if isinstance(playlist, MasterPlaylist):
                 raise ParseError(f"{variant.url}: a master playlist names another master playlist")
         return require_vod(playlist)
 
-    def _playlist(self, url: str, headers: dict[str, str], signed: bool) -> MasterPlaylist | MediaPlaylist:
+    def _playlist(self, url: str, headers: dict[str, str], signed: bool,
+                  state: HlsState | None) -> MasterPlaylist | MediaPlaylist:
         with self.client.stream("GET", url, headers=headers) as resp:
             body = self._read_small(resp, MAX_PLAYLIST_BYTES, url, "playlist", signed)
             final_url = str(resp.url)
+        if state is not None:  # a playlist at its caps takes seconds to parse
+            self._beat(state, force=True)
         return parse_playlist(body.decode("utf-8", "replace"), final_url)
 
     def _key(self, url: str, headers: dict[str, str], signed: bool) -> bytes:
@@ -290,7 +298,7 @@ class HlsDownloader:
 
     def _attempt(self, url: str, part: Path, headers: dict[str, str], state: HlsState) -> DownloadOutcome:
         headers.setdefault("Accept-Encoding", "identity")
-        playlist = self.media_playlist(url, headers, signed=state.offset > 0)
+        playlist = self.media_playlist(url, headers, signed=state.offset > 0, state=state)
         segments = playlist.segments
         if playlist.least_bytes > self.max_file_size:
             raise _StreamTooLarge(f"{playlist.url}: the HLS byte ranges add up to {playlist.least_bytes} bytes, over "
@@ -454,15 +462,28 @@ class HlsDownloader:
                                resumed_from, transferred)
 
     def _remux(self, src: Path, out: Path, state: HlsState) -> bool:
-        """``ffmpeg -c copy`` the concatenation into MP4, heartbeating; False keeps the concatenation."""
+        """``ffmpeg -c copy`` the concatenation into MP4, heartbeating; False keeps the concatenation.
+
+        ffmpeg is told the concatenation's format (MPEG-TS or MP4, from its first bytes; anything
+        else is not remuxed) and may open that one file only: probing could take segment bytes
+        for a playlist and open the files and URLs it names (see :func:`trawl.sniff.ffmpeg_input`).
+        """
+        with open(src, "rb") as head_of:
+            head = head_of.read(SNIFF_BYTES)
+        fmt = _concatenation_format(head)
+        if fmt is None:
+            log.warning("hls remux skipped: the segments are neither MPEG-TS nor MP4; keeping them as they are",
+                        head=head[:8].hex())
+            return False
         tmp = out.with_name(out.name + ".tmp")
-        cmd = [self.ffmpeg or "ffmpeg", "-y", "-nostdin", "-v", "error", "-i", str(src), "-map", "0:v?", "-map",
-               "0:a?", "-c", "copy", "-f", "mp4", str(tmp)]
+        cmd = [self.ffmpeg or "ffmpeg", "-y", "-nostdin", "-v", "error", *ffmpeg_input(src, fmt), "-map", "0:v?",
+               "-map", "0:a?", "-c", "copy", "-f", "mp4", f"file:{tmp}"]
         try:
             proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         except OSError as exc:
             log.warning("hls remux failed", error=str(exc))
             return False
+        stderr = _Tail(proc.stderr)  # drained as ffmpeg writes: a full pipe would block it
         deadline = time.monotonic() + self.remux_timeout
         try:
             while True:
@@ -482,10 +503,8 @@ class HlsDownloader:
                         log.warning("hls remux timed out; keeping the segments as they are",
                                     timeout=self.remux_timeout)
                         return False
-            errors = proc.stderr.read().decode("utf-8", "replace") if proc.stderr else ""
         finally:
-            if proc.stderr:
-                proc.stderr.close()
+            errors = stderr.close()
         if proc.returncode != 0 or not tmp.is_file() or tmp.stat().st_size == 0:
             log.warning("hls remux failed; keeping the segments as they are", error=errors[-500:],
                         returncode=proc.returncode)
@@ -559,12 +578,55 @@ class _HeadCheck:
         found = sniff(head)
         if found in ("html", "json"):
             raise ContentCorrupt(f"HLS {self.where}: the answer is an {found.upper()} page, not media")
-        if head[4:8] in _FMP4_BOXES or found in ("mp4", "m4a", "mp3"):
+        if head[4:8] in _FMP4_BOXES or found in ("mp4", "m4a"):
             return
         if not self.fmp4 and head[:1] == b"\x47" and (len(head) < 189 or head[188] == 0x47):
             return
         kind = "fMP4" if self.fmp4 else "MPEG-TS"
+        if head.startswith(b"ID3"):
+            # Packed audio (ID3-tagged AAC/MP3 segments) is not downloaded: its remux would need
+            # ffmpeg to probe, and an ID3 tag is also how a playlist text gets past a sniffer.
+            raise ContentCorrupt(f"HLS {self.where}: the answer starts with an ID3 tag (packed audio), not {kind}")
         raise ContentCorrupt(f"HLS {self.where}: the answer is not {kind} (starts {head[:8].hex()})")
+
+
+def _concatenation_format(head: bytes) -> str | None:
+    """The ffmpeg demuxer for a concatenation of segments, by its first bytes: ``mpegts``,
+    ``mp4`` (fMP4 or MP4 boxes), or None for anything else."""
+    if head[:1] == b"\x47" and (len(head) < 189 or head[188] == 0x47):
+        return "mpegts"
+    if head[4:8] in _FMP4_BOXES or sniff(head) in ("mp4", "m4a", "mov"):
+        return "mp4"
+    return None
+
+
+class _Tail:
+    """Reads a pipe on a thread as it fills, keeping its last :data:`KEEP` bytes."""
+
+    KEEP = 4096
+
+    def __init__(self, pipe: BinaryIO | None) -> None:
+        self.pipe = pipe
+        self.kept = bytearray()
+        self.thread = threading.Thread(target=self._drain, name="ffmpeg-stderr", daemon=True)
+        if pipe is not None:
+            self.thread.start()
+
+    def _drain(self) -> None:
+        assert self.pipe is not None
+        for chunk in iter(lambda: self.pipe.read1(65536), b""):  # type: ignore[union-attr]
+            self.kept += chunk
+            del self.kept[:-self.KEEP]
+
+    def close(self) -> str:
+        """What was kept, once the writer has gone (or after a few seconds, should a child of the
+        writer still hold the pipe open)."""
+        if self.pipe is None:
+            return ""
+        self.thread.join(timeout=5)
+        if not self.thread.is_alive():  # else the thread still reads it; it closes when collected
+            self.pipe.close()
+        return self.kept.decode("utf-8", "replace")
 
 
 def _limited(chunks: Iterator[bytes], limit: int) -> Iterator[bytes]:

@@ -6,6 +6,11 @@ is opened to a checked address. So whatever route httpx picks for a request (dir
 ``net.proxy``, through ``HTTP(S)_PROXY``, or direct again because ``NO_PROXY`` lists the host),
 the connection actually made is to an allowed address, and a name cannot resolve differently
 between the check and the connect (DNS rebinding).
+
+On a proxied route that connection is to the proxy, which then reaches the target for us; so
+each request a proxy would carry is checked first, on its URL's host
+(:func:`trawl.netguard.check_proxied_target`), every hop of a redirect included. What the proxy
+resolves a name to is beyond trawl's sight: rebinding at the proxy is the proxy's to refuse.
 """
 
 from __future__ import annotations
@@ -18,8 +23,11 @@ import httpcore
 import httpx
 
 from trawl.errors import BlockedAddress
-from trawl.netguard import check_address, check_host
-from trawl.settings import NetSettings
+from trawl.netguard import check_address, check_host, check_proxied_target
+from trawl.settings import DEFAULT_MAX_CONNECTIONS, NetSettings
+
+# Idle connections kept open for reuse; the rest of the pool closes once its request is done.
+MAX_KEEPALIVE_CONNECTIONS = 16
 
 
 def proxy_url(net: NetSettings) -> str | None:
@@ -76,6 +84,42 @@ class GuardedBackend(httpcore.NetworkBackend):
         self._inner.sleep(seconds)
 
 
+class ProxiedTargetGuard(httpx.BaseTransport):
+    """A proxy's transport that first refuses targets the guard would refuse on a direct route."""
+
+    def __init__(self, inner: httpx.BaseTransport, allowed_networks: tuple[str, ...]) -> None:
+        self.inner = inner
+        self._allowed = allowed_networks
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        check_proxied_target(url.host, url.port or (443 if url.scheme == "https" else 80),
+                             allowed_networks=self._allowed)
+        return self.inner.handle_request(request)
+
+    def __enter__(self) -> ProxiedTargetGuard:
+        self.inner.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.inner.__exit__(*exc)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def guard_proxied_targets(client: httpx.Client, allowed_networks: tuple[str, ...]) -> None:
+    """Check the target of every request ``client`` would hand to a proxy before it is handed over.
+
+    httpx keeps a proxy's transport in ``_mounts`` (a ``None`` there sends the matching hosts
+    direct, to the already guarded default transport); the client was built without mounts of
+    its own, so every transport there is a proxy's.
+    """
+    for pattern, transport in client._mounts.items():
+        if transport is not None:
+            client._mounts[pattern] = ProxiedTargetGuard(transport, allowed_networks)
+
+
 def guard_connections(client: httpx.Client, backend: httpcore.NetworkBackend) -> None:
     """Route every connection of ``client``, on every transport httpx may pick, through ``backend``.
 
@@ -93,6 +137,10 @@ def guard_connections(client: httpx.Client, backend: httpcore.NetworkBackend) ->
 
 def make_client(net: NetSettings) -> httpx.Client:
     """A synchronous client with timeouts, redirects bounded and every connection checked by the guard.
+
+    Its pool holds ``net.max_connections`` connections (0, a NetSettings made outside
+    :class:`~trawl.settings.Settings`: the default worker's figure); a request that finds none free
+    within ``net.connect_timeout`` fails with httpx's PoolTimeout.
 
     Raises:
         BlockedAddress: the configured proxy's own address is refused (said before anything runs).
@@ -118,10 +166,12 @@ def make_client(net: NetSettings) -> httpx.Client:
         follow_redirects=True,
         max_redirects=net.max_redirects,
         headers={"User-Agent": net.user_agent},
-        limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
+        limits=httpx.Limits(max_connections=net.max_connections or DEFAULT_MAX_CONNECTIONS,
+                            max_keepalive_connections=MAX_KEEPALIVE_CONNECTIONS),
         proxy=net.proxy or None,
         verify=net.ca_bundle or True,
     )
     if not net.allow_private:
         guard_connections(client, GuardedBackend(allowed))
+        guard_proxied_targets(client, allowed)
     return client

@@ -4,12 +4,21 @@ A crawler follows URLs that strangers hand it; by default it refuses loopback, p
 link-local, multicast, reserved and unspecified addresses so a page cannot point it at the
 machine it runs on or the network behind it. ``net.allow_private`` lifts that (the simulator
 runs on loopback, so the demo and tests set it).
+
+Behind a proxy trawl never connects to the target itself, so :func:`check_proxied_target`
+decides on the URL's host before the request is handed over: an address literal is judged as
+it stands, a name by what the local resolver answers. A name the local resolver does not know
+is handed over (a proxy that resolves for a network without its own DNS is the usual reason
+to have one); where the proxy's resolver answers differently from the local one, the proxy's
+answer is for the proxy to police.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import socket
+from collections.abc import Callable
+from typing import Any
 
 from trawl.errors import BlockedAddress, NetworkError
 
@@ -67,3 +76,32 @@ def check_host(host: str, port: int, *, allow_private: bool, allowed_networks: t
         raise NetworkError(f"cannot resolve {host!r}: {exc.strerror}") from None
     for info in infos:
         check_address(host, info[4][0], allow_private=False, allowed_networks=allowed_networks)
+
+
+def check_proxied_target(host: str, port: int, *, allowed_networks: tuple[str, ...] = (),
+                         resolve: Callable[..., list[Any]] | None = None) -> None:
+    """Refuse a target before a request for it is handed to a proxy.
+
+    The same rule as a direct connection: an address literal outside the allowed ones, or a name
+    any of whose local answers is, is refused (a name that also points inward is refused whole,
+    so a resolver's answer order cannot decide it). A name that does not resolve locally passes:
+    only the proxy can resolve it. ``resolve`` defaults to :func:`socket.getaddrinfo`, looked up at
+    each call (tests inject theirs).
+
+    Raises:
+        BlockedAddress: naming the host and the refused address.
+    """
+    label = f"{host} (for the proxy)"
+    try:
+        ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        pass
+    else:
+        check_address(label, host, allow_private=False, allowed_networks=allowed_networks)
+        return
+    try:
+        infos = (resolve or socket.getaddrinfo)(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError):
+        return
+    for info in infos:
+        check_address(label, str(info[4][0]), allow_private=False, allowed_networks=allowed_networks)

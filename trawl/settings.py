@@ -127,6 +127,10 @@ class NetSettings(_Section):
     max_redirects: int = Field(default=10, ge=0, le=50)
     # Largest HTML/JSON page a resolver reads.
     max_page_bytes: ByteSize = Field(default=5 * MiB, gt=0)
+    # Connections the process's one HTTP client may hold at once, over every download, segment
+    # and fetch. 0: derived from the worker's slots (see derived_max_connections). A request that
+    # finds none free within connect_timeout fails as network_timeout naming this setting.
+    max_connections: int = Field(default=0, ge=0)
 
 
     @field_validator("allowed_networks")
@@ -200,14 +204,43 @@ class WorkerSettings(_Section):
     local_schedule_to_start: Duration = timedelta(minutes=2)
 
 
+# Fetch activities a worker process runs at once on each enabled platform's queue
+# (workers.main's FETCH_CONCURRENCY); counted here to size the HTTP pool.
+FETCH_SLOTS_PER_PLATFORM = 8
+
+
+def derived_max_connections(worker: WorkerSettings, download: DownloadSettings,
+                            platforms: PlatformsSettings) -> int:
+    """The connections a worker process can have open at once when all its slots are busy.
+
+    Downloads run on two queues (the shared one and this host's), each with
+    ``max_concurrent_activities`` slots; each download may hold its most segments' worth of
+    connections (one under ``limit_rate``); each enabled platform adds its fetch slots.
+    """
+    most_segments = 1 if download.limit_rate else max([download.segments, *download.segments_by_platform.values()])
+    enabled = sum(1 for name in type(platforms).model_fields if getattr(platforms, name).enabled)
+    return 2 * worker.max_concurrent_activities * most_segments + FETCH_SLOTS_PER_PLATFORM * enabled
+
+
 class ApiSettings(_Section):
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
-    # Bearer token for every mutating endpoint; required when the API binds a non-loopback address.
+    # Bearer token for every endpoint but /healthz and the docs; required when the API binds a
+    # non-loopback address.
     token: str = ""
+    # A second bearer token that may read (GET) and change nothing (403); needs token.
+    read_token: str = ""
     max_body_bytes: ByteSize = Field(default=1024 * 1024, gt=0)
     # Requests per minute per token (per client address without one); 0 turns the limit off.
     requests_per_minute: int = Field(default=600, ge=0)
+
+    @model_validator(mode="after")
+    def _read_token_beside_token(self) -> ApiSettings:
+        if self.read_token and not self.token:
+            raise ValueError("read_token needs token: set api.token (TRAWL_API__TOKEN) too")
+        if self.read_token and self.read_token == self.token:
+            raise ValueError("read_token must differ from token")
+        return self
 
 
 class StageRetry(_Section):
@@ -409,6 +442,15 @@ class Settings(BaseSettings):
     api: ApiSettings = ApiSettings()
     export: ExportSettings = ExportSettings()
 
+    @model_validator(mode="after")
+    def _derive_max_connections(self) -> Settings:
+        # The pool is sized where the worker's slots are known, so every make_client(settings.net)
+        # gets it; a copy, since the default NetSettings instance may be shared.
+        if self.net.max_connections == 0:
+            self.net = self.net.model_copy(
+                update={"max_connections": derived_max_connections(self.worker, self.download, self.platforms)})
+        return self
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -443,6 +485,11 @@ class Settings(BaseSettings):
     @property
     def temporal_db(self) -> Path:
         return self.data_dir / "temporal.db"
+
+
+# The pool of a client whose NetSettings were made on their own (net.max_connections 0 outside
+# Settings): what the default worker would get.
+DEFAULT_MAX_CONNECTIONS = derived_max_connections(WorkerSettings(), DownloadSettings(), PlatformsSettings())
 
 
 def config_file() -> Path:

@@ -20,6 +20,29 @@ MIME_BY_TYPE = {
 }
 
 
+# The ffmpeg demuxer that reads each sniffed type; a type without one is never handed to ffmpeg.
+# None of them opens another input (mov's external data references stay off, see ffmpeg_input).
+FFMPEG_DEMUXERS = {
+    "mp4": "mp4", "m4a": "mp4", "mov": "mp4", "webm": "matroska", "flv": "flv", "mpegts": "mpegts",
+    "ogg": "ogg", "mp3": "mp3", "flac": "flac", "wav": "wav",
+}
+
+
+def ffmpeg_input(path: object, demuxer: str) -> list[str]:
+    """ffmpeg (or ffprobe) options that read ``path`` with ``demuxer`` and nothing else.
+
+    Left to probe, ffmpeg takes bytes it is handed for whatever format scores best: after an ID3
+    tag an HLS playlist or an ffconcat list, whose demuxers open the local files and URLs the
+    text names. So the demuxer is named (no probing), ``file`` is the only protocol (no
+    ``data:``, ``http:`` ...; the path is given as a ``file:`` URL so a colon in it is not taken
+    for another protocol), and the MP4 demuxer's external data references are kept off.
+    """
+    options = ["-protocol_whitelist", "file", "-f", demuxer]
+    if demuxer == "mp4":
+        options += ["-enable_drefs", "0"]
+    return [*options, "-i", f"file:{path}"]
+
+
 def sniff(head: bytes) -> str:
     """Name the format of a file from its first bytes (at least :data:`SNIFF_BYTES` when available).
 

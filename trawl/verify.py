@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trawl.errors import ContentCorrupt
-from trawl.sniff import MIME_BY_TYPE, SNIFF_BYTES, matches_kind, sniff
+from trawl.sniff import FFMPEG_DEMUXERS, MIME_BY_TYPE, SNIFF_BYTES, ffmpeg_input, matches_kind, sniff
 
 READ_CHUNK = 1 << 20
 
@@ -36,8 +36,8 @@ def verify_file(
     Checks, in order: the file exists with the size the download reported (and the size the
     server or platform announced), its sha256 recomputed from disk equals the streamed one (only
     when ``rehash``), the platform's md5 when given, its first bytes are a format fitting
-    ``kind``, and, when ffprobe is installed and reads the file, its duration is within
-    tolerance of the platform's.
+    ``kind``, and, when ffprobe is installed and reads the file (as the format sniffed, opening
+    nothing else), its duration is within tolerance of the platform's.
 
     Without ``rehash`` the whole file is read only for a platform md5: the sha256 hashed while
     streaming is of the very bytes written, the commit fsyncs them and checks the size, and
@@ -76,7 +76,7 @@ def verify_file(
     if not matches_kind(kind_found, kind):
         raise ContentCorrupt(f"{path.name}: content is {kind_found}, expected a {kind} file")
     if expected_duration and kind in ("video", "audio"):
-        actual = probe_duration(path)
+        actual = probe_duration(path, kind_found)
         if actual is not None and abs(actual - expected_duration) > duration_tolerance(expected_duration):
             raise ContentCorrupt(f"{path.name}: lasts {actual:.1f} s, the platform says {expected_duration:.1f} s")
     return Verified(kind_found, mime_of(kind_found, kind))
@@ -99,14 +99,20 @@ def duration_tolerance(expected: float) -> float:
     return max(2.0, expected * 0.05)
 
 
-def probe_duration(path: Path) -> float | None:
-    """The container's duration by ffprobe, or None when ffprobe is absent or cannot read the file."""
+def probe_duration(path: Path, sniffed: str) -> float | None:
+    """The container's duration by ffprobe, or None when ffprobe is absent or cannot read the file.
+
+    ffprobe reads the file as ``sniffed`` (a :func:`~trawl.sniff.sniff` type) and opens nothing
+    else (:func:`~trawl.sniff.ffmpeg_input`); a type ffmpeg has no demuxer for is not probed.
+    """
     ffprobe = shutil.which("ffprobe")
-    if ffprobe is None:
+    demuxer = FFMPEG_DEMUXERS.get(sniffed)
+    if ffprobe is None or demuxer is None:
         return None
     try:
         done = subprocess.run(
-            [ffprobe, "-v", "error", "-show_entries", "format=duration", "-of", "default=nw=1:nk=1", str(path)],
+            [ffprobe, "-v", "error", "-show_entries", "format=duration", "-of", "default=nw=1:nk=1",
+             *ffmpeg_input(path, demuxer)],
             capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None

@@ -31,7 +31,7 @@ from trawl.http import make_client
 from trawl.logs import default_worker_name
 from trawl.platforms.base import ResolveContext
 from trawl.platforms.registry import Registry, build_registry
-from trawl.settings import Settings
+from trawl.settings import FETCH_SLOTS_PER_PLATFORM, Settings
 from trawl.storage.blobs import open_blob_store
 from workers.cleanup import clean_periodically
 from workers.interceptors import ObservingInterceptor
@@ -39,7 +39,7 @@ from workflows.crawl import CrawlWorkflow
 from workflows.media_item import MediaItemWorkflow
 from workflows.policies import download_queue, fetch_queue, host_queue, join_queue, workflow_queue
 
-FETCH_CONCURRENCY = 8
+FETCH_CONCURRENCY = FETCH_SLOTS_PER_PLATFORM  # the HTTP pool (net.max_connections) is sized for these
 JOIN_SLOTS = 1000
 CORE_LOGGER = "temporalio.core"
 

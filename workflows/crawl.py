@@ -3,7 +3,8 @@
 Children are started with parent close policy ABANDON, so continue-as-new (when the history
 grows large) does not end them: the items in flight are carried in the state and the next run
 waits for them through the ``join_item`` activity, as it does for an item another crawl or a
-CLI command already runs.
+CLI command already runs. A crawl pauses, resumes and cancels only the items it started; an
+item it joined belongs to whoever started it and is only waited for.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from temporalio.workflow import ParentClosePolicy
 with workflow.unsafe.imports_passed_through():
     from activities.crawl import CrawlActivities, CrawlItem, ExpandInput, JoinInput, JoinResult
     from trawl.models import MoreItem
-    from workflows.media_item import CRAWL_ID, CRAWL_MORE_ITEMS, OUTCOME, MediaItemWorkflow
+    from workflows.media_item import CRAWL_ID, CRAWL_MORE_ITEMS, CRAWL_STEERS_OWN_ITEMS, OUTCOME, MediaItemWorkflow
     # Imported here, not only through media_item, so the sandbox knows the module that decodes
     # the items' results (their field types are looked up in it).
     from workflows.models import ItemInput
@@ -41,6 +42,8 @@ class CrawlState:
     cancelled: bool = False
     source_expanded: bool = False
     runs: int = 1
+    # Items in flight that another crawl or command started: this crawl only waits for them.
+    joined: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -77,6 +80,8 @@ class CrawlWorkflow:
         self._items: dict[str, CrawlItem] = {}
         self._finished_at: str | None = None
         self._starting = 0  # child starts not yet confirmed by the server
+        self._joined: set[str] = set()  # running items this crawl did not start
+        self._unconfirmed: set[str] = set()  # items whose start the server has not answered yet
 
     # -- signals and queries ---------------------------------------------------------------
     @workflow.signal
@@ -86,7 +91,7 @@ class CrawlWorkflow:
 
     @workflow.signal
     async def pause(self) -> None:
-        """Start no new items; pause the running ones (their downloads keep their bytes)."""
+        """Start no new items; pause the running ones it started (their downloads keep their bytes)."""
         self._state.paused = True
         await self._signal_running("pause")
 
@@ -97,7 +102,8 @@ class CrawlWorkflow:
 
     @workflow.signal
     def cancel(self) -> None:
-        """Cancel the running items (their partial files are removed) and drop the queued ones."""
+        """Cancel the running items it started (their partial files are removed), stop waiting for
+        the ones it joined, and drop the queued ones."""
         self._state.cancelled = True
 
     @workflow.query
@@ -127,9 +133,10 @@ class CrawlWorkflow:
         state = self._state
         if inp.source and not state.source_expanded:
             await self._expand(inp.source)
+        self._joined = set(state.joined)
         for item in state.in_flight:
             self._track(item, self._join(item))
-        state.in_flight = []
+        state.in_flight, state.joined = [], []
         try:
             await self._loop()
         except asyncio.CancelledError:
@@ -180,6 +187,7 @@ class CrawlWorkflow:
         # on without us (ABANDON) and the next run joins them.
         await workflow.wait_condition(lambda: workflow.all_handlers_finished() and self._starting == 0)
         self._state.in_flight = [self._items[wid] for wid in self._running]
+        self._state.joined = [wid for wid in self._running if wid in self._joined]
         workflow.continue_as_new(CrawlInput(
             source=self._inp.source, concurrency=self._inp.concurrency, options=self._inp.options,
             history_limit=self._inp.history_limit, state=self._state))
@@ -187,7 +195,8 @@ class CrawlWorkflow:
     async def _expand(self, source: str) -> None:
         try:
             expanded = await workflow.execute_activity_method(
-                CrawlActivities.expand_source, ExpandInput(source),
+                CrawlActivities.expand_source,
+                ExpandInput(source, stage_attempts=self._inp.options.fetch.maximum_attempts),
                 task_queue=self._inp.options.download_queue,
                 start_to_close_timeout=timedelta(minutes=10),
                 heartbeat_timeout=timedelta(seconds=self._inp.options.heartbeat_timeout_s),
@@ -209,7 +218,8 @@ class CrawlWorkflow:
         task = asyncio.create_task(work)
         self._running[item.workflow_id] = task
         task.add_done_callback(lambda _: (self._running.pop(item.workflow_id, None),
-                                          self._items.pop(item.workflow_id, None)))
+                                          self._items.pop(item.workflow_id, None),
+                                          self._joined.discard(item.workflow_id)))
 
     def _count(self, outcome: str, size: int) -> None:
         """One URL's outcome; ``bytes`` counts what was downloaded (a duplicate's stored size is not)."""
@@ -230,6 +240,7 @@ class CrawlWorkflow:
     async def _child(self, item: CrawlItem) -> None:
         options = self._inp.options
         self._starting += 1
+        self._unconfirmed.add(item.workflow_id)
         try:
             handle = await workflow.start_child_workflow(
                 MediaItemWorkflow.run,
@@ -242,9 +253,18 @@ class CrawlWorkflow:
             )
         except WorkflowAlreadyStartedError:
             self._starting -= 1
-            await self._join(item)  # another crawl or command runs this item: wait for it
+            self._unconfirmed.discard(item.workflow_id)
+            self._joined.add(item.workflow_id)  # another crawl or command runs it: wait, never steer
+            if self._state.cancelled and workflow.patched(CRAWL_STEERS_OWN_ITEMS):
+                self._count("cancelled", 0)  # cancelled while asking: nothing of ours to wait for
+                return
+            await self._join(item)
             return
         self._starting -= 1
+        self._unconfirmed.discard(item.workflow_id)
+        if (self._state.cancelled or self._state.paused) and workflow.patched(CRAWL_STEERS_OWN_ITEMS):
+            # Steered while the start was in flight: the item missed the signal, so it gets it now.
+            await self._steer(item.workflow_id, "cancel" if self._state.cancelled else "pause")
         try:
             result = await handle
         except ChildWorkflowError as err:
@@ -279,27 +299,45 @@ class CrawlWorkflow:
         except ActivityError:
             self._count("cancelled" if self._state.cancelled else "failed", 0)
             return
+        except asyncio.CancelledError:
+            # This crawl was cancelled and stopped waiting for an item it did not start; the item
+            # goes on for whoever started it.
+            self._count("cancelled", 0)
+            return
         if joined.outcome == "missing":  # never started (or already deleted): start it again
             self._state.pending.insert(0, item)
             return
         self._count(joined.outcome, joined.bytes)
 
+    def _steered(self) -> list[str]:
+        """The running items this crawl pauses, resumes and cancels: those it started (an item
+        whose start is still unanswered is steered once the answer comes, in :meth:`_child`)."""
+        if not workflow.patched(CRAWL_STEERS_OWN_ITEMS):
+            return list(self._running)  # runs that steered every item keep doing so on replay
+        return [wid for wid in self._running if wid not in self._joined and wid not in self._unconfirmed]
+
+    async def _steer(self, wid: str, name: str) -> None:
+        """Signal ``name`` to one item, or cancel it (``cancel``); an item that just finished cannot be."""
+        try:
+            external = workflow.get_external_workflow_handle(wid)
+            await (external.cancel() if name == "cancel" else external.signal(name))
+        except Exception:  # noqa: BLE001 - already finished
+            workflow.logger.info(f"could not {name} {wid}")
+
     async def _signal_running(self, name: str) -> None:
-        for wid in list(self._running):
-            try:
-                await workflow.get_external_workflow_handle(wid).signal(name)
-            except Exception:  # noqa: BLE001 - an item that just finished cannot be signalled
-                workflow.logger.info(f"could not {name} {wid}")
+        for wid in self._steered():
+            await self._steer(wid, name)
 
     async def _cancel_all(self) -> None:
         # Every URL is counted once: those never started count as not_started.
         for _ in self._state.pending:
             self._count("not_started", 0)
         self._state.pending.clear()
+        steered = self._steered()
         for wid, task in list(self._running.items()):
-            try:
-                await workflow.get_external_workflow_handle(wid).cancel()
-            except Exception:  # noqa: BLE001 - already finished
-                workflow.logger.info(f"could not cancel {wid}")
+            if wid in steered:
+                await self._steer(wid, "cancel")
+            elif wid in self._joined:
+                task.cancel()  # stop waiting for an item someone else started; it goes on
         if self._running:
             await workflow.wait(list(self._running.values()))

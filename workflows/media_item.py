@@ -53,6 +53,8 @@ OPTIONAL_THUMBNAILS = "optional-thumbnails"
 # A crawl queues the other items a finished item stands for (parts 2..N of a video).
 CRAWL_MORE_ITEMS = "crawl-more-items"
 SMALL_ITEM_ONE_ACTIVITY = "small-item-one-activity"
+# A crawl pauses, resumes and cancels only the items it started; one it joined is only waited for.
+CRAWL_STEERS_OWN_ITEMS = "crawl-steers-own-items"
 MiB = 1024 * 1024
 SMALL_ITEM = "*"  # the one activity of a small item, among the running downloads (by asset name)
 T = TypeVar("T")
@@ -209,7 +211,7 @@ class MediaItemWorkflow:
             task = workflow.start_activity_method(
                 SmallItemActivities.small_item,
                 SmallItemInput(workflow.info().workflow_id, self._inp.url, resolved, self._opts.quality,
-                               self._opts.limit_rate),
+                               self._opts.limit_rate, stage_attempts=self._opts.download.maximum_attempts),
                 task_queue=self._opts.download_queue,
                 start_to_close_timeout=self._opts.download.start_to_close,
                 schedule_to_close_timeout=self._opts.download.schedule_to_close,
@@ -297,7 +299,7 @@ class MediaItemWorkflow:
         try:
             return await workflow.execute_activity_method(
                 CommitActivities.commit,
-                CommitInput(wid, self._inp.url, resolved, files),
+                CommitInput(wid, self._inp.url, resolved, files, stage_attempts=self._opts.commit.maximum_attempts),
                 start_to_close_timeout=self._opts.commit.start_to_close,
                 schedule_to_close_timeout=self._opts.commit.schedule_to_close,
                 heartbeat_timeout=self._heartbeat_timeout,
@@ -315,7 +317,7 @@ class MediaItemWorkflow:
             return await workflow.execute_activity_method(
                 FetchActivities.fetch,
                 FetchInput(self._inp.url, workflow.info().workflow_id, self._inp.platform, fresh_urls,
-                           self._opts.quality),
+                           self._opts.quality, stage_attempts=self._opts.fetch.maximum_attempts),
                 task_queue=self._opts.fetch_queue(self._inp.platform),
                 start_to_close_timeout=self._opts.fetch.start_to_close,
                 schedule_to_close_timeout=self._opts.fetch.schedule_to_close,
@@ -377,7 +379,8 @@ class MediaItemWorkflow:
             try:
                 verified = await workflow.execute_activity_method(
                     VerifyActivities.verify,
-                    VerifyInput(asset, download, resolved.platform, resolved.canonical_url, resolved.duration),
+                    VerifyInput(asset, download, resolved.platform, resolved.canonical_url, resolved.duration,
+                                stage_attempts=self._opts.verify.maximum_attempts),
                     start_to_close_timeout=self._opts.verify.start_to_close,
                     schedule_to_close_timeout=self._opts.verify.schedule_to_close,
                     heartbeat_timeout=self._heartbeat_timeout,
@@ -419,7 +422,7 @@ class MediaItemWorkflow:
         task = workflow.start_activity_method(
             DownloadActivities.download,
             DownloadInput(workflow.info().workflow_id, asset, resolved.platform, resolved.canonical_url,
-                          self._opts.quality, self._opts.limit_rate),
+                          self._opts.quality, self._opts.limit_rate, stage_attempts=self._opts.download.maximum_attempts),
             start_to_close_timeout=self._opts.download.start_to_close,
             schedule_to_close_timeout=self._opts.download.schedule_to_close,
             heartbeat_timeout=self._heartbeat_timeout,

@@ -1,10 +1,15 @@
 """The HTTP API: jobs (TaskCrawler-compatible), crawls and the catalog, over Temporal.
 
-Run with ``trawl api``; docs at ``/docs`` and ``/redoc``, served with no internet. Every mutating
-endpoint needs ``Authorization: Bearer <api.token>`` when a token is set, and a token is required
-whenever the API listens on a non-loopback address. A wrong token is 401 on any endpoint. Every
-request, reads included, is rate limited: per token when it carries the right one, per client
-address otherwise (``starter.limits.RateLimit``).
+Run with ``trawl api``; docs at ``/docs`` and ``/redoc``, served with no internet. With ``api.token``
+set, every endpoint but ``/healthz`` and the docs (``OPEN_PATHS``) needs ``Authorization: Bearer
+<api.token>``, reads included; ``api.read_token``, when set, is enough for reads (``GET``) and is
+403 on the rest. Without a token the API answers anyone who reaches it, so it refuses to listen
+beyond loopback (``starter.binding``, applied by ``trawl api``, ``trawl up`` and ``serve_api``). A
+wrong token is 401 on any endpoint. Every request is rate limited: per token when it carries a
+right one, per client address otherwise (``starter.limits.RateLimit``, which checks the token too).
+
+The catalog blocks (SQLAlchemy): its calls run in threads (``ApiState.in_catalog``), never on the
+event loop, which ``trawl up`` shares with the worker; its engine bounds every connect and query.
 
 One router per resource: ``jobs``, ``crawls``, ``items`` (the catalog), ``watches``, ``health``; ``docs``
 serves the documentation pages, ``errors`` turns exceptions into JSON answers and declares them,
@@ -18,11 +23,12 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
+import anyio
 from fastapi import FastAPI
 from temporalio.client import Client
 
 from starter.api import crawls, docs, errors, health, items, jobs, watches
-from starter.api.state import ApiState
+from starter.api.state import CATALOG_THREADS, ApiState
 from starter.client import connect, ensure_search_attributes
 from starter.limits import BodySizeLimit, RateLimit
 from trawl.platforms.registry import build_registry
@@ -30,7 +36,11 @@ from trawl.settings import Settings
 from trawl.storage.blobs import open_blob_store
 from trawl.storage.catalog import Catalog
 
-__all__ = ["create_app", "serve_api"]
+__all__ = ["OPEN_PATHS", "create_app", "serve_api"]
+
+# Open without a token: the health check (for probes and load balancers) and the docs, which
+# hold nothing of the deployment's. A path ending in "/" opens what is under it.
+OPEN_PATHS = ("/healthz", "/openapi.json", "/docs", "/redoc", docs.OAUTH2_REDIRECT, f"{docs.ASSETS}/")
 
 
 def create_app(settings: Settings, client: Client | None = None) -> FastAPI:
@@ -42,19 +52,21 @@ def create_app(settings: Settings, client: Client | None = None) -> FastAPI:
         state.client = client or await connect(settings)
         await ensure_search_attributes(state.client, settings.temporal.namespace)
         state.registry = build_registry(settings.platforms)
+        state.catalog_threads = anyio.CapacityLimiter(CATALOG_THREADS)
         state.catalog = Catalog(settings.catalog_url)
-        state.catalog.create_schema()
+        await state.in_catalog(state.catalog.create_schema)
         state.blobs = open_blob_store(settings)  # a directory or a bucket, by storage.url
         yield
         state.blobs.close()
-        state.catalog.close()
+        await asyncio.to_thread(state.catalog.close)  # not behind calls a stalled catalog holds
 
     app = FastAPI(title="trawl", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="A durable media crawler on Temporal: jobs, crawls and the catalog.")
     app.state.trawl = state
     app.add_middleware(BodySizeLimit, limit=settings.api.max_body_bytes)
     # Outermost (added last): authenticate and count every request before its body is read.
-    app.add_middleware(RateLimit, per_minute=settings.api.requests_per_minute, token=settings.api.token)
+    app.add_middleware(RateLimit, per_minute=settings.api.requests_per_minute, token=settings.api.token,
+                       read_token=settings.api.read_token, open_paths=OPEN_PATHS)
     errors.install(app)
     for resource in (jobs, crawls, items, watches, health):
         app.include_router(resource.router)

@@ -11,7 +11,7 @@ from temporalio.service import RPCError
 from starter import views
 from starter.api.errors import already_closed, declared, finished
 from starter.api.models import Action, Crawl, CrawlCreate, CrawlPage, UrlsAdd
-from starter.api.state import ApiState, api_state, authorized
+from starter.api.state import ApiState, api_state, bearer
 from starter.client import CrawlRefused, add_to_crawl, cancel_crawl, route_urls, start_crawl
 from workflows.crawl import CrawlWorkflow
 from workflows.policies import workflow_queue
@@ -22,11 +22,12 @@ MAX_CRAWLS_OFFSET = 10_000
 # cannot answer within this long is listed without them rather than holding up the list.
 LISTED_STATS_WAIT_S = 5.0
 
-router = APIRouter(prefix="/api/v1/crawls", tags=["crawls"], responses=declared(401, 429, 503))
+router = APIRouter(prefix="/api/v1/crawls", tags=["crawls"], responses=declared(401, 429, 503),
+                   dependencies=[Depends(bearer)])
 
 
-@router.post("", status_code=202, response_model=Crawl, dependencies=[Depends(authorized)],
-             responses=declared(413, 422))
+@router.post("", status_code=202, response_model=Crawl,
+             responses=declared(403, 413, 422))
 async def create_crawl(body: CrawlCreate, state: ApiState = Depends(api_state)) -> Crawl:
     """Start a crawl of URLs, or of a source named in the settings; URLs refused offline are
     listed in ``refused`` (all of them refused: 422, one reason per URL)."""
@@ -57,8 +58,8 @@ async def get_crawl(crawl_id: str, state: ApiState = Depends(api_state)) -> Craw
     return await crawl_view(state, crawl_id)
 
 
-@router.post("/{crawl_id}/urls", status_code=202, response_model=Crawl, dependencies=[Depends(authorized)],
-             responses=declared(404, 409, 413, 422))
+@router.post("/{crawl_id}/urls", status_code=202, response_model=Crawl,
+             responses=declared(403, 404, 409, 413, 422))
 async def add_crawl_urls(crawl_id: str, body: UrlsAdd, state: ApiState = Depends(api_state)) -> Crawl:
     """Queue more URLs on a running crawl."""
     handle = state.client.get_workflow_handle_for(CrawlWorkflow.run, crawl_id)
@@ -79,8 +80,8 @@ async def add_crawl_urls(crawl_id: str, body: UrlsAdd, state: ApiState = Depends
     return await crawl_view(state, crawl_id, refused)
 
 
-@router.post("/{crawl_id}/{action}", response_model=Crawl, dependencies=[Depends(authorized)],
-             responses=declared(404, 409, 422))
+@router.post("/{crawl_id}/{action}", response_model=Crawl,
+             responses=declared(403, 404, 409, 422))
 async def steer_crawl(crawl_id: str, action: Action, state: ApiState = Depends(api_state)) -> Crawl:
     """Pause (no new items; running ones paused), resume, or cancel (its items are cancelled)."""
     handle = state.client.get_workflow_handle_for(CrawlWorkflow.run, crawl_id)

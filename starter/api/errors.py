@@ -3,14 +3,16 @@ the errors it can answer, so the OpenAPI schema lists them with their body.
 
 Which errors an endpoint can answer:
 
-- 401: a wrong token, on any endpoint (``starter.limits.RateLimit``); a missing one where mutating.
+- 401: with ``api.token`` set, no token on any endpoint but ``/healthz`` and the docs, and a wrong
+  token on any endpoint at all (``starter.limits.RateLimit``).
+- 403: ``api.read_token`` on an endpoint that changes something.
 - 429: every request is counted by the rate limit; the answer carries ``Retry-After``.
 - 413: a request body over ``api.max_body_bytes`` (``starter.limits.BodySizeLimit``), or a crawl
   over what one crawl can carry.
 - 422: a request that does not fit the schema, a URL refused, an id Temporal refuses as malformed.
 - 404: no such job, crawl or item.
 - 409: steering a job or crawl that has finished.
-- 503: Temporal is unreachable, or the workflow's worker cannot answer now.
+- 503: Temporal or the catalog is unreachable, or the workflow's worker cannot answer now.
 """
 
 from __future__ import annotations
@@ -24,16 +26,18 @@ from temporalio.service import RPCError
 
 from starter.api.models import Error, RequestInvalid
 from starter.client import CrawlRefused, CrawlTooLarge
+from trawl.errors import StorageError
 
 WHY = {
     401: "Missing or wrong bearer token.",
+    403: "A read-only token (api.read_token) on an endpoint that changes something.",
     404: "No such job, crawl or item.",
     409: "It has finished: there is nothing left to steer.",
     413: "The request body, or the crawl it would make, is over its limit.",
     416: "The range asked for starts beyond the end of the file.",
     422: "The request does not fit the schema, or a URL in it is refused.",
     429: "Too many requests: wait for the seconds in Retry-After.",
-    503: "Temporal is unreachable, or the workflow's worker cannot answer now.",
+    503: "Temporal or the catalog is unreachable, or the workflow's worker cannot answer now.",
 }
 
 
@@ -81,3 +85,8 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(CrawlTooLarge)
     async def _too_large(_: Request, exc: CrawlTooLarge) -> JSONResponse:
         return JSONResponse({"detail": exc.message}, status_code=413)
+
+    @app.exception_handler(StorageError)
+    async def _catalog(_: Request, exc: StorageError) -> JSONResponse:
+        # The catalog did not answer in time, or failed: worth retrying, as for Temporal.
+        return JSONResponse({"detail": exc.message}, status_code=503)

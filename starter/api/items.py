@@ -1,4 +1,7 @@
-"""The catalog: committed items and their files, streamed from the blob store with Range support."""
+"""The catalog: committed items and their files, streamed from the blob store with Range support.
+
+The catalog and the blob store block: both are called in threads (``ApiState.in_catalog``,
+``run_in_threadpool``), never on the event loop."""
 
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from starlette.responses import MalformedRangeHeader, RangeNotSatisfiable, Respo
 from starter import views
 from starter.api.errors import declared
 from starter.api.models import Item, ItemPage
-from starter.api.state import ApiState, api_state
+from starter.api.state import ApiState, api_state, bearer
 from trawl.export import Template, download_name, ext_for
 from trawl.storage.blobs import BlobStat, BlobStore
 from trawl.storage.catalog import CommittedAsset
@@ -29,7 +32,8 @@ BINARY = {"schema": {"type": "string", "format": "binary"}}
 MEDIA_TYPES = ("video/*", "audio/*", "image/*", "application/octet-stream")
 CHUNK = 256 * 1024
 
-router = APIRouter(prefix="/api/v1/items", tags=["catalog"], responses=declared(401, 429))
+router = APIRouter(prefix="/api/v1/items", tags=["catalog"], responses=declared(401, 429, 503),
+                   dependencies=[Depends(bearer)])
 
 
 @router.get("", response_model=ItemPage, responses=declared(422))
@@ -37,7 +41,7 @@ async def list_items(platform: str | None = Query(None, max_length=64),
                      limit: int = Query(100, ge=1, le=MAX_ITEMS_PAGE),
                      offset: int = Query(0, ge=0, le=MAX_ITEMS_OFFSET),
                      state: ApiState = Depends(api_state)) -> ItemPage:
-    items = state.catalog.list(platform=platform, limit=limit, offset=offset)
+    items = await state.in_catalog(state.catalog.list, platform=platform, limit=limit, offset=offset)
     return ItemPage(items=[Item(**views.item_dict(i)) for i in items], limit=limit, offset=offset)
 
 
@@ -49,7 +53,7 @@ async def get_asset(key: str, kind: str, request: Request, state: ApiState = Dep
     """One of an item's files by kind (``video``, ``audio``, ``image``) or name, streamed from the
     blob store (a directory or a bucket); ``Range`` and ``If-Range`` are honoured. It is offered
     under the name ``trawl export`` gives it (the template's last part, ``Title [id].mp4``)."""
-    item = state.catalog.get(key)
+    item = await state.in_catalog(state.catalog.get, key)
     if item is None:
         raise HTTPException(404, f"no such item: {key!r}")
     asset = next((a for a in item.assets if a.kind == kind or a.name == kind), None)
@@ -68,7 +72,7 @@ async def get_asset(key: str, kind: str, request: Request, state: ApiState = Dep
 
 @router.get("/{key:path}", response_model=Item, responses=declared(404, 422))
 async def get_item(key: str, state: ApiState = Depends(api_state)) -> Item:
-    item = state.catalog.get(key)
+    item = await state.in_catalog(state.catalog.get, key)
     if item is None:
         raise HTTPException(404, f"no such item: {key!r}")
     return Item(**views.item_dict(item))

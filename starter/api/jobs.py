@@ -12,16 +12,17 @@ from temporalio.service import RPCError
 from starter import views
 from starter.api.errors import already_closed, declared, finished
 from starter.api.models import Action, Job, JobCreate, JobStatus, Progress
-from starter.api.state import ApiState, api_state, authorized
+from starter.api.state import ApiState, api_state, bearer
 from starter.client import item_progress, item_result, start_item
 from trawl.errors import TrawlError
 from workflows.media_item import MediaItemWorkflow
 
-router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"], responses=declared(401, 429, 503))
+router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"], responses=declared(401, 429, 503),
+                   dependencies=[Depends(bearer)])
 
 
-@router.post("", status_code=202, response_model=Job, dependencies=[Depends(authorized)],
-             responses=declared(413, 422))
+@router.post("", status_code=202, response_model=Job,
+             responses=declared(403, 413, 422))
 async def create_job(body: JobCreate, state: ApiState = Depends(api_state)) -> Job:
     """Start the item workflow for a URL, or join it: every URL form of one item has one id."""
     try:
@@ -36,8 +37,8 @@ async def get_job(job_id: str, state: ApiState = Depends(api_state)) -> Job:
     return await job_view(state, job_id)
 
 
-@router.post("/{job_id}/{action}", response_model=Job, dependencies=[Depends(authorized)],
-             responses=declared(404, 409, 422))
+@router.post("/{job_id}/{action}", response_model=Job,
+             responses=declared(403, 404, 409, 422))
 async def steer_job(job_id: str, action: Action, state: ApiState = Depends(api_state)) -> Job:
     """Pause (the download keeps its bytes), resume, or cancel (its partial files are removed)."""
     handle = state.client.get_workflow_handle(job_id)

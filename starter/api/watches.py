@@ -7,7 +7,7 @@ from pydantic import BaseModel, Field
 
 from starter.api.errors import declared
 from starter.api.models import CRAWL_URLS_LIMITS
-from starter.api.state import ApiState, api_state, authorized
+from starter.api.state import ApiState, api_state, bearer
 from starter.client import MAX_CRAWL_CONCURRENCY, MAX_CRAWL_URLS
 from starter.watches import (
     Watch as WatchRecord,
@@ -24,7 +24,8 @@ from starter.watches import (
     watch_dict,
 )
 
-router = APIRouter(prefix="/api/v1/watches", tags=["watches"], responses=declared(401, 429, 503))
+router = APIRouter(prefix="/api/v1/watches", tags=["watches"], responses=declared(401, 429, 503),
+                   dependencies=[Depends(bearer)])
 
 
 class WatchCreate(BaseModel):
@@ -89,8 +90,8 @@ def _http(err: WatchError) -> HTTPException:
     return HTTPException(code, str(err))
 
 
-@router.post("", status_code=201, response_model=Watch, dependencies=[Depends(authorized)],
-             responses=declared(409, 413, 422))
+@router.post("", status_code=201, response_model=Watch,
+             responses=declared(403, 409, 413, 422))
 async def create_watch(body: WatchCreate, state: ApiState = Depends(api_state)) -> Watch:
     """Create a watch (a Temporal Schedule); 409 when the name is taken."""
     try:
@@ -116,7 +117,7 @@ async def get_one(name: str, state: ApiState = Depends(api_state)) -> Watch:
         raise _http(err) from None
 
 
-@router.delete("/{name}", response_model=Watch, dependencies=[Depends(authorized)], responses=declared(404, 422))
+@router.delete("/{name}", response_model=Watch, responses=declared(403, 404, 422))
 async def delete_watch(name: str, state: ApiState = Depends(api_state)) -> Watch:
     """Delete the watch; a run going on finishes (cancel it as any crawl). Answers the watch as it was."""
     try:
@@ -125,8 +126,8 @@ async def delete_watch(name: str, state: ApiState = Depends(api_state)) -> Watch
         raise _http(err) from None
 
 
-@router.post("/{name}/pause", response_model=Watch, dependencies=[Depends(authorized)],
-             responses=declared(404, 409, 422))
+@router.post("/{name}/pause", response_model=Watch,
+             responses=declared(403, 404, 409, 422))
 async def pause(name: str, state: ApiState = Depends(api_state)) -> Watch:
     """Start no more runs until resumed; a run going on finishes."""
     try:
@@ -135,8 +136,8 @@ async def pause(name: str, state: ApiState = Depends(api_state)) -> Watch:
         raise _http(err) from None
 
 
-@router.post("/{name}/resume", response_model=Watch, dependencies=[Depends(authorized)],
-             responses=declared(404, 409, 422))
+@router.post("/{name}/resume", response_model=Watch,
+             responses=declared(403, 404, 409, 422))
 async def resume(name: str, state: ApiState = Depends(api_state)) -> Watch:
     try:
         return _model(await resume_watch(state.client, state.settings, name))
@@ -144,8 +145,8 @@ async def resume(name: str, state: ApiState = Depends(api_state)) -> Watch:
         raise _http(err) from None
 
 
-@router.post("/{name}/trigger", status_code=202, response_model=Watch, dependencies=[Depends(authorized)],
-             responses=declared(404, 409, 422))
+@router.post("/{name}/trigger", status_code=202, response_model=Watch,
+             responses=declared(403, 404, 409, 422))
 async def trigger(name: str, state: ApiState = Depends(api_state)) -> Watch:
     """Run now; 409 while a run is going on (a watch never runs twice at once)."""
     try:

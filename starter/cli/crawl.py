@@ -381,6 +381,7 @@ async def cmd_fsck(args: argparse.Namespace, settings: Settings) -> int:
     blobs = open_blob_store(settings)
     report = await asyncio.to_thread(check, catalog, blobs)
     summary: dict[str, Any] = {"items": report.items, "blobs": report.blobs, "orphans": report.orphans,
+                               "shared": report.shared,
                                "problems": [{**dataclasses.asdict(p), "path": blobs.location(p.key)}
                                             for p in report.problems]}
     if not args.json:
@@ -388,7 +389,9 @@ async def cmd_fsck(args: argparse.Namespace, settings: Settings) -> int:
             print(f"{problem.kind:<14} {blobs.location(problem.key)}  {problem.detail}"
                   + (f"  [{problem.canonical_key}]" if problem.canonical_key else ""))
         print(f"{report.items} item(s), {report.blobs} blob(s) checked: {len(report.problems)} problem(s), "
-              f"{len(report.orphans)} unreferenced blob(s)", file=sys.stderr)
+              f"{len(report.orphans)} unreferenced blob(s)"
+              + (f", {len(report.shared)} shared with exported files (hard links: editing those files in place "
+                 "changes the blobs)" if report.shared else ""), file=sys.stderr)
     code = 0
     if report.problems and not args.repair:
         code = EXIT_FAILED_ITEMS

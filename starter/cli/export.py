@@ -40,6 +40,19 @@ PLATFORM_DOMAINS = {
     "facebook": ("facebook.com", "fb.watch", "fbcdn.net"),
 }
 
+# What `trawl export --help` ends with: what a person must know before touching the files.
+EXPORT_NOTES = (
+    "WARNING: with --link hardlink (the default) an exported file is the same file as the stored blob, "
+    "not a copy: a program that edits it in place (a tag editor, `>>`, an editor saving over it) changes the "
+    "blob in the store too, and trawl fsck then reports that blob as corrupt. Export with --link copy what "
+    "you mean to edit. "
+    "Files are written only into real directories inside DIR: a file whose directory there is a symbolic link "
+    "(or a file) is not written, one line says which, the others are exported and the exit code is 1. "
+    "A name in use by another file (another item's, or one trawl did not write) is never overwritten, "
+    "NAME.info.json included: the next free name ' (2)', ' (3)', ... is taken. "
+    "Staging files (.*.trawl-tmp) an interrupted export left are removed when no other export is running "
+    "in DIR.")
+
 # yt-dlp's -f as trawl understands it: a height (720p, 1080), best, worst, or ...[height<=N].
 _HEIGHT = re.compile(r"(?:(?:best|bv\*?|b|bestvideo)\*?\[height<=\??(\d+)\](?:\+.*|/.*)?|(\d+)p?)")
 
@@ -68,8 +81,11 @@ def quality_height(spec: str) -> int:
 def split_cookies(path: str, settings: Settings, into: Path) -> dict[str, str]:
     """Write the cookies of a Netscape ``cookies.txt`` into one file per platform they belong to.
 
-    A cookie belongs to a platform when its domain is one of the platform's (or its configured
-    base URLs' hosts, e.g. a simulator); no platform gets another's cookies.
+    A cookie belongs to a platform when its domain is one of the platform's
+    (:data:`PLATFORM_DOMAINS`, or a configured base URL's host, e.g. a simulator) or a subdomain of
+    one, compared label by label. A cookie for a wider domain (``.com.cn``, ``.com``) or for a name
+    that merely ends the same way (``notweibo.com``) goes to no platform; no platform gets
+    another's cookies.
 
     Returns:
         platform -> the file written for it (only platforms with cookies).
@@ -90,9 +106,9 @@ def split_cookies(path: str, settings: Settings, into: Path) -> dict[str, str]:
     into.mkdir(parents=True, exist_ok=True)
     for platform, real in PLATFORM_DOMAINS.items():
         config = getattr(settings.platforms, platform)
-        hosts = set(real) | {urlsplit(str(v)).hostname or "" for k, v in config.model_dump().items()
-                             if k.endswith("_base") and v} - {""}
-        mine = [c for c in jar if any(_domain_matches(c.domain, host) for host in hosts)]
+        domains = set(real) | {urlsplit(str(v)).hostname or "" for k, v in config.model_dump().items()
+                               if k.endswith("_base") and v} - {""}
+        mine = [c for c in jar if any(_domain_matches(c.domain, domain) for domain in domains)]
         if not mine:
             continue
         target = into / f"{platform}.txt"
@@ -105,10 +121,15 @@ def split_cookies(path: str, settings: Settings, into: Path) -> dict[str, str]:
     return written
 
 
-def _domain_matches(cookie_domain: str, host: str) -> bool:
-    domain = cookie_domain.lstrip(".").lower()
-    host = host.lower()
-    return bool(domain) and (host == domain or host.endswith("." + domain) or domain.endswith("." + host))
+def _domain_matches(cookie_domain: str, platform_domain: str) -> bool:
+    """Whether a cookie for ``cookie_domain`` is the platform's: that domain or one below it.
+
+    Never the other way round: a cookie set for a parent of the platform's domain is set for
+    every site under that parent (a public suffix such as ``com.cn``), so it is not the platform's.
+    """
+    domain = cookie_domain.strip().lstrip(".").rstrip(".").lower()
+    own = platform_domain.strip().lstrip(".").rstrip(".").lower()
+    return bool(domain) and bool(own) and (domain == own or domain.endswith("." + own))
 
 
 def crawl_choices(args: argparse.Namespace) -> CrawlChoices:
@@ -172,6 +193,10 @@ class CrawlExport:
             self.failed.append(key)
             say("crawl", f"export of {key} failed: {err}")
             return
+        for line in done.refused:
+            say("crawl", f"not exported: {line}")
+        if done.refused:
+            self.failed.append(key)
         self.stats.add(done)
 
     def _export_files(self, key: str) -> ExportStats:
@@ -181,7 +206,7 @@ class CrawlExport:
     async def finish(self) -> int:
         """Wait for the exports, save the manifest, say what was done; the exit code they add."""
         await asyncio.gather(*self.tasks)
-        await asyncio.to_thread(self.exporter.save)
+        await asyncio.to_thread(self.exporter.close)
         self.exporter.store.close()
         self.catalog.close()
         say("crawl", f"exported {len(self.stats.written)} new file(s) into {self.exporter.root}"
@@ -195,16 +220,27 @@ def crawl_export(args: argparse.Namespace, settings: Settings) -> CrawlExport | 
         return None
     exporter = exporter_for(settings, args.export or ".", template=args.output, link=args.link,
                             windows_names=args.windows_names, write_info_json=args.write_info_json)
+    _say_swept("crawl", exporter)
     return CrawlExport(settings, exporter)
 
 
+def _say_swept(command: str, exporter: Exporter) -> None:
+    if exporter.swept:
+        say(command, f"removed {len(exporter.swept)} staging file(s) an interrupted export left in {exporter.root}")
+
+
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
-    """Write the catalog's items as named files under DIR; only what is new is added."""
+    """Write the catalog's items as named files under DIR; only what is new is added.
+
+    A file whose directory inside DIR is a symbolic link (or a file) is not written: one line
+    says which, the others are exported, and the exit code is :data:`EXIT_FAILED_ITEMS`.
+    """
     known = default_registry().platforms  # every platform, enabled or not: its items may be in the catalog
     if args.platform is not None and args.platform not in known:
         raise CommandError(f"--platform {args.platform!r}: unknown platform; known: {', '.join(known)}")
     exporter = exporter_for(settings, args.dir, template=args.template, link=args.link,
                             windows_names=args.windows_names, write_info_json=args.write_info_json)
+    _say_swept("export", exporter)
     catalog = open_catalog(settings)
     try:
         stats = ExportStats()
@@ -214,8 +250,10 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
                 stats.add(done)
                 for rel in done.written:
                     print(rel, flush=True)
+                for line in done.refused:
+                    say("export", f"not exported: {line}")
         finally:
-            exporter.save()
+            exporter.close()
     except TrawlError as err:
         raise CommandError(f"{err}", EXIT_FAILED_ITEMS) from None
     except OSError as err:
@@ -226,9 +264,10 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
         catalog.close()
     how = exporter.link + (f" ({stats.copied_instead} copied: the store is not a local directory on this "
                            "filesystem)" if stats.copied_instead else "")
-    print(f"{stats.items} item(s): {len(stats.written)} new file(s), {stats.kept} already there, in {args.dir} "
-          f"[{how}]", file=sys.stderr)
-    return 0
+    refused = f", {len(stats.refused)} refused (see above)" if stats.refused else ""
+    print(f"{stats.items} item(s): {len(stats.written)} new file(s), {stats.kept} already there{refused}, in "
+          f"{args.dir} [{how}]", file=sys.stderr)
+    return EXIT_FAILED_ITEMS if stats.refused else 0
 
 
 def tree_lines(root: Path) -> list[str]:
@@ -258,8 +297,11 @@ def export_and_show(settings: Settings, root: Path) -> None:
         print(f"\nexport:   into {root} failed: {err}", file=sys.stderr)
         return
     finally:
+        exporter.close()
         exporter.store.close()
         catalog.close()
+    for line in stats.refused:
+        print(f"export:   not exported: {line}", file=sys.stderr)
     print(f"\nexport:   {root} ({len(stats.written)} new file(s), {stats.kept} already there; "
           f"`trawl export DIR` does this for any directory)")
     print(f"{root}/")
@@ -270,8 +312,9 @@ def export_and_show(settings: Settings, root: Path) -> None:
 def add_naming_flags(parser: argparse.ArgumentParser) -> None:
     """The flags ``export`` and ``crawl --export`` share."""
     parser.add_argument("--link", choices=LINK_MODES, default=None,
-                        help="hardlink (default; a copy where the store is remote or on another filesystem), "
-                             "symlink (local stores) or copy")
+                        help="hardlink (default; a copy where the store is remote or on another filesystem: "
+                             "the file IS the stored blob, do not edit it in place), symlink (local stores) or "
+                             "copy (files you mean to edit)")
     parser.add_argument("--windows-names", "--windows-filenames", dest="windows_names", action="store_true",
                         help='names valid on Windows too: <>:"|?* replaced, collisions compared without case')
     parser.add_argument("--write-info-json", action="store_true",
@@ -294,7 +337,8 @@ def add_crawl_flags(crawl: argparse.ArgumentParser) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     export = sub.add_parser("export", help="write the catalog's items as named files (Uploader/Title [id].mp4)",
-                            description="Fields: " + ", ".join(f"{{{name}}} ({what})" for name, what in FIELDS.items()))
+                            description="Fields: " + ", ".join(f"{{{name}}} ({what})" for name, what in FIELDS.items()),
+                            epilog=EXPORT_NOTES)
     export.add_argument("dir", help="the directory to export into (created when missing)")
     export.add_argument("-o", "--template", "--output", dest="template", metavar="TEMPLATE",
                         help=f"name template, '/' makes directories (default {DEFAULT_TEMPLATE!r})")

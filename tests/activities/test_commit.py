@@ -73,7 +73,9 @@ def test_with_ffmpeg_the_merged_file_is_stored(tmp_path: Path, monkeypatch: pyte
     bin_dir.mkdir()
     fake = bin_dir / "ffmpeg"
     # Writes the video then the audio input to the output path (the last argument).
-    fake.write_text('#!/bin/sh\nfor last; do :; done\ncat "$5" "$7" > "$last"\n')
+    fake.write_text('#!/bin/sh\ninputs=""\nwhile [ $# -gt 0 ]; do\n'
+                    '  if [ "$1" = "-i" ]; then inputs="$inputs ${2#file:}"; shift; fi\n'
+                    '  last="$1"; shift\ndone\ncat $inputs > "${last#file:}"\n')
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     commit, inp = _setup(tmp_path, merge=True, store=store)

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
-import pytest
+import dataclasses
+from datetime import timedelta
 
-from activities.errors import to_application_error
-from trawl.errors import Http5xx, NameNotFound, NotFound, StorageError
+import pytest
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
+
+from activities.errors import classified, to_application_error
+from activities.models import DownloadInput
+from trawl.errors import Http5xx, NameNotFound, NotFound, RateLimited, StorageError
+from trawl.models import Asset
 
 
 @pytest.mark.parametrize(("error", "attempt", "final"), [
@@ -28,3 +36,42 @@ def test_an_unlimited_stage_leaves_ordinary_classes_to_schedule_to_close() -> No
 
 def test_the_last_attempt_says_it_gave_up() -> None:
     assert "after 5 attempts" in to_application_error(Http5xx("HTTP 503"), attempt=5, stage_attempts=5).message
+
+
+class _Stage:
+    """An activity class as the worker builds it, with the worker's own (different) settings."""
+
+    max_attempts = 1
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    @classified(lambda self: timedelta(minutes=10))
+    def run(self, inp: DownloadInput) -> None:
+        raise self.error
+
+
+def _attempt(error: Exception, inp: DownloadInput, attempt: int = 2) -> ApplicationError:
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(env.info, attempt=attempt,
+                                   retry_policy=RetryPolicy(maximum_interval=timedelta(seconds=30)))
+    with pytest.raises(ApplicationError) as caught:
+        env.run(_Stage(error).run, inp)
+    return caught.value
+
+
+def test_the_item_s_options_decide_the_attempts_not_the_worker_s_settings() -> None:
+    """Two workers with different retry settings give one item the same outcome."""
+    inp = DownloadInput("item-x", Asset(name="video", kind="video", urls=["http://127.0.0.1/v.mp4"]),
+                        stage_attempts=5)
+    assert _attempt(Http5xx("HTTP 503"), inp).non_retryable is False  # the worker alone would stop at 1
+    assert _attempt(Http5xx("HTTP 503"), inp, attempt=5).non_retryable is True
+    # A run started before the options carried the limit keeps the worker's.
+    assert _attempt(Http5xx("HTTP 503"), dataclasses.replace(inp, stage_attempts=None)).non_retryable is True
+
+
+def test_retry_after_is_capped_by_the_item_s_interval_not_the_worker_s() -> None:
+    inp = DownloadInput("item-x", Asset(name="video", kind="video", urls=["http://127.0.0.1/v.mp4"]),
+                        stage_attempts=0)
+    error = _attempt(RateLimited("HTTP 429", retry_after=3600), inp)
+    assert error.next_retry_delay == timedelta(seconds=30)

@@ -8,7 +8,9 @@ import json
 from pathlib import Path
 
 from tests.e2e.test_cli import records, run, site, trawl_env  # noqa: F401 - site is a fixture
+from tests.trawl.test_export import fill
 from trawl.download import file_sha256
+from trawl.settings import Settings
 from trawl.simulator import Simulator
 
 
@@ -78,3 +80,28 @@ def test_version_and_mistakes_get_one_line(tmp_path: Path) -> None:
         assert done.returncode == 2, (args, done.stderr)
         assert says in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
         assert "Traceback" not in done.stderr
+
+
+def test_export_writes_nothing_through_a_link_in_dir_and_sweeps_a_killed_exports_staging(tmp_path: Path) -> None:
+    env = trawl_env(tmp_path)
+    settings = Settings(data_dir=tmp_path / "data", catalog={"url": env.get("TRAWL_CATALOG__URL", "")})
+    fill(settings, tmp_path)
+    out, elsewhere = tmp_path / "named", tmp_path / "elsewhere"
+    (out / "weibo").mkdir(parents=True)
+    elsewhere.mkdir()
+    (out / "generic").symlink_to(elsewhere)
+    stale = out / "weibo" / ".two pictures [5000].jpg.0123456789ab.trawl-tmp"  # what a killed copy leaves
+    stale.write_bytes(b"half")
+
+    done = run(["export", str(out), "--link", "copy", "--write-info-json"], env, tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert not any(elsewhere.iterdir())
+    lines = done.stderr.strip().splitlines()
+    refused = [line for line in lines if line.startswith("trawl export: not exported: generic/")]
+    assert len(refused) == 9 and all("generic is a symbolic link" in line for line in refused)
+    assert any("removed 1 staging file(s) an interrupted export left" in line for line in lines)
+    assert "Traceback" not in done.stderr and not stale.exists()
+    assert "10 item(s): 4 new file(s), 0 already there, 9 refused (see above)" in lines[-1]
+    assert sorted(done.stdout.splitlines()) == sorted(
+        [f"weibo/someone/two pictures [5000] - {name}" for name in ("image-1.jpg", "image-2.jpg", "thumbnail.jpg")]
+        + ["weibo/someone/two pictures [5000] - image-1.info.json"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
 import signal
 from pathlib import Path
@@ -12,13 +13,13 @@ from temporalio.client import Client
 
 from starter.client import item_result, start_item
 from tests.e2e.test_worker_kill import settings, start_worker, wait_until  # noqa: F401 - fixture
-from tests.trawl.test_hls_download import FFMPEG, real_stream
+from tests.trawl.test_hls_download import FFMPEG, real_stream, secret_file
 from trawl.platforms.registry import default_registry
 from trawl.settings import Settings
 from trawl.simulator import Simulator
 from trawl.simulator.demo import og_page
 from trawl.simulator.faults import status
-from trawl.simulator.hls import HlsStream, install_hls_site, ts_segment
+from trawl.simulator.hls import HlsStream, id3_playlist_segment, install_hls_site, ts_segment
 from trawl.storage.catalog import Catalog
 from workers.main import running_worker
 
@@ -104,3 +105,27 @@ async def test_a_crawls_quality_choice_reaches_every_worker(temporal_client: Cli
     assert chosen.assets[0].sha256 == hashlib.sha256(site.streams["vod-720"].plain()).hexdigest(), chosen
     assert default.assets[0].sha256 == hashlib.sha256(site.streams["vod-1080"].plain()).hexdigest(), default
     assert sum(site.segment_requests("vod-720")) == 6 and sum(site.segment_requests("vod-1080")) == 6
+
+
+@pytest.mark.skipif(FFMPEG is None, reason="ffmpeg is not installed (.ci/run installs it)")
+async def test_a_segment_naming_local_files_never_brings_them_into_the_store(
+        temporal_client: Client, settings: Settings, sim: Simulator, tmp_path: Path) -> None:  # noqa: F811
+    """Issue 23: a "segment" that is an ID3 tag and a playlist naming a file of the worker's (or
+    a ``data:`` URL) once passed as MP3, and the remux, left to probe it, committed that file."""
+    from starter.cli.crawl import crawl_urls
+
+    site = install_hls_site(sim)
+    secret = secret_file(tmp_path / "host")
+    local = site.add_stream("local", HlsStream([id3_playlist_segment([str(secret)])]))
+    inline = "data:video/mp2t;base64," + base64.b64encode(secret.read_bytes()).decode()
+    data = site.add_stream("data-url", HlsStream([id3_playlist_segment([inline])]))
+    async with running_worker(temporal_client, settings):
+        results = await asyncio.wait_for(crawl_urls(temporal_client, settings, default_registry(), [local, data]),
+                                         180)
+    for result in results:
+        assert (result.outcome, result.error_class) == ("failed", "content_corrupt"), result
+        assert "ID3" in (result.error or "")
+    assert site.segment_requests("local")[0] > 0 and site.segment_requests("data-url")[0] > 0
+    assert Catalog(settings.catalog_url).count() == 0
+    blobs = settings.data_dir / "blobs"
+    assert not blobs.exists() or not [p for p in blobs.rglob("*") if p.is_file()]

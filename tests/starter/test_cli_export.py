@@ -86,3 +86,28 @@ def test_dash_j_is_resolve_json_and_batch_files_skip_comments(tmp_path: Path) ->
     args = build_parser().parse_args(["crawl", "-a", str(batch)])
     assert read_urls(args.urls, args.file) == ["https://a.test/1", "https://a.test/2"]
     assert build_parser().parse_args(["crawl", "--batch-file", "x"]).file == "x"
+
+
+def test_a_cookie_goes_only_to_the_platform_whose_domain_it_is_for(tmp_path: Path) -> None:
+    """Domains are matched whole and from the platform's own domain down: a cookie for a public suffix
+    (``.com.cn``, ``.com``, ``cn``) or a look-alike domain goes to no platform."""
+    source = tmp_path / "cookies.txt"
+    rows = [(".com.cn", "suffix_dot"), ("com.cn", "suffix"), (".com", "com"), (".cn", "cn"),
+            ("notweibo.com", "lookalike"), (".notweibo.cn", "lookalike_cn"), ("weibo.com.evil.test", "prefix"),
+            (".weibo.com", "SUB"), ("passport.weibo.com", "passport"), (".weibo.cn", "cn_sub"),
+            (".sina.com.cn", "sina"), (".bilibili.com", "SESSDATA")]
+    source.write_text("# Netscape HTTP Cookie File\n" + "".join(
+        f"{domain}\t{'TRUE' if domain.startswith('.') else 'FALSE'}\t/\tFALSE\t0\t{name}\tv\n"
+        for domain, name in rows))
+    written = split_cookies(str(source), Settings(data_dir=tmp_path / "data"), tmp_path / "split")
+    assert set(written) == {"weibo", "bilibili"}
+    assert set(_jar(Path(written["weibo"]))) == {"SUB", "passport", "cn_sub", "sina"}
+    assert set(_jar(Path(written["bilibili"]))) == {"SESSDATA"}
+
+
+def test_export_help_says_a_hard_link_is_the_blob_itself(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["export", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "same file as the stored blob" in text and "--link copy" in text
+    assert "trawl fsck" in text

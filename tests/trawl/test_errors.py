@@ -72,6 +72,7 @@ def test_retry_after_seconds_and_http_date() -> None:
     [
         (httpx.ConnectTimeout("t"), "network_timeout"),
         (httpx.ReadTimeout("t"), "network_timeout"),
+        (httpx.PoolTimeout("t"), "network_timeout"),
         (httpx.ConnectError("refused"), "network_error"),
         (httpx.RemoteProtocolError("peer closed connection without sending complete message body"), "truncated"),
         (OSError(errno.ENOSPC, "No space left on device"), "storage_error"),
@@ -217,3 +218,13 @@ def test_unresolvable_host_through_trawls_client_is_name_not_found(allow_private
             GenericResolver().resolve("http://media.invalid/clip.mp4", ResolveContext(client, 1 << 20))
     assert caught.value.error_class == "name_not_found"
     assert "media.invalid" in str(caught.value)
+
+
+def test_a_full_connection_pool_is_not_reported_as_a_slow_server() -> None:
+    """httpx's PoolTimeout: no connection of trawl's own pool came free in time. Retried like a
+    timeout, but the message says it was the pool and which setting sizes it."""
+    error = classify_exception(httpx.PoolTimeout("t"))
+    assert error.error_class == "network_timeout" and error.retryable
+    assert "pool" in error.message and "net.max_connections" in error.message
+    server = classify_exception(httpx.ReadTimeout("t"))
+    assert "net.max_connections" not in server.message

@@ -3,9 +3,13 @@ real catalog and a real blob store (a local directory, or SeaweedFS's S3 on loop
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
+import subprocess
+import sys
+import time
 import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
@@ -184,7 +188,8 @@ def export(settings: Settings, root: Path, template: str = "{uploader}/{title}.{
     catalog = Catalog(settings.catalog_url)
     store = open_blob_store(settings)
     try:
-        return Exporter(root, store, template, **kw).export_items(catalog.committed())  # type: ignore[arg-type]
+        with Exporter(root, store, template, **kw) as exporter:  # type: ignore[arg-type]
+            return exporter.export_items(catalog.committed())
     finally:
         store.close()
         catalog.close()
@@ -196,7 +201,8 @@ def test_hostile_titles_export_to_safe_unique_stable_names(store_settings: Setti
     contents = fill(store_settings, tmp_path)
     root = tmp_path / "out"
     first = export(store_settings, root, link=link, write_info_json=True)
-    files = {p.relative_to(root).as_posix() for p in root.rglob("*") if not p.is_dir()} - {MANIFEST}
+    files = {p.relative_to(root).as_posix() for p in root.rglob("*")
+             if not p.is_dir() and not p.name.startswith(".trawl-export")}  # the manifest and the lock
     media = sorted(f for f in files if not f.endswith(".info.json"))
     assert len(media) == len(HOSTILE) + 3 and len(set(media)) == len(media)
     for rel in files:
@@ -300,3 +306,160 @@ def test_the_download_name_is_the_templates_last_part(tmp_path: Path) -> None:
     weibo = items["weibo:5000"]
     assert download_name(weibo, weibo.assets[2]) == "two pictures [5000].jpg"
     catalog.close()
+
+
+# -- what the export never touches: paths through symbolic links, sidecars it did not write, staging
+# files of an export still running ----------------------------------------------------------------
+def _local(tmp_path: Path) -> Settings:
+    settings = Settings(data_dir=tmp_path / "data", catalog={"url": f"sqlite:///{tmp_path / 'catalog.db'}"})
+    fill(settings, tmp_path)
+    return settings
+
+
+def _all_files(directory: Path) -> list[str]:
+    return sorted(p.relative_to(directory).as_posix() for p in directory.rglob("*") if not p.is_dir())
+
+
+@pytest.mark.parametrize("link", ["hardlink", "copy", "symlink"])
+def test_a_symlinked_directory_inside_the_export_is_refused_file_by_file(tmp_path: Path, link: str) -> None:
+    settings = _local(tmp_path)
+    root, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    root.mkdir()
+    (root / "generic").symlink_to(elsewhere)  # the nine generic items would land here
+    (root / "weibo").write_bytes(b"a file where a directory would go")
+    stats = export(settings, root, "{platform}/{uploader}/{title}.{ext}", link=link, write_info_json=True)
+    assert _all_files(elsewhere) == []  # nothing written through the link
+    assert stats.written == [] and len(stats.refused) == len(HOSTILE) + 3
+    assert all(line.startswith(("generic/", "weibo/")) for line in stats.refused)
+    assert "generic/same/Same title.mp4: generic is a symbolic link" in "\n".join(stats.refused)
+    assert "weibo/someone/two pictures - image-1.jpg: weibo is not a directory" in "\n".join(stats.refused)
+    assert (root / "weibo").read_bytes() == b"a file where a directory would go"
+
+    # A link deeper down is refused too; the other items are exported all the same.
+    (root / "generic").unlink()
+    (root / "weibo").unlink()
+    (root / "generic" / "same").parent.mkdir()
+    (root / "generic" / "same").symlink_to(elsewhere)
+    stats = export(settings, root, "{platform}/{uploader}/{title}.{ext}", link=link, write_info_json=True)
+    assert _all_files(elsewhere) == []
+    assert sorted(line.split(":", 1)[0] for line in stats.refused) == [
+        "generic/same/Same title.mp4", "generic/same/Same title.mp4", "generic/same/same TITLE.mp4"]
+    assert "weibo/someone/two pictures - image-2.jpg" in stats.written
+    assert "generic/aux_/CON_.mp4" in stats.written
+
+
+def test_a_sidecar_never_replaces_a_file_it_did_not_write(tmp_path: Path) -> None:
+    settings = _local(tmp_path)
+    store = open_blob_store(settings)
+    catalog = Catalog(settings.catalog_url)
+    for key, mime in (("web:mp4", "video/mp4"), ("web:webm", "video/webm")):  # one name but the extension
+        data = f"clip {key}".encode()
+        blob, sha, size = _blob(store, tmp_path, data)
+        catalog.commit_item(canonical_key=key, platform="generic", canonical_url=f"https://x.test/{key}",
+                            source_url=f"https://x.test/{key}", title="Clip", uploader="u", duration=None,
+                            published_at=None, metadata={}, workflow_id=None,
+                            assets=[CommittedAsset("video", "video", sha, size, mime, blob)])
+    catalog.close()
+    store.close()
+    root = tmp_path / "out"
+    (root / "u").mkdir(parents=True)
+    (root / "u" / "Clip.info.json").write_text("the user's own notes")
+    (root / "same").mkdir()
+    (root / "same" / "Same title (2).info.json").write_text("{}")
+
+    export(settings, root, write_info_json=True)
+    assert (root / "u" / "Clip.info.json").read_text() == "the user's own notes"
+    assert (root / "same" / "Same title (2).info.json").read_text() == "{}"
+    mine = json.loads((root / "u" / "Clip (2).info.json").read_text())
+    theirs = json.loads((root / "u" / "Clip (3).info.json").read_text())
+    assert (mine["canonical_key"], theirs["canonical_key"]) == ("web:mp4", "web:webm")
+    assert mine["assets"][0]["filename"] == "u/Clip.mp4" and theirs["assets"][0]["filename"] == "u/Clip.webm"
+    assert json.loads((root / "same" / "Same title (2) (2).info.json").read_text())["canonical_key"] == "web:8"
+
+    before = snapshot(root)
+    again = export(settings, root, write_info_json=True)
+    assert again.written == [] and snapshot(root) == before  # each sidecar is its item's, every time
+
+    # A sidecar trawl wrote is brought up to date in place when its item changes...
+    catalog = Catalog(settings.catalog_url)
+    item = next(i for i in catalog.committed() if i.canonical_key == "web:webm")
+    catalog.close()
+    store = open_blob_store(settings)
+    with Exporter(root, store, "{uploader}/{title}.{ext}", write_info_json=True) as exporter:
+        done = exporter.export_item(dataclasses.replace(item, metadata={"view_count": 9}))
+    assert done.written == ["u/Clip (3).info.json"]
+    assert json.loads((root / "u" / "Clip (3).info.json").read_text())["view_count"] == 9
+    # ... but once a person has edited it, it is theirs: the sidecar goes to a free name.
+    (root / "u" / "Clip (3).info.json").write_text('{"mine": true}')
+    with Exporter(root, store, "{uploader}/{title}.{ext}", write_info_json=True) as exporter:
+        done = exporter.export_item(item)
+    store.close()
+    assert done.written == ["u/Clip (4).info.json"]
+    assert (root / "u" / "Clip (3).info.json").read_text() == '{"mine": true}'
+
+
+_STALLED_EXPORT = '''
+import sys, time
+from pathlib import Path
+from trawl.export import Exporter
+from trawl.storage.blobs import LocalBlobStore
+from trawl.storage.catalog import Catalog
+
+class Stalling(LocalBlobStore):
+    """A real store whose reads stall after the first block, as over a slow disk or network."""
+    def open(self, key, start=0, end=None):
+        reader = super().open(key, start, end)
+        read, calls = reader.read, []
+        def slow(size=-1):
+            calls.append(size)
+            if len(calls) > 1:
+                time.sleep(3600)
+            return read(size)
+        reader.read = slow
+        return reader
+
+item = Catalog(sys.argv[1]).get("web:slow")
+Exporter(Path(sys.argv[2]), Stalling(Path(sys.argv[3])), "{title}.{ext}", link="copy").export_item(item)
+'''
+
+
+def test_staging_files_of_a_killed_export_are_swept_and_a_running_ones_kept(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "data", catalog={"url": f"sqlite:///{tmp_path / 'catalog.db'}"})
+    fill(settings, tmp_path)
+    store = open_blob_store(settings)
+    data = os.urandom(3 << 20)
+    blob, sha, size = _blob(store, tmp_path, data)
+    catalog = Catalog(settings.catalog_url)
+    catalog.commit_item(canonical_key="web:slow", platform="generic", canonical_url="https://x.test/slow",
+                        source_url="https://x.test/slow", title="slow", uploader=None, duration=None,
+                        published_at=None, metadata={}, workflow_id=None,
+                        assets=[CommittedAsset("video", "video", sha, size, "video/mp4", blob)])
+    catalog.close()
+    root, outside = tmp_path / "out", tmp_path / "outside"
+    (root / "deep").mkdir(parents=True)
+    outside.mkdir()
+    left = root / "deep" / ".old.mp4.0123456789ab.trawl-tmp"  # a killed export's, from before
+    mine = [root / "notes.trawl-tmp", root / "deep" / ".notes.trawl-tmp", outside / ".a.mp4.0123456789ab.trawl-tmp"]
+    for path in mine:
+        path.write_bytes(b"not trawl's")
+    (root / "linked").symlink_to(outside)
+
+    running = subprocess.Popen(
+        [sys.executable, "-c", _STALLED_EXPORT, settings.catalog_url, str(root), str(settings.blobs_dir)])
+    try:
+        deadline = time.monotonic() + 30
+        while not (staging := [p for p in root.glob(".slow.mp4.*.trawl-tmp") if p.stat().st_size > 0]):
+            assert time.monotonic() < deadline and running.poll() is None, "the export did not start its copy"
+            time.sleep(0.05)
+        left.write_bytes(b"x" * 1000)
+        with Exporter(root, store, "{title}.{ext}") as other:
+            assert other.swept == []  # another export is running: its staging file and all others stay
+        assert staging[0].exists() and left.exists()
+    finally:
+        running.kill()
+        running.wait()
+    with Exporter(root, store, "{title}.{ext}") as after:
+        assert sorted(after.swept) == sorted([staging[0].relative_to(root).as_posix(), "deep/" + left.name])
+    assert not staging[0].exists() and not left.exists()
+    assert all(path.read_bytes() == b"not trawl's" for path in mine)

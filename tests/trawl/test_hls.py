@@ -102,6 +102,70 @@ def test_a_byte_range_past_2_pow_63_is_a_parse_error() -> None:
         parse_playlist(f"#EXTM3U\n#EXTINF:1.0,\n#EXT-X-BYTERANGE:11@{last}\na.ts\n#EXT-X-ENDLIST\n", BASE)
 
 
+
+@pytest.mark.parametrize("sequence", ["-1", "1" * 60], ids=["negative", "60 digits"])
+def test_a_media_sequence_that_cannot_be_an_iv_is_a_parse_error(sequence: str) -> None:
+    """Without an IV attribute the IV is the media sequence number as 16 bytes; one that does
+    not fit is the playlist's fault (non-retryable), never an OverflowError (internal_error)."""
+    text = (f'#EXTM3U\n#EXT-X-MEDIA-SEQUENCE:{sequence}\n#EXT-X-KEY:METHOD=AES-128,URI="k"\n#EXTINF:2,\na.ts\n'
+            "#EXT-X-ENDLIST\n")
+    with pytest.raises(ParseError, match="media sequence") as caught:
+        parse_playlist(text, BASE)
+    assert caught.value.error_class == "parse_error"
+
+
+@pytest.fixture
+def parsed_texts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The texts handed to the m3u8 parser (which costs about 20 string tests per line, blank
+    lines included)."""
+    import m3u8
+
+    seen: list[str] = []
+    real = m3u8.loads
+
+    def spy(content: str, *args, **kwargs):  # noqa: ANN002, ANN003, ANN202 - m3u8.loads' own signature
+        seen.append(content)
+        return real(content, *args, **kwargs)
+
+    monkeypatch.setattr(m3u8, "loads", spy)
+    return seen
+
+
+def test_blank_and_comment_lines_never_reach_the_parser(parsed_texts: list[str]) -> None:
+    """2 MiB of blank lines (a playlist at its byte cap) used to cost the parser ~17 s of CPU
+    before the first heartbeat; only tags and URIs are handed to it now."""
+    text = "#EXTM3U\n" + "\n" * (2 << 20) + "# a comment\n" * 1000 + " \t\r\n" * 1000 + \
+        "#EXTINF:2.0,\n\n\na.ts\n#EXT-X-ENDLIST\n"
+    playlist = parse_playlist(text, BASE)
+    assert isinstance(playlist, MediaPlaylist) and [s.url for s in playlist.segments] == [
+        "https://cdn.example.com/v/1/a.ts"]
+    (handed,) = parsed_texts
+    assert handed.splitlines() == ["#EXTM3U", "#EXTINF:2.0,", "a.ts", "#EXT-X-ENDLIST"]
+
+
+def test_a_playlist_of_too_many_lines_is_refused_before_parsing(parsed_texts: list[str]) -> None:
+    from trawl.hls import MAX_PLAYLIST_LINES
+
+    text = "#EXTM3U\n" + "#EXT-X-DISCONTINUITY\n" * MAX_PLAYLIST_LINES + "#EXTINF:2,\na.ts\n#EXT-X-ENDLIST\n"
+    with pytest.raises(ParseError, match="lines"):
+        parse_playlist(text, BASE)
+    assert parsed_texts == []
+
+
+def test_a_playlist_of_too_many_keys_is_refused_before_parsing(parsed_texts: list[str]) -> None:
+    """The parser compares every key with every key before it: distinct keys cost their square."""
+    from trawl.hls import MAX_KEY_TAGS
+
+    def keyed(count: int) -> str:
+        return "#EXTM3U\n" + "".join(f'#EXT-X-KEY:METHOD=AES-128,URI="k",IV=0x{i:032x}\n#EXTINF:2,\na.ts\n'
+                                      for i in range(count)) + "#EXT-X-ENDLIST\n"
+
+    fits = parse_playlist(keyed(MAX_KEY_TAGS), BASE)
+    assert isinstance(fits, MediaPlaylist) and fits.segments[-1].key.iv == (MAX_KEY_TAGS - 1).to_bytes(16, "big")
+    with pytest.raises(TooLarge, match=f"{MAX_KEY_TAGS + 1} distinct"):
+        parse_playlist(keyed(MAX_KEY_TAGS + 1), BASE)
+    assert len(parsed_texts) == 1
+
 def test_master_playlist_variants() -> None:
     text = ('#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=800000,RESOLUTION=640x360\nlow/index.m3u8\n'
             '#EXT-X-STREAM-INF:BANDWIDTH=64000,CODECS="mp4a.40.2"\naudio.m3u8\n')

@@ -16,14 +16,15 @@ import pytest
 
 from activities.errors import to_application_error
 from trawl.download import Stopped, state_path
-from trawl.errors import BlockedAddress, ContentCorrupt, SegmentMissing, TooLarge, UnsupportedUrl, UrlExpired
+from trawl.errors import (BlockedAddress, ContentCorrupt, ParseError, SegmentMissing, TooLarge, UnsupportedUrl,
+                          UrlExpired)
 from trawl.hls import MAX_SEGMENTS, MediaPlaylist, parse_playlist
 from trawl.hls_download import HlsDownloader, HlsState, load_hls_state, remux_output
 from trawl.http import make_client
 from trawl.settings import NetSettings
 from trawl.simulator import Simulator
 from trawl.simulator.faults import html_error, reset, status
-from trawl.simulator.hls import HlsSite, HlsStream, install_hls_site, ts_segment
+from trawl.simulator.hls import HlsSite, HlsStream, id3_playlist_segment, install_hls_site, ts_segment
 from trawl.sniff import sniff
 
 FFMPEG = shutil.which("ffmpeg")
@@ -317,3 +318,63 @@ def test_a_hung_ffmpeg_is_given_up_and_the_concatenation_kept(client: httpx.Clie
     assert time.monotonic() - began < 15
     assert out.path == str(tmp_path / "video.part") and out.sha256 == sha(site.streams["disc"].plain())
     assert not remux_output(tmp_path / "video.part").exists()
+
+
+def secret_file(work: Path) -> Path:
+    """A small real MPEG-TS file on this machine, standing for any file a worker can read."""
+    assert FFMPEG is not None
+    work.mkdir(parents=True, exist_ok=True)
+    secret = work / "secret.ts"
+    subprocess.run([FFMPEG, "-v", "error", "-f", "lavfi", "-i", "testsrc=size=32x32:rate=5", "-f", "lavfi", "-i",
+                    "sine=frequency=440:sample_rate=8000", "-t", "2", "-c:v", "mpeg2video", "-c:a", "mp2",
+                    str(secret)], check=True, capture_output=True, timeout=60)
+    return secret
+
+
+def test_an_id3_led_segment_is_refused_as_content_corrupt(client: httpx.Client, site: HlsSite,
+                                                          tmp_path: Path) -> None:
+    """A video stream's segment is MPEG-TS or fMP4: an ID3 tag (packed audio, or a playlist text
+    dressed as MP3 for ffmpeg to follow) is not one."""
+    url = site.add_stream("id3", HlsStream([ts_segment("id3-0"), id3_playlist_segment(["/etc/hostname"])]))
+    with pytest.raises(ContentCorrupt, match=r"segment 2 of 2 .*ID3"):
+        downloader(client, ffmpeg=None).download([url], tmp_path / "video.part")
+    assert (tmp_path / "video.part").stat().st_size == len(ts_segment("id3-0"))
+
+
+@needs_ffmpeg
+def test_the_remux_reads_nothing_but_its_input(client: httpx.Client, tmp_path: Path) -> None:
+    """Whatever the segment check let through, ffmpeg is told the input's format and may open
+    only that one file: a concatenation that reads as a playlist never pulls in another file."""
+    secret = secret_file(tmp_path / "host")
+    part = tmp_path / "work" / "video.part"
+    part.parent.mkdir()
+    part.write_bytes(id3_playlist_segment([str(secret)]))
+    out = remux_output(part)
+    assert downloader(client, ffmpeg=FFMPEG)._remux(part, out, HlsState()) is False
+    assert not out.exists() and not out.with_name(out.name + ".tmp").exists()
+
+
+def test_ffmpeg_flooding_stderr_does_not_hang_the_remux(client: httpx.Client, site: HlsSite, tmp_path: Path) -> None:
+    """ffmpeg's errors are drained while it runs: more than a pipe's 64 KiB of them must not block
+    it until the remux timeout."""
+    flooding = tmp_path / "ffmpeg"
+    flooding.write_text("#!/bin/sh\nhead -c 204800 /dev/zero | tr '\\0' e >&2\nexit 1\n")
+    flooding.chmod(0o755)
+    timeout = 30.0
+    began = time.monotonic()
+    out = downloader(client, ffmpeg=str(flooding), remux_timeout=timeout).download([site.url("disc")],
+                                                                                   tmp_path / "video.part")
+    assert time.monotonic() - began < timeout  # failed on its own, not killed at the timeout
+    assert out.path == str(tmp_path / "video.part") and out.sha256 == sha(site.streams["disc"].plain())
+    assert not remux_output(tmp_path / "video.part").exists()
+
+
+def test_a_playlist_is_parsed_only_after_a_heartbeat(client: httpx.Client, site: HlsSite, tmp_path: Path) -> None:
+    """Parsing a playlist at its caps takes seconds: the heartbeat goes first. This one cannot be
+    downloaded (a media sequence of -1 is no IV), which is the playlist's fault: parse_error."""
+    url = site.add_stream("minus-one", HlsStream([ts_segment("m1")], key=bytes(16), media_sequence=-1))
+    beats: list[HlsState] = []
+    with pytest.raises(ParseError, match="media sequence -1") as caught:
+        downloader(client, heartbeat=beats.append).download([url], tmp_path / "video.part")
+    assert caught.value.error_class == "parse_error" and not caught.value.retryable
+    assert beats and site.segment_requests("minus-one") == [0]

@@ -3,6 +3,9 @@ any address but loopback)."""
 
 from __future__ import annotations
 
+import socket
+import time
+
 import httpx
 import pytest
 
@@ -89,14 +92,16 @@ def test_hosts_exempted_by_no_proxy_are_still_guarded(monkeypatch: pytest.Monkey
 
 
 def test_every_transport_of_a_guarded_client_uses_the_guard(monkeypatch: pytest.MonkeyPatch) -> None:
-    from trawl.http import GuardedBackend
+    from trawl.http import GuardedBackend, ProxiedTargetGuard
 
     for var in PROXY_VARS:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.2:9")
     monkeypatch.setenv("NO_PROXY", "example.invalid")
     with make_client(NetSettings(allow_private=False, allowed_networks=["127.0.0.2/32"])) as client:
-        transports = [client._transport, *(t for t in client._mounts.values() if t is not None)]
+        proxied = [t for t in client._mounts.values() if t is not None]
+        assert proxied and all(isinstance(t, ProxiedTargetGuard) for t in proxied)  # targets checked too
+        transports = [client._transport, *(t.inner for t in proxied)]
         assert len(transports) >= 2  # the direct route and the proxied one
         assert all(isinstance(t._pool._network_backend, GuardedBackend) for t in transports)
 
@@ -115,3 +120,175 @@ def test_a_direct_connection_goes_to_the_checked_address(sim: Simulator) -> None
         stream.close()
     with pytest.raises(BlockedAddress):
         GuardedBackend(("127.0.0.2/32",)).connect_tcp("127.0.0.1", port, timeout=5)
+
+
+# -- targets handed to a proxy -------------------------------------------------------------------
+class RecordingProxy:
+    """A loopback "proxy" that writes down the request line of whatever it is asked (absolute-form
+    GET or CONNECT) and answers 502: it never forwards, so no test reaches past loopback."""
+
+    def __init__(self, answer: bytes = b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n") -> None:
+        import socketserver
+        import threading
+
+        self.asked: list[str] = []
+        asked = self.asked
+
+        class Handler(socketserver.StreamRequestHandler):
+            def handle(self) -> None:
+                asked.append(self.rfile.readline().decode("latin-1").strip())
+                while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                    pass
+                self.wfile.write(answer + b"Connection: close\r\n\r\n")
+
+        self._server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        daemon=True)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> RecordingProxy:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def _proxied_client(proxy: RecordingProxy, how: str, monkeypatch: pytest.MonkeyPatch) -> httpx.Client:
+    """A guarded client whose proxy (allowed by net.allowed_networks) is set as ``how`` says."""
+    for var in PROXY_VARS:
+        monkeypatch.delenv(var, raising=False)
+    net = NetSettings(allow_private=False, allowed_networks=["127.0.0.1/32"])
+    if how == "setting":
+        net = net.model_copy(update={"proxy": proxy.url})
+    else:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+    return make_client(net)
+
+
+@pytest.mark.parametrize("how", ["setting", "environment"])
+@pytest.mark.parametrize(
+    "url",
+    ["http://169.254.169.254/latest/meta-data/", "https://169.254.169.254/latest", "http://10.0.0.1/x",
+     "http://[fd00:ec2::254]/latest", "http://192.168.1.1:8080/admin", "http://0x7f000002/x", "http://127.2/x"],
+)
+def test_a_proxy_is_never_asked_for_a_blocked_target(monkeypatch: pytest.MonkeyPatch, how: str, url: str) -> None:
+    """The proxy's own address is allowed, the target's is not: refused before the proxy hears of it
+    (a numeric spelling of 127.0.0.2 is read as the resolver reads it)."""
+    with RecordingProxy() as proxy, _proxied_client(proxy, how, monkeypatch) as client:
+        with pytest.raises(BlockedAddress, match="not a public address"):
+            client.get(url)
+        assert proxy.asked == []
+
+
+def test_a_proxy_is_never_asked_for_a_name_that_resolves_inward(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A name is resolved locally to decide: one answer inside is enough to refuse it, as on the
+    direct route (the answers are injected; nothing is looked up)."""
+    real = socket.getaddrinfo
+    answers = {"inward.trawl-test.invalid": ["93.184.216.34", "10.1.2.3"]}
+
+    def resolver(host, port, *args, **kwargs):  # noqa: ANN001, ANN202 - getaddrinfo's signature
+        if host in answers:
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, port)) for a in answers[host]]
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolver)
+    with RecordingProxy() as proxy, _proxied_client(proxy, "setting", monkeypatch) as client:
+        with pytest.raises(BlockedAddress, match="10.1.2.3"):
+            client.get("http://inward.trawl-test.invalid/latest")
+        assert proxy.asked == []
+
+
+def test_a_redirect_through_the_proxy_is_checked_at_every_hop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The proxy relays a page's redirect to the metadata address: the second hop is refused
+    before the proxy is asked for it."""
+    answer = b"HTTP/1.1 302 Found\r\nLocation: http://169.254.169.254/latest\r\nContent-Length: 0\r\n"
+    with RecordingProxy(answer) as proxy, _proxied_client(proxy, "setting", monkeypatch) as client:
+        with pytest.raises(BlockedAddress, match="169.254.169.254"):
+            client.get("http://93.184.216.34/moved")
+        assert proxy.asked == ["GET http://93.184.216.34/moved HTTP/1.1"]
+
+
+def test_allowed_targets_still_go_to_the_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A public address, an address net.allowed_networks opens, and a name the local resolver does
+    not know (the proxy may: that is what it is for) are all handed to the proxy."""
+    real = socket.getaddrinfo
+
+    def resolver(host, port, *args, **kwargs):  # noqa: ANN001, ANN202 - getaddrinfo's signature
+        if str(host).endswith(".invalid"):
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolver)
+    with RecordingProxy() as proxy, _proxied_client(proxy, "setting", monkeypatch) as client:
+        assert client.get("http://93.184.216.34/x").status_code == 502
+        assert client.get("http://127.0.0.1:9/allowed").status_code == 502
+        assert client.get("http://media.trawl-test.invalid/v").status_code == 502
+        with pytest.raises(httpx.ProxyError):
+            client.get("https://93.184.216.34/tls")
+    assert proxy.asked == ["GET http://93.184.216.34/x HTTP/1.1", "GET http://127.0.0.1:9/allowed HTTP/1.1",
+                           "GET http://media.trawl-test.invalid/v HTTP/1.1", "CONNECT 93.184.216.34:443 HTTP/1.1"]
+
+
+@pytest.mark.parametrize(
+    ("host", "answers", "allowed", "refused"),
+    [
+        ("169.254.169.254", None, (), True),
+        ("10.0.0.1", None, (), True),
+        ("10.0.0.1", None, ("10.0.0.0/8",), False),
+        ("fd00:ec2::254", None, (), True),
+        ("93.184.216.34", None, (), False),
+        ("inward.example", ["10.0.0.1"], (), True),
+        ("mixed.example", ["93.184.216.34", "169.254.169.254"], (), True),
+        ("public.example", ["93.184.216.34"], (), False),
+        ("unknown.example", [], (), False),  # the local resolver does not know it: the proxy decides
+    ],
+)
+def test_proxied_target_decision(host: str, answers: list[str] | None, allowed: tuple[str, ...],
+                                 refused: bool) -> None:
+    from trawl.netguard import check_proxied_target
+
+    def resolver(name, port, *args, **kwargs):  # noqa: ANN001, ANN202 - getaddrinfo's signature
+        assert answers is not None, f"an address literal {name} was looked up"
+        if not answers:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, port)) for a in answers]
+
+    if refused:
+        with pytest.raises(BlockedAddress):
+            check_proxied_target(host, 80, allowed_networks=allowed, resolve=resolver)
+    else:
+        check_proxied_target(host, 80, allowed_networks=allowed, resolve=resolver)
+
+
+# -- the connection pool -----------------------------------------------------------------------
+def test_a_full_pool_is_classified_as_such_naming_the_setting(sim: Simulator) -> None:
+    """One connection, held by a request the server stalls: the next request waits for the pool
+    (net.connect_timeout), and the failure says the pool was full and which setting sizes it."""
+    import threading
+
+    from trawl.errors import classify_exception
+    from trawl.simulator import faults
+
+    sim.add_page("/slow", "<html>slow</html>")
+    sim.add_page("/next", "<html>next</html>")
+    stalled = sim.faults.add(r"/slow", faults.stall(1.5))
+    net = NetSettings(allow_private=True, max_connections=1, connect_timeout="200ms")
+    with make_client(net) as client:
+        holder = threading.Thread(target=client.get, args=(sim.base_url + "/slow",))
+        holder.start()
+        try:
+            deadline = time.monotonic() + 5
+            while stalled.steps and time.monotonic() < deadline:  # the server took the request and stalls
+                time.sleep(0.01)
+            with pytest.raises(httpx.PoolTimeout) as caught:
+                client.get(sim.base_url + "/next")
+        finally:
+            holder.join()
+    error = classify_exception(caught.value)
+    assert error.retryable
+    assert "net.max_connections" in error.message and "pool" in error.message
+    assert sim.stats["/next"].requests == 0

@@ -54,3 +54,28 @@ def test_durations(text: str, seconds: float) -> None:
 def test_bad_durations(text: str) -> None:
     with pytest.raises(ValueError):
         parse_duration(text)
+
+
+def test_http_max_connections_defaults_to_what_the_worker_can_use_at_once(monkeypatch: pytest.MonkeyPatch,
+                                                                          tmp_path: Path) -> None:
+    """0 (the default) derives the pool: both download queues' slots, each download with its most
+    segments, plus the fetch slots of every enabled platform."""
+    monkeypatch.chdir(tmp_path)
+    from trawl.settings import FETCH_SLOTS_PER_PLATFORM
+
+    settings = load_settings(worker={"max_concurrent_activities": 10},
+                             download={"segments": 3, "segments_by_platform": {"bilibili": 6}},
+                             platforms={"facebook": {"enabled": False}})
+    assert settings.net.max_connections == 2 * 10 * 6 + FETCH_SLOTS_PER_PLATFORM * 3
+    assert load_settings().net.max_connections >= 64  # never smaller than the pool it replaces
+    limited = load_settings(worker={"max_concurrent_activities": 10}, download={"limit_rate": "1M"})
+    assert limited.net.max_connections == 2 * 10 * 1 + FETCH_SLOTS_PER_PLATFORM * 4  # one connection each
+
+
+def test_http_max_connections_set_is_kept(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TRAWL_NET__MAX_CONNECTIONS", "300")
+    assert load_settings().net.max_connections == 300
+    monkeypatch.setenv("TRAWL_NET__MAX_CONNECTIONS", "-1")
+    with pytest.raises(ConfigError, match="net.max_connections"):
+        load_settings()

@@ -2,12 +2,14 @@
 
 import hashlib
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
 from trawl.errors import ContentCorrupt
-from trawl.simulator import MediaFile
+from trawl.simulator import MediaFile, Simulator
+from trawl.simulator.hls import id3_playlist_segment
 from trawl.verify import verify_file
 
 
@@ -97,3 +99,35 @@ def test_without_rehash_the_streamed_sha256_is_trusted_but_every_other_check_run
             verify_file(path, **args)
     assert verify_file(path, kind="video", sha256=sha, size=len(data), rehash=False,
                        expected_md5=hashlib.md5(data).hexdigest()).mime == "video/mp4"
+
+
+@pytest.mark.skipif(shutil.which("ffprobe") is None or shutil.which("ffmpeg") is None,
+                    reason="ffmpeg/ffprobe are not installed (.ci/run installs them)")
+def test_ffprobe_reads_nothing_but_the_file(tmp_path: Path, sim: Simulator) -> None:
+    """An audio file that is an ID3 tag and a playlist text: ffprobe reads it as what it was
+    sniffed to be (MP3), never as a playlist naming a local file or a URL."""
+    from tests.trawl.test_hls_download import secret_file
+
+    secret = secret_file(tmp_path / "host")  # lasts 2 s
+    sim.add_page("/elsewhere.ts", "not media")
+    path = tmp_path / "audio.part"
+    sha = write(path, id3_playlist_segment([str(secret), sim.url("/elsewhere.ts")]))
+    verify_file(path, kind="audio", sha256=sha, size=path.stat().st_size, expected_duration=60)  # not "lasts 2.0 s"
+    assert sim.stats["/elsewhere.ts"].requests == 0
+
+
+@pytest.mark.skipif(shutil.which("ffprobe") is None or shutil.which("ffmpeg") is None,
+                    reason="ffmpeg/ffprobe are not installed (.ci/run installs them)")
+@pytest.mark.parametrize("container", ["ts", "mp4"])
+def test_ffprobe_told_the_format_still_reads_real_files(tmp_path: Path, container: str) -> None:
+    import subprocess
+
+    from tests.trawl.test_hls_download import secret_file
+
+    made = secret_file(tmp_path / "made")  # lasts 2 s
+    path = tmp_path / f"video.{container}"
+    subprocess.run(["ffmpeg", "-v", "error", "-i", str(made), "-c", "copy", str(path)], check=True, timeout=60)
+    sha = write(path, path.read_bytes())
+    verify_file(path, kind="video", sha256=sha, size=path.stat().st_size, expected_duration=2)
+    with pytest.raises(ContentCorrupt, match="lasts 2.0 s"):
+        verify_file(path, kind="video", sha256=sha, size=path.stat().st_size, expected_duration=60)

@@ -248,3 +248,24 @@ async def test_known_items_of_a_source_start_no_item_workflow(temporal_client: C
         return new_item in await started()
     await until(new_item_listed, 20)
     assert await started() == [new_item]  # the two known URLs ran nothing
+
+
+async def test_a_crawl_steers_only_the_items_it_started(temporal_client: Client, settings: Settings,
+                                                        sim: Simulator, worker) -> None:
+    """Crawl B joins crawl A's running items; pausing and cancelling B leaves them to A."""
+    urls = files(sim, 3, size=2_000_000, throttle=1_000_000, tag="own")
+    first, _ = await start_crawl(temporal_client, settings, default_registry(), urls, concurrency=3)
+
+    async def all_running(handle) -> bool:  # noqa: ANN001
+        return (await handle.query(CrawlWorkflow.stats)).running == 3
+    await until(lambda: all_running(first))
+    second, _ = await start_crawl(temporal_client, settings, default_registry(), urls, concurrency=3)
+    await until(lambda: all_running(second))
+    await second.signal(CrawlWorkflow.pause)
+    await second.signal(CrawlWorkflow.cancel)
+    stopped: CrawlStats = await asyncio.wait_for(second.result(), 60)
+    assert stopped.cancelled and stopped.outcomes == {"cancelled": 3}
+    # Had B paused or cancelled them, A's items would never commit (or end cancelled).
+    stats: CrawlStats = await asyncio.wait_for(first.result(), 120)
+    assert stats.outcomes == {"committed": 3}
+    assert Catalog(settings.catalog_url).count() == 3

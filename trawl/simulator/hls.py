@@ -59,6 +59,17 @@ def fmp4_fragment(seed: str, size: int = 4000) -> bytes:
         _box(b"mdat", hashlib.shake_256(seed.encode()).digest(size))
 
 
+def id3_playlist_segment(targets: list[str]) -> bytes:
+    """A hostile "segment": an empty ID3v2 tag, then an HLS playlist naming ``targets`` (local
+    paths, ``data:`` or other URLs). Sniffing sees an ID3-tagged MP3; an ffmpeg left to probe
+    its input skips the tag, takes the text for a playlist and opens what it names."""
+    tag = b"ID3\x04\x00\x00\x00\x00\x00\x00"  # version 2.4, no flags, size 0 (syncsafe)
+    lines = ["#EXTM3U", "#EXT-X-TARGETDURATION:10", "#EXT-X-MEDIA-SEQUENCE:0"]
+    for target in targets:
+        lines += ["#EXTINF:2.0,", target]
+    return tag + ("\n".join([*lines, "#EXT-X-ENDLIST"]) + "\n").encode()
+
+
 def encrypt(data: bytes, key: bytes, iv: bytes) -> bytes:
     padder = padding.PKCS7(128).padder()
     plain = padder.update(data) + padder.finalize()
@@ -89,7 +100,8 @@ class HlsStream:
     def iv(self, index: int) -> bytes:
         if self.explicit_iv:
             return hashlib.md5(b"trawl-iv", usedforsecurity=False).digest()
-        return (self.media_sequence + index).to_bytes(16, "big")
+        # Wrapped so a hostile playlist (a negative or 60-digit media sequence) is still served.
+        return ((self.media_sequence + index) % (1 << 128)).to_bytes(16, "big")
 
     def served(self, index: int) -> bytes:
         """Segment ``index`` as the origin sends it."""

@@ -101,12 +101,36 @@ def alias_form(url: str) -> str | None:
         return None
 
 
+# Every wait on the database is bounded, so a catalog that stops answering fails its callers
+# (a retried storage_error, a 503) instead of holding them, and the threads they wait in, for
+# good. A PostgreSQL URL may set its own: ?connect_timeout=5&options=-c%20statement_timeout%3D10s
+CONNECT_TIMEOUT_S = 10
+STATEMENT_TIMEOUT_S = 30
+# Only lock waits block on SQLite (a local file), and a committing worker holds the lock briefly.
+SQLITE_BUSY_TIMEOUT_S = 60
+# Without these, a server that vanishes mid-statement (no FIN, no RST) is waited on for ever:
+# a dead peer is noticed after idle + interval x count seconds.
+KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10, "keepalives_count": 3}
+
+
+def postgresql_connect_args(url: str) -> dict[str, Any]:
+    """The bounds above as libpq parameters, for those the URL does not set itself."""
+    query = make_url(url).query
+    args: dict[str, Any] = {k: v for k, v in {"connect_timeout": CONNECT_TIMEOUT_S, **KEEPALIVES}.items()
+                            if k not in query}
+    options = query.get("options", "")
+    options = " ".join(options) if isinstance(options, tuple) else options
+    if "statement_timeout" not in options:
+        args["options"] = f"{options} -c statement_timeout={STATEMENT_TIMEOUT_S}s".strip()
+    return args
+
+
 def make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
         database = make_url(url).database
         if database and database != ":memory:":
             Path(database).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"timeout": 60})
+        engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -125,7 +149,14 @@ def make_engine(url: str) -> Engine:
             cur.close()
 
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
+    return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5,
+                         connect_args=postgresql_connect_args(url) if _libpq(url) else {})
+
+
+def _libpq(url: str) -> bool:
+    """Whether the URL's driver takes libpq's connection parameters."""
+    parsed = make_url(url)
+    return parsed.get_backend_name() == "postgresql" and parsed.get_dialect().driver in ("psycopg", "psycopg2")
 
 
 class Catalog:
@@ -329,6 +360,10 @@ def migrate(engine: Engine) -> None:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     with engine.begin() as connection:
+        if engine.dialect.name == "postgresql":
+            # A migration may rewrite a large table, once, at start-up: longer than any query
+            # should take. LOCAL: the connection goes back to the pool with its bound.
+            connection.exec_driver_sql("SET LOCAL statement_timeout = 0")
         config.attributes["connection"] = connection
         tables = set(inspect(connection).get_table_names())
         if "items" in tables and "alembic_version" not in tables:

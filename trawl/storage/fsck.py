@@ -6,6 +6,7 @@ by streaming them from the store, so a bucket is checked like a directory.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from trawl.storage.blobs import BlobStore, hash_blob, key_sha256
@@ -29,6 +30,9 @@ class FsckReport:
     blobs: int = 0
     orphans: list[str] = field(default_factory=list)  # keys of blobs no catalog row refers to (harmless)
     problems: list[Problem] = field(default_factory=list)
+    # Keys of local blobs with more than one hard link: an exported file (trawl export --link
+    # hardlink) is the blob itself, so editing that file in place changes the blob. Not damage.
+    shared: list[str] = field(default_factory=list)
 
     @property
     def damaged_items(self) -> dict[str, str]:
@@ -37,7 +41,11 @@ class FsckReport:
 
 
 def check(catalog: Catalog, blobs: BlobStore) -> FsckReport:
-    """Hash every blob once; compare with its name and with every catalog row that uses it."""
+    """Hash every blob once; compare with its name and with every catalog row that uses it.
+
+    A local blob with other hard links (an exported file) is listed in ``shared``; when its bytes
+    changed, the ``corrupt_blob`` problem says so, as an in-place edit of that file is the likely cause.
+    """
     report = FsckReport()
     verdicts: dict[str, str | None] = {}  # key -> None if good, else what is wrong
     sizes: dict[str, int] = {}
@@ -47,8 +55,15 @@ def check(catalog: Catalog, blobs: BlobStore) -> FsckReport:
             report.problems.append(Problem("stray_file", stat.key, "not a blob (an interrupted commit?)"))
             continue
         report.blobs += 1
+        links = _link_count(blobs, stat.key)
+        if links > 1:
+            report.shared.append(stat.key)
         actual, sizes[stat.key] = hash_blob(blobs, stat.key)
-        verdicts[stat.key] = None if actual == sha else f"bytes hash to {actual[:16]}..., not to the name"
+        verdict = None if actual == sha else f"bytes hash to {actual[:16]}..., not to the name"
+        if verdict is not None and links > 1:
+            verdict += (f"; it has {links - 1} other hard link{'s' if links > 2 else ''}: most likely an exported "
+                        "file edited in place (export with --link copy what you edit)")
+        verdicts[stat.key] = verdict
         if actual != sha:
             report.problems.append(Problem("corrupt_blob", stat.key, verdicts[stat.key] or ""))
     referenced: set[str] = set()
@@ -76,6 +91,17 @@ def check(catalog: Catalog, blobs: BlobStore) -> FsckReport:
     report.problems = [p for p in report.problems if p.canonical_key or p.key not in with_items]
     report.orphans = sorted(key for key, verdict in verdicts.items() if verdict is None and key not in referenced)
     return report
+
+
+def _link_count(blobs: BlobStore, key: str) -> int:
+    """How many names the blob's file has (1 for a blob no export links to, and for remote stores)."""
+    path = blobs.local_path(key)
+    if path is None:
+        return 1
+    try:
+        return os.stat(path, follow_symlinks=False).st_nlink
+    except OSError:
+        return 1
 
 
 def quarantine(report: FsckReport, catalog: Catalog, blobs: BlobStore) -> list[str]:

@@ -1,5 +1,6 @@
 """The catalog on SQLite and, when TRAWL_TEST_POSTGRES_URL is set, on PostgreSQL."""
 
+import contextlib
 import threading
 from pathlib import Path
 from typing import Any
@@ -137,3 +138,69 @@ def test_a_database_error_while_reading_items_is_a_storage_error(tmp_path: Path)
     with pytest.raises(StorageError, match="^catalog read failed: "):
         catalog.committed_metadata(["web:1"])
     catalog.close()
+
+
+# -- issue 23, item 14: every connect and every statement is bounded -----------------------------
+def test_every_statement_is_bounded(catalog_url: str) -> None:
+    """PostgreSQL had no statement timeout: one slow query held its caller for good. SQLite waits
+    for a lock at most its busy timeout. A migration, run at start-up, is exempt."""
+    from sqlalchemy import text
+
+    catalog = Catalog(catalog_url)
+    catalog.create_schema()
+    with catalog.engine.connect() as connection:
+        if catalog.engine.dialect.name == "postgresql":
+            assert connection.execute(text("show statement_timeout")).scalar() == "30s"
+        else:
+            assert connection.execute(text("pragma busy_timeout")).scalar() == 60_000
+    catalog.close()
+
+
+def test_the_catalog_url_may_set_its_own_bounds(catalog_url: str) -> None:
+    from sqlalchemy import text
+
+    if not catalog_url.startswith("postgresql"):
+        return  # SQLite takes no bounds from its URL
+    catalog = Catalog(catalog_url + "?options=-c%20statement_timeout%3D5s%20-c%20lock_timeout%3D2s")
+    with catalog.engine.connect() as connection:
+        assert connection.execute(text("show statement_timeout")).scalar() == "5s"
+        assert connection.execute(text("show lock_timeout")).scalar() == "2s"
+    catalog.close()
+
+
+def test_connecting_to_a_postgresql_that_never_answers_is_bounded() -> None:
+    """No connect timeout: a server that accepted the connection and never spoke held the caller
+    (the API's event loop, a worker's activity) for ever. Now it is a StorageError after 10 s."""
+    import socket
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    accepted: list[socket.socket] = []
+    outcome: list[BaseException | int] = []
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                accepted.append(server.accept()[0])
+
+    def count() -> None:
+        try:
+            outcome.append(catalog.count())
+        except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+            outcome.append(exc)
+
+    catalog = Catalog(f"postgresql+psycopg://trawl@127.0.0.1:{server.getsockname()[1]}/trawl")
+    threading.Thread(target=accept, daemon=True).start()
+    caller = threading.Thread(target=count, daemon=True)
+    caller.start()
+    caller.join(60)  # generous: the bound is 10 s
+    try:
+        assert not caller.is_alive(), "connecting to a silent server never gave up"
+        assert isinstance(outcome[0], StorageError) and "timeout" in str(outcome[0]), outcome
+    finally:
+        server.close()
+        for conn in accepted:
+            conn.close()
+        caller.join(10)
+        catalog.close()

@@ -100,3 +100,28 @@ def test_objects_beside_the_blobs_are_not_the_stores(store: BlobStore, catalog: 
     assert report.problems == [] and report.blobs == 1
     quarantine(report, catalog, store)
     assert store.stat("backups/notes.txt") is not None
+
+
+def test_a_blob_shared_with_an_exported_file_is_reported_and_its_edit_named(catalog: Catalog, tmp_path: Path) -> None:
+    """A hard-linked export is the blob itself: fsck lists such blobs, and when one's bytes changed it
+    says that an edit of the exported file is the likely cause."""
+    store = LocalBlobStore(tmp_path / "blobs")
+    key = commit(catalog, store, tmp_path, "linked", b"v" * 5000)
+    alone = commit(catalog, store, tmp_path, "alone", b"a" * 5000)
+    blob = store.local_path(key)
+    assert blob is not None
+    exported = tmp_path / "export" / "linked.mp4"
+    exported.parent.mkdir()
+    os.link(blob, exported)  # what trawl export --link hardlink makes
+
+    report = check(catalog, store)
+    assert report.problems == [] and report.shared == [key]  # reported, yet nothing is wrong with it
+    assert alone not in report.shared
+
+    os.chmod(exported, 0o644)  # a person makes "their" file writable and edits it in place
+    with open(exported, "r+b") as handle:
+        handle.write(b"EDITED")
+    report = check(catalog, store)
+    [problem] = report.problems
+    assert (problem.kind, problem.key, problem.canonical_key) == ("corrupt_blob", key, "web:linked")
+    assert "1 other hard link" in problem.detail and "exported file edited in place" in problem.detail

@@ -1,0 +1,52 @@
+"""merge_dash with the real ffmpeg: DASH video and audio into one MP4, reading nothing but the two."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.trawl.test_hls_download import secret_file
+from trawl.merge import merge_dash
+from trawl.simulator.hls import id3_playlist_segment
+
+pytestmark = pytest.mark.skipif(shutil.which("ffmpeg") is None or shutil.which("ffprobe") is None,
+                                reason="ffmpeg/ffprobe are not installed (.ci/run installs them)")
+
+
+def dash_streams(work: Path) -> tuple[Path, Path]:
+    """A video-only and an audio-only MP4, as a DASH answer gives them."""
+    work.mkdir(parents=True, exist_ok=True)
+    video, audio = work / "video.m4s", work / "audio.m4s"
+    subprocess.run(["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=32x32:rate=5", "-t", "2",
+                    "-c:v", "mpeg4", "-f", "mp4", str(video)], check=True, capture_output=True, timeout=60)
+    subprocess.run(["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=8000", "-t", "2",
+                    "-c:a", "aac", "-f", "mp4", str(audio)], check=True, capture_output=True, timeout=60)
+    return video, audio
+
+
+def streams_of(path: Path) -> list[str]:
+    probe = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "stream=codec_type", "-of",
+                            "default=nw=1:nk=1", str(path)], capture_output=True, text=True, check=True)
+    return probe.stdout.split()
+
+
+def test_dash_video_and_audio_are_merged(tmp_path: Path) -> None:
+    video, audio = dash_streams(tmp_path / "dash")
+    out = tmp_path / "merged.mp4.part"
+    assert merge_dash(video, audio, out)
+    assert sorted(streams_of(out)) == ["audio", "video"]
+
+
+@pytest.mark.parametrize("hostile", ["audio", "video"])
+def test_a_stream_that_is_a_playlist_text_never_pulls_in_a_local_file(tmp_path: Path, hostile: str) -> None:
+    """A DASH asset whose body is an ID3 tag and a playlist naming a file of the worker's: the
+    merge refuses it (the caller keeps both streams) rather than let ffmpeg open that file."""
+    secret = secret_file(tmp_path / "host")  # MPEG-2 video and MP2 audio
+    video, audio = dash_streams(tmp_path / "dash")
+    (video if hostile == "video" else audio).write_bytes(id3_playlist_segment([str(secret)]))
+    out = tmp_path / "merged.mp4.part"
+    assert merge_dash(video, audio, out) is False
+    assert not out.exists()
