@@ -20,7 +20,7 @@ from activities.liveness import heartbeating
 from activities.models import CommitFile, CommitInput, CommitResult, DownloadResult, StoredAsset, stored_assets
 from trawl.download import file_sha256, state_path
 from trawl.merge import merge_dash
-from trawl.models import Asset, Resolved, compact
+from trawl.models import Asset, Resolved, compact, refuse_previews
 from trawl.storage.blobs import BlobStore, blob_key
 from trawl.storage.records import CommittedAsset
 
@@ -42,6 +42,7 @@ class CommitActivities:
     @heartbeating
     def commit(self, inp: CommitInput) -> CommitResult:
         item = inp.resolved
+        refuse_previews(item)  # whatever path led here, a preview never enters the catalog
         existing = self.catalog.get(item.canonical_key)
         if existing is not None:
             # Committed already: by this workflow on an attempt whose reply was lost, or by

@@ -18,7 +18,7 @@ from activities.errors import classified
 from activities.liveness import heartbeating
 from activities.models import FetchInput, FetchResult, stored_assets
 from trawl.errors import TrawlError
-from trawl.models import MoreItem, Resolved
+from trawl.models import MoreItem, Resolved, refuse_previews
 from trawl.platforms.base import ResolveContext
 from trawl.platforms.registry import Registry
 from trawl.storage.records import CatalogItem
@@ -67,6 +67,7 @@ class FetchActivities:
         resolver = self.registry.resolver_for(inp.url)
         context = dataclasses.replace(self.context, quality=inp.quality) if inp.quality else self.context
         resolved = resolver.resolve(inp.url, context)
+        refuse_previews(resolved)
         resolved.more = self._routed([m.url for m in resolved.more], inp.workflow_id)
         existing = self.catalog.get(resolved.canonical_key)
         if existing is None or existing.status != "committed":

@@ -28,6 +28,8 @@ briefly: a few attempts, then final)::
     |                                               Bilibili -101, Facebook's login page
     +-- Forbidden             [forbidden]           401/403/451 on a page or API, Bilibili
     |                                               -403/62012/-688/-689 (private, geo-blocked)
+    +-- PreviewOnly           [preview_only]        the platform offers only a preview or trailer
+    |                                               of the item (a supporter-only video's 试看)
     +-- PlatformError         [platform_error]      an error the site states that has no class
     |                                               above: an unlisted platform code, another 4xx
     +-- UnsupportedUrl        [unsupported_url]     no resolver claims the URL, malformed URL
@@ -179,6 +181,15 @@ class Forbidden(TrawlError):
     retryable = False
 
 
+class PreviewOnly(TrawlError):
+    """The platform answered with a preview (a trailer, a supporter-only video's first minutes)
+    instead of the item: stored under the item's key it would make the real one a duplicate for
+    ever, so the item fails."""
+
+    error_class = "preview_only"
+    retryable = False
+
+
 class PlatformError(TrawlError):
     """An error the site states that no other class describes (an unlisted code, a 405...).
 
@@ -222,7 +233,8 @@ class InternalError(TrawlError):
 ALL_ERRORS: tuple[type[TrawlError], ...] = (
     NetworkTimeout, NetworkError, NameNotFound, Http5xx, RateLimited, UrlExpired, Truncated, SegmentMissing,
     ContentCorrupt,
-    NotFound, LoginRequired, Forbidden, PlatformError, UnsupportedUrl, ParseError, TooLarge, BlockedAddress,
+    NotFound, LoginRequired, Forbidden, PreviewOnly, PlatformError, UnsupportedUrl, ParseError, TooLarge,
+    BlockedAddress,
     StorageError, InternalError,
 )
 BY_CLASS: dict[str, type[TrawlError]] = {cls.error_class: cls for cls in ALL_ERRORS}

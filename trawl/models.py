@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from trawl.errors import PreviewOnly
+
 ASSET_KINDS = ("video", "audio", "image", "thumbnail")
 # Kinds an item does without when they cannot be had: a missing cover must not lose the video.
 OPTIONAL_KINDS = ("thumbnail",)
@@ -22,6 +24,8 @@ class Asset:
         headers: request headers the media host requires (Referer, User-Agent).
         protocol: ``http`` (one file) or ``hls`` (``urls`` are HLS playlists: their segments
             make the file).
+        preview: empty, or why the platform says this file is only a preview or trailer of the
+            item (never stored as the item: :func:`refuse_previews`).
     """
 
     name: str
@@ -32,6 +36,7 @@ class Asset:
     expected_md5: str | None = None
     mime: str | None = None
     protocol: str = "http"
+    preview: str = ""
 
 
 @dataclass
@@ -100,3 +105,11 @@ def compact(metadata: dict[str, Any]) -> dict[str, Any]:
     """``metadata`` without the fields the platform did not give (None, "", [])."""
     return {k: v for k, v in metadata.items() if v is not None and v != "" and v != []}
 
+
+
+def refuse_previews(resolved: Resolved) -> None:
+    """Raise :class:`trawl.errors.PreviewOnly` when the platform says a file of ``resolved`` is only
+    a preview: stored under the item's key, the preview would make the real item a duplicate."""
+    previews = [asset for asset in resolved.assets if asset.preview]
+    if previews:
+        raise PreviewOnly(f"{resolved.platform}: {resolved.canonical_url}: {previews[0].preview}")

@@ -237,6 +237,7 @@ def resolved_record(url: str, item: Any) -> dict[str, Any]:
 def cmd_resolve(args: argparse.Namespace, settings: Settings) -> int:
     """Resolve without downloading, like ``yt-dlp -j``."""
     from trawl.http import make_client
+    from trawl.models import refuse_previews
     from trawl.platforms.base import ResolveContext
 
     registry = build_registry(settings.platforms)
@@ -246,6 +247,7 @@ def cmd_resolve(args: argparse.Namespace, settings: Settings) -> int:
         for url in args.urls:
             try:
                 item = registry.resolver_for(url).resolve(url.strip(), ctx)
+                refuse_previews(item)  # as a crawl would: a preview is never the item
             except TrawlError as err:
                 failed = True
                 record = {"url": url, "outcome": "failed", "error_class": err.error_class, "error": err.message}

@@ -154,3 +154,12 @@ def test_a_file_whose_size_changed_since_verify_is_not_committed(tmp_path: Path,
     with pytest.raises(ApplicationError) as raised:
         _run(commit, inp)
     assert raised.value.type == "content_corrupt" and commit.catalog.count() == 0
+
+
+def test_a_file_the_platform_calls_a_preview_is_never_committed(tmp_path: Path) -> None:
+    commit, inp = _setup(tmp_path, merge=False)
+    inp.resolved.assets[0].preview = "supporter-only video: a preview only"
+    with pytest.raises(ApplicationError) as caught:
+        _run(commit, inp)
+    assert caught.value.type == "preview_only" and caught.value.non_retryable
+    assert commit.catalog.list() == [] and not list((tmp_path / "blobs").rglob("*"))

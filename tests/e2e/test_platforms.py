@@ -20,6 +20,7 @@ from trawl.simulator import Simulator
 from trawl.simulator.bilibili import (
     PRIVATE_VIDEO,
     SHORT_LINK,
+    SUPPORTER_ONLY,
     UNLISTED_CODE,
     UNLISTED_CODE_VIDEO,
     UPLOADER_MID,
@@ -122,6 +123,21 @@ def test_bilibili_platform_codes_are_classified_through_the_cli(bili, tmp_path: 
     assert (private["error_class"], unlisted["error_class"]) == ("forbidden", "platform_error")
     assert "62012" in private["error"] and "仅UP主自己可见" in private["error"] and urls[0] in private["error"]
     assert str(UNLISTED_CODE) in unlisted["error"] and urls[1] in unlisted["error"]
+
+
+def test_a_supporter_only_preview_is_never_stored_as_the_video(bili, tmp_path: Path, temporal_address: str) -> None:
+    env = trawl_env(tmp_path, temporal_address, **platform_env("bilibili", bili.settings()))
+    url = bili.url(SUPPORTER_ONLY)
+    resolved = run(["resolve", "--json", url], env, tmp_path)
+    assert resolved.returncode == 1 and records(resolved.stdout)[0]["error_class"] == "preview_only"
+    crawled = run(["crawl", "--json", url], env, tmp_path)
+    assert crawled.returncode == 1, crawled.stderr
+    [item] = records(crawled.stdout)
+    assert (item["outcome"], item["error_class"]) == ("failed", "preview_only")
+    assert "supporter-only" in item["error"] and "cookies_file" in item["error"] and SUPPORTER_ONLY in item["error"]
+    assert blob_count(tmp_path) == 0  # nothing of the preview entered the store
+    assert records(run(["items", "--json"], env, tmp_path).stdout) == []
+    assert not any(SUPPORTER_ONLY in path and s.requests for path, s in bili.sim.stats.items())  # no preview byte
 
 
 # Few, quick fetch attempts: an answer misread as retryable fails as that class instead of hanging.

@@ -60,6 +60,9 @@ MIXIN_KEY_TABLE = (
 )
 # fnval bits: 16 DASH, 64 HDR, 128 4K, 256 Dolby audio, 1024 8K, 2048 AV1 -> ask for everything DASH.
 FNVAL_DASH = 16 | 64 | 128 | 256 | 1024 | 2048
+# Why a 试看 answer fails the item: the preview stored as the video would make the video a duplicate.
+PREVIEW_REASON = ("supporter-only video (充电专属): the play URL gives a preview (试看) only; give the "
+                  "cookies of an account with access in platforms.bilibili.cookies_file")
 # Bilibili's qn for the tallest height wanted: (at least this many lines, qn).
 QN_BY_HEIGHT = ((4320, 127), (2160, 120), (1080, 80), (720, 64), (480, 32), (0, 16))
 
@@ -286,11 +289,15 @@ class BilibiliResolver(Resolver):
             raise ParseError(f"bilibili: {url}: playurl answer has no data")
         media_headers = {"Referer": self.config.referer, "User-Agent": self.config.user_agent}
         if isinstance(data.get("dash"), dict):
-            return self._dash(url, data["dash"], media_headers, qn)
-        segments = [s for s in _list(data.get("durl")) if isinstance(s, dict)]
-        if segments:
-            return self._durl(url, segments, media_headers)
-        raise ParseError(f"bilibili: {url}: playurl answer has neither data.dash nor data.durl")
+            streams = self._dash(url, data["dash"], media_headers, qn)
+        elif segments := [s for s in _list(data.get("durl")) if isinstance(s, dict)]:
+            streams = self._durl(url, segments, media_headers)
+        else:
+            raise ParseError(f"bilibili: {url}: playurl answer has neither data.dash nor data.durl")
+        if _is_preview(data):
+            for asset in streams:
+                asset.preview = PREVIEW_REASON
+        return streams
 
     def _durl(self, url: str, segments: list[dict], headers: dict[str, str]) -> list[Asset]:
         assets = []
@@ -360,6 +367,12 @@ def _pick_video(videos: list[dict], wanted: int) -> dict:
     chosen = max(at_or_below) if at_or_below else min(ids)
     return min((v for v in videos if (int_or_none(v.get("id")) or 0) == chosen),
                key=lambda v: CODEC_RANK.get(int_or_none(v.get("codecid")) or 0, 9))
+
+
+def _is_preview(play: dict[str, Any]) -> bool:
+    """The playurl answer offers a preview only: its one quality is described as 试看 ("trial
+    viewing", what a supporter-only video gives an account without access), or it says so."""
+    return _list(play.get("accept_description")) == ["试看"] or bool(play.get("is_preview"))
 
 
 def _list(value: Any) -> list[Any]:

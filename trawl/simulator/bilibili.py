@@ -40,6 +40,8 @@ IMG_KEY = "7cd084941338484aae1ad9425b84077c"
 SUB_KEY = "4932caff0ff746eab6f01bf08b70ac45"
 UPLOADER_MID = "66606350"
 TEN_PARTS = "BV1KW411x7jc"  # av20261130: ten parts, from the derived view answer
+# av20261201: a supporter-only (充电专属) video; an account without access gets a 试看 preview.
+SUPPORTER_ONLY = "BV1KW411x75m"
 SHORT_LINK = "kpLP9MF"
 SHORT_LINK_NOT_VIDEO = "xNotVid"
 PRIVATE_VIDEO = "BV1fx411c7Z8"  # av114514: answers 62012, visible only to its uploader
@@ -108,6 +110,18 @@ class BilibiliSite:
         later["backup_url"] = [u.replace("-1-64.flv", "-2-64.flv") for u in segment.get("backup_url") or []]
         two["data"]["durl"].append(later)
         self.videos["BV1GJ411x7h7"] = Video("BV1GJ411x7h7", multi, {1001: durl, 1002: two})
+        # The view fields (is_upower_exclusive, is_upower_play, is_upower_preview) are those of the
+        # captured view answer, set as a supporter-only video has them; the preview's playurl is
+        # the captured durl answer with the one quality described as 试看 (bilibili-API-collect,
+        # docs/video/videostream_url.md; not captured).
+        exclusive = copy.deepcopy(view)
+        exclusive["data"].update(bvid=SUPPORTER_ONLY, aid=20261201, title="充电专属：完整版", cid=3001,
+                                 is_upower_exclusive=True, is_upower_play=False, is_upower_preview=True)
+        exclusive["data"]["pages"] = [{**copy.deepcopy(view["data"]["pages"][0]), "cid": 3001}]
+        exclusive["data"]["owner"] = {**view["data"]["owner"], "mid": 20261201, "name": "充电UP主"}
+        preview = copy.deepcopy(durl)
+        preview["data"].update(accept_description=["试看"], accept_quality=[preview["data"]["quality"]])
+        self.videos[SUPPORTER_ONLY] = Video(SUPPORTER_ONLY, exclusive, {3001: preview})
         ten = reference_json("bilibili_view_10pages_derived.json")
         self.videos[TEN_PARTS] = Video(TEN_PARTS, ten, {page["cid"]: copy.deepcopy(durl)
                                                         for page in ten["data"]["pages"]})

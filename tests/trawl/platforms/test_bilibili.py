@@ -7,7 +7,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from trawl.errors import TrawlError
+from trawl.errors import PreviewOnly, TrawlError
+from trawl.models import refuse_previews
 from trawl.platforms.base import ResolveContext
 from trawl.platforms.bilibili import BilibiliResolver, av_to_bv, bv_to_av, wbi_sign
 from trawl.settings import BilibiliSettings
@@ -16,6 +17,7 @@ from trawl.simulator.bilibili import (
     PRIVATE_VIDEO,
     SHORT_LINK,
     SHORT_LINK_NOT_VIDEO,
+    SUPPORTER_ONLY,
     TEN_PARTS,
     UNLISTED_CODE,
     UNLISTED_CODE_VIDEO,
@@ -347,3 +349,16 @@ def test_thumbnails_setting_off(sim: Simulator, client: httpx.Client) -> None:
     item = BilibiliResolver(site.settings(thumbnails=False)).resolve(site.url("BV117411r7R1"),
                                                                     ResolveContext(client, 5 << 20))
     assert [a.kind for a in item.assets] == ["video", "audio"] and item.metadata["thumbnail"]
+
+
+def test_a_supporter_only_video_s_preview_is_marked_as_such(sim: Simulator, client: httpx.Client) -> None:
+    site = install_bilibili_site(sim)
+    item = BilibiliResolver(site.settings()).resolve(site.url(SUPPORTER_ONLY), ResolveContext(client, 5 << 20))
+    streams = [a for a in item.assets if a.kind == "video"]
+    assert streams and all("supporter-only" in a.preview for a in streams)
+    assert not next(a for a in item.assets if a.kind == "thumbnail").preview  # the cover is the cover
+    with pytest.raises(PreviewOnly) as caught:
+        refuse_previews(item)
+    assert caught.value.error_class == "preview_only" and not caught.value.retryable
+    assert site.url(SUPPORTER_ONLY) not in caught.value.message  # it names the canonical URL
+    assert f"https://www.bilibili.com/video/{SUPPORTER_ONLY}" in caught.value.message
