@@ -12,6 +12,7 @@ import pytest
 from temporalio.client import Client
 
 from starter.client import item_result, start_item
+from tests.e2e.test_cli import blob_count, records, run, trawl_env
 from tests.e2e.test_worker_kill import settings, start_worker, wait_until  # noqa: F401 - fixture
 from tests.trawl.test_hls_download import FFMPEG, real_stream, secret_file
 from trawl.platforms.registry import default_registry
@@ -108,24 +109,24 @@ async def test_a_crawls_quality_choice_reaches_every_worker(temporal_client: Cli
 
 
 @pytest.mark.skipif(FFMPEG is None, reason="ffmpeg is not installed (.ci/run installs it)")
-async def test_a_segment_naming_local_files_never_brings_them_into_the_store(
-        temporal_client: Client, settings: Settings, sim: Simulator, tmp_path: Path) -> None:  # noqa: F811
-    """Issue 23: a "segment" that is an ID3 tag and a playlist naming a file of the worker's (or
-    a ``data:`` URL) once passed as MP3, and the remux, left to probe it, committed that file."""
-    from starter.cli.crawl import crawl_urls
-
+def test_a_segment_naming_local_files_never_brings_them_into_the_store(sim: Simulator, tmp_path: Path,
+                                                                       temporal_address: str) -> None:
+    """Issue 23, through `trawl crawl`: a "segment" that is an ID3 tag and a playlist naming a
+    file of the worker's (or a ``data:`` URL) once passed as MP3, and the remux, left to probe
+    it, committed that file."""
     site = install_hls_site(sim)
     secret = secret_file(tmp_path / "host")
     local = site.add_stream("local", HlsStream([id3_playlist_segment([str(secret)])]))
     inline = "data:video/mp2t;base64," + base64.b64encode(secret.read_bytes()).decode()
     data = site.add_stream("data-url", HlsStream([id3_playlist_segment([inline])]))
-    async with running_worker(temporal_client, settings):
-        results = await asyncio.wait_for(crawl_urls(temporal_client, settings, default_registry(), [local, data]),
-                                         180)
+    env = trawl_env(tmp_path, temporal_address, TRAWL_RETRY__DOWNLOAD__INITIAL_INTERVAL="100ms")
+    done = run(["crawl", "--json", local, data], env, tmp_path, timeout=180)
+    assert done.returncode == 1, done.stderr  # failed items
+    results = records(done.stdout)
+    assert len(results) == 2
     for result in results:
-        assert (result.outcome, result.error_class) == ("failed", "content_corrupt"), result
-        assert "ID3" in (result.error or "")
+        assert (result["outcome"], result["error_class"]) == ("failed", "content_corrupt"), result
+        assert "ID3" in (result["error"] or "")
     assert site.segment_requests("local")[0] > 0 and site.segment_requests("data-url")[0] > 0
-    assert Catalog(settings.catalog_url).count() == 0
-    blobs = settings.data_dir / "blobs"
-    assert not blobs.exists() or not [p for p in blobs.rglob("*") if p.is_file()]
+    assert blob_count(tmp_path) == 0
+    assert records(run(["items", "--json"], env, tmp_path).stdout) == []
