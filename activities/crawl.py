@@ -1,4 +1,7 @@
-"""Activities of the crawl workflow: expanding a named source, joining an item started elsewhere.
+"""Activities of the crawl workflow: expanding a source, joining an item started elsewhere.
+
+A source comes as its definition when the crawl carries one (a watch's runs do): the worker
+expands that, whatever its own settings hold; otherwise by its name in the worker's settings.
 
 A source's listing pages only as far as needed: the first page whose items the catalog holds
 already (by the key their URL gives offline, or a URL form it remembers) is the last one read.
@@ -8,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
 from temporalio.client import Client, WorkflowFailureError
@@ -22,7 +25,7 @@ from trawl.http import make_client
 from trawl.platforms.base import ResolveContext
 from trawl.platforms.registry import Registry
 from trawl.settings import Settings
-from trawl.sources import SourceError, expand, find_source
+from trawl.sources import SourceError, expand, find_source, source_from_definition
 
 if TYPE_CHECKING:  # the catalog (SQLAlchemy) is built by the worker and handed in
     from trawl.storage.catalog import Catalog
@@ -39,6 +42,9 @@ class CrawlItem:
 class ExpandInput:
     source: str
     stage_attempts: int | None = None  # as FetchInput's
+    # The source's definition (trawl.sources.source_definition) when the crawl carries it; None:
+    # the source of that name in the worker's settings.
+    definition: dict[str, Any] | None = None
 
 
 @dataclass
@@ -129,7 +135,8 @@ class CrawlActivities:
     @heartbeating
     def expand_source(self, inp: ExpandInput) -> ExpandResult:
         try:
-            source = find_source(self.settings, inp.source)
+            source = (source_from_definition(inp.definition) if inp.definition is not None
+                      else find_source(self.settings, inp.source))
             with make_client(self.settings.net) as http:
                 urls = expand(source, self.settings, self.registry,
                               ResolveContext(http, self.settings.net.max_page_bytes),

@@ -94,10 +94,11 @@ def classified(max_delay: Callable[[Any], timedelta | None]) -> Callable[[F], F]
             except (ApplicationError, CancelledError):
                 raise
             except Exception as exc:  # noqa: BLE001 - classification is the point
-                raise to_application_error(
+                error = to_application_error(
                     exc, stage_max_delay(max_delay(self)),
                     stage_attempts=stage_attempts(args[0] if args else None, getattr(self, "max_attempts", None)),
-                ) from None
+                )
+                raise error from (exc if error.type == "internal_error" else None)  # a bug keeps its traceback
 
         return run  # type: ignore[return-value]
 

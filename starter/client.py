@@ -18,7 +18,7 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
-from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDConflictPolicy
 from temporalio.exceptions import ApplicationError, CancelledError, TerminatedError
 from temporalio.exceptions import TimeoutError as WorkflowTimeoutError
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
@@ -35,7 +35,7 @@ from activities.crawl import CrawlItem
 from activities.models import StoredAsset
 from workers.main import ONE_SHOT_MARK, core_logging
 from workflows.crawl import CrawlInput, CrawlState, CrawlWorkflow
-from workflows.media_item import ItemInput, ItemResult, MediaItemWorkflow, Progress
+from workflows.media_item import CRAWL_ID, PLATFORM, ItemInput, ItemResult, MediaItemWorkflow, Progress
 from workflows.policies import ItemOptions, StagePolicy, download_queue, workflow_queue
 
 
@@ -218,8 +218,15 @@ class Started:
 
 async def start_item(client: Client, settings: Settings, registry: Registry, url: str,
                      crawl_id: str | None = None, choices: CrawlChoices | None = None) -> Started:
-    """Start (or join) the item workflow for ``url``; starting twice is harmless."""
+    """Start (or join) the item workflow for ``url``; starting twice is harmless.
+
+    The Web UI's list reads the item from the start: its summary is the platform and URL, and
+    Platform (and CrawlId) are set with the start, so the workflow need not upsert them.
+    """
     route = registry.route(url)
+    attrs = [SearchAttributePair(PLATFORM, route.platform)]
+    if crawl_id:
+        attrs.append(SearchAttributePair(CRAWL_ID, crawl_id))
     handle = await client.start_workflow(
         MediaItemWorkflow.run,
         ItemInput(url=url.strip(), platform=route.platform, crawl_id=crawl_id,
@@ -228,6 +235,7 @@ async def start_item(client: Client, settings: Settings, registry: Registry, url
         task_queue=workflow_queue(settings.temporal.task_queue_prefix),
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         static_summary=f"{route.platform}: {url.strip()[:200]}",
+        search_attributes=TypedSearchAttributes(attrs),
         memo={"url": url.strip()},
     )
     return Started(url, route.workflow_id, handle)

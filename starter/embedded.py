@@ -14,8 +14,7 @@ locks, which the kernel releases when their holder dies, so no stale pid file ca
 ``server.lock``
     held for the server's whole life, by its keeper (below) and, through an inherited
     descriptor, by the dev server itself. While it is held this data directory has a server and
-    no command starts another on ``temporal.db``, whatever its ``temporal.address``: a command
-    configured with another address says so in one line on stderr and uses the running server.
+    no command starts another on ``temporal.db``, whatever its ``temporal.address``.
 ``users.lock``
     held shared by every command using the server; the server stops when nobody holds it.
 ``temporal.json``
@@ -31,6 +30,21 @@ thread, which lives as long as the keeper); the keeper checks a few times a seco
 command still holds ``users.lock`` and, once none does (the last one ended or was killed), stops
 the server and exits. A command that leaves normally as the last user stops the server itself
 and waits for it, so the server's ports are closed when the command returns.
+
+Which server a command uses, the same for every command:
+
+- this data directory's running server, when it listens at ``temporal.address``, or when
+  ``temporal.address`` was not set (environment or config file): a default gives way to the
+  server this data directory really has (a notice says so);
+- otherwise the server answering at ``temporal.address``, used as is. An address that was set is
+  never swapped for another server: when nothing answers there and this data directory's server
+  listens elsewhere, the command refuses in one line naming both;
+- otherwise a new server, started as above; unless the command only reads (``read_only``: status,
+  crawls, ...), which starts none and creates no file: it says where it looked and exits.
+
+A command waiting here (for the state lock another command holds while it starts a server, or
+for a starting server to answer) can be abandoned from another thread (``abandon``): the
+server it was starting is stopped, and ``acquire`` raises :class:`Abandoned`.
 
 The server's HTTP API port is left to the dev server, which picks a free one; the UI port is
 ``temporal.ui_port`` and is checked before the start, so a taken port is one line naming the
@@ -49,6 +63,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -57,7 +72,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the keeper process imports this module and needs nothing but the standard library
     from trawl.settings import Settings
 
-SEARCH_ATTRIBUTES = ("Platform", "CanonicalKey", "Stage", "Outcome", "CrawlId")
+SEARCH_ATTRIBUTES = ("Platform", "CanonicalKey", "Stage", "Outcome", "CrawlId", "Title", "ErrorClass")
 
 PR_SET_PDEATHSIG = 1
 KEEPER_POLL_S = 0.25
@@ -67,6 +82,10 @@ FAILED_START_LINES = 20
 
 class ServerError(Exception):
     """The embedded server could not be started or used."""
+
+
+class Abandoned(ServerError):
+    """``acquire`` was abandoned (the command is stopping); nothing it started is left running."""
 
 
 def split_address(address: str) -> tuple[str, int]:
@@ -275,19 +294,30 @@ def keep() -> int:
 
 # -- the commands' side -------------------------------------------------------------------------
 class EmbeddedServer:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, read_only: bool = False) -> None:
         self.settings = settings
+        self.read_only = read_only  # never start a server, never create a file where none is
         self.run_dir = settings.data_dir / "run"
         self.log_file = self.run_dir / "temporal.log"
         self._user: int | None = None  # holds users.lock (shared) while this command uses the server
         self.joined: dict[str, Any] | None = None  # the state of the server of this data directory it joined
+        self.abandon = threading.Event()  # set from another thread: stop waiting, undo a start
+
+    def _check_abandoned(self) -> None:
+        if self.abandon.is_set():
+            raise Abandoned("stopped while waiting for the Temporal server")
 
     @contextlib.contextmanager
-    def _lock(self) -> Iterator[None]:
+    def _lock(self, *, abandonable: bool = True) -> Iterator[None]:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         fd = _open(self.run_dir / "lock")
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            # Polled, not a blocking flock: another command may hold it for a whole server start,
+            # and this one must still stop when asked to.
+            while not _try_flock(fd, fcntl.LOCK_EX):
+                if abandonable:
+                    self._check_abandoned()
+                time.sleep(0.05)
             yield
         finally:
             os.close(fd)
@@ -309,6 +339,7 @@ class EmbeddedServer:
             if time.monotonic() > deadline:  # held, but its server is gone: one still shutting down
                 raise ServerError(f"a Temporal server of {self.settings.data_dir} is still shutting down; "
                                   "try again in a moment")
+            self._check_abandoned()
             time.sleep(0.1)
 
     def _register(self) -> None:
@@ -316,20 +347,32 @@ class EmbeddedServer:
         fcntl.flock(fd, fcntl.LOCK_SH)  # never waits long: only holders of the state lock take it exclusively
         self._user = fd
 
-    def acquire(self, timeout: float = 60.0) -> str:
-        """Make sure a server answers; return the address to use.
+    @property
+    def address_was_set(self) -> bool:
+        """``temporal.address`` came from the environment or a config file, not the default."""
+        return "address" in self.settings.temporal.model_fields_set
 
-        This data directory's server is used wherever it listens (and kept running while this
-        command runs); otherwise a server answering at ``temporal.address`` is used as is;
-        otherwise one is started.
-        """
+    def acquire(self, timeout: float = 60.0) -> str:
+        """Make sure a server answers; return the address to use (the policy: module docstring)."""
         address = self.settings.temporal.address
+        if self.read_only and not self.run_dir.is_dir():  # no server of this data directory ever ran
+            if answers(address):
+                return address
+            raise ServerError(self._nothing_to_read())
         deadline = time.monotonic() + timeout
         with self._lock():
             while True:
                 held, state = self._server(deadline)
                 if state is None:
                     break
+                recorded = str(state.get("address"))
+                if recorded != address and self.address_was_set:
+                    if answers(address):
+                        return address  # the server the settings name, used as is
+                    raise ServerError(
+                        f"nothing answers at temporal.address {address}, and the Temporal server of "
+                        f"{self.settings.data_dir.resolve()} listens at {recorded}: set TRAWL_TEMPORAL__ADDRESS "
+                        f"(or temporal.address) to {recorded}, or unset it, to use that one")
                 joined = self._join(state, deadline)
                 if joined is not None:
                     return joined
@@ -337,12 +380,20 @@ class EmbeddedServer:
             try:
                 if answers(address):
                     return address
+                if self.read_only:
+                    raise ServerError(self._nothing_to_read())
                 if not self.settings.temporal.embedded:
                     raise ServerError(f"no Temporal server answers at {address} and temporal.embedded is off")
                 self._start(held, deadline, timeout)
             finally:
                 os.close(held)  # close, never unlock: the keeper and the server hold the same lock
             return address
+
+    def _nothing_to_read(self) -> str:
+        return (f"no Temporal server answers at {self.settings.temporal.address} and none runs for the data "
+                f"directory {self.settings.data_dir.resolve()}; this command only reads, so it starts none: run "
+                "it where you crawled, or point it there with TRAWL_DATA_DIR (data_dir) or TRAWL_TEMPORAL__ADDRESS "
+                "(temporal.address)")
 
     def _join(self, state: dict[str, Any], deadline: float) -> str | None:
         """Use this data directory's running server; None when it died meanwhile."""
@@ -354,12 +405,10 @@ class EmbeddedServer:
             if time.monotonic() > deadline:
                 raise ServerError(f"the Temporal server of {self.settings.data_dir} (pid {pid}) does not answer "
                                   f"at {recorded}; stop it (kill {pid}) and try again")
+            self._check_abandoned()
             time.sleep(0.1)
         self._register()
         self.joined = state
-        if recorded != self.settings.temporal.address:
-            print(f"trawl: using the Temporal server of {self.settings.data_dir} at {recorded} "
-                  f"(temporal.address is {self.settings.temporal.address})", file=sys.stderr, flush=True)
         return recorded
 
     def _check_before_start(self) -> None:
@@ -409,6 +458,7 @@ class EmbeddedServer:
                 if time.monotonic() > deadline:
                     raise ServerError(self._failure(
                         f"the Temporal dev server did not answer at {address} in {timeout:.0f} s", offset))
+                self._check_abandoned()
                 time.sleep(0.1)
         except BaseException:
             # Nobody else can have joined (this command holds the state lock): stop what it started.
@@ -439,7 +489,7 @@ class EmbeddedServer:
         """Stop using the server; the last command using it stops it and waits until it is gone."""
         if self._user is None:
             return
-        with self._lock():
+        with self._lock(abandonable=False):  # leaving must finish, or the server would outlive its last user
             os.close(self._user)
             self._user = None
             if _in_use(self.run_dir):
@@ -470,24 +520,26 @@ class EmbeddedServer:
                 os.close(fd)
 
 
-@contextlib.contextmanager
-def temporal_server(settings: Settings) -> Iterator[Settings]:
-    """Run the body with a Temporal server answering; yields the settings to use with it.
+def settings_for(settings: Settings, server: EmbeddedServer, address: str) -> Settings:
+    """``settings`` naming the server ``acquire`` chose: this data directory's, when it listens at
+    another address than an unset ``temporal.address`` (its address and UI port)."""
+    if address == settings.temporal.address:
+        return settings
+    update: dict[str, Any] = {"address": address}
+    if server.joined and isinstance(server.joined.get("ui_port"), int):
+        update["ui_port"] = server.joined["ui_port"]
+    temporal = settings.temporal.model_copy(update=update)
+    return settings.model_copy(update={"temporal": temporal})
 
-    They are ``settings`` unless this data directory's server listens at another address than
-    ``temporal.address``: then they name that address and that server's UI port (and a notice on
-    stderr said so).
-    """
-    server = EmbeddedServer(settings)
+
+@contextlib.contextmanager
+def temporal_server(settings: Settings, *, read_only: bool = False) -> Iterator[Settings]:
+    """Run the body with a Temporal server answering; yields the settings to use with it
+    (:func:`settings_for`). Blocking: the commands use the asynchronous ``starter.cli.common.temporal``."""
+    server = EmbeddedServer(settings, read_only=read_only)
     address = server.acquire()
     try:
-        if address != settings.temporal.address:
-            update: dict[str, Any] = {"address": address}
-            if server.joined and isinstance(server.joined.get("ui_port"), int):
-                update["ui_port"] = server.joined["ui_port"]
-            temporal = settings.temporal.model_copy(update=update)
-            settings = settings.model_copy(update={"temporal": temporal})
-        yield settings
+        yield settings_for(settings, server, address)
     finally:
         server.release()
 

@@ -18,12 +18,12 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Protocol, Union
 
-from temporalio.client import WorkflowExecutionStatus, WorkflowQueryFailedError
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowQueryFailedError
 from temporalio.service import RPCError
 
 from trawl.storage.records import CatalogItem
-from workflows.crawl import CrawlStats, CrawlWorkflow
-from workflows.models import ItemResult
+from workflows.crawl import CrawlStats, CrawlWorkflow, crawl_failure
+from workflows.models import ItemInput, ItemResult
 
 CLOSED_QUERY_PATIENCE_S = 5.0
 
@@ -71,13 +71,16 @@ def item_dict(item: CatalogItem, blobs: Blobs = None) -> dict[str, Any]:
 
 async def crawl_state(handle: Any) -> tuple[Any, CrawlStats | None]:
     """A crawl workflow's description and its stats: queried while it runs, its result once
-    completed; a cancelled crawl (which has no result) is queried too, which needs a worker to
-    answer: None when none does (and for failed or terminated crawls)."""
+    completed; a failed crawl's from its failure (a source that could not be expanded: ``error``
+    says why); a cancelled crawl (which has no result) is queried too, which needs a worker to
+    answer: None when none does (and for terminated crawls, and failures that carry no counts)."""
     desc = await handle.describe()
     if desc.status == WorkflowExecutionStatus.RUNNING:
         return desc, await handle.query(CrawlWorkflow.stats)
     if desc.status == WorkflowExecutionStatus.COMPLETED:
         return desc, await handle.result()
+    if desc.status == WorkflowExecutionStatus.FAILED:
+        return desc, (await crawl_failure(handle))[1]
     if desc.status == WorkflowExecutionStatus.CANCELED:
         try:
             return desc, await asyncio.wait_for(handle.query(CrawlWorkflow.stats), CLOSED_QUERY_PATIENCE_S)
@@ -95,5 +98,30 @@ def crawl_dict(crawl_id: str, desc: Any, stats: CrawlStats | None) -> dict[str, 
 def crawl_status(desc: Any) -> str:
     """Temporal's status of a crawl's run (``RUNNING``, ``COMPLETED``, ...); ``CANCELLED`` for a
     cancelled one, as a cancelled job says."""
-    status = desc.status.name if desc.status else "UNKNOWN"
-    return "CANCELLED" if status == "CANCELED" else status
+    return status_name(desc.status)
+
+
+def status_name(status: WorkflowExecutionStatus | None) -> str:
+    """Temporal's name of a workflow status, but ``CANCELLED`` as trawl spells a cancelled outcome
+    (Temporal's ``CANCELED`` beside it read as two different things)."""
+    name = status.name if status else "UNKNOWN"
+    return "CANCELLED" if name == "CANCELED" else name
+
+
+async def started_url(client: Client, handle: Any) -> str:
+    """The URL an item workflow was started for: its memo's, else its input's (the items a crawl
+    workflow starts carry no memo); "" when neither can be read."""
+    try:
+        desc = await handle.describe()
+        url = await desc.memo_value("url", "")
+        if url:
+            return str(url)
+        async for event in handle.fetch_history_events(page_size=1):
+            payloads = event.workflow_execution_started_event_attributes.input.payloads
+            if payloads:
+                inp = (await client.data_converter.decode(payloads, [ItemInput]))[0]
+                return str(getattr(inp, "url", "") or "")
+            break
+    except RPCError:
+        pass
+    return ""

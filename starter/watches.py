@@ -7,9 +7,20 @@ that one (overlap policy SKIP), and after the Temporal server was down, missed r
 ``watch.catchup_window`` are dropped: an outage ends in at most one catch-up run. Watches live in
 Temporal, so they survive restarts of workers, API and CLI; nothing else stores them.
 
-A run of a source asks the worker to expand the source then (its listing stops at the first page
-of known items); a watch of URLs carries them, routed when the watch was added, in the schedule's
-action. Items already in the catalog finish as ``duplicate`` without a platform request.
+A watch of a source carries the source's definition (its ``[[sources]]`` table, as it was when
+the watch was added) in the schedule's action: each run asks a worker to expand that definition
+(its listing stops at the first page of known items), whatever that worker's settings hold. A
+``url_file`` is read by the worker that expands the run, on its host: a watch takes only an absolute
+path. Watches added before they carried their source name it only; their runs expand the source
+of that name in the worker's settings. A run whose source cannot be expanded fails (a failed
+Temporal run), and its reason shows wherever the run does. A watch of URLs carries them, routed
+when the watch was added. Items already in the catalog finish as ``duplicate`` without a platform
+request.
+
+Each run is its own crawl: Temporal names a schedule's run after the schedule's workflow id and
+the second the run is due, and a trigger is due when asked, so ``trigger`` picks a second of its
+own (no run of that name ever started, and not a second the interval falls on: see
+:func:`trigger_watch`).
 
 Shared by ``trawl watch`` (:mod:`starter.cli.watch`) and the API (:mod:`starter.api.watches`).
 """
@@ -19,9 +30,16 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
+import time
+import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
+from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
+
+from google.protobuf.timestamp_pb2 import Timestamp
+from temporalio.api.schedule.v1 import SchedulePatch, TriggerImmediatelyRequest
+from temporalio.api.workflowservice.v1 import PatchScheduleRequest
 
 from temporalio.client import (
     Client,
@@ -53,14 +71,17 @@ from starter.views import crawl_state, crawl_status
 from trawl.durations import parse_duration
 from trawl.platforms.registry import Registry
 from trawl.settings import Settings
-from trawl.sources import SourceError, describe, find_source
-from workflows.crawl import CrawlInput, CrawlWorkflow
+from trawl.sources import SourceError, describe, find_source, source_definition
+from workflows.crawl import CrawlInput, CrawlWorkflow, crawl_failure
 from workflows.policies import workflow_queue
 
 WATCH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
 # A run's counts come from its worker (a query) while it runs; a worker that cannot answer within
 # this long leaves the counts out rather than holding up the list.
 RUN_STATS_WAIT_S = 5.0
+# How long `trigger` waits for the schedule to start the run it asked for (normally well under a
+# second): it answers once it knows whether the run started, or after this long, asked.
+TRIGGER_WAIT_S = 10.0
 
 
 class WatchError(Exception):
@@ -91,6 +112,7 @@ class WatchRun:
     duplicate: int | None = None
     failed: int | None = None
     outcomes: dict[str, int] = field(default_factory=dict)
+    error: str | None = None  # why a FAILED run failed (a source it could not expand)
 
 
 @dataclass
@@ -99,6 +121,10 @@ class Watch:
     schedule_id: str
     source: str | None  # a source's name, or None for a watch of URLs
     source_description: str | None  # e.g. "feed https://...": what the source is in the settings
+    # The source's definition the schedule carries (its settings table when the watch was added);
+    # None for a watch of URLs, and for one added before watches carried their source (its runs
+    # expand the source of that name in the worker's settings).
+    source_settings: dict[str, Any] | None
     urls: int  # URLs carried by the schedule (a watch of URLs)
     every: str
     jitter: str
@@ -175,19 +201,24 @@ async def add_watch(client: Client, settings: Settings, registry: Registry, name
         raise WatchInvalid(f"jitter ({show_duration(spread)}) must not exceed the interval ({show_duration(interval)})")
     if not 1 <= concurrency <= MAX_CRAWL_CONCURRENCY:
         raise WatchInvalid(f"concurrency must be 1 to {MAX_CRAWL_CONCURRENCY} (got {concurrency})")
-    described = None
+    described = definition = None
     if source:
         try:
-            described = describe(find_source(settings, source))
+            found = find_source(settings, source)
         except SourceError as err:
             raise WatchInvalid(str(err)) from None
+        if found.kind == "url_file" and not _absolute(found.path):
+            raise WatchInvalid(f"source {source!r} is a url_file with a relative path ({found.path}): a watch's runs "
+                               "read it on the host of the worker that runs them, so give the source an absolute path")
+        described, definition = describe(found), source_definition(found)
     if len(urls) > MAX_CRAWL_URLS:
         raise CrawlTooLarge(f"a watch carries at most {MAX_CRAWL_URLS} URLs (got {len(urls)}): put them in a "
                             "url_file source and watch that")
     items, refusals = await asyncio.to_thread(route_urls, registry, urls)
     if urls and not items:
         raise CrawlRefused(refusals)
-    inp = CrawlInput(items=items, source=source, concurrency=concurrency, options=item_options(settings))
+    inp = CrawlInput(items=items, source=source, concurrency=concurrency, options=item_options(settings),
+                     source_definition=definition)
     # The schedule hands this input to every run: it must fit in one Temporal payload.
     if await encoded_size(client, inp) > MAX_CRAWL_BYTES:
         raise CrawlTooLarge(f"the watch's URLs make more than {MAX_CRAWL_BYTES} bytes: put them in a url_file "
@@ -204,8 +235,8 @@ async def add_watch(client: Client, settings: Settings, registry: Registry, name
     )
     try:
         await client.create_schedule(sid, schedule, memo={
-            "watch": name, "source": source, "source_description": described, "urls": len(items),
-            "concurrency": concurrency})
+            "watch": name, "source": source, "source_description": described, "source_settings": definition,
+            "urls": len(items), "concurrency": concurrency})
     except ScheduleAlreadyRunningError:
         raise WatchExists(f"a watch named {name!r} exists already: remove it first (trawl watch remove {name}) "
                           "or pick another name") from None
@@ -251,14 +282,43 @@ async def resume_watch(client: Client, settings: Settings, name: str) -> Watch:
 async def trigger_watch(client: Client, settings: Settings, name: str) -> tuple[Watch, bool]:
     """Run the watch now, unless a run is going (then nothing starts: a watch never runs twice at once).
 
+    Temporal names the run ``<action's workflow id>-<second it is due>``, and starts a triggered
+    run even when an ended run has that name (a scheduled one it does not start then): a trigger in
+    the same second as an ended run would be a second run under its id. So the trigger names its
+    second: now, or the first second after it that no run of the watch was named after and that
+    the interval does not fall on (a scheduled run never takes it). Waits until the schedule has
+    taken the trigger (at most ``TRIGGER_WAIT_S``), so a trigger right after this one sees its run.
+
     Returns:
-        The watch, and whether a run was asked for (False: one was running).
+        The watch, and whether a run was asked for (False: one was running, or started meanwhile).
     """
     desc = await _describe(client, settings, name)
     if desc.info.running_actions:
         return await _watch(client, name, desc), False
-    await client.get_schedule_handle(schedule_id(settings, name)).trigger()
-    return await get_watch(client, settings, name), True
+    action = desc.schedule.action
+    base = action.id if isinstance(action, ScheduleActionStartWorkflow) else f"crawl-{desc.id}"
+    spec = desc.schedule.spec
+    interval = spec.intervals[0] if len(spec.intervals) == 1 and not spec.calendars and not spec.cron_expressions \
+        else None
+    due = await _free_second(client, base, interval)
+    actions, skipped = desc.info.num_actions, desc.info.num_actions_skipped_overlap
+    stamp = Timestamp()
+    stamp.FromDatetime(due)
+    await client.workflow_service.patch_schedule(PatchScheduleRequest(
+        namespace=client.namespace, schedule_id=desc.id, identity=client.identity, request_id=str(uuid.uuid4()),
+        patch=SchedulePatch(trigger_immediately=TriggerImmediatelyRequest(scheduled_time=stamp))), retry=True)
+    run_id = f"{base}-{_second(due)}"
+    deadline = time.monotonic() + TRIGGER_WAIT_S
+    while True:
+        desc = await _describe(client, settings, name)
+        ids = {a.action.workflow_id for a in desc.info.recent_actions}
+        ids.update(a.workflow_id for a in desc.info.running_actions)
+        if run_id not in ids and desc.info.num_actions_skipped_overlap > skipped:  # a scheduled run came first
+            return await _watch(client, name, desc), False
+        # (A server that ignores the trigger's time, older than the 1.32 the tests run, names the run itself.)
+        if run_id in ids or desc.info.num_actions > actions or time.monotonic() > deadline:
+            return await _watch(client, name, desc), True
+        await asyncio.sleep(0.1)
 
 
 async def remove_watch(client: Client, settings: Settings, name: str) -> Watch:
@@ -279,9 +339,10 @@ def watch_dict(watch: Watch) -> dict[str, Any]:
 
 
 def counts_text(run: WatchRun | None) -> str:
+    """A run in a few words: when, its status, and its counts or why it failed."""
     if run is None:
         return "never ran"
-    counts = ("counts unknown" if run.new is None else
+    counts = (" ".join(run.error.split()) if run.error else "counts unknown" if run.new is None else
               f"{run.new} new, {run.duplicate} duplicate, {run.failed} failed")
     return f"{run.started_at[:19].replace('T', ' ')} {run.status.lower()}: {counts}"
 
@@ -289,6 +350,34 @@ def counts_text(run: WatchRun | None) -> str:
 # -- internals -------------------------------------------------------------------------------------
 def _not_found(name: str) -> WatchNotFound:
     return WatchNotFound(f"no watch named {name!r} (trawl watch list shows them)")
+
+
+def _absolute(path: str) -> bool:
+    """Absolute on any worker's host (POSIX, or Windows with its drive)."""
+    return PurePosixPath(path).is_absolute() or PureWindowsPath(path).is_absolute()
+
+
+def _second(moment: datetime) -> str:
+    """A moment as Temporal appends it to a scheduled run's workflow id (RFC 3339, whole seconds, UTC)."""
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+async def _free_second(client: Client, base: str, interval: ScheduleIntervalSpec | None) -> datetime:
+    """The first second from now that names no run yet (``<base>-<second>``) and, for an interval
+    of 2 s or more, is not one the interval falls on (every multiple of it since the epoch, plus
+    its offset)."""
+    every = int(interval.every.total_seconds()) if interval else 0
+    offset = int(interval.offset.total_seconds()) if interval and interval.offset else 0
+    due = datetime.now(timezone.utc).replace(microsecond=0)
+    while True:
+        if every < 2 or (int(due.timestamp()) - offset) % every:
+            try:
+                await client.get_workflow_handle(f"{base}-{_second(due)}").describe()
+            except RPCError as err:
+                if err.status == RPCStatusCode.NOT_FOUND:
+                    return due
+                raise
+        due += timedelta(seconds=1)
 
 
 async def _describe(client: Client, settings: Settings, name: str) -> ScheduleDescription:
@@ -310,6 +399,7 @@ async def _watch(client: Client, name: str, desc: ScheduleDescription) -> Watch:
     running = [a.workflow_id for a in info.running_actions if isinstance(a, ScheduleActionExecutionStartWorkflow)]
     return Watch(
         name=name, schedule_id=desc.id, source=memo.get("source"), source_description=memo.get("source_description"),
+        source_settings=memo.get("source_settings"),
         urls=int(memo.get("urls") or 0), every=show_duration(every), jitter=show_duration(spec.jitter or timedelta(0)),
         concurrency=int(memo.get("concurrency") or 0), paused=state.paused, note=state.note,
         runs=info.num_actions, skipped_overlap=info.num_actions_skipped_overlap,
@@ -334,6 +424,11 @@ async def run_of(client: Client, action: Any) -> WatchRun:
     except (WorkflowQueryFailedError, TimeoutError):
         return run
     run.status = crawl_status(desc)
+    if run.status == "FAILED":
+        try:
+            run.error, stats = await asyncio.wait_for(crawl_failure(handle), RUN_STATS_WAIT_S)
+        except (RPCError, TimeoutError):
+            pass
     if stats is not None:
         run.outcomes = dict(stats.outcomes)
         run.new = stats.outcomes.get("committed", 0)

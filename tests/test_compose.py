@@ -24,12 +24,15 @@ from typing import Any
 import pytest
 import yaml
 from pydantic import BaseModel
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
 
 from starter.binding import ApiConfigError, require_safe_binding
 from trawl.durations import parse_duration
 from trawl.settings import Settings
+from workflows.media_item import SEARCH_ATTRIBUTES as ITEM_SEARCH_ATTRIBUTES
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent  # the venv's bin: `temporal` (Temporal CLI) lives here
@@ -182,9 +185,9 @@ def test_only_documented_variables_and_none_is_required() -> None:
     assert used == COMPOSE_VARIABLES
     text = (REPO / "docker-compose.yml").read_text()
     assert not re.search(r"\$\{[A-Za-z0-9_]+:?\?", text)
-    readme = (REPO / "README.md").read_text()
+    production = (REPO / "docs" / "production.md").read_text()
     for name in COMPOSE_VARIABLES:
-        assert name in readme, f"{name} is not documented in the README"
+        assert name in production, f"{name} is not documented in docs/production.md"
         assert name in text.split("\nname:")[0], f"{name} is not listed in the compose file's header"
 
 
@@ -365,6 +368,31 @@ async def test_admin_tools_creates_then_updates_the_namespace_retention(
 
 
 # -- the image -------------------------------------------------------------------------------------
+async def test_setup_registers_the_web_ui_columns(temporal_client: Client, temporal_address: str,
+                                                  tmp_path: Path) -> None:
+    """The `setup` service (`trawl setup`, with the compose environment) registers every search
+    attribute the item workflow sets, the Web UI's columns Title and ErrorClass among them, as
+    Keyword; run twice, it changes nothing."""
+    namespace = f"compose-{uuid.uuid4().hex[:8]}"
+    _run_admin_tools(tmp_path, temporal_address, namespace, "1d")
+    service = compose()["services"]["setup"]
+    assert service["command"] == ["setup"]
+    env = {**service["environment"], "TRAWL_TEMPORAL__ADDRESS": temporal_address,
+           "TRAWL_TEMPORAL__NAMESPACE": namespace, "TRAWL_DATA_DIR": str(tmp_path / "data"),
+           "TRAWL_CATALOG__URL": f"sqlite:///{tmp_path / 'catalog.db'}", "PATH": f"{BIN}:/usr/bin:/bin",
+           "HOME": str(tmp_path)}
+    for _ in range(2):
+        done = subprocess.run([str(BIN / "trawl"), *service["command"]], env=env, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr
+    listed = await temporal_client.operator_service.list_search_attributes(
+        ListSearchAttributesRequest(namespace=namespace))
+    registered = dict(listed.custom_attributes)
+    for key in ITEM_SEARCH_ATTRIBUTES:
+        assert registered.get(key.name) == IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD, key.name
+    assert {"Title", "ErrorClass"} <= set(registered)
+
+
 def test_dockerfile_installs_the_package_ffmpeg_and_runs_trawl() -> None:
     text = (REPO / "Dockerfile").read_text()
     assert re.search(r"^FROM python:3\.11[\w.-]*$", text, re.MULTILINE)

@@ -297,7 +297,7 @@ class Downloader:
             else:
                 offset = overlap = 0  # a 200 is the whole resource: the validator failed or Range is unsupported
                 total = _content_length(resp)
-            chunks: Iterable[bytes] = resp.iter_raw()
+            chunks: Iterable[bytes] = resp.iter_raw(self.throttle.batch_bytes if self.throttle is not None else None)
             raw = None if overlap else RawBody.of(resp)
             if overlap:
                 confirmed = _after_overlap(iter(chunks), _read_range(part, offset - overlap, overlap), url)
@@ -373,7 +373,7 @@ class Downloader:
                     os.ftruncate(fd, state.offset)
                 writeback = Writeback(fd, state.offset)
                 batches = (self._raw_batches(raw, fd, state.offset) if raw is not None
-                           else _batches(chunks, self.heartbeat_every))
+                           else _batches(chunks, self.heartbeat_every, self._batch_bytes))
                 try:
                     # A failing body still yields what arrived before the failure: good data in
                     # order, kept; the batch source raises the failure after it.
@@ -404,13 +404,18 @@ class Downloader:
                 self._beat(part, state)
         return transferred
 
+    @property
+    def _batch_bytes(self) -> int:
+        # Throttled, bytes pass a small batch at a time: an even pace, not 1 MiB then a long wait.
+        return min(WRITE_BATCH, self.throttle.batch_bytes) if self.throttle is not None else WRITE_BATCH
+
     def _raw_batches(self, raw: RawBody, fd: int, offset: int) -> Iterator[tuple[list[memoryview], int, Callable[[], None]]]:
         """The body in buffers of up to :data:`WRITE_BATCH` bytes, each already written at its
         place in ``fd`` piece by piece as it arrived (see :meth:`RawBody.fill`); the caller hashes
         the buffer and records it."""
         # Buffers no larger than the body, made only while the hash thread holds all the others:
         # for a file of a few kB, zeroing four 1 MiB buffers cost more CPU than the rest of its download.
-        size = max(1, min(WRITE_BATCH, raw.left))
+        size = max(1, min(self._batch_bytes, raw.left))
 
         def write(piece: memoryview, start: int) -> None:
             at = offset + start
@@ -497,7 +502,7 @@ class _HashThread:
         self.thread.join()
 
 
-def _batches(chunks: Iterable[bytes], every: float) -> Iterator[tuple[list[bytes], int, None]]:
+def _batches(chunks: Iterable[bytes], every: float, most: int = WRITE_BATCH) -> Iterator[tuple[list[bytes], int, None]]:
     """The chunks in lists of about :data:`WRITE_BATCH` bytes, or what came in ``every`` seconds.
 
     When the chunks fail, the bytes received before are yielded first, then the failure raised.
@@ -510,7 +515,7 @@ def _batches(chunks: Iterable[bytes], every: float) -> Iterator[tuple[list[bytes
             batch.append(chunk)
             batched += len(chunk)
             now = time.monotonic()
-            if batched >= WRITE_BATCH or now - last >= every:
+            if batched >= most or now - last >= every:
                 yield batch, batched, None
                 batch, batched, last = [], 0, now
     except Exception:

@@ -81,6 +81,7 @@ FIELDS: dict[str, str] = {
     "uploader_id": "the uploader's id, when the platform gives it",
     "upload_date": "YYYYMMDD",
     "part": "the part number of a multi-part video",
+    "duration": "the length in whole seconds",
     "kind": "the asset's kind: video, audio, image, thumbnail",
     "asset": "the asset's name within its item: video, audio, image-2, thumbnail",
     "ext": "the extension of the asset's sniffed type: mp4, m4a, flv, ts, jpg, ...",
@@ -179,12 +180,48 @@ def _trim(text: str) -> str:
     return text.lstrip(". ").rstrip(". ")
 
 
+# yt-dlp's own form, ``%(field)s``: ``%%`` is a literal ``%``; a field is ``%(a,b|default)`` and a
+# printf conversion (``s``, ``d``/``i`` with flags, width and precision: ``%(title).50s``, ``%(part)03d``).
+_YTDLP = re.compile(r"%%|%\((?P<inner>[^()]*)\)(?P<spec>[-#0 +]*\d*(?:\.\d+)?)(?P<type>[A-Za-z])")
+_YTDLP_TYPES = "sdi"
+_FIELD_NAME = re.compile(r"[a-z_][a-z0-9_]*\Z")
+_PERCENT = "\ue000"  # a %% while its component is read: a private-use character, which names never keep
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field of a template: the first of ``names`` with a value, else ``default`` (else NA);
+    rendered by a ``{field:spec}`` format spec, or by yt-dlp's printf ``conversion`` (``03d``)."""
+
+    names: tuple[str, ...]
+    default: str | None = None
+    conversion: str = ""
+
+    def value(self, values: dict[str, str], spec: str) -> str:
+        found = next((values[name] for name in self.names if values.get(name)), None)
+        if found is None:
+            found = NA if self.default is None else self.default
+        if not self.conversion:
+            return format(found, spec)
+        if self.conversion[-1] in "di":
+            try:
+                number = int(float(found))
+            except ValueError:
+                return found  # NA, or a default that is no number: as yt-dlp prints it
+            return ("%" + self.conversion) % number
+        return ("%" + self.conversion) % found
+
+
+Piece = tuple[str, "Field | None", str]  # literal text before, the field after it (or None), its format spec
+
+
 @dataclass(frozen=True)
 class Template:
-    """A parsed name template: literal text and ``{field}`` or ``{field:spec}`` per component."""
+    """A parsed name template: per component, literal text and fields, ``{field}`` or
+    ``{field:spec}`` (Python's format) or yt-dlp's ``%(field)s``, ``%(a,b|default)s``, ``%(part)03d``."""
 
     text: str
-    components: tuple[tuple[tuple[str, str | None, str], ...], ...]
+    components: tuple[tuple[Piece, ...], ...]
 
     @classmethod
     def parse(cls, text: str) -> Template:
@@ -192,50 +229,32 @@ class Template:
 
         Raises:
             TemplateError: an unknown field, attribute or index access, a conversion, an absolute
-                path, ``..``, or a template without any field.
+                path, ``..``, a yt-dlp feature beyond fields, alternatives and defaults, or a
+                template without any field.
         """
         if not text.strip():
             raise TemplateError("empty template; e.g. " + DEFAULT_TEMPLATE)
         if text.startswith(("/", "\\")) or re.match(r"[A-Za-z]:[\\/]", text):
             raise TemplateError(f"{text!r}: a template names files inside the export directory, not an absolute path")
+        for match in _YTDLP.finditer(text):
+            if "/" in (match["inner"] or ""):  # a date format such as %(upload_date>%Y/%m)s
+                raise _beyond_fields(text, match[0])
         parts = [p for p in text.split("/") if p not in ("", ".")]
         if any(p == ".." for p in parts):
             raise TemplateError(f"{text!r}: '..' would leave the export directory")
-        components = []
-        seen_field = False
-        for part in parts:
-            pieces = []
-            try:
-                parsed = list(string.Formatter().parse(part))
-            except ValueError as err:
-                raise TemplateError(f"{text!r}: {err} (write a literal brace as {{{{ or }}}})") from None
-            for literal, name, spec, conversion in parsed:
-                if name is not None and name not in FIELDS:
-                    raise TemplateError(f"{text!r}: unknown field {{{name}}}; fields: "
-                                        + ", ".join(f"{{{f}}}" for f in FIELDS))
-                if conversion:
-                    raise TemplateError(f"{text!r}: conversions such as !{conversion} are not supported")
-                if spec and "{" in spec:
-                    raise TemplateError(f"{text!r}: nested fields in a format spec are not supported")
-                seen_field = seen_field or name is not None
-                pieces.append((literal, name, spec or ""))
-            components.append(tuple(pieces))
-        if not seen_field:
+        ytdlp = any(match["inner"] is not None for match in _YTDLP.finditer(text))
+        components = tuple(tuple(_parse_component(part, text, ytdlp)) for part in parts)
+        if not any(field is not None for c in components for _, field, _ in c):
             raise TemplateError(f"{text!r}: every item would get the same name; use fields such as {{title}} "
                                 "and {id}")
-        for literal, name, spec in (p for c in components for p in c):
-            if name is not None and spec:
-                try:
-                    format("x", spec)
-                except ValueError as err:
-                    raise TemplateError(f"{text!r}: {{{name}:{spec}}}: {err}") from None
-        return cls(text, tuple(components))
+        return cls(text, components)
 
     @property
     def names_ext_last(self) -> bool:
         """Whether the last component ends with ``.{ext}`` (then the extension is kept when cutting)."""
         last = self.components[-1]
-        return bool(last) and last[-1][1] == "ext" and last[-1][0].endswith(".")
+        field = last[-1][1] if last else None
+        return field is not None and field.names == ("ext",) and field.default is None and last[-1][0].endswith(".")
 
     def render(self, values: dict[str, str], *, windows: bool = False, suffix: str = "",
                max_bytes: int = MAX_COMPONENT_BYTES) -> list[str]:
@@ -247,39 +266,113 @@ class Template:
         rendered: list[str] = []
         for index, pieces in enumerate(self.components):
             last = index == len(self.components) - 1
-            fields = {name: safe_component(format(values.get(name) or NA, spec), windows=windows, empty=NA)
-                      for _, name, spec in pieces if name is not None}
+            fields = {i: safe_component(field.value(values, spec), windows=windows,
+                                        empty="" if field.default == "" else NA)
+                      for i, (_, field, spec) in enumerate(pieces) if field is not None}
             for _ in range(len(fields) + 1):
                 text = self._join(pieces, fields, suffix if last else "", last)
                 excess = len(text.encode()) - max_bytes
                 if excess <= 0 or not fields:
                     break
-                longest = max(fields, key=lambda n: (len(fields[n].encode()), n))
+                longest = max(fields, key=lambda i: (len(fields[i].encode()), -i))
                 size = len(fields[longest].encode())
                 if size <= 16:
                     break
                 fields[longest] = _trim(_cut(fields[longest], max(16, size - excess))) or NA
             if last and len(text.encode()) > max_bytes:
                 # Still too long (long literal text): cut before the collision mark and extension.
-                tail = suffix + ("." + fields.get("ext", "") if self.names_ext_last else "")
+                tail = suffix + ("." + fields[len(pieces) - 1] if self.names_ext_last else "")
                 body = text[: len(text) - len(tail)]
                 text = _trim(_cut(body, max_bytes - len(tail.encode()))) + tail
             rendered.append(safe_component(text, max_bytes=max_bytes, windows=windows))
         return rendered
 
-    def _join(self, pieces: tuple[tuple[str, str | None, str], ...], fields: dict[str, str], suffix: str,
-              last: bool) -> str:
+    def _join(self, pieces: tuple[Piece, ...], fields: dict[int, str], suffix: str, last: bool) -> str:
         out = []
-        for i, (literal, name, _spec) in enumerate(pieces):
+        for i, (literal, field, _spec) in enumerate(pieces):
             if last and suffix and self.names_ext_last and i == len(pieces) - 1:
                 literal = literal[:-1] + suffix + "."
             out.append(literal)
-            if name is not None:
-                out.append(fields[name])
+            if field is not None:
+                out.append(fields[i])
         text = "".join(out)
         if last and suffix and not self.names_ext_last:
             text += suffix
         return text
+
+
+def _beyond_fields(text: str, shown: str) -> TemplateError:
+    return TemplateError(f"{text!r}: {shown}: yt-dlp's date formats, replacements, traversal and arithmetic are "
+                         "not supported; %(...) takes fields, 'a,b' alternatives and '|default'")
+
+
+def _unknown(text: str, shown: str) -> TemplateError:
+    return TemplateError(f"{text!r}: unknown field {shown}; fields: " + ", ".join(f"{{{f}}}" for f in FIELDS))
+
+
+def _parse_component(part: str, text: str, ytdlp: bool) -> list[Piece]:
+    """One component's pieces: yt-dlp's ``%(...)`` fields found first, the text between them read
+    as Python's format (``{field}``, ``{field:spec}``, ``{{`` for a brace). In a template with
+    yt-dlp fields, ``%%`` is a literal ``%``, as in yt-dlp."""
+    pieces: list[Piece] = []
+    literal = ""  # text not yet read as format, up to the next yt-dlp field
+    at = 0
+    for match in _YTDLP.finditer(part):
+        literal += part[at:match.start()]
+        at = match.end()
+        if match[0] == "%%":
+            literal += _PERCENT if ytdlp else "%%"
+            continue
+        pieces.extend(_format_pieces(literal, text))
+        before = pieces.pop()[0] if pieces and pieces[-1][1] is None else ""
+        pieces.append((before, _ytdlp_field(match, text), ""))
+        literal = ""
+    pieces.extend(_format_pieces(literal + part[at:], text))
+    return [(literal.replace(_PERCENT, "%"), field, spec) for literal, field, spec in pieces]
+
+
+def _format_pieces(segment: str, text: str) -> list[Piece]:
+    if "%(" in segment.replace("%%", ""):
+        spot = segment[segment.index("%("):][:40]
+        raise TemplateError(f"{text!r}: {spot!r}: a yt-dlp field is %(name)s, with s or d after the parenthesis")
+    try:
+        parsed = list(string.Formatter().parse(segment))
+    except ValueError as err:
+        raise TemplateError(f"{text!r}: {err} (write a literal brace as {{{{ or }}}})") from None
+    pieces: list[Piece] = []
+    for literal, name, spec, conversion in parsed:
+        if name is not None and name not in FIELDS:
+            raise _unknown(text, f"{{{name}}}")
+        if conversion:
+            raise TemplateError(f"{text!r}: conversions such as !{conversion} are not supported")
+        if spec and "{" in spec:
+            raise TemplateError(f"{text!r}: nested fields in a format spec are not supported")
+        if name is not None and spec:
+            try:
+                format("x", spec)
+            except ValueError as err:
+                raise TemplateError(f"{text!r}: {{{name}:{spec}}}: {err}") from None
+        pieces.append((literal, Field((name,)) if name is not None else None, spec or ""))
+    return pieces
+
+
+def _ytdlp_field(match: re.Match[str], text: str) -> Field:
+    names_text, bar, default = match["inner"].partition("|")
+    names = tuple(names_text.split(","))
+    if not all(_FIELD_NAME.match(name) for name in names):
+        raise _beyond_fields(text, match[0])
+    for name in names:
+        if name not in FIELDS:
+            raise _unknown(text, f"%({name})s")
+    conversion = match["spec"] + match["type"]
+    if match["type"] not in _YTDLP_TYPES:
+        raise TemplateError(f"{text!r}: {match[0]}: conversions are s (text) and d (a whole number), "
+                            "e.g. %(title).50s or %(part)03d")
+    try:
+        ("%" + conversion) % (0 if match["type"] in "di" else "x")
+    except (ValueError, TypeError) as err:
+        raise TemplateError(f"{text!r}: {match[0]}: {err}") from None
+    return Field(names, default if bar else None, conversion)
 
 
 def upload_date(published_at: str | None) -> str | None:
@@ -325,7 +418,8 @@ def field_values(item: CatalogItem, asset: CommittedAsset) -> dict[str, str]:
         "uploader": item.uploader or meta.get("uploader") or "",
         "uploader_id": str(meta.get("uploader_id") or ""),
         "upload_date": upload_date(item.published_at) or str(meta.get("upload_date") or ""),
-        "part": str(part_value or ""), "kind": asset.kind, "asset": asset.name, "ext": ext,
+        "part": str(part_value or ""), "duration": str(int(item.duration)) if item.duration is not None else "",
+        "kind": asset.kind, "asset": asset.name, "ext": ext,
         "sha256": asset.sha256[:16],
     }
 

@@ -409,7 +409,7 @@ class HlsDownloader:
             declared = resp.headers.get("content-length", "")
             received = taken = 0  # bytes of the answer, and of them those wanted (before decryption)
             check = _HeadCheck(where, fmp4)
-            for chunk in resp.iter_raw():
+            for chunk in resp.iter_raw(self.throttle.batch_bytes if self.throttle is not None else None):
                 received += len(chunk)
                 if skip:
                     cut = min(skip, len(chunk))

@@ -164,7 +164,9 @@ def configure_logging(
     whole_record = json and root.level <= logging.WARNING
     for name in RECORD_LOGGERS:
         logging.getLogger(name).setLevel(min(root.level, logging.INFO) if whole_record else logging.NOTSET)
-    for noisy in ("httpx", "httpcore"):
+    # Alembic says at INFO what it loads and each migration it checks, at every start of a command
+    # that opens the catalog; its warnings stay.
+    for noisy in ("httpx", "httpcore", "alembic"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     # The activity interceptor already writes one line per failed attempt, with its class.
     logging.getLogger("temporalio.activity").setLevel(logging.ERROR)

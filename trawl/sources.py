@@ -4,12 +4,19 @@ Listings that page (a Bilibili uploader, a Weibo user, a paged feed) stop at the
 items are all known, when the caller says what is known (``known``): a source followed by a watch
 costs one listing page per run once it has been crawled. ``full_listing = true`` on a source reads
 all its ``max_pages`` pages whatever is known.
+
+A source travels as its definition (:func:`source_definition`, the settings' table as JSON): a
+watch's schedule carries it, so the worker that expands a run needs no source of that name in its
+own settings. A ``url_file`` is read by that worker, on its host.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
 
 from trawl.errors import UnsupportedUrl
 from trawl.platforms.base import ResolveContext
@@ -30,6 +37,27 @@ def find_source(settings: Settings, name: str) -> SourceSettings:
             return source
     known = ", ".join(s.name for s in settings.sources) or "none configured"
     raise SourceError(f"no source named {name!r} in the settings (known: {known})")
+
+
+def source_definition(source: SourceSettings) -> dict[str, Any]:
+    """A source as a crawl's input carries it: every field of its ``[[sources]]`` table, as JSON."""
+    return source.model_dump(mode="json")
+
+
+def source_from_definition(definition: dict[str, Any]) -> SourceSettings:
+    """The source a crawl's input carries (see :func:`source_definition`).
+
+    Raises:
+        SourceError: the definition is not a source of this trawl version (a field it does not
+            know, a kind it does not have, a missing argument).
+    """
+    try:
+        return SourceSettings.model_validate(definition)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise SourceError(f"source {definition.get('name')!r}: its definition is not one this worker reads "
+                          f"({where + ': ' if where else ''}{first['msg']})") from None
 
 
 def read_url_file(path: Path) -> list[str]:

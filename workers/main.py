@@ -34,7 +34,7 @@ from trawl.platforms.registry import Registry, build_registry
 from trawl.settings import FETCH_SLOTS_PER_PLATFORM, Settings
 from trawl.storage.blobs import open_blob_store
 from workers.cleanup import clean_periodically
-from workers.interceptors import ObservingInterceptor
+from workers.interceptors import ObservingInterceptor, TrawlFailureConverter, trawl_data_converter
 from workflows.crawl import CrawlWorkflow
 from workflows.media_item import MediaItemWorkflow
 from workflows.policies import download_queue, fetch_queue, host_queue, join_queue, workflow_queue
@@ -81,6 +81,14 @@ def progress_signaller(client: Client) -> Callable[[str, dict[str, Any]], None]:
     return send
 
 
+def with_trawl_failures(client: Client) -> Client:
+    """``client``, or a client on its connection whose data converter encodes failures as trawl's
+    workers do (:class:`TrawlFailureConverter`: no stack trace for an expected failure class)."""
+    if isinstance(client.data_converter.failure_converter, TrawlFailureConverter):
+        return client
+    return Client(**{**client.config(), "data_converter": trawl_data_converter(client.data_converter)})
+
+
 @contextlib.asynccontextmanager
 async def running_worker(
     client: Client, settings: Settings, registry: Registry | None = None, *, one_shot: bool = False,
@@ -92,6 +100,7 @@ async def running_worker(
     commands can tell it from the deployment's long-running workers (see ``live_workers``).
     """
     registry = registry or build_registry(settings.platforms)
+    client = with_trawl_failures(client)
     # The item summary line carries its own fields; the SDK's context suffix would repeat them.
     temporalio.workflow.logger.workflow_info_on_message = False
     identity = (settings.worker.identity or default_worker_name()) + (ONE_SHOT_MARK if one_shot else "")

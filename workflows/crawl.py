@@ -5,23 +5,41 @@ grows large) does not end them: the items in flight are carried in the state and
 waits for them through the ``join_item`` activity, as it does for an item another crawl or a
 CLI command already runs. A crawl pauses, resumes and cancels only the items it started; an
 item it joined belongs to whoever started it and is only waited for.
+
+A crawl of a source expands it first (an activity); a source that cannot be expanded fails the
+crawl before any item starts, the reason in the failure's message and its counts (``CrawlStats``,
+``error`` set) in the failure's details (:func:`crawl_failure` reads both back).
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, CancelledError, ChildWorkflowError, WorkflowAlreadyStartedError
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    CancelledError,
+    ChildWorkflowError,
+    WorkflowAlreadyStartedError,
+)
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from activities.crawl import CrawlActivities, CrawlItem, ExpandInput, JoinInput, JoinResult
     from trawl.models import MoreItem
-    from workflows.media_item import CRAWL_ID, CRAWL_MORE_ITEMS, CRAWL_STEERS_OWN_ITEMS, OUTCOME, MediaItemWorkflow
+    from workflows.media_item import (
+        CRAWL_ID,
+        CRAWL_MORE_ITEMS,
+        CRAWL_SOURCE_FAILS,
+        CRAWL_STEERS_OWN_ITEMS,
+        OUTCOME,
+        MediaItemWorkflow,
+    )
     # Imported here, not only through media_item, so the sandbox knows the module that decodes
     # the items' results (their field types are looked up in it).
     from workflows.models import ItemInput
@@ -55,6 +73,13 @@ class CrawlInput:
     # Continue as new once the history holds this many events (the server's limit is 51,200).
     history_limit: int = 10_000
     state: CrawlState | None = None
+    # The source's definition (trawl.sources.source_definition), which a watch's runs carry: the
+    # worker expands it whatever its settings hold. None: the source named ``source`` in the
+    # settings of the worker that expands it.
+    source_definition: dict[str, Any] | None = None
+
+
+SOURCE_FAILED = "source_failed"  # the type of the failure of a crawl whose source was not expanded
 
 
 @dataclass
@@ -70,6 +95,7 @@ class CrawlStats:
     paused: bool
     cancelled: bool
     runs: int
+    error: str | None = None  # why the crawl failed: its source could not be expanded
 
 
 @workflow.defn
@@ -82,6 +108,7 @@ class CrawlWorkflow:
         self._starting = 0  # child starts not yet confirmed by the server
         self._joined: set[str] = set()  # running items this crawl did not start
         self._unconfirmed: set[str] = set()  # items whose start the server has not answered yet
+        self._error: str | None = None
 
     # -- signals and queries ---------------------------------------------------------------
     @workflow.signal
@@ -112,7 +139,7 @@ class CrawlWorkflow:
         return CrawlStats(
             queued=len(s.pending), running=len(self._running), finished=sum(s.outcomes.values()),
             outcomes=dict(s.outcomes), bytes=s.bytes, refused=len(s.refused), started_at=s.started_at,
-            finished_at=self._finished_at, paused=s.paused, cancelled=s.cancelled, runs=s.runs)
+            finished_at=self._finished_at, paused=s.paused, cancelled=s.cancelled, runs=s.runs, error=self._error)
 
     # -- the run ---------------------------------------------------------------------------
     @workflow.run
@@ -132,7 +159,9 @@ class CrawlWorkflow:
         workflow.upsert_search_attributes([CRAWL_ID.value_set(workflow.info().workflow_id)])
         state = self._state
         if inp.source and not state.source_expanded:
-            await self._expand(inp.source)
+            failure = await self._expand(inp.source)
+            if failure is not None:
+                self._fail(failure)
         self._joined = set(state.joined)
         for item in state.in_flight:
             self._track(item, self._join(item))
@@ -190,13 +219,16 @@ class CrawlWorkflow:
         self._state.joined = [wid for wid in self._running if wid in self._joined]
         workflow.continue_as_new(CrawlInput(
             source=self._inp.source, concurrency=self._inp.concurrency, options=self._inp.options,
-            history_limit=self._inp.history_limit, state=self._state))
+            history_limit=self._inp.history_limit, state=self._state, source_definition=self._inp.source_definition))
 
-    async def _expand(self, source: str) -> None:
+    async def _expand(self, source: str) -> str | None:
+        """Queue the source's items; returns why it could not be expanded (runs before
+        crawl-source-fails: None, the reason one refusal, and the crawl goes on)."""
         try:
             expanded = await workflow.execute_activity_method(
                 CrawlActivities.expand_source,
-                ExpandInput(source, stage_attempts=self._inp.options.fetch.maximum_attempts),
+                ExpandInput(source, stage_attempts=self._inp.options.fetch.maximum_attempts,
+                            definition=self._inp.source_definition),
                 task_queue=self._inp.options.download_queue,
                 start_to_close_timeout=timedelta(minutes=10),
                 heartbeat_timeout=timedelta(seconds=self._inp.options.heartbeat_timeout_s),
@@ -204,14 +236,31 @@ class CrawlWorkflow:
                 retry_policy=self._inp.options.fetch.retry_policy(),
             )
         except ActivityError as err:
-            self._state.refused.append(f"source {source}: {err.cause or err}")
             self._state.source_expanded = True
-            return
+            if workflow.patched(CRAWL_SOURCE_FAILS):
+                cause = err.cause
+                return f"source {source}: {cause.message if isinstance(cause, ApplicationError) else cause or err}"
+            self._state.refused.append(f"source {source}: {err.cause or err}")
+            return None
         self._state.pending.extend(expanded.items)
         self._state.refused.extend(expanded.refused)
         for _ in expanded.known:  # committed items the catalog knows offline: no item workflow
             self._count("duplicate", 0)
         self._state.source_expanded = True
+        return None
+
+    def _fail(self, reason: str) -> None:
+        """End the crawl failed before any item started (the URLs it was given count as not started):
+        a failed run, its reason in the failure's message (the Web UI shows it), its counts in the
+        failure's details."""
+        for _ in self._state.pending:
+            self._count("not_started", 0)
+        self._state.pending.clear()
+        self._error = reason
+        self._finished_at = workflow.now().isoformat()
+        workflow.set_current_details(f"failed: {reason}"[:1000])
+        workflow.upsert_search_attributes([OUTCOME.value_set("failed")])
+        raise ApplicationError(reason, self.stats(), type=SOURCE_FAILED, non_retryable=True)
 
     def _track(self, item: CrawlItem, work) -> None:  # noqa: ANN001 - a coroutine
         self._items[item.workflow_id] = item
@@ -341,3 +390,28 @@ class CrawlWorkflow:
                 task.cancel()  # stop waiting for an item someone else started; it goes on
         if self._running:
             await workflow.wait(list(self._running.values()))
+
+
+# -- for clients ---------------------------------------------------------------------------------
+async def crawl_failure(handle: Any) -> tuple[str | None, CrawlStats | None]:
+    """Why a failed crawl failed (its failure's message), and its counts when the failure carries
+    them (a source that could not be expanded): from the failure itself, no worker needed.
+    ``(None, None)`` for a crawl that did not fail."""
+    from temporalio.client import WorkflowFailureError
+
+    try:
+        await handle.result()
+    except WorkflowFailureError as err:
+        cause = err.cause
+        message = cause.message if isinstance(cause, ApplicationError) else str(cause or err)
+        details = cause.details if isinstance(cause, ApplicationError) else ()
+        return message, _stats_of(details[0]) if details and isinstance(details[0], dict) else None
+    return None, None
+
+
+def _stats_of(carried: dict[str, Any]) -> CrawlStats | None:
+    known = {f.name for f in fields(CrawlStats)}
+    try:
+        return CrawlStats(**{k: v for k, v in carried.items() if k in known})
+    except TypeError:  # not a crawl's counts
+        return None

@@ -34,14 +34,17 @@ with workflow.unsafe.imports_passed_through():
     from activities.verify import VerifyActivities
     from trawl.models import OPTIONAL_KINDS, Asset, Resolved
     from workflows.models import DownloadProgress, ItemInput, ItemResult, Progress
-    from workflows.policies import STAGES
+    from workflows.policies import EXPECTED_FAILURES, STAGES
 
 PLATFORM = SearchAttributeKey.for_keyword("Platform")
 CANONICAL_KEY = SearchAttributeKey.for_keyword("CanonicalKey")
 STAGE = SearchAttributeKey.for_keyword("Stage")
 OUTCOME = SearchAttributeKey.for_keyword("Outcome")
 CRAWL_ID = SearchAttributeKey.for_keyword("CrawlId")
-SEARCH_ATTRIBUTES = (PLATFORM, CANONICAL_KEY, STAGE, OUTCOME, CRAWL_ID)
+# Columns for the Web UI's list (Keyword: shown as is, matched exactly; at most 255 characters).
+TITLE = SearchAttributeKey.for_keyword("Title")
+ERROR_CLASS = SearchAttributeKey.for_keyword("ErrorClass")
+SEARCH_ATTRIBUTES = (PLATFORM, CANONICAL_KEY, STAGE, OUTCOME, CRAWL_ID, TITLE, ERROR_CLASS)
 
 # workflow.patched ids (the versioning policy in the README): one per change of the command sequence.
 KEEP_FAILED_PARTIALS = "keep-failed-partials"
@@ -55,6 +58,12 @@ CRAWL_MORE_ITEMS = "crawl-more-items"
 SMALL_ITEM_ONE_ACTIVITY = "small-item-one-activity"
 # A crawl pauses, resumes and cancels only the items it started; one it joined is only waited for.
 CRAWL_STEERS_OWN_ITEMS = "crawl-steers-own-items"
+# A crawl whose source cannot be expanded fails, saying why (it completed, the reason one refusal).
+CRAWL_SOURCE_FAILS = "crawl-source-fails"
+# The Web UI's list columns at no extra upsert: Title joins the identity upsert after fetch, ErrorClass
+# and Outcome join Stage=done (Outcome=cancelled joins Stage=cancelled), and attributes the starter
+# set at start are not upserted again.
+UI_COLUMNS = "ui-columns"
 MiB = 1024 * 1024
 SMALL_ITEM = "*"  # the one activity of a small item, among the running downloads (by asset name)
 T = TypeVar("T")
@@ -95,6 +104,7 @@ class MediaItemWorkflow:
         self._reported_totals: dict[str, int] = {}  # asset name -> size its server announced
         self._totals_known = False  # the platform gave every asset's size up front
         self._one_activity = False  # a small item: download, verify and commit in one activity
+        self._ui_columns = False  # runs since ui-columns (see UI_COLUMNS)
 
     # -- signals and queries ---------------------------------------------------------------
     @workflow.signal
@@ -138,15 +148,19 @@ class MediaItemWorkflow:
         attrs = [PLATFORM.value_set(inp.platform)]
         if inp.crawl_id:
             attrs.append(CRAWL_ID.value_set(inp.crawl_id))
-        workflow.upsert_search_attributes(attrs)
+        self._ui_columns = workflow.patched(UI_COLUMNS)
+        if not self._ui_columns or not _set_at_start(attrs):
+            workflow.upsert_search_attributes(attrs)
         resolved: Resolved | None = None
         try:
             fetched = await self._fetch()
             resolved = fetched.resolved
             self._canonical_url = resolved.canonical_url
             self._title = resolved.title
-            workflow.upsert_search_attributes([
-                PLATFORM.value_set(resolved.platform), CANONICAL_KEY.value_set(resolved.canonical_key[:255])])
+            identity = [PLATFORM.value_set(resolved.platform), CANONICAL_KEY.value_set(resolved.canonical_key[:255])]
+            if self._ui_columns and _keyword(resolved.title):
+                identity.append(TITLE.value_set(_keyword(resolved.title)))
+            workflow.upsert_search_attributes(identity)
             if workflow.patched(IDENTITY_MEMO):
                 # A cancelled run has no result: its memo keeps what it was (CLI, API, Web UI).
                 workflow.upsert_memo({"canonical_key": resolved.canonical_key, "title": (resolved.title or "")[:500],
@@ -180,13 +194,21 @@ class MediaItemWorkflow:
             if workflow.patched(FAILED_RUNS_FAIL):
                 # A failed item is a Failed execution (the Web UI's Failures view, ExecutionStatus
                 # queries); the result rides along in the failure's details for the CLI and API.
+                # An expected class is told by its class and message alone; anything else (a bug)
+                # keeps the activity failure behind it, with its stack trace.
+                cause = None if failed.error_class in EXPECTED_FAILURES else failed.__cause__
                 raise ApplicationError(f"{failed.error_class}: {' '.join(failed.message.split())[:500]}", result,
-                                       type=failed.error_class, non_retryable=True)
+                                       type=failed.error_class, non_retryable=True) from cause
             return result
         except (asyncio.CancelledError, CancelledError):
             last_stage = self._progress.stage
-            self._stage("cancelled")
-            workflow.upsert_search_attributes([OUTCOME.value_set("cancelled")])
+            if self._ui_columns:
+                self._progress.stage = "cancelled"
+                self._stage_details("cancelled")
+                workflow.upsert_search_attributes([STAGE.value_set("cancelled"), OUTCOME.value_set("cancelled")])
+            else:
+                self._stage("cancelled")
+                workflow.upsert_search_attributes([OUTCOME.value_set("cancelled")])
             await self._discard()
             self._summary("cancelled", last_stage, resolved.platform if resolved else self._inp.platform,
                           resolved.canonical_key if resolved else None, None, 0)
@@ -239,7 +261,7 @@ class MediaItemWorkflow:
                     self._partial.clear()
                     self._refresh_bytes()
                     continue
-                raise ItemFailed(error_class, message) from None
+                raise ItemFailed(error_class, message) from err
             finally:
                 self._running.pop(SMALL_ITEM, None)
             self._pause_cancelled.discard(SMALL_ITEM)
@@ -329,7 +351,7 @@ class MediaItemWorkflow:
             if error_class == "cancelled":
                 raise asyncio.CancelledError from None
             self._progress.last_error = f"{error_class}: {message}"
-            raise ItemFailed(error_class, message) from None
+            raise ItemFailed(error_class, message) from err
 
     async def _download_kept(self, resolved: Resolved, index: int) -> tuple[Asset, DownloadResult, VerifyResult] | None:
         """An asset downloaded and verified; None for an optional one (a thumbnail) that failed.
@@ -374,7 +396,7 @@ class MediaItemWorkflow:
                     seen_generation = self._generation
                     asset = self._same_asset(fresh, asset)
                     continue
-                raise ItemFailed(error_class, message) from None
+                raise ItemFailed(error_class, message) from err
             self._stage("verify")
             try:
                 verified = await workflow.execute_activity_method(
@@ -399,7 +421,7 @@ class MediaItemWorkflow:
                     self._refresh_bytes()
                     await self._discard([asset.name])
                     continue
-                raise ItemFailed(error_class, message) from None
+                raise ItemFailed(error_class, message) from err
             self._partial.pop(asset.name, None)
             self._verified.add(asset.name)
             self._progress.bytes_finished += download.size
@@ -510,7 +532,13 @@ class MediaItemWorkflow:
 
     def _finish(self, result: ItemResult) -> ItemResult:
         last_stage = self._progress.stage
-        if self._one_activity:  # runs since small-item-one-activity: Stage and Outcome in one upsert
+        if self._ui_columns:  # Stage, Outcome and ErrorClass in the one upsert that ends the run
+            self._progress.stage = "done"
+            ended = [STAGE.value_set("done"), OUTCOME.value_set(result.outcome)]
+            if result.error_class:
+                ended.append(ERROR_CLASS.value_set(result.error_class[:255]))
+            workflow.upsert_search_attributes(ended)
+        elif self._one_activity:  # runs since small-item-one-activity: Stage and Outcome in one upsert
             self._progress.stage = "done"
             workflow.upsert_search_attributes([STAGE.value_set("done"), OUTCOME.value_set(result.outcome)])
         else:
@@ -518,7 +546,7 @@ class MediaItemWorkflow:
         error = f" {result.error_class}" if result.error_class else ""
         title = f" - {self._title[:200]}" if self._title else ""
         workflow.set_current_details(f"{result.outcome}{error}{title}")
-        if not self._one_activity:
+        if not self._one_activity and not self._ui_columns:
             workflow.upsert_search_attributes([OUTCOME.value_set(result.outcome)])
         self._summary(result.outcome, last_stage, result.platform or self._inp.platform, result.canonical_key,
                       result.error_class, sum(a.size for a in result.assets))
@@ -559,6 +587,17 @@ async def _all_or_none(coroutines: list[Coroutine[Any, Any, T]]) -> list[T]:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
+
+
+def _set_at_start(attrs: list[Any]) -> bool:
+    """The run started with these search attribute values (the starter set them): no upsert needed."""
+    started = workflow.info().typed_search_attributes
+    return all(started.get(update.key) == update.value for update in attrs)
+
+
+def _keyword(text: str | None) -> str:
+    """``text`` as a Keyword attribute value: one line, at most 255 characters ("" for none)."""
+    return " ".join((text or "").split())[:255]
 
 
 def _total(assets: list[Asset]) -> int | None:

@@ -9,9 +9,13 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from trawl.errors import NON_RETRYABLE
+    from trawl.errors import BY_CLASS, NON_RETRYABLE
 
 STAGES = ("fetch", "download", "verify", "commit")
+# Failure classes that are expected outcomes, told in full by their class and message (a 404, a
+# login wall, a lost host): their failures carry no stack trace (workers.interceptors) and a failed
+# item's failure no chain of causes. internal_error (a bug) and unclassified failures keep both.
+EXPECTED_FAILURES: frozenset[str] = (frozenset(BY_CLASS) - {"internal_error"}) | {"host_lost"}
 
 
 @dataclass

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import socket
+from collections.abc import AsyncIterator, Callable
 
 import anyio
 from fastapi import FastAPI
@@ -36,7 +37,7 @@ from trawl.settings import Settings
 from trawl.storage.blobs import open_blob_store
 from trawl.storage.catalog import Catalog
 
-__all__ = ["OPEN_PATHS", "create_app", "serve_api"]
+__all__ = ["OPEN_PATHS", "ApiStartError", "create_app", "serve_api"]
 
 # Open without a token: the health check (for probes and load balancers) and the docs, which
 # hold nothing of the deployment's. A path ending in "/" opens what is under it.
@@ -74,18 +75,68 @@ def create_app(settings: Settings, client: Client | None = None) -> FastAPI:
     return app
 
 
-async def serve_api(settings: Settings, client: Client, stop: asyncio.Event) -> None:
-    """Serve the API with uvicorn until ``stop`` is set; refuses a non-loopback address without a token."""
+class ApiStartError(Exception):
+    """The API could not start or stopped serving by itself; the message is one line."""
+
+
+def _first_line(err: BaseException) -> str:
+    return (str(err).strip().splitlines() or [err.__class__.__name__])[0]
+
+
+async def serve_api(settings: Settings, client: Client, stop: asyncio.Event, sock: socket.socket | None = None,
+                    ready: Callable[[], None] | None = None) -> None:
+    """Serve the API with uvicorn until ``stop`` is set; refuses a non-loopback address without a token.
+
+    ``sock`` listens on api.host:api.port already (``trawl up`` and ``trawl api`` bind it before
+    anything starts, so a taken port stops them early); without it the port is bound here. The
+    app's start-up (catalog, blob store) runs here, before serving, rather than in uvicorn: its
+    failure raises :class:`ApiStartError`, which ends the command, where uvicorn would log it and
+    leave the command running without an API. ``ready`` is called once it has started, before it
+    serves (the command's banner: said only when true).
+    """
     import uvicorn
 
     from starter.binding import require_safe_binding
 
     require_safe_binding(settings)
-    config = uvicorn.Config(create_app(settings, client), host=settings.api.host, port=settings.api.port,
-                            log_config=None, access_log=False, lifespan="on")
-    server = uvicorn.Server(config)
-    server.install_signal_handlers = lambda: None  # type: ignore[method-assign] - the caller's handlers stop it
-    task = asyncio.create_task(server.serve())
-    await stop.wait()
-    server.should_exit = True
-    await task
+    host, port = settings.api.host, settings.api.port
+    app = create_app(settings, client)
+    async with contextlib.AsyncExitStack() as stack:
+        try:
+            await stack.enter_async_context(app.router.lifespan_context(app))
+        except Exception as err:  # noqa: BLE001 - whatever the start-up met, said in one line
+            raise ApiStartError(f"the API could not start: {_first_line(err)}") from None
+        if sock is None:
+            try:
+                sock = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+            except OSError as err:
+                raise ApiStartError(f"the API cannot listen on {host}:{port} ({err.strerror or err}); set api.port "
+                                    "(TRAWL_API__PORT) to a free port") from None
+            stack.callback(sock.close)
+        if ready is not None:
+            ready()
+        config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="off")
+        server = uvicorn.Server(config)
+        # The caller's signal handlers stop it (through ``stop``); uvicorn's own would replace
+        # them while it serves and raise the signal again when it ends.
+        server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign]
+
+        async def serving() -> None:
+            try:
+                await server.serve(sockets=[sock])
+            except SystemExit:  # uvicorn's way out of a failed start; would stop the whole event loop
+                raise ApiStartError(f"the API on {host}:{port} could not start (see the log above)") from None
+
+        task = asyncio.create_task(serving())
+        stopping = asyncio.create_task(stop.wait())
+        try:
+            await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            server.should_exit = True
+            stopping.cancel()
+            await asyncio.wait({task})
+        failure = None if task.cancelled() else task.exception()
+        if failure is not None:
+            raise failure
+        if not stop.is_set():
+            raise ApiStartError(f"the API on {host}:{port} stopped serving (see the log above)")

@@ -1,4 +1,8 @@
-"""Crawls: one CrawlWorkflow each, its items as child workflows; listed from Temporal's visibility."""
+"""Crawls: one CrawlWorkflow each, its items as child workflows; listed from Temporal's visibility.
+
+A crawl whose source could not be expanded is ``FAILED``; its ``stats`` (with ``error``, the
+reason) come from the failure itself.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from starter.api.errors import already_closed, declared, finished
 from starter.api.models import Action, Crawl, CrawlCreate, CrawlPage, UrlsAdd
 from starter.api.state import ApiState, api_state, bearer
 from starter.client import CrawlRefused, add_to_crawl, cancel_crawl, route_urls, start_crawl
-from workflows.crawl import CrawlWorkflow
+from workflows.crawl import CrawlStats, CrawlWorkflow, crawl_failure
 from workflows.policies import workflow_queue
 
 MAX_CRAWLS_PAGE = 100
@@ -102,13 +106,21 @@ async def steer_crawl(crawl_id: str, action: Action, state: ApiState = Depends(a
 
 async def crawl_view(state: ApiState, crawl_id: str, refused: list[str] | None = None) -> Crawl:
     handle = state.client.get_workflow_handle_for(CrawlWorkflow.run, crawl_id)
-    return Crawl(**views.crawl_dict(crawl_id, *await views.crawl_state(handle)), refused=refused or [])
+    return Crawl(**views.crawl_dict(crawl_id, *await _crawl_state(handle)), refused=refused or [])
+
+
+async def _crawl_state(handle) -> tuple[object, CrawlStats | None]:  # noqa: ANN001 - a workflow handle
+    """``views.crawl_state``, and a failed crawl's counts and reason from its failure."""
+    desc, stats = await views.crawl_state(handle)
+    if stats is None and desc.status == WorkflowExecutionStatus.FAILED:
+        _, stats = await crawl_failure(handle)
+    return desc, stats
 
 
 async def _listed(state: ApiState, execution: WorkflowExecution) -> Crawl:
     handle = state.client.get_workflow_handle_for(CrawlWorkflow.run, execution.id)
     try:
-        desc, stats = await asyncio.wait_for(views.crawl_state(handle), LISTED_STATS_WAIT_S)
+        desc, stats = await asyncio.wait_for(_crawl_state(handle), LISTED_STATS_WAIT_S)
     except (RPCError, WorkflowQueryFailedError, TimeoutError):
         desc, stats = execution, None
     return Crawl(**views.crawl_dict(execution.id, desc, stats))

@@ -26,6 +26,7 @@ from temporalio.service import RPCError
 
 from starter.api.models import Error, RequestInvalid
 from starter.client import CrawlRefused, CrawlTooLarge
+from starter.views import status_name
 from trawl.errors import StorageError
 
 WHY = {
@@ -48,8 +49,19 @@ def declared(*codes: int) -> dict[int | str, dict[str, Any]]:
 
 def finished(kind: str, ident: str, status: WorkflowExecutionStatus | None, what: str) -> HTTPException:
     """409 for steering a ``kind`` ("job", "crawl") that has finished."""
-    name = status.name if status else "UNKNOWN"
-    return HTTPException(409, f"{kind} {ident} has finished ({name}): nothing to {what}")
+    return HTTPException(409, f"{kind} {ident} has finished ({status_name(status)}): nothing to {what}")
+
+
+# A route's path parameter -> what the API calls the thing it names.
+NAMED_BY = {"job_id": "job", "crawl_id": "crawl"}
+
+
+def not_found(request: Request) -> str | None:
+    """``no such job: 'url-nope'``, as the items' 404s say, for Temporal's "workflow not found"."""
+    for param, kind in NAMED_BY.items():
+        if param in request.path_params:
+            return f"no such {kind}: {request.path_params[param]!r}"
+    return None
 
 
 def already_closed(err: RPCError) -> bool:
@@ -65,10 +77,11 @@ def install(app: FastAPI) -> None:
         return JSONResponse({"detail": f"internal error: {type(exc).__name__}"}, status_code=500)
 
     @app.exception_handler(RPCError)
-    async def _temporal(_: Request, exc: RPCError) -> JSONResponse:
+    async def _temporal(request: Request, exc: RPCError) -> JSONResponse:
         # Only an unavailable Temporal is worth retrying; a request it refuses as malformed is not.
         code = {"NOT_FOUND": 404, "INVALID_ARGUMENT": 422}.get(exc.status.name, 503)
-        return JSONResponse({"detail": exc.message}, status_code=code)
+        detail = (not_found(request) if code == 404 else None) or exc.message
+        return JSONResponse({"detail": detail}, status_code=code)
 
     @app.exception_handler(WorkflowQueryFailedError)
     async def _unanswered(_: Request, exc: WorkflowQueryFailedError) -> JSONResponse:

@@ -92,7 +92,8 @@ async def job_view(state: ApiState, job_id: str, url: str = "") -> Job:
     job_status = {"committed": "COMPLETED", "duplicate": "COMPLETED", "cancelled": "CANCELLED"}.get(
         result.outcome, "FAILED")
     size = sum(a.size for a in result.assets)
-    return Job(id=job_id, url=result.url or url, status=job_status, retry_count=retries,
+    return Job(id=job_id, url=result.url or url or await views.started_url(state.client, handle), status=job_status,
+               retry_count=retries,
                scraped_title=result.title,
                error_log=f"{result.error_class}: {result.error}" if result.error_class else None,
                canonical_key=result.canonical_key, platform=result.platform, stage="done", outcome=result.outcome,

@@ -29,7 +29,9 @@ router = APIRouter(prefix="/api/v1/watches", tags=["watches"], responses=declare
 
 
 class WatchCreate(BaseModel):
-    """A source named in the settings, or URLs (not both), crawled every ``every``."""
+    """A source named in the settings, or URLs (not both), crawled every ``every``. The watch
+    carries the source's definition as the settings have it now (a ``url_file`` needs an absolute
+    path: the worker that runs the watch reads it on its host)."""
 
     name: str = Field(min_length=1, max_length=63, examples=["news"])
     source: str | None = Field(default=None, max_length=200)
@@ -40,8 +42,21 @@ class WatchCreate(BaseModel):
     paused: bool = False
 
 
+class WatchedSource(BaseModel):
+    """A source's definition as a watch carries it: its ``[[sources]]`` table when the watch was added."""
+
+    name: str
+    kind: str = Field(examples=["feed", "url_file", "bilibili_uploader", "weibo_user"])
+    id: str = ""
+    path: str = Field(default="", description="url_file: read by the worker that runs the watch, on its host")
+    url: str = ""
+    max_pages: int = 3
+    full_listing: bool = False
+
+
 class WatchRun(BaseModel):
-    """One run: a crawl (``GET /api/v1/crawls/{crawl_id}``) and its counts (null until known)."""
+    """One run: a crawl (``GET /api/v1/crawls/{crawl_id}``) and its counts (null until known);
+    ``error`` says why a ``FAILED`` run failed (a source it could not expand)."""
 
     crawl_id: str
     scheduled_at: str
@@ -51,6 +66,7 @@ class WatchRun(BaseModel):
     duplicate: int | None = None
     failed: int | None = None
     outcomes: dict[str, int] = {}
+    error: str | None = None
 
 
 class Watch(BaseModel):
@@ -61,6 +77,10 @@ class Watch(BaseModel):
     schedule_id: str
     source: str | None
     source_description: str | None
+    source_settings: WatchedSource | None = Field(
+        default=None, description="the source's definition the watch carries (null for URLs, and for a watch added "
+                                  "before watches carried it: its runs use the source of that name in the worker's "
+                                  "settings)")
     urls: int
     every: str
     jitter: str

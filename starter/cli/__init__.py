@@ -31,7 +31,7 @@ from temporalio.service import RPCError
 
 from starter.binding import ApiConfigError
 from starter.cli import crawl, export, logs, serve, steering, watch
-from starter.cli.common import connect_failed, session, unreachable_error
+from starter.cli.common import connect_failed, only_reading, session, stopped_by_signal, unreachable_error
 from starter.cli.crawl import crawl_urls, read_urls
 from starter.cli.output import (
     EXIT_FAILED_ITEMS,
@@ -48,7 +48,7 @@ from starter.cli.output import (
     stats_line,
 )
 from starter.embedded import ServerError
-from trawl.errors import BlockedAddress, UnsupportedUrl
+from trawl.errors import BlockedAddress, StorageError, UnsupportedUrl
 from trawl.logs import configure_logging, default_worker_name, quiet_stream, stdout_for_logs
 from trawl.settings import ConfigError, load_settings
 from workers.main import install_core_logging
@@ -57,6 +57,18 @@ __all__ = [
     "EXIT_FAILED_ITEMS", "EXIT_USAGE", "build_parser", "console_main", "crawl_progress_line", "crawl_urls",
     "format_eta", "format_speed", "main", "progress_bar", "read_urls", "result_line", "session", "stats_line",
 ]
+
+
+# The commands that only read: they never start a Temporal server nor create a catalog or any
+# other file (starter.cli.common.session, open_catalog); in the wrong directory they say where
+# they looked. The one list, so the command modules need not repeat it.
+READ_ONLY_COMMANDS = frozenset({"status", "crawls", "crawl-status", "items", "watch list", "logs triage"})
+
+
+def full_command(args: argparse.Namespace) -> str:
+    """``watch list``, ``logs triage``, ``status``: the command with its subcommand."""
+    sub = getattr(args, "watch_command", None) or getattr(args, "logs_command", None)
+    return f"{args.command} {sub}" if sub else args.command
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -88,6 +100,7 @@ def yt_dlp_aliases(argv: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(yt_dlp_aliases(sys.argv[1:] if argv is None else argv))
     name = getattr(args, "command_name", args.command)
+    only_reading(full_command(args) in READ_ONLY_COMMANDS)
     try:
         settings = load_settings()
     except ConfigError as err:
@@ -130,8 +143,15 @@ def main(argv: list[str] | None = None) -> int:
     except (ServerError, UnsupportedUrl, ApiConfigError, BlockedAddress) as err:
         print(f"trawl {name}: {err}", file=sys.stderr)
         return EXIT_USAGE
+    except StorageError as err:  # a catalog that cannot be opened at start-up (`trawl up`'s worker)
+        print(f"trawl {name}: {str(err).strip().splitlines()[0]}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except asyncio.CancelledError:
+        if not stopped_by_signal():
+            raise
+        return 0  # SIGINT or SIGTERM while it started: what had started is torn down, as asked
     except RPCError as err:
         print(f"trawl {name}: Temporal: {err.message}", file=sys.stderr)
         return EXIT_USAGE

@@ -1,20 +1,24 @@
-"""What the command modules share: a Temporal session, stop signals, naming an item by id or URL."""
+"""What the command modules share: a Temporal session, stop signals, naming an item by id or URL,
+listening sockets, notices."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import errno
 import signal
+import socket
 import sys
 import time
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from temporalio.client import Client
 
 from starter.cli.output import CommandError, StatusLine
 from starter.client import connect, ensure_search_attributes, live_workers
-from starter.embedded import temporal_server
+from starter.embedded import EmbeddedServer, settings_for
 from trawl.logs import get_logger
 from trawl.platforms.registry import Registry
 from trawl.settings import Settings
@@ -25,13 +29,70 @@ if TYPE_CHECKING:
 
 log = get_logger("trawl.cli")
 
+# Set by the dispatcher (starter.cli.main) for the commands that only read: status, crawls, ...
+# Their session starts no server and their catalog is never created (see session, open_catalog).
+_read_only: contextvars.ContextVar[bool] = contextvars.ContextVar("read_only", default=False)
 
-def open_catalog(settings: Settings, *, schema: bool = True) -> Catalog:
+
+def only_reading(read_only: bool = True) -> None:
+    """Mark this command as one that only reads, for :func:`session` and :func:`open_catalog`."""
+    _read_only.set(read_only)
+
+
+def notice(message: str, **fields: Any) -> None:
+    """Tell the person running the command something they should know, once.
+
+    On a terminal, a plain line; elsewhere stderr is read by programs and carries JSON log lines
+    (the one-shot commands log there), so the notice is one of them, at warning level so that
+    the default level keeps it.
+    """
+    if sys.stderr.isatty():
+        print(f"trawl: {message}", file=sys.stderr, flush=True)
+    else:
+        log.warning(message, **fields)
+
+
+def listen(host: str, port: int, *, setting: str, fix: str) -> socket.socket:
+    """A socket listening on ``host:port``, bound before anything else starts: a taken port is
+    then one line naming ``setting`` and ``fix``, not a failure after servers and workers started."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family, backlog=2048)
+    except OSError as err:
+        if err.errno == errno.EADDRINUSE:
+            raise CommandError(f"{setting} {port} is in use on {host} (another trawl running?): {fix}") from None
+        raise CommandError(f"cannot listen on {host}:{port} ({err.strerror or err}): {fix}") from None
+
+
+def _missing_sqlite_file(url: str) -> str | None:
+    """The path of a SQLite catalog file that does not exist yet; None for any other catalog."""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
+        return None
+    from pathlib import Path
+
+    path = Path(parsed.database).resolve()
+    return None if path.exists() else str(path)
+
+
+def open_catalog(settings: Settings, *, schema: bool = True, read_only: bool | None = None) -> Catalog:
     """The catalog, for a command that reads or writes it; its tables are made or migrated first
     unless ``schema`` is False (a catalog the same command's crawl already used). SQLAlchemy
-    loads here, so the commands that never open the catalog start without it."""
+    loads here, so the commands that never open the catalog start without it.
+
+    A command that only reads (``read_only``, by default what the dispatcher said) creates no
+    SQLite catalog where there is none: a person in the wrong directory is told where it looked.
+    """
     from trawl.storage.catalog import Catalog
 
+    if _read_only.get() if read_only is None else read_only:
+        missing = _missing_sqlite_file(settings.catalog_url)
+        if missing:
+            raise CommandError(f"no catalog at {missing}: nothing was crawled with the data directory "
+                               f"{settings.data_dir.resolve()}; run this where you crawled, or point it there "
+                               "with TRAWL_DATA_DIR (data_dir) or TRAWL_CATALOG__URL (catalog.url)")
     catalog = Catalog(settings.catalog_url)
     if schema:
         catalog.create_schema()
@@ -67,25 +128,59 @@ async def connect_or_explain(settings: Settings, *, metrics: bool = False) -> Cl
 
 
 @contextlib.asynccontextmanager
+async def temporal(settings: Settings, *, read_only: bool = False) -> AsyncIterator[Settings]:
+    """A Temporal server answering for the body (found, joined or started: the policy is
+    ``starter.embedded``'s); yields the settings naming it.
+
+    The blocking search runs in a thread, so that a stop (a signal cancelling the command while
+    it starts) ends the wait at once: the thread is told to give up, which stops a server it was
+    starting, and is waited for.
+    """
+    server = EmbeddedServer(settings, read_only=read_only)
+    acquiring = asyncio.ensure_future(asyncio.to_thread(server.acquire))
+    try:
+        address = await asyncio.shield(acquiring)
+    except asyncio.CancelledError:
+        server.abandon.set()
+        while not acquiring.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait({acquiring})
+        if not acquiring.cancelled() and acquiring.exception() is None:
+            server.release()  # it found a server just before giving up
+        raise
+    try:
+        if address != settings.temporal.address:
+            notice(f"using the Temporal server of {settings.data_dir} at {address} (temporal.address is not set)",
+                   address=address)
+        yield settings_for(settings, server, address)
+    finally:
+        server.release()
+
+
+@contextlib.asynccontextmanager
 async def session(settings: Settings, *, worker: bool, registry: Registry | None = None,
-                  metrics: bool = False, one_shot: bool = False) -> AsyncIterator[Client]:
+                  metrics: bool = False, one_shot: bool = False, read_only: bool | None = None
+                  ) -> AsyncIterator[Client]:
     """A Temporal client (starting the embedded server if needed) and, optionally, a worker.
 
     A ``one_shot`` command (crawl, fsck --repair) runs its own worker only when none of the
     deployment's workers polls its queues: workers on one queue must be interchangeable, and the
     running ones carry the operator's settings (net policy, limits, platforms), which a client's
     settings may not widen or change.
+
+    A ``read_only`` command (by default what the dispatcher said: status, crawls, ...) never
+    starts a server: when none answers it says where it looked, and creates no file.
     """
-    with temporal_server(settings) as settings:  # this data directory's server may listen elsewhere
+    read_only = _read_only.get() if read_only is None else read_only
+    async with temporal(settings, read_only=read_only) as settings:
         client = await connect_or_explain(settings, metrics=metrics)
         await ensure_search_attributes(client, settings.temporal.namespace)
         if worker and one_shot:
             running = await live_workers(client, settings)
             if running:
                 shown = ", ".join(running[:3]) + (f" and {len(running) - 3} more" if len(running) > 3 else "")
-                print(f"trawl: the workers already polling the {settings.temporal.task_queue_prefix!r} queues "
-                      f"({shown}) do this work, under their own settings; no worker started here",
-                      file=sys.stderr)
+                notice(f"the workers already polling the {settings.temporal.task_queue_prefix!r} queues ({shown}) do "
+                       "this work, under their own settings; no worker started here", workers=running)
                 worker = False
         if worker:
             async with running_worker(client, settings, registry, one_shot=one_shot):
@@ -101,13 +196,54 @@ def workflow_id_for(registry: Registry, ident: str) -> str:
     return ident
 
 
-def stop_event() -> asyncio.Event:
-    """Set by SIGINT or SIGTERM: the foreground commands' way to stop."""
-    stop = asyncio.Event()
+class Stop(asyncio.Event):
+    """Set by SIGINT or SIGTERM: the foreground commands' way to stop.
+
+    A running command waits for it. A command still starting (a server, a worker, the API) is
+    not waiting yet: the signal cancels its start instead, and what had started is torn down on
+    the way out. Waiting for the start to finish first could take a minute, or forever (a lock
+    another command holds). The dispatcher exits 0 for a start cancelled so (see
+    :func:`stopped_by_signal`): the command stopped as asked.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.command = asyncio.current_task()
+        self.waiters = 0
+
+    async def wait(self) -> bool:
+        self.waiters += 1
+        try:
+            return await super().wait()
+        finally:
+            self.waiters -= 1
+
+    def signalled(self, signum: int) -> None:
+        if self.is_set():  # stopping already: let the teardown finish
+            return
+        _stop_signals.append(signum)
+        self.set()
+        if not self.waiters and self.command is not None and not self.command.done():
+            self.command.cancel()
+
+
+# The signals that stopped this process's command; a module's, not a context variable: the
+# dispatcher reads it outside the event loop whose task recorded it.
+_stop_signals: list[int] = []
+
+
+def stop_event() -> Stop:
+    """A :class:`Stop` that SIGINT and SIGTERM set, for the command running now."""
+    stop = Stop()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, stop.signalled, sig)
     return stop
+
+
+def stopped_by_signal() -> int:
+    """The signal that stopped this process's command (0: none), for the dispatcher."""
+    return _stop_signals[0] if _stop_signals else 0
 
 
 class OutageNotice:

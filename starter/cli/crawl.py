@@ -17,20 +17,23 @@ from starter.cli import export
 from starter.cli.common import OutageNotice, open_catalog, session
 from starter.cli.output import (
     EXIT_FAILED_ITEMS,
+    ITEMS_HEADER,
     CommandError,
     StatusLine,
     clean,
     human_size,
     is_terminal,
+    item_line,
+    printable,
     result_line,
     say,
     stats_line,
 )
 from starter.cli.progress import SAMPLE_EVERY_S, CrawlProgress, CrawlSpeed
 from starter.client import CrawlChoices, item_result, start_crawl, start_item, unreachable
-from starter.views import crawl_dict, crawl_state, item_dict, result_dict
+from starter.views import crawl_dict, crawl_state, item_dict, result_dict, status_name
 from trawl.errors import TrawlError
-from trawl.platforms.registry import Registry, build_registry
+from trawl.platforms.registry import PLATFORM_RESOLVERS, Registry, build_registry
 from trawl.settings import Settings
 from trawl.storage.blobs import open_blob_store
 from workflows.crawl import CrawlWorkflow
@@ -77,7 +80,7 @@ async def report_stalls(waiting: dict[str, tuple[Any, str]], line: StatusLine | 
                 kind = pending.last_failure.application_failure_info.type
                 if kind in STALLING_CLASSES and (workflow_id, kind) not in told:
                     told.add((workflow_id, kind))
-                    text = (f"waiting    {kind}: {clean(pending.last_failure.message, 160)} "
+                    text = (f"waiting    {kind}: {printable(pending.last_failure.message)} "
                             f"(stage {pending.activity_type.name}, attempt {pending.attempt}; retried until it "
                             f"clears)  {url}")
                     if line is not None:
@@ -251,7 +254,7 @@ def cmd_resolve(args: argparse.Namespace, settings: Settings) -> int:
             except TrawlError as err:
                 failed = True
                 record = {"url": url, "outcome": "failed", "error_class": err.error_class, "error": err.message}
-                print(json.dumps(record) if args.json else f"failed     {err.error_class}: {clean(err.message, 100)}",
+                print(json.dumps(record) if args.json else f"failed     {err.error_class}: {printable(err.message)}",
                       flush=True)
                 continue
             if args.json:
@@ -300,7 +303,7 @@ async def cmd_crawls(args: argparse.Namespace, settings: Settings) -> int:
                 _, stats = await crawl_state(handle)
             except RPCError:
                 stats = None
-            status = execution.status.name.lower() if execution.status else "unknown"
+            status = status_name(execution.status).lower()
             started = execution.start_time.strftime("%Y-%m-%d %H:%M:%S") if execution.start_time else "-"
             print(f"{execution.id:<20} {started}  {status:<10} {stats_line(stats) if stats else ''}")
         if not found:
@@ -308,7 +311,7 @@ async def cmd_crawls(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-MEASURE_TRIES = 3  # a one-off look takes up to this many more samples, a second apart, to see a speed
+MEASURE_TRIES = 3  # a one-off look takes this many more samples, a second apart, for a speed
 
 
 async def cmd_crawl_status(args: argparse.Namespace, settings: Settings) -> int:
@@ -327,16 +330,14 @@ async def cmd_crawl_status(args: argparse.Namespace, settings: Settings) -> int:
             if live and line.text:
                 print()
             if not live and not args.json and desc.status == WorkflowExecutionStatus.RUNNING and stats:
+                # The speed over all the samples: bytes move in steps, the first step is no speed.
                 await speed.sample(stats)
                 for _ in range(MEASURE_TRIES):
                     await asyncio.sleep(SAMPLE_EVERY_S)
-                    before = speed.rate.last
                     desc, stats = await crawl_state(handle)
                     if desc.status != WorkflowExecutionStatus.RUNNING or stats is None:
                         break
                     await speed.sample(stats)
-                    if before and speed.rate.last and speed.rate.last[1] != before[1]:
-                        break
         except RPCError as err:
             if unreachable(err):
                 raise CommandError(f"the Temporal server at {settings.temporal.address} is unreachable "
@@ -345,7 +346,7 @@ async def cmd_crawl_status(args: argparse.Namespace, settings: Settings) -> int:
         if args.json:
             print(json.dumps(crawl_dict(handle.id, desc, stats)))
             return 0
-        print(f"{handle.id}: {desc.status.name.lower() if desc.status else 'unknown'}")
+        print(f"{handle.id}: {status_name(desc.status).lower()}")
         if stats:
             running = desc.status == WorkflowExecutionStatus.RUNNING
             print(stats_line(stats, speed.speed if running else None, speed.eta if running else None))
@@ -354,17 +355,16 @@ async def cmd_crawl_status(args: argparse.Namespace, settings: Settings) -> int:
 
 # -- the catalog ---------------------------------------------------------------------------------
 def cmd_items(args: argparse.Namespace, settings: Settings) -> int:
+    known = [*PLATFORM_RESOLVERS, "generic"]
+    if args.platform is not None and args.platform not in known:
+        raise CommandError(f"unknown platform {args.platform!r}; give one of {', '.join(known)}")
     catalog = open_catalog(settings)
     items = catalog.list(platform=args.platform, limit=args.limit)
     blobs = open_blob_store(settings)
+    if not args.json:
+        print(ITEMS_HEADER)
     for item in items:
-        if args.json:
-            print(json.dumps(item_dict(item, blobs)))
-        else:
-            size = sum(a.size for a in item.assets)
-            sha = item.assets[0].sha256[:12] if item.assets else "-"
-            print(f"{item.platform:<10} {clean(item.title, 32):<32} {human_size(size):>10}  {sha:<12}  "
-                  f"{item.canonical_key}")
+        print(json.dumps(item_dict(item, blobs)) if args.json else item_line(item))
     blobs.close()
     if not args.json:
         print(f"{len(items)} item(s) in {settings.catalog_url.split('@')[-1]}", file=sys.stderr)

@@ -325,7 +325,8 @@ def add_crawl_flags(crawl: argparse.ArgumentParser) -> None:
     """``trawl crawl``'s flags from yt-dlp's habits."""
     crawl.add_argument("--export", metavar="DIR", help="export each item as named files under DIR as it commits")
     crawl.add_argument("-o", "--output", metavar="TEMPLATE",
-                       help=f"the name template for --export (alone: export here); default {DEFAULT_TEMPLATE!r}")
+                       help=f"the name template for --export (alone: export here), {{field}} or yt-dlp's "
+                            f"%%(field)s (%%(title)s [%%(id)s].%%(ext)s); default {DEFAULT_TEMPLATE!r}")
     add_naming_flags(crawl)
     crawl.add_argument("--cookies", metavar="FILE",
                        help="a Netscape cookies.txt; each platform gets the cookies of its own domains")
@@ -341,7 +342,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                             epilog=EXPORT_NOTES)
     export.add_argument("dir", help="the directory to export into (created when missing)")
     export.add_argument("-o", "--template", "--output", dest="template", metavar="TEMPLATE",
-                        help=f"name template, '/' makes directories (default {DEFAULT_TEMPLATE!r})")
+                        help=f"name template, {{field}} or yt-dlp's %%(field)s (%%(title)s [%%(id)s].%%(ext)s), "
+                             f"'/' makes directories (default {DEFAULT_TEMPLATE!r})")
     add_naming_flags(export)
     export.add_argument("--platform", help="only this platform's items")
     export.set_defaults(func=cmd_export)

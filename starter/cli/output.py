@@ -9,8 +9,12 @@ from __future__ import annotations
 import math
 import os
 import sys
+from collections import deque
 from typing import Any, TextIO
 
+from wcwidth import wcswidth, wcwidth
+
+from trawl.storage.records import CatalogItem
 from workflows.models import ItemResult
 
 EXIT_FAILED_ITEMS = 1
@@ -37,32 +41,69 @@ def human_size(size: float) -> str:
     return f"{size} B"
 
 
+def display_width(text: str) -> int:
+    """Terminal columns ``text`` takes: a CJK character or an emoji two, a combining mark none."""
+    width = wcswidth(text)
+    return width if width >= 0 else sum(max(0, wcwidth(ch)) for ch in text)
+
+
+def printable(text: str | None) -> str:
+    """``text`` on one line, without terminal codes (titles and errors are data); "-" for none."""
+    return "".join(ch if ch.isprintable() else " " for ch in (text or "-"))
+
+
 def clean(text: str | None, width: int) -> str:
-    """One printable line of at most ``width`` characters (titles are data, not terminal codes)."""
-    text = "".join(ch if ch.isprintable() else " " for ch in (text or "-"))
-    return text if len(text) <= width else text[: width - 1] + "~"
+    """:func:`printable` ``text`` cut to at most ``width`` terminal columns."""
+    text = printable(text)
+    if display_width(text) <= width:
+        return text
+    kept, used = [], 0
+    for ch in text:
+        used += max(0, wcwidth(ch))
+        if used > width - 1:
+            break
+        kept.append(ch)
+    return "".join(kept) + "~"
+
+
+def pad(text: str, width: int) -> str:
+    """``text`` filled with spaces to ``width`` terminal columns (``str.ljust`` counts characters)."""
+    return text + " " * max(0, width - display_width(text))
 
 
 # -- speed and ETA -------------------------------------------------------------------------------
 class Rate:
-    """Bytes per second from successive ``(time, bytes so far)`` samples, smoothed so that the
-    one-second granularity of download heartbeats does not make it jump."""
+    """Bytes per second over the last :data:`WINDOW_S` seconds of ``(time, bytes so far)`` samples.
 
-    SMOOTHING = 0.3
+    The bytes come from download heartbeats, a second apart, and a throttled download can move in
+    steps: the average over a window reads such steps as their rate, where the speed between two
+    samples jumped from a step's size per second to 0 B/s.
+    """
 
-    def __init__(self) -> None:
-        self.last: tuple[float, float] | None = None
+    WINDOW_S = 10.0
+
+    def __init__(self, window_s: float = WINDOW_S) -> None:
+        self.window_s = window_s
+        self.samples: deque[tuple[float, float]] = deque()
         self.speed: float | None = None
 
+    @property
+    def last(self) -> tuple[float, float] | None:
+        return self.samples[-1] if self.samples else None
+
     def update(self, now: float, value: float) -> float | None:
-        if self.last is None:
-            self.last = (now, value)
+        if self.samples and value < self.samples[-1][1]:  # counted from the start again: what was, was another count
+            self.samples.clear()
+            self.speed = None
+        if self.samples and now <= self.samples[-1][0]:
             return self.speed
-        then, before = self.last
+        self.samples.append((now, value))
+        # The oldest sample kept is the last one at or before the window's start, so the window is full.
+        while len(self.samples) > 2 and self.samples[1][0] <= now - self.window_s:
+            self.samples.popleft()
+        then, before = self.samples[0]
         if now > then:
-            current = max(0.0, value - before) / (now - then)
-            self.speed = current if self.speed is None else self.SMOOTHING * current + (1 - self.SMOOTHING) * self.speed
-            self.last = (now, value)
+            self.speed = (value - before) / (now - then)
         return self.speed
 
 
@@ -91,10 +132,27 @@ def _speed_eta(speed: float | None, eta: float | None) -> list[str]:
 
 # -- lines ---------------------------------------------------------------------------------------
 def result_line(result: ItemResult) -> str:
+    """An item's result in columns: outcome, title, size, hash, URL. A failure's error class takes
+    the title's column and its message, whole, follows the URL: the end of it says what to do."""
     size = sum(a.size for a in result.assets)
     sha = result.assets[0].sha256[:12] if result.assets else "-"
-    detail = clean(result.title, 32) if result.outcome != "failed" else f"{result.error_class}: {clean(result.error, 60)}"
-    return f"{result.outcome:<10} {detail:<32} {(human_size(size) if size else '-'):>10}  {sha:<12}  {result.url}"
+    failed = result.outcome == "failed"
+    detail = clean(result.error_class if failed else result.title, TITLE_COLUMNS)
+    line = (f"{result.outcome:<10} {pad(detail, TITLE_COLUMNS)} {(human_size(size) if size else '-'):>10}  "
+            f"{sha:<12}  {result.url}")
+    return line + (f"  {printable(result.error)}" if failed and result.error else "")
+
+
+TITLE_COLUMNS = 32
+ITEMS_HEADER = f"{'PLATFORM':<10} {pad('TITLE', TITLE_COLUMNS)} {'SIZE':>10}  {'SHA256':<12}  KEY"
+
+
+def item_line(item: CatalogItem) -> str:
+    """A catalog item under :data:`ITEMS_HEADER` (``trawl items``)."""
+    size = sum(a.size for a in item.assets)
+    sha = item.assets[0].sha256[:12] if item.assets else "-"
+    return (f"{item.platform:<10} {pad(clean(item.title, TITLE_COLUMNS), TITLE_COLUMNS)} {human_size(size):>10}  "
+            f"{sha:<12}  {item.canonical_key}")
 
 
 def progress_bar(progress: dict[str, Any], width: int = 30, speed: float | None = None,
@@ -131,12 +189,13 @@ def crawl_progress_line(done: int, total: int, bytes_done: int, speed: float | N
 def stats_line(stats: Any, speed: float | None = None, eta: float | None = None) -> str:
     """A crawl's counts (``CrawlStats``), with speed and ETA while it runs."""
     done = ", ".join(f"{n} {outcome}" for outcome, n in sorted(stats.outcomes.items())) or "nothing finished"
-    state = "cancelled" if stats.cancelled else ("paused" if stats.paused else ("finished" if stats.finished_at
-                                                                                 else "running"))
+    error = getattr(stats, "error", None)  # why a failed crawl failed (its source could not be expanded)
+    state = "failed" if error else "cancelled" if stats.cancelled else (
+        "paused" if stats.paused else ("finished" if stats.finished_at else "running"))
     rate = ", ".join(_speed_eta(speed, eta)) if state == "running" else ""
     return (f"{state:<9} {stats.queued} queued, {stats.running} running, {done}; "
             f"{human_size(stats.bytes)}" + (f"; {stats.refused} refused" if stats.refused else "")
-            + (f"; {rate}" if rate else ""))
+            + (f"; {rate}" if rate else "") + (f"; {' '.join(error.split())}" if error else ""))
 
 
 # -- the live status line ----------------------------------------------------------------------------

@@ -6,15 +6,28 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import logging
+import signal
+import socket
 import sys
+import threading
 
 from temporalio.client import Client
 
 from starter.binding import require_safe_binding
-from starter.cli.common import connect_failed, connect_or_explain, open_catalog, session, stop_event
+from starter.cli.common import (
+    connect_failed,
+    connect_or_explain,
+    listen,
+    open_catalog,
+    session,
+    stop_event,
+    temporal,
+)
+from starter.cli.output import CommandError
 from starter.client import connect, ensure_search_attributes, metrics_url
-from starter.embedded import answers, temporal_server
+from starter.embedded import answers
 from trawl.logs import get_logger
 from trawl.settings import Settings
 from workers.main import running_worker
@@ -67,10 +80,14 @@ async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-async def _serve_api(settings: Settings, client: Client, stop: asyncio.Event) -> None:
-    from starter.api import serve_api  # FastAPI and uvicorn load only for the commands that serve
+async def _serve_api(settings: Settings, client: Client, stop: asyncio.Event, sock: socket.socket,
+                     banner: str) -> None:
+    from starter.api import ApiStartError, serve_api  # FastAPI and uvicorn load only for the commands that serve
 
-    await serve_api(settings, client, stop)
+    try:
+        await serve_api(settings, client, stop, sock, ready=lambda: print(banner, file=sys.stderr, flush=True))
+    except ApiStartError as err:
+        raise CommandError(str(err)) from None
 
 
 def _with_api_args(args: argparse.Namespace, settings: Settings) -> Settings:
@@ -80,26 +97,32 @@ def _with_api_args(args: argparse.Namespace, settings: Settings) -> Settings:
     return settings
 
 
+def _listen_api(settings: Settings) -> socket.socket:
+    """The API's port, bound before the server, the worker or the API start."""
+    return listen(settings.api.host, settings.api.port, setting="api.port",
+                  fix="pass --port or set TRAWL_API__PORT (api.port) to a free port")
+
+
 async def cmd_api(args: argparse.Namespace, settings: Settings) -> int:
     settings = _with_api_args(args, settings)
     stop = stop_event()
-    async with session(settings, worker=False) as client:
-        print(f"trawl api on http://{settings.api.host}:{settings.api.port} (docs at /docs); Ctrl-C stops",
-              file=sys.stderr)
-        await _serve_api(settings, client, stop)
+    with _listen_api(settings) as sock:
+        async with session(settings, worker=False) as client:
+            await _serve_api(settings, client, stop, sock, f"trawl api on http://{settings.api.host}:"
+                             f"{settings.api.port} (docs at /docs); Ctrl-C stops")
     return 0
 
 
 async def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
     settings = _with_api_args(args, settings)
     stop = stop_event()
-    async with session(settings, worker=True, metrics=True) as client:
-        metrics = metrics_url(client)
-        print(f"trawl up: Temporal {settings.temporal.address}, Web UI http://127.0.0.1:{settings.temporal.ui_port}"
-              f", API http://{settings.api.host}:{settings.api.port}/docs"
-              + (f", metrics {metrics}" if metrics else "") + f", data {settings.data_dir.resolve()}; Ctrl-C stops",
-              file=sys.stderr)
-        await _serve_api(settings, client, stop)
+    with _listen_api(settings) as sock:
+        async with session(settings, worker=True, metrics=True) as client:
+            metrics = metrics_url(client)
+            await _serve_api(settings, client, stop, sock, f"trawl up: Temporal {settings.temporal.address}, Web UI "
+                             f"http://127.0.0.1:{settings.temporal.ui_port}, API http://{settings.api.host}:"
+                             f"{settings.api.port}/docs" + (f", metrics {metrics}" if metrics else "")
+                             + f", data {settings.data_dir.resolve()}; Ctrl-C stops")
     return 0
 
 
@@ -115,7 +138,7 @@ async def cmd_setup(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_server(args: argparse.Namespace, settings: Settings) -> int:
     stop = stop_event()
-    with temporal_server(settings) as settings:
+    async with temporal(settings) as settings:
         print(f"Temporal at {settings.temporal.address}, Web UI http://127.0.0.1:{settings.temporal.ui_port}; "
               "Ctrl-C stops", file=sys.stderr)
         await stop.wait()
@@ -132,18 +155,31 @@ async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     return code
 
 
-def cmd_simulator(args: argparse.Namespace, settings: Settings) -> int:
-    import time
+SIMULATOR_HOST = "127.0.0.1"
 
+
+def cmd_simulator(args: argparse.Namespace, settings: Settings) -> int:
     from trawl.simulator import Simulator
     from trawl.simulator.demo import install_demo_site
 
-    with Simulator(port=args.port) as sim:
+    try:
+        simulator = Simulator(host=SIMULATOR_HOST, port=args.port)  # binds here, before anything is printed
+    except OSError as err:
+        reason = (f"port {args.port} is in use on {SIMULATOR_HOST} (another trawl simulator?)"
+                  if err.errno == errno.EADDRINUSE else f"cannot listen on port {args.port} ({err.strerror or err})")
+        raise CommandError(f"{reason}: pass --port with a free port") from None
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    with simulator as sim:
         for case in install_demo_site(sim):
-            print(case.url, flush=True)
-        with contextlib.suppress(KeyboardInterrupt):
-            while True:
-                time.sleep(3600)
+            print(case.url, flush=True)  # stdout: the URLs only, for scripts
+        # trawl refuses loopback targets by default (blocked_address): the one setting to crawl this.
+        print(f"trawl simulator: the demo site on {sim.base_url}; trawl refuses loopback addresses unless told: crawl "
+              "it with TRAWL_NET__ALLOW_PRIVATE=true, or net.allowed_networks = [\"127.0.0.0/8\"] in trawl.toml; "
+              "Ctrl-C stops", file=sys.stderr, flush=True)
+        while not stop.wait(1.0):
+            pass
     return 0
 
 

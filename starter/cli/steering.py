@@ -7,6 +7,7 @@ import asyncio
 import json
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowQueryFailedError
@@ -25,7 +26,7 @@ from starter.cli.output import (
     result_line,
 )
 from starter.client import cancel_crawl, item_progress, item_result
-from starter.views import result_dict
+from starter.views import result_dict, started_url, status_name
 from trawl.platforms.registry import build_registry
 from trawl.settings import Settings
 from trawl.storage.blobs import open_blob_store
@@ -33,7 +34,7 @@ from workflows.media_item import MediaItemWorkflow
 
 FOLLOW_EVERY_S = 0.5
 MEASURE_EVERY_S = 1.0
-MEASURE_TRIES = 3  # a one-off look takes up to this many more samples to see the bytes move
+MEASURE_TRIES = 3  # a one-off look takes this many more samples, the speed over all of them
 QUERY_WAIT_S = 10.0
 
 
@@ -67,18 +68,22 @@ async def progress_of(client: Client, handle: Any) -> dict[str, Any]:
         raise NoWorker from None
 
 
-async def measured_progress(client: Client, handle: Any) -> tuple[dict[str, Any], float | None]:
-    """A running item's progress and, while it downloads, its speed from a few samples a second apart."""
+async def measured_progress(client: Client, handle: Any, *, every: float = MEASURE_EVERY_S,
+                            clock: Callable[[], float] = time.monotonic,
+                            look: Callable[[Client, Any], Awaitable[dict[str, Any]]] = progress_of,
+                            ) -> tuple[dict[str, Any], float | None]:
+    """A running item's progress and, while it downloads, its speed over a few samples a second
+    apart: all of them, since the bytes can move in steps (heartbeats a second apart) and the
+    first step's size per second is no speed."""
     rate = Rate()
-    progress = await progress_of(client, handle)
-    rate.update(time.monotonic(), progress["bytes_done"])
+    progress = await look(client, handle)
+    rate.update(clock(), progress["bytes_done"])
     for _ in range(MEASURE_TRIES if _downloading(progress) else 0):
-        await asyncio.sleep(MEASURE_EVERY_S)
-        before = progress["bytes_done"]
-        progress = await progress_of(client, handle)
-        speed = rate.update(time.monotonic(), progress["bytes_done"])
-        if progress["bytes_done"] != before or not _downloading(progress):
-            return progress, speed
+        await asyncio.sleep(every)
+        progress = await look(client, handle)
+        rate.update(clock(), progress["bytes_done"])
+        if not _downloading(progress):
+            break
     return progress, rate.speed
 
 
@@ -106,7 +111,7 @@ async def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
             desc = await handle.describe()
         if live and line.text:
             print()
-        record: dict[str, Any] = {"id": handle.id, "status": desc.status.name if desc.status else "UNKNOWN"}
+        record: dict[str, Any] = {"id": handle.id, "status": status_name(desc.status)}
         result = None
         speed = None
         if desc.status == WorkflowExecutionStatus.RUNNING:
@@ -121,12 +126,14 @@ async def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
                 record["progress"], record["note"] = None, NO_WORKER
         elif desc.status is not None:
             result = await item_result(handle, "")
+            result.url = result.url or await started_url(client, handle)
             blobs = open_blob_store(settings)
             record["result"] = result_dict(result, blobs)
             blobs.close()
+        code = EXIT_FAILED_ITEMS if result is not None and result.outcome == "failed" else 0  # as `trawl crawl`
         if args.json:
             print(json.dumps(record))
-            return 0
+            return code
         print(f"{record['id']}: {record['status'].lower()}")
         if record.get("note"):
             print(f"running, but {record['note']}")
@@ -135,12 +142,12 @@ async def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
             print(progress_bar(progress, speed=speed, eta=eta_seconds(_remaining(progress), speed)))
         if result is not None:
             print(result_line(result))
-    return 0
+    return code
 
 
 async def _finished_as(client: Client, handle: Any, desc: Any) -> str:
     """How a workflow that is no longer running ended: an item's outcome, else its status."""
-    status = desc.status.name.lower() if desc.status else "unknown"
+    status = status_name(desc.status).lower()
     if handle.id.startswith("crawl-"):
         return status
     try:

@@ -1,6 +1,8 @@
 """Following sources: ``watch add``, ``watch list``, ``watch pause|resume|trigger|remove``.
 
-Each watch is a Temporal Schedule that starts a crawl every interval (see :mod:`starter.watches`).
+Each watch is a Temporal Schedule that starts a crawl every interval (see :mod:`starter.watches`);
+a watch of a source carries the source's definition, so any worker runs it. A run that failed (a
+source it could not expand) shows as ``failed: <why>`` in ``watch list``.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from starter.watches import (
 )
 from trawl.platforms.registry import build_registry
 from trawl.settings import Settings
+
+LAST_RUN_WIDTH = 100  # `watch list` cuts a failed run's reason there (`--json` has it whole)
 
 
 def _when(value: str | None) -> str:
@@ -70,8 +74,8 @@ async def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
     for w in watches:
         kind = (w.source_description or "").split(" ", 1)[0]
         what = f"{w.source} ({kind})" if w.source else f"{w.urls} URL(s)"
-        rows.append((w.name, clean(what, 40), w.every, "yes" if w.paused else "no", counts_text(w.last_run),
-                     _when(w.next_run)))
+        rows.append((w.name, clean(what, 40), w.every, "yes" if w.paused else "no",
+                     clean(counts_text(w.last_run), LAST_RUN_WIDTH), _when(w.next_run)))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1])
@@ -93,7 +97,8 @@ async def cmd_steer(args: argparse.Namespace, settings: Settings) -> int:
                 if not started:
                     raise CommandError(f"watch {watch.name}: a run is going on ({', '.join(watch.running)}); "
                                        "nothing started (a watch never runs twice at once)", EXIT_FAILED_ITEMS)
-                message = f"watch {watch.name}: a run starts now"
+                running = f" ({', '.join(watch.running)})" if watch.running else ""
+                message = f"watch {watch.name}: a run starts now{running}"
             else:
                 watch = await remove_watch(client, settings, args.name)
                 going = f"; its run going on finishes ({', '.join(watch.running)})" if watch.running else ""
@@ -126,7 +131,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add = actions.add_parser("add", help="watch a source from the settings, or URLs, every DURATION")
     add.add_argument("name", help="the watch's name (letters, digits, '.', '_', '-')")
     add.add_argument("urls", nargs="*", help="URLs to crawl each run (or --source)")
-    add.add_argument("--source", help="a source named in the settings ([[sources]]), expanded at each run")
+    add.add_argument("--source", help="a source named in the settings ([[sources]]): the watch carries its "
+                     "definition, expanded by a worker at each run (a url_file needs an absolute path)")
     add.add_argument("--every", required=True, help="interval between runs, e.g. 30m, 1h, 1d")
     add.add_argument("--jitter", default=None, help="a random delay of up to this much per run (default watch.jitter)")
     add.add_argument("--concurrency", type=int, default=8, help="items in flight at once in a run")

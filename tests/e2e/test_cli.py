@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -229,3 +230,67 @@ def test_a_refused_proxy_is_one_line_from_every_command(sim: Simulator, tmp_path
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "proxy 127.0.0.1:9 is refused" in lines[0], lines
     assert "net.allowed_networks" in lines[0]
+
+
+# -- issue 24: what people read -------------------------------------------------------------------
+def test_a_failed_items_status_exits_as_crawl_does_and_its_line_keeps_the_fix(
+        site: Simulator, tmp_path: Path, temporal_address: str) -> None:
+    env = trawl_env(tmp_path, temporal_address, TRAWL_NET__ALLOW_PRIVATE="false")
+    url = site.url("/media/b.jpg")
+    crawled = run(["crawl", url], env, tmp_path)
+    assert crawled.returncode == 1 and "blocked_address" in crawled.stdout, crawled.stdout + crawled.stderr
+    assert "(set net.allow_private or net.allowed_networks to allow)" in crawled.stdout, crawled.stdout
+    shown = run(["status", url], env, tmp_path)
+    assert shown.returncode == crawled.returncode, shown.stdout + shown.stderr
+    assert "failed" in shown.stdout and "to allow)" in shown.stdout
+    assert run(["status", url, "--json"], env, tmp_path).returncode == crawled.returncode
+
+
+async def test_a_cancelled_crawl_items_status_names_its_url_and_one_spelling(
+        temporal_client, settings, sim: Simulator, tmp_path: Path) -> None:
+    import asyncio
+
+    from tests.e2e.test_steering import cli_env
+    from trawl.platforms.registry import default_registry
+    from trawl.simulator import FileBehaviour
+    from workers.main import running_worker
+
+    sim.add_file("/slow/cancel.mp4", MediaFile("mp4", "cli-cancel", 5_000_000), FileBehaviour(throttle_bps=200_000))
+    url = sim.url("/slow/cancel.mp4")
+    env = cli_env(settings, tmp_path)
+    async with running_worker(temporal_client, settings):
+        started = await asyncio.to_thread(run, ["crawl", "--detach", url], env, tmp_path)
+        crawl_id = started.stdout.strip()
+        while sim.bytes_sent("/slow/cancel.mp4") < 100_000:
+            await asyncio.sleep(0.1)
+        assert (await asyncio.to_thread(run, ["cancel", crawl_id], env, tmp_path)).returncode == 0
+        handle = temporal_client.get_workflow_handle(default_registry().route(url).workflow_id)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(handle.result(), 60)
+        shown = await asyncio.to_thread(run, ["status", url], env, tmp_path)
+        crawl = await asyncio.to_thread(run, ["crawl-status", crawl_id], env, tmp_path)
+        crawls = await asyncio.to_thread(run, ["crawls"], env, tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    first, row = shown.stdout.splitlines()[:2]
+    assert first.endswith(": cancelled") and row.startswith("cancelled") and url in row, shown.stdout
+    for output in (shown.stdout, crawl.stdout, crawls.stdout):
+        assert "canceled" not in output.lower(), output
+    assert f"{crawl_id}: cancelled" in crawl.stdout
+
+
+def test_items_has_a_header_and_refuses_an_unknown_platform(tmp_path: Path) -> None:
+    from trawl.storage.catalog import Catalog
+
+    env = trawl_env(tmp_path)
+    # An empty catalog (a directory with none is a mistake of its own: tests/e2e/test_readonly*).
+    (tmp_path / "data").mkdir()
+    Catalog(env.get("TRAWL_CATALOG__URL") or f"sqlite:///{tmp_path / 'data' / 'catalog.db'}").create_schema()
+    listed = run(["items"], env, tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.split() == ["PLATFORM", "TITLE", "SIZE", "SHA256", "KEY"]
+    assert run(["items", "--json"], env, tmp_path).stdout == ""  # no header in JSON lines
+    unknown = run(["items", "--platform", "youtube"], env, tmp_path)
+    assert unknown.returncode == 2 and unknown.stdout == "", unknown.stdout
+    assert unknown.stderr.strip() == ("trawl items: unknown platform 'youtube'; give one of bilibili, weibo, "
+                                      "facebook, generic"), unknown.stderr
+    assert run(["items", "--platform", "generic"], env, tmp_path).returncode == 0

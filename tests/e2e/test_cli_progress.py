@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from temporalio.client import Client
 
 from starter.cli import crawl_progress_line, format_eta, format_speed, progress_bar, stats_line
@@ -38,8 +39,21 @@ def test_rate_from_successive_samples() -> None:
     rate = Rate()
     assert rate.update(10.0, 0) is None  # one sample says nothing about speed
     assert rate.update(11.0, 1_000_000) == 1_000_000
-    assert 1_000_000 < rate.update(12.0, 3_000_000) < 2_000_000  # smoothed towards 2 MB/s
-    assert rate.update(12.0, 3_000_000) is not None  # no time passed: the last estimate stands
+    assert rate.update(12.0, 3_000_000) == 1_500_000  # over the whole window so far
+    assert rate.update(12.0, 3_000_000) == 1_500_000  # no time passed: the last estimate stands
+
+
+def test_rate_over_a_sliding_window_reads_steps_as_their_average() -> None:
+    # A tenth of a MiB a second arriving as 1 MiB every ten seconds (a bursty limiter), sampled each second: the
+    # speed shown is the average, never 1 MiB/s after a step nor 0 B/s between steps.
+    rate = Rate()
+    speeds = [rate.update(float(t), (t // 10 + 1) * 1024 * 1024) for t in range(60)]
+    assert all(s == pytest.approx(1024 * 1024 / 10) for s in speeds[int(Rate.WINDOW_S):]), speeds
+    # Heartbeats landing a second apart, sampled every second, do not make it jump either.
+    rate = Rate()
+    speeds = [rate.update(t * 1.0, 100_000 * (t - t % 2)) for t in range(40)]
+    assert all(s == pytest.approx(100_000, rel=0.11) for s in speeds[int(Rate.WINDOW_S):]), speeds
+    assert rate.update(40.0, 5) is None  # went backwards (started over): nothing known yet
 
 
 def test_speed_and_eta_formats() -> None:

@@ -1,4 +1,4 @@
-"""The metric names the README documents are the names a real `trawl worker` exposes on /metrics."""
+"""The metric names the docs document are the names a real `trawl worker` exposes on /metrics."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def readme_metrics() -> dict[str, str]:
-    """Metric name -> "counter" or "histogram", from the README's metrics paragraph."""
-    text = (REPO / "README.md").read_text()
+    """Metric name -> "counter" or "histogram", from the metrics paragraph of docs/logs.md."""
+    text = (REPO / "docs" / "logs.md").read_text()
     start = text.index("serve Prometheus metrics")
     paragraph = text[start:text.index("Scrape it with", start)]
     found = {}

@@ -100,7 +100,7 @@ async def test_outage_is_retried_logged_triaged_and_counted(temporal_client: Cli
     failures = [line for line in metrics.splitlines() if line.startswith("trawl_activity_failures_total{")]
     assert any('error_class="http_5xx"' in line for line in failures), failures
     assert any(line.startswith("trawl_bytes_downloaded_total{") for line in metrics.splitlines())
-    assert "# TYPE trawl_download_duration_seconds histogram" in metrics  # the README's name
+    assert "# TYPE trawl_download_duration_seconds histogram" in metrics  # the name docs/logs.md gives
     assert any(line.startswith("trawl_download_duration_seconds_count{") for line in metrics.splitlines())
     assert "temporal_" in metrics  # the SDK's own runtime metrics on the same endpoint
 

@@ -101,7 +101,7 @@ async def test_cancel_from_the_cli(temporal_client: Client, settings: Settings, 
     assert result.outcome == "cancelled"
     assert not list(settings.work_dir.rglob("*.part"))
     shown = await status(url, env, tmp_path)
-    assert shown["status"] == "CANCELED" and shown["result"]["outcome"] == "cancelled"
+    assert shown["status"] == "CANCELLED" and shown["result"]["outcome"] == "cancelled"
 
 
 def test_status_of_unknown_item_is_a_clear_error(settings: Settings, tmp_path: Path) -> None:

@@ -7,20 +7,30 @@ Intervals are a few seconds; every wait is on a condition with a deadline.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
 import signal
 import time
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from temporalio.client import Client
+from temporalio.client import (
+    Client,
+    Schedule,
+    ScheduleActionStartWorkflow,
+    ScheduleIntervalSpec,
+    ScheduleOverlapPolicy,
+    SchedulePolicy,
+    ScheduleSpec,
+    ScheduleState,
+)
 from temporalio.service import RPCError
 
-from starter.client import connect
-from starter.watches import Watch, WatchRun, get_watch, run_of, schedule_id
+from starter.client import connect, item_options
+from starter.watches import Watch, WatchRun, get_watch, run_of, schedule_id, trigger_watch
 from tests.e2e.test_chaos import start_server
 from tests.e2e.test_cli import run, trawl_env
 from tests.e2e.test_crawl_cli import cli, env_for
@@ -29,17 +39,19 @@ from trawl.settings import Settings, SourceSettings, TemporalSettings, WatchSett
 from trawl.simulator import MediaFile, Simulator
 from trawl.simulator.feed import install_feed_site
 from workers.main import running_worker
+from workflows.crawl import CrawlInput, CrawlWorkflow
+from workflows.policies import workflow_queue
 
 EVERY_S = 2
 
 
 async def wait_run(client: Client, settings: Settings, name: str, done: Callable[[WatchRun], bool],
-                   timeout: float = 90) -> tuple[Watch, WatchRun]:
-    """The watch once its last run satisfies ``done``."""
+                   timeout: float = 90, runs: int = 0) -> tuple[Watch, WatchRun]:
+    """The watch once its last run satisfies ``done`` (and it ran at least ``runs`` times)."""
     deadline = time.monotonic() + timeout
     while True:
         watch = await get_watch(client, settings, name)
-        if watch.last_run is not None and done(watch.last_run):
+        if watch.last_run is not None and watch.runs >= runs and done(watch.last_run):
             return watch, watch.last_run
         assert time.monotonic() < deadline, f"timed out waiting for a run of {name}: {watch}"
         await asyncio.sleep(0.3)
@@ -58,8 +70,24 @@ async def runs_since(client: Client, settings: Settings, name: str, moment: floa
         await asyncio.sleep(0.3)
 
 
-def completed_after(moment: float) -> Callable[[WatchRun], bool]:
-    return lambda r: r.status == "COMPLETED" and datetime.fromisoformat(r.started_at).timestamp() > moment
+async def idle(client: Client, settings: Settings, name: str, paused: bool = False, timeout: float = 90) -> Watch:
+    """The watch once no run of it goes on (and, with ``paused``, once its schedule says it is
+    paused: no run starts after that)."""
+    deadline = time.monotonic() + timeout
+    while (watch := await get_watch(client, settings, name)).running or (paused and not watch.paused):
+        assert time.monotonic() < deadline, f"{name} is not idle: {watch}"
+        await asyncio.sleep(0.3)
+    return watch
+
+
+async def triggered_run(client: Client, settings: Settings, name: str, env: dict[str, str], cwd: Path) -> WatchRun:
+    """`trawl watch trigger NAME` on a paused, idle watch, then that run once it finished."""
+    runs = (await idle(client, settings, name, paused=True)).runs
+    done = await cli(["watch", "trigger", name], env, cwd)
+    assert done.returncode == 0, done.stderr
+    watch, run = await wait_run(client, settings, name, lambda r: r.status != "RUNNING", runs=runs + 1)
+    assert run.status == "COMPLETED", run
+    return run
 
 
 def requests(sim: Simulator, path: str) -> int:
@@ -88,28 +116,36 @@ async def test_watches_download_only_what_is_new(temporal_client: Client, settin
             assert (first.new, first.duplicate, first.failed) == (2, 0, 0), first
             assert all((r.new, r.duplicate, r.failed) == (0, 2, 0) for r in later), later
 
-        # The feed and the list gain an entry each; every later run downloads only that one.
+        # The feed and the list gain an entry each, while the watches are paused and no run goes on
+        # (a run going on as they grew could read either list: which run downloads the new entry
+        # would depend on timing); the next run downloads that one only, later runs nothing.
+        for name in ("podcast", "files"):
+            assert (await cli(["watch", "pause", name], env, tmp_path)).returncode == 0
+        for name in ("podcast", "files"):
+            await idle(temporal_client, settings, name, paused=True)
         known = [feed.entries[0].media_path, feed.entries[1].media_path, "/l/0.mp4", "/l/1.mp4"]
         before = {path: requests(sim, path) for path in [*known, feed.path]}
-        grown = time.time()
         feed.add_entry("e2", MediaFile("mp4", "feed-e2", 41_000))
         url_file.write_text(url_file.read_text() + sim.url("/l/2.mp4") + "\n")
         for name in ("podcast", "files"):
-            runs = await runs_since(temporal_client, settings, name, grown)
-            # The new entry is downloaded once, by the first run that saw it.
-            assert sum(r.new for r in runs) == 1 and all(r.failed == 0 for r in runs), runs
+            grown = await triggered_run(temporal_client, settings, name, env, tmp_path)
+            assert (grown.new, grown.duplicate, grown.failed) == (1, 2, 0), grown
+            again = await triggered_run(temporal_client, settings, name, env, tmp_path)
+            assert (again.new, again.duplicate, again.failed) == (0, 3, 0), again
+        for name in ("podcast", "files"):
+            assert (await cli(["watch", "resume", name], env, tmp_path)).returncode == 0
         runs = await runs_since(temporal_client, settings, "podcast", time.time())
         assert [(r.new, r.duplicate) for r in runs] == [(0, 3)] * len(runs)
         # Known items made no request at all (no resolve, no probe), runs after runs; the feed
         # itself was read by every run, and each new entry was fetched.
         assert {path: requests(sim, path) for path in known} == {path: before[path] for path in known}
-        assert requests(sim, feed.path) >= before[feed.path] + 2
+        assert requests(sim, feed.path) >= before[feed.path] + 3
         assert requests(sim, "/feeds/media/e2.mp4") > 0 and requests(sim, "/l/2.mp4") > 0
 
         # Pause stops runs; trigger runs one now (paused or not); list shows it all.
         paused = await cli(["watch", "pause", "podcast"], env, tmp_path)
         assert paused.returncode == 0 and "paused" in paused.stdout, paused.stderr
-        watch, last = await wait_run(temporal_client, settings, "podcast", lambda r: r.status == "COMPLETED")
+        watch = await idle(temporal_client, settings, "podcast", paused=True)
         runs = watch.runs
         quiet_until = time.monotonic() + 3 * EVERY_S
         while time.monotonic() < quiet_until:  # three intervals without a run
@@ -121,10 +157,8 @@ async def test_watches_download_only_what_is_new(temporal_client: Client, settin
         assert re.search(r"news \(feed\)\s+2s\s+yes\s+.*completed: \d new, \d duplicate, 0 failed\s+-$",
                          row), listed.stdout
         assert re.search(r"^files\s+list \(url_file\)\s+2s\s+no\s+", listed.stdout, re.M), listed.stdout
-        triggered_at = time.time()
-        triggered = await cli(["watch", "trigger", "podcast"], env, tmp_path)
-        assert triggered.returncode == 0, triggered.stderr
-        watch, run_now = await wait_run(temporal_client, settings, "podcast", completed_after(triggered_at))
+        run_now = await triggered_run(temporal_client, settings, "podcast", env, tmp_path)
+        watch = await get_watch(temporal_client, settings, "podcast")
         assert watch.runs == runs + 1 and (run_now.new, run_now.duplicate) == (0, 3)
         as_json = [json.loads(line) for line in (await cli(["watch", "list", "--json"], env, tmp_path)).stdout.splitlines()]
         podcast = next(w for w in as_json if w["name"] == "podcast")
@@ -158,6 +192,108 @@ async def test_watch_mistakes_get_one_line(settings: Settings, tmp_path: Path) -
         assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, (args, done.stderr)
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
 
+
+async def test_a_watch_carries_its_source(temporal_client: Client, settings: Settings, sim: Simulator,
+                                          tmp_path: Path) -> None:
+    """The schedule carries the source's definition: a worker whose settings lack the source runs
+    the watch all the same (issue 24, 2). A url_file is read by that worker on its host, so a
+    watch refuses one whose path is relative."""
+    for i in range(2):
+        sim.add_file(f"/carried/{i}.mp4", MediaFile("mp4", f"carried-{i}", 25_000 + i))
+    listing = tmp_path / "carried.txt"
+    listing.write_text(f"{sim.url('/carried/0.mp4')}\n{sim.url('/carried/1.mp4')}\n")
+    sources = [SourceSettings(name="elsewhere", kind="url_file", path=str(listing)),
+               SourceSettings(name="near", kind="url_file", path="carried.txt")]
+    env = env_for(settings, tmp_path, TRAWL_SOURCES=json.dumps([s.model_dump() for s in sources]))
+    assert not settings.sources  # the worker's
+    async with running_worker(temporal_client, settings):
+        added = await cli(["watch", "add", "far", "--source", "elsewhere", "--every", "1h", "--paused", "--json"],
+                          env, tmp_path)
+        assert added.returncode == 0, added.stderr
+        assert json.loads(added.stdout)["source_settings"] == {**sources[0].model_dump(mode="json")}
+        run = await triggered_run(temporal_client, settings, "far", env, tmp_path)
+        assert (run.new, run.duplicate, run.failed, run.error) == (2, 0, 0, None), run
+        relative = await cli(["watch", "add", "near", "--source", "near", "--every", "1h"], env, tmp_path)
+        assert relative.returncode == 2 and "absolute path" in relative.stderr, relative.stderr
+        await temporal_client.get_schedule_handle(schedule_id(settings, "far")).delete()
+
+
+async def add_watch_as_before(client: Client, settings: Settings, name: str, source: str) -> None:
+    """A paused watch as trawl added them before watches carried their source: its schedule's
+    action names the source only (the crawl input of that version, field for field)."""
+    inp = dataclasses.asdict(CrawlInput(source=source, options=item_options(settings)))
+    del inp["source_definition"]
+    sid = schedule_id(settings, name)
+    await client.create_schedule(sid, Schedule(
+        action=ScheduleActionStartWorkflow("CrawlWorkflow", inp, id=f"crawl-{sid}",
+                                           task_queue=workflow_queue(settings.temporal.task_queue_prefix),
+                                           memo={"watch": name}),
+        spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=timedelta(hours=1))]),
+        policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP), state=ScheduleState(paused=True)),
+        memo={"watch": name, "source": source, "source_description": "url_file old.txt", "urls": 0,
+              "concurrency": 8})
+
+
+async def test_a_run_whose_source_cannot_be_expanded_fails_and_says_why(
+        temporal_client: Client, settings: Settings, sim: Simulator, tmp_path: Path) -> None:
+    """Issue 24 (2): a watch of a source the worker's settings do not have ran every interval and
+    looked successful (0 new, 0 duplicate, 0 failed). Now its run fails, and the reason is in
+    `trawl watch list` and its JSON. A watch added before watches carried their source still
+    runs on a worker whose settings have it."""
+    sim.add_file("/old/0.mp4", MediaFile("mp4", "old-0", 22_000))
+    listing = tmp_path / "old.txt"
+    listing.write_text(sim.url("/old/0.mp4") + "\n")
+    settings = settings.model_copy(update={"sources": [SourceSettings(name="old", kind="url_file",
+                                                                      path=str(listing))]})
+    env = env_for(settings, tmp_path)
+    async with running_worker(temporal_client, settings):
+        await add_watch_as_before(temporal_client, settings, "mine", "mylist")
+        await add_watch_as_before(temporal_client, settings, "kept", "old")
+        assert (await cli(["watch", "trigger", "mine"], env, tmp_path)).returncode == 0
+        watch, run = await wait_run(temporal_client, settings, "mine", lambda r: r.status != "RUNNING", runs=1)
+        assert run.status == "FAILED", run
+        assert run.error and run.error.startswith("source mylist: no source named 'mylist' in the settings"), run
+        listed = await cli(["watch", "list"], env, tmp_path)
+        row = next(line for line in listed.stdout.splitlines() if line.startswith("mine"))
+        assert "failed: source mylist: no source named 'mylist'" in row, listed.stdout
+        listed = await cli(["watch", "list", "--json"], env, tmp_path)
+        mine = next(w for w in map(json.loads, listed.stdout.splitlines()) if w["name"] == "mine")
+        assert mine["last_run"]["status"] == "FAILED" and mine["last_run"]["error"] == run.error
+        assert mine["source_settings"] is None  # added before: the worker's settings name it
+
+        kept = await triggered_run(temporal_client, settings, "kept", env, tmp_path)
+        assert (kept.new, kept.failed, kept.error) == (1, 0, None), kept
+        for name in ("mine", "kept"):
+            await temporal_client.get_schedule_handle(schedule_id(settings, name)).delete()
+
+
+async def test_every_run_of_a_watch_has_its_own_crawl_id(temporal_client: Client, settings: Settings,
+                                                         sim: Simulator, tmp_path: Path) -> None:
+    """Issue 24 (7): Temporal names a schedule's run after the schedule's workflow id and the
+    second the run was due, and a trigger is due when asked: a trigger in the same second as a run
+    that had ended made a second run with that run's id (two rows, one crawl id). Here every
+    second of the next half minute is such a second: a run of that name ended already."""
+    sim.add_file("/dup/0.mp4", MediaFile("mp4", "dup-0", 21_000))
+    env = env_for(settings, tmp_path)
+    async with running_worker(temporal_client, settings):
+        added = await cli(["watch", "add", "dup", sim.url("/dup/0.mp4"), "--every", "1h", "--paused"], env, tmp_path)
+        assert added.returncode == 0, added.stderr
+        base = f"crawl-{schedule_id(settings, 'dup')}"
+        taken: list[str] = []
+        second = datetime.now(timezone.utc).replace(microsecond=0)
+        while second < datetime.now(timezone.utc) + timedelta(seconds=30):  # ended runs of those names
+            taken.append(f"{base}-{second.strftime('%Y-%m-%dT%H:%M:%SZ')}")
+            ended = await temporal_client.start_workflow(CrawlWorkflow.run, CrawlInput(), id=taken[-1],
+                                                         task_queue=f"{settings.temporal.task_queue_prefix}-none")
+            await ended.terminate("an earlier run of this name")  # (no worker polls that queue)
+            second += timedelta(seconds=1)
+        watch, started = await trigger_watch(temporal_client, settings, "dup")
+        assert started and datetime.now(timezone.utc) < second, "the trigger came after the seconds taken"
+        watch, run = await wait_run(temporal_client, settings, "dup", lambda r: r.status == "COMPLETED", runs=1)
+        assert run.crawl_id.startswith(base) and run.crawl_id not in taken and run.new == 1, run
+        same_id = [e async for e in temporal_client.list_workflows(f"WorkflowId = '{run.crawl_id}'")]
+        assert len(same_id) <= 1, same_id
+        await temporal_client.get_schedule_handle(watch.schedule_id).delete()
 
 async def connected(settings: Settings, timeout: float = 60) -> Client:
     deadline = time.monotonic() + timeout

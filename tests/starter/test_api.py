@@ -121,7 +121,9 @@ async def test_auth_and_malformed_bodies(api: httpx.AsyncClient, settings: Setti
     broken = await api.post("/api/v1/jobs", content=b"{not json", headers={"Content-Type": "application/json"})
     assert broken.status_code == 422 and "JSON" in broken.text
     missing = await api.get("/api/v1/jobs/url-nothing-here")
-    assert missing.status_code == 404 and "detail" in missing.json()
+    assert missing.status_code == 404 and missing.json()["detail"] == "no such job: 'url-nothing-here'"
+    no_crawl = await api.get("/api/v1/crawls/crawl-nothing-here")
+    assert no_crawl.status_code == 404 and no_crawl.json()["detail"] == "no such crawl: 'crawl-nothing-here'"
     assert (await api.get("/docs")).status_code == 200
 
 
@@ -143,6 +145,22 @@ async def test_crawls_through_the_api(api: httpx.AsyncClient, sim: Simulator) ->
     assert (await api.post("/api/v1/crawls", json={})).status_code == 422
     assert (await api.post("/api/v1/crawls", json={"source": "nope"})).status_code == 422
     assert (await api.post("/api/v1/crawls", json={"source": "empty"})).status_code == 202
+
+
+async def test_a_cancelled_crawl_item_keeps_its_url(api: httpx.AsyncClient, sim: Simulator) -> None:
+    """The items a crawl starts carry no memo: a cancelled one's URL comes from its input."""
+    sim.add_file("/slow/x.mp4", MediaFile("mp4", "api-cancel", 5_000_000), FileBehaviour(throttle_bps=200_000))
+    url = sim.url("/slow/x.mp4")
+    crawl = (await api.post("/api/v1/crawls", json={"urls": [url]})).json()
+    while sim.bytes_sent("/slow/x.mp4") < 100_000:
+        await asyncio.sleep(0.1)
+    assert (await api.post(f"/api/v1/crawls/{crawl['id']}/cancel")).status_code == 200
+    from trawl.platforms.registry import default_registry
+
+    job = await wait_job(api, default_registry().route(url).workflow_id, {"CANCELLED"})
+    assert job["url"] == url and job["outcome"] == "cancelled"
+    finished = await api.post(f"/api/v1/jobs/{job['id']}/pause")
+    assert finished.status_code == 409 and "(CANCELLED)" in finished.json()["detail"]
 
 
 def test_non_loopback_binding_needs_a_token(tmp_path: Path) -> None:

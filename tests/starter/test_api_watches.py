@@ -23,7 +23,8 @@ from workers.main import running_worker
 def settings(tmp_path: Path, temporal_address: str) -> Settings:
     (tmp_path / "list.txt").write_text("")
     return make_settings(tmp_path, temporal_address, api=ApiSettings(port=free_port(), token=TOKEN),
-                         sources=[SourceSettings(name="empty", kind="url_file", path=str(tmp_path / "list.txt"))])
+                         sources=[SourceSettings(name="empty", kind="url_file", path=str(tmp_path / "list.txt")),
+                                  SourceSettings(name="lost", kind="url_file", path=str(tmp_path / "lost.txt"))])
 
 
 @pytest.fixture
@@ -109,3 +110,26 @@ async def test_a_run_that_outlasts_the_interval_makes_later_runs_skip(api: httpx
     while (await api.get(f"/api/v1/crawls/{crawl_id}")).json()["status"] == "RUNNING":
         assert time.monotonic() < deadline
         await asyncio.sleep(0.3)
+
+
+async def test_a_run_whose_source_cannot_be_expanded_is_failed_with_its_reason(api: httpx.AsyncClient) -> None:
+    """Issue 24 (2): the run fails, and the watch, the crawl and the list of crawls say why."""
+    created = await api.post("/api/v1/watches", json={"name": "lost", "source": "lost", "every": "1h",
+                                                      "paused": True})
+    assert created.status_code == 201, created.text
+    assert created.json()["source_settings"]["path"].endswith("lost.txt")
+    assert (await api.post("/api/v1/watches/lost/trigger")).status_code == 202
+    watch = await until(api, "lost", lambda w: w["last_run"] and w["last_run"]["status"] != "RUNNING")
+    run = watch["last_run"]
+    assert run["status"] == "FAILED" and run["error"].startswith("source lost: cannot read URL file"), run
+    crawl = (await api.get(f"/api/v1/crawls/{run['crawl_id']}")).json()
+    assert crawl["status"] == "FAILED" and crawl["stats"]["error"] == run["error"], crawl
+    deadline = time.monotonic() + 30
+    while True:  # Temporal lists crawls from its visibility store, which may lag a moment
+        listed = [c for c in (await api.get("/api/v1/crawls")).json()["crawls"] if c["id"] == run["crawl_id"]]
+        if listed and listed[0]["status"] == "FAILED":
+            break
+        assert time.monotonic() < deadline, listed
+        await asyncio.sleep(0.3)
+    assert len(listed) == 1 and listed[0]["stats"]["error"] == run["error"], listed
+    assert (await api.delete("/api/v1/watches/lost")).status_code == 200

@@ -111,3 +111,21 @@ def test_export_help_says_a_hard_link_is_the_blob_itself(capsys: pytest.CaptureF
     text = " ".join(capsys.readouterr().out.split())
     assert "same file as the stored blob" in text and "--link copy" in text
     assert "trawl fsck" in text
+
+
+@pytest.mark.parametrize("command", [["export", "out"], ["crawl", "u"]])
+def test_dash_o_takes_yt_dlp_templates(tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    from starter.cli.export import exporter_for
+
+    args = build_parser().parse_args([*command, "-o", "%(title)s [%(id)s].%(ext)s"])
+    template = args.template if command[0] == "export" else args.output
+    exporter = exporter_for(Settings(data_dir=tmp_path / "data"), str(tmp_path / "out"), template=template)
+    try:
+        assert exporter.template.render({"title": "Clip", "id": "x1", "ext": "mp4"}) == ["Clip [x1].mp4"]
+    finally:
+        exporter.close()
+    with pytest.raises(CommandError, match=r"unknown field %\(nope\)s"):
+        exporter_for(Settings(data_dir=tmp_path / "data"), str(tmp_path / "out"), template="%(nope)s.%(ext)s")
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([command[0], "--help"])
+    assert "%(title)s" in " ".join(capsys.readouterr().out.split())  # the help names the yt-dlp form

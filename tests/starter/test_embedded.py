@@ -116,18 +116,23 @@ def stop(proc: subprocess.Popen[str], sig: signal.Signals = signal.SIGINT) -> in
 
 
 # -- item 2: one server per data directory, never outliving its commands ------------------------
-def test_a_command_at_another_address_uses_the_running_server_and_starts_none(stack: Stack) -> None:
+@pytest.mark.parametrize("command", [["crawls"], ["server"]])
+def test_a_command_told_another_address_refuses_the_running_server_and_starts_none(stack: Stack,
+                                                                                   command: list[str]) -> None:
+    """An explicit temporal.address is never swapped for this data directory's server elsewhere
+    (issue 24, item 5): nothing answers there, and a second server on one temporal.db cannot run."""
     port, other = _free_port(), _free_port()
     up = stack.server(stack.env(port), "up")
     first = serving(stack, port)
     assert len(first) == 1
 
-    done = run(["crawls"], stack.env(other), stack.tmp_path, timeout=DEADLINE)
-    assert done.returncode == 0, done.stderr
+    done = run(command, stack.env(other), stack.tmp_path, timeout=DEADLINE)
+    assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert lines[-1] == "no crawls" and len(lines) == 2, lines  # one notice line, then the answer
+    assert len(lines) == 1, lines
     assert f"127.0.0.1:{port}" in lines[0] and f"127.0.0.1:{other}" in lines[0], lines
+    assert "TRAWL_TEMPORAL__ADDRESS" in lines[0], lines
     assert dev_servers(stack.db) == first  # no second server on the same temporal.db, none left behind
     assert not answers(other)
 
@@ -175,9 +180,10 @@ def test_a_sigkilled_one_shot_command_leaves_no_server_running(stack: Stack) -> 
 # -- item 3: the dev server's HTTP port, and what a failed start shows --------------------------
 def test_the_ui_port_next_to_the_frontend_port_works(stack: Stack) -> None:
     port = _free_ports(2)
-    done = run(["crawls"], stack.env(port, ui_port=port + 1), stack.tmp_path, timeout=DEADLINE)
-    assert done.returncode == 0, done.stderr
-    assert not dev_servers(stack.db)
+    server = stack.server(stack.env(port, ui_port=port + 1), "server")
+    serving(stack, port)
+    assert stop(server) == 0, stack.stderr("server")
+    wait_until(lambda: not dev_servers(stack.db), "the dev server to stop")
 
 
 def test_a_failed_start_shows_only_this_starts_log_lines(stack: Stack) -> None:
@@ -185,7 +191,7 @@ def test_a_failed_start_shows_only_this_starts_log_lines(stack: Stack) -> None:
     run_dir.mkdir(parents=True)
     (run_dir / "temporal.log").write_text("STALE banner of an earlier run\n" * 5)
     stack.db.mkdir()  # a directory where the database file should be: the dev server cannot open it
-    done = run(["crawls"], stack.env(_free_port()), stack.tmp_path, timeout=DEADLINE)
+    done = run(["server"], stack.env(_free_port()), stack.tmp_path, timeout=DEADLINE)
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
     assert "unable to open database file" in done.stderr  # this start's own output
@@ -197,7 +203,7 @@ def test_a_busy_ui_port_is_one_line(stack: Stack) -> None:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         ui_port = busy.getsockname()[1]
-        done = run(["crawls"], stack.env(_free_port(), ui_port=ui_port), stack.tmp_path, timeout=DEADLINE)
+        done = run(["server"], stack.env(_free_port(), ui_port=ui_port), stack.tmp_path, timeout=DEADLINE)
     assert done.returncode == 2, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and str(ui_port) in lines[0] and "TRAWL_TEMPORAL__UI_PORT" in lines[0], lines
@@ -206,7 +212,7 @@ def test_a_busy_ui_port_is_one_line(stack: Stack) -> None:
 
 def test_the_frontend_port_as_ui_port_is_one_line(stack: Stack) -> None:
     port = _free_port()
-    done = run(["crawls"], stack.env(port, ui_port=port), stack.tmp_path, timeout=DEADLINE)
+    done = run(["server"], stack.env(port, ui_port=port), stack.tmp_path, timeout=DEADLINE)
     assert done.returncode == 2, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "TRAWL_TEMPORAL__UI_PORT" in lines[0], lines

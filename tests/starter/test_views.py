@@ -44,3 +44,12 @@ def test_crawl_dict() -> None:
     assert done == {"id": "crawl-1", "status": "COMPLETED", "stats": {**stats.__dict__}}
     assert crawl_dict("crawl-1", SimpleNamespace(status=None), None) == {"id": "crawl-1", "status": "UNKNOWN",
                                                                          "stats": None}
+
+
+def test_a_cancelled_run_is_spelled_as_trawl_spells_the_outcome() -> None:
+    from starter.views import status_name
+
+    assert status_name(WorkflowExecutionStatus.CANCELED) == "CANCELLED"
+    assert status_name(WorkflowExecutionStatus.RUNNING) == "RUNNING" and status_name(None) == "UNKNOWN"
+    cancelled = crawl_dict("crawl-1", SimpleNamespace(status=WorkflowExecutionStatus.CANCELED), None)
+    assert cancelled["status"] == "CANCELLED"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import httpx
@@ -12,7 +13,7 @@ from trawl.platforms.registry import build_registry
 from trawl.settings import PlatformsSettings, Settings, SourceSettings
 from trawl.simulator import Simulator
 from trawl.simulator.weibo import install_weibo_site
-from trawl.sources import describe, expand
+from trawl.sources import SourceError, describe, expand, source_definition, source_from_definition
 
 
 @pytest.fixture
@@ -43,3 +44,17 @@ def test_a_weibo_user_listing_stops_at_a_page_of_known_posts(sim: Simulator, ctx
     assert expand(full, settings, registry, ctx, known=all_known) == everything
     assert sim.stats["/api/container/getIndex"].requests == 3 + 1 + 3
     assert describe(source) == f"weibo_user {uid}"
+
+
+def test_a_source_travels_as_its_definition() -> None:
+    """A watch carries its source's definition; the worker that expands a run reads it back, and
+    refuses, saying why, one it does not know (a newer trawl's field, a missing argument)."""
+    source = SourceSettings(name="news", kind="feed", url="https://example.org/feed.xml", max_pages=2)
+    carried = source_definition(source)
+    assert json.loads(json.dumps(carried)) == carried and source_from_definition(carried) == source
+    for definition, why in (({**carried, "since": "2026"}, "since: Extra inputs are not permitted"),
+                            ({"name": "news", "kind": "feed"}, "kind feed needs url"),
+                            ({"name": "news", "kind": "mailbox"}, "kind: Input should be")):
+        with pytest.raises(SourceError, match="source 'news': its definition is not one this worker reads") as err:
+            source_from_definition(definition)
+        assert why in str(err.value), err.value

@@ -33,17 +33,40 @@ def test_the_average_is_held_to_the_rate_in_short_waits() -> None:
     ticks = []
     for _ in range(10):
         throttle.take(100_000, lambda: ticks.append(clock.now))
-    # One second's worth passes at once (the bucket starts full), the other nine are waited for.
-    assert sum(clock.slept) == pytest.approx(9.0)
+    # A tenth of a second's worth passes at once (the bucket starts full), the rest is waited for.
+    assert sum(clock.slept) == pytest.approx(9.9)
     assert max(clock.slept) <= 0.2 + 1e-9 and len(ticks) == len(clock.slept)
 
 
-def test_an_idle_pause_buys_at_most_one_seconds_burst() -> None:
+def test_an_idle_pause_buys_at_most_a_tenth_of_a_second() -> None:
     clock = FakeClock()
     throttle = Throttle(1000, clock=clock, sleep=clock.sleep)
     clock.now += 3600  # an hour idle
-    throttle.take(3000)
-    assert sum(clock.slept) == pytest.approx(2.0)
+    throttle.take(1000)  # a second's worth: no burst of it passes unpaced
+    assert sum(clock.slept) == pytest.approx(0.9)
+
+
+def release_times(throttle: Throttle, clock: FakeClock, total: int) -> list[tuple[float, int]]:
+    """(time, bytes let through so far) after each take of the throttle's own batch size."""
+    released, schedule = 0, []
+    while released < total:
+        throttle.take(throttle.batch_bytes)
+        released += throttle.batch_bytes
+        schedule.append((clock.now, released))
+    return schedule
+
+
+@pytest.mark.parametrize("rate", [1000, 100_000, 10 << 20])
+def test_batches_of_the_advised_size_pass_at_an_even_pace(rate: int) -> None:
+    clock = FakeClock()
+    throttle = Throttle(rate, clock=clock, sleep=clock.sleep)
+    assert 1 <= throttle.batch_bytes <= rate / 10  # a tenth of a second's worth at most
+    schedule = release_times(throttle, clock, 20 * rate)  # twenty seconds' worth
+    gaps = [b[0] - a[0] for a, b in zip(schedule, schedule[1:])]
+    assert max(gaps) <= throttle.batch_bytes / rate + 1e-9  # never a long silence ...
+    for when, released in schedule:  # ... nor more than a tenth of a second ahead of the rate
+        assert released <= rate * (when + 0.1) + 1
+    assert schedule[-1][0] == pytest.approx(20 - 0.1, abs=throttle.batch_bytes / rate)
 
 
 def test_a_throttled_download_stops_when_asked_while_it_waits(sim: Simulator, tmp_path: Path) -> None:
@@ -60,8 +83,8 @@ def test_a_throttled_download_stops_when_asked_while_it_waits(sim: Simulator, tm
         downloader.throttle = Throttle(100_000, clock=clock, sleep=clock.sleep)
         out = downloader.download([sim.url("/slow.mp4")], tmp_path / "a.part")
         assert out.sha256 == media.sha256() == file_sha256(tmp_path / "a.part")
-        # 600 kB at 100 kB/s with one second in the bucket: five seconds of waiting, heartbeats between.
-        assert sum(clock.slept) == pytest.approx(5.0, abs=0.01)
+        # 600 kB at 100 kB/s with a tenth of a second in the bucket: 5.9 s of waiting, heartbeats between.
+        assert sum(clock.slept) == pytest.approx(5.9, abs=0.01)
         assert len(beats) >= len(clock.slept)
 
         def stop_soon(seconds: float) -> None:
@@ -74,3 +97,21 @@ def test_a_throttled_download_stops_when_asked_while_it_waits(sim: Simulator, tm
         with pytest.raises(Stopped):
             downloader.download([sim.url("/big.mp4")], tmp_path / "b.part")
         assert 0 < beats[-1].offset < big.size  # stopped while waiting, its bytes recorded
+
+
+def test_a_throttled_download_reports_bytes_at_an_even_pace(sim: Simulator, tmp_path: Path) -> None:
+    media = MediaFile("mp4", "paced", 1_000_000)
+    sim.add_file("/paced.mp4", media)
+    clock = FakeClock()
+    beats: list[tuple[float, int]] = []
+    with httpx.Client() as client:
+        downloader = Downloader(client, max_file_size=1 << 30, heartbeat=lambda s: beats.append((clock.now, s.offset)),
+                                should_stop=lambda: False, limit_rate=100_000)
+        downloader.throttle = throttle = Throttle(100_000, clock=clock, sleep=clock.sleep)
+        out = downloader.download([sim.url("/paced.mp4")], tmp_path / "p.part")
+    assert out.sha256 == media.sha256()
+    # Every heartbeat (what status, crawl and crawl-status measure speed from) is within one
+    # batch of the rate: no megabyte at once followed by ten silent seconds.
+    assert len(beats) > 10
+    for when, offset in beats:
+        assert offset <= 100_000 * (when + 0.1) + throttle.batch_bytes, (when, offset)

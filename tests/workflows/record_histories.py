@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from activities.crawl import route_items
@@ -197,6 +197,38 @@ async def crawl_multipart(r: Recorder) -> list[WorkflowHandle]:
     return [handle]
 
 
+async def crawl_joined_items_left_alone(r: Recorder) -> list[WorkflowHandle]:
+    """Since crawl-steers-own-items: crawl B joins crawl A's items; pausing and cancelling B
+    leaves them to A (B's history records B only waiting for them)."""
+    urls = _files(r, "cjoin", 2, throttle=1_000_000)
+    first, _ = await start_crawl(r.client, r.settings, r.registry, urls, concurrency=2)
+
+    async def all_running(handle: WorkflowHandle) -> None:
+        deadline = time.monotonic() + 60
+        while (await handle.query(CrawlWorkflow.stats)).running < 2:
+            if time.monotonic() > deadline:
+                raise TimeoutError("scenario did not reach its state")
+            await asyncio.sleep(0.1)
+    await all_running(first)
+    second, _ = await start_crawl(r.client, r.settings, r.registry, urls, concurrency=2)
+    await all_running(second)
+    await second.signal(CrawlWorkflow.pause)
+    await second.signal(CrawlWorkflow.cancel)
+    await asyncio.wait_for(second.result(), 120)
+    await asyncio.wait_for(first.result(), 120)
+    return [second]
+
+
+async def crawl_source_failed(r: Recorder) -> list[WorkflowHandle]:
+    """Since crawl-source-fails: a source the worker cannot expand fails the crawl."""
+    handle, _ = await start_crawl(r.client, r.settings, build_registry(r.settings.platforms), [], source="absent")
+    try:
+        await asyncio.wait_for(handle.result(), 60)
+    except WorkflowFailureError:
+        pass
+    return [handle]
+
+
 SCENARIOS: dict[str, Scenario] = {
     "item_committed": committed, "item_duplicate": duplicate, "item_failed_not_found": failed_not_found,
     "item_failed_after_retries": failed_after_retries, "item_url_expired_refetched": url_expired,
@@ -207,6 +239,13 @@ SCENARIOS: dict[str, Scenario] = {
     # (the histories above are older and keep the paths before them replaying).
     "item_small_committed": small_committed, "item_thumbnail_left_out": thumbnail_left_out,
     "item_hls_committed": hls_committed, "crawl_multipart": crawl_multipart,
+    # Recorded after ui-columns (Title, ErrorClass, Outcome folded into Stage, Platform set at start).
+    "item_ui_columns_failed_not_found": failed_not_found, "item_ui_columns_failed_after_retries": failed_after_retries,
+    "item_ui_columns_small_committed": small_committed, "item_ui_columns_cancelled": cancelled,
+    "item_ui_columns_duplicate": duplicate,
+    # Recorded after crawl-source-fails (crawl_source_refused.json, recorded before it, guards the old path).
+    "crawl_source_failed": crawl_source_failed,
+    "crawl_joined_items_left_alone": crawl_joined_items_left_alone,
 }
 
 

@@ -4,24 +4,27 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.crawl import route_items
-from starter.client import start_crawl
+from starter.client import item_options, start_crawl
 from tests.conftest import make_settings
 from trawl.platforms.registry import default_registry
-from trawl.settings import Settings
+from trawl.settings import Settings, SourceSettings
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
+from trawl.sources import source_definition
 from trawl.storage.catalog import Catalog
 from workers.main import running_worker
-from workflows.crawl import CrawlStats, CrawlWorkflow
+from workflows.crawl import CrawlInput, CrawlStats, CrawlWorkflow, crawl_failure
 from workflows.media_item import MediaItemWorkflow, Progress
+from workflows.policies import workflow_queue
 
 
 @pytest.fixture
@@ -269,3 +272,33 @@ async def test_a_crawl_steers_only_the_items_it_started(temporal_client: Client,
     stats: CrawlStats = await asyncio.wait_for(first.result(), 120)
     assert stats.outcomes == {"committed": 3}
     assert Catalog(settings.catalog_url).count() == 3
+
+
+async def test_a_source_that_cannot_be_expanded_fails_the_crawl(temporal_client: Client, settings: Settings,
+                                                                worker) -> None:
+    """Issue 24 (2): a source the worker cannot expand ends the crawl failed, saying why (it used
+    to complete, its reason only in the worker's log and one line of ``refused``)."""
+    handle, _ = await start_crawl(temporal_client, settings, default_registry(), [], source="mylist")
+    with pytest.raises(WorkflowFailureError) as failed:
+        await asyncio.wait_for(handle.result(), 60)
+    assert "source mylist: no source named 'mylist' in the settings" in str(failed.value.cause)
+    assert (await handle.describe()).status == WorkflowExecutionStatus.FAILED
+    error, stats = await crawl_failure(handle)
+    assert error == failed.value.cause.message and stats is not None
+    assert stats.error == error and stats.finished_at and stats.outcomes == {} and stats.refused == 0
+
+
+async def test_a_crawl_carries_its_source_definition(temporal_client: Client, settings: Settings, sim: Simulator,
+                                                     tmp_path: Path, worker) -> None:
+    """A crawl given its source's definition (as a watch's runs are) expands that, on a worker
+    whose settings have no such source."""
+    urls = files(sim, 2, tag="carried")
+    listing = tmp_path / "carried.txt"
+    listing.write_text("\n".join(urls) + "\n")
+    assert not settings.sources
+    source = SourceSettings(name="elsewhere", kind="url_file", path=str(listing))
+    inp = CrawlInput(source="elsewhere", source_definition=source_definition(source), options=item_options(settings))
+    handle = await temporal_client.start_workflow(CrawlWorkflow.run, inp, id=f"crawl-{uuid.uuid4().hex[:12]}",
+                                                  task_queue=workflow_queue(settings.temporal.task_queue_prefix))
+    stats: CrawlStats = await asyncio.wait_for(handle.result(), 60)
+    assert stats.outcomes == {"committed": 2} and stats.error is None

@@ -9,12 +9,18 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.failure.v1 import Failure
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
+from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ApplicationError
 
 from starter.client import cancel_crawl, item_progress, item_result, start_crawl, start_item
 from tests.conftest import make_settings
-from trawl.platforms.registry import default_registry
+from trawl.models import Resolved
+from trawl.platforms.base import ResolveContext
+from trawl.platforms.generic import GenericResolver
+from trawl.platforms.registry import Registry, default_registry
 from trawl.settings import Settings
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
 from trawl.simulator.demo import og_page
@@ -155,3 +161,152 @@ async def test_crawl_accounting_and_cancel(temporal_client: Client, settings: Se
     assert stats.outcomes == {"committed": 1, "duplicate": 1, "cancelled": 2, "not_started": 2}, stats.outcomes
     assert sum(stats.outcomes.values()) == len(urls)
     assert stats.bytes == 200_000  # the duplicate's size is not downloaded bytes
+
+
+# The Web UI's list columns (custom search attributes an operator adds to the list).
+TITLE = SearchAttributeKey.for_keyword("Title")
+ERROR_CLASS = SearchAttributeKey.for_keyword("ErrorClass")
+PLATFORM = SearchAttributeKey.for_keyword("Platform")
+OUTCOME = SearchAttributeKey.for_keyword("Outcome")
+STAGE = SearchAttributeKey.for_keyword("Stage")
+
+
+async def upserts(handle: WorkflowHandle) -> list[set[str]]:
+    """The search attributes of each upsert in a run's history (each one a billable action and a
+    visibility write), but the SDK's own TemporalChangeVersion upsert of each workflow.patched."""
+    changed = [set(e.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields)
+               async for e in handle.fetch_history_events()
+               if e.event_type == EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES]
+    return [names for names in changed if names != {"TemporalChangeVersion"}]
+
+
+async def test_the_list_reads_title_platform_outcome_and_error_class(temporal_client: Client, settings: Settings,
+                                                                     sim: Simulator, worker) -> None:
+    """A url-<sha1> item is readable from the list: its summary is the platform and URL from the
+    start, and Title, Platform, Outcome and ErrorClass are columns, set with no extra upsert."""
+    sim.add_file("/v/columns.mp4", MediaFile("mp4", "columns", 300_000))
+    sim.add_page("/watch/columns", og_page("Columns\n  clip", "/v/columns.mp4"))
+    sim.add_page("/watch/half", og_page("Half clip", "/v/absent.mp4"))  # fetch finds it, download 404s
+    registry = default_registry()
+    committed_url, failed_url = sim.url("/watch/columns"), sim.url("/watch/half")
+    committed = await start_item(temporal_client, settings, registry, committed_url)
+    failed = await start_item(temporal_client, settings, registry, failed_url)
+    assert committed.workflow_id.startswith("url-") and failed.workflow_id.startswith("url-")
+    assert (await asyncio.wait_for(item_result(committed.handle, committed_url), 60)).outcome == "committed"
+    result = await asyncio.wait_for(item_result(failed.handle, failed_url), 60)
+    assert (result.outcome, result.error_class, result.title) == ("failed", "not_found", "Half clip")
+
+    desc = await committed.handle.describe()
+    assert await desc.static_summary() == f"generic: {committed_url}"
+    attrs = desc.typed_search_attributes
+    assert (attrs.get(TITLE), attrs.get(PLATFORM), attrs.get(OUTCOME), attrs.get(STAGE), attrs.get(ERROR_CLASS)) == (
+        "Columns clip", "generic", "committed", "done", None)
+    desc = await failed.handle.describe()
+    assert await desc.static_summary() == f"generic: {failed_url}"
+    attrs = desc.typed_search_attributes
+    assert (attrs.get(TITLE), attrs.get(PLATFORM), attrs.get(OUTCOME), attrs.get(ERROR_CLASS)) == (
+        "Half clip", "generic", "failed", "not_found")
+
+    query = f"Title = 'Half clip' AND ErrorClass = 'not_found' AND WorkflowId = '{failed.workflow_id}'"
+    listed: list[tuple[str, str | None]] = []
+    deadline = time.monotonic() + 30
+    while not listed and time.monotonic() < deadline:  # visibility is eventually consistent
+        listed = [(w.id, w.typed_search_attributes.get(OUTCOME)) async for w in temporal_client.list_workflows(query)]
+        await asyncio.sleep(0.2)
+    assert listed == [(failed.workflow_id, "failed")]
+    # Platform is set at start, Title rides on the upsert after fetch, ErrorClass and Outcome on
+    # the one that ends the run: one upsert fewer than before (Platform; ...; Stage=done; Outcome),
+    # which pays for the SDK's upsert of the new patch's id.
+    assert await upserts(failed.handle) == [
+        {"Stage"}, {"Platform", "CanonicalKey", "Title"}, {"Stage"}, {"Stage", "Outcome", "ErrorClass"}]
+
+
+def _failures(failure: Failure) -> list[Failure]:
+    chain = [failure]
+    while chain[-1].HasField("cause"):
+        chain.append(chain[-1].cause)
+    return chain
+
+
+async def _failure_events(handle: WorkflowHandle) -> tuple[list[Failure], Failure]:
+    """The activity failures of a run's history and the run's own failure."""
+    activities: list[Failure] = []
+    run: Failure | None = None
+    async for event in handle.fetch_history_events():
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED:
+            activities.append(event.activity_task_failed_event_attributes.failure)
+        elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED:
+            run = event.workflow_execution_failed_event_attributes.failure
+    assert run is not None
+    return activities, run
+
+
+async def test_a_classified_failure_carries_its_class_and_message_without_a_stack_trace(
+        temporal_client: Client, settings: Settings, sim: Simulator, worker) -> None:
+    url = sim.url("/watch/gone")  # the simulator answers 404: expected, classified, final
+    started = await start_item(temporal_client, settings, default_registry(), url)
+    with pytest.raises(WorkflowFailureError) as raised:
+        await asyncio.wait_for(started.handle.result(), 60)
+    error = raised.value.cause
+    assert isinstance(error, ApplicationError) and error.type == "not_found"
+    assert error.message == f"not_found: HTTP 404 for {url}"
+    assert error.failure is not None and error.failure.stack_trace == ""
+    assert error.__cause__ is None and not error.failure.HasField("cause")
+    activities, run = await _failure_events(started.handle)
+    assert [(f.application_failure_info.type, f.message, f.stack_trace) for f in activities] == [
+        ("not_found", f"HTTP 404 for {url}", "")]
+    assert (run.application_failure_info.type, run.stack_trace, run.HasField("cause")) == ("not_found", "", False)
+
+
+class BuggyResolver(GenericResolver):
+    """A resolver with a bug for URLs under /bug/: an unexpected exception, i.e. internal_error."""
+
+    def resolve(self, url: str, ctx: ResolveContext) -> Resolved:
+        if "/bug/" in url:
+            raise ZeroDivisionError("a resolver bug")
+        return super().resolve(url, ctx)
+
+
+async def test_an_internal_error_keeps_its_stack_trace(temporal_client: Client, settings: Settings,
+                                                       sim: Simulator) -> None:
+    registry = Registry([BuggyResolver()])
+    url = sim.url("/bug/page")
+    async with running_worker(temporal_client, settings, registry):
+        started = await start_item(temporal_client, settings, registry, url)
+        with pytest.raises(WorkflowFailureError) as raised:
+            await asyncio.wait_for(started.handle.result(), 60)
+    error = raised.value.cause
+    assert isinstance(error, ApplicationError) and error.type == "internal_error"
+    assert error.failure is not None and "media_item.py" in error.failure.stack_trace
+    activities, run = await _failure_events(started.handle)
+    assert activities and all(f.application_failure_info.type == "internal_error" and f.stack_trace
+                              for f in activities)
+    # The run's failure leads to the activity's, stack included: where the bug is looked for first.
+    chain = _failures(run)
+    assert run.application_failure_info.type == "internal_error" and run.stack_trace and len(chain) > 1
+    assert chain[-1].application_failure_info.type == "internal_error" and chain[-1].stack_trace
+
+
+def test_the_failure_converter_drops_only_expected_stack_traces() -> None:
+    """Pure logic: which failures lose their stack trace (the ones above, end to end)."""
+    from temporalio.converter import DataConverter
+
+    from workers.interceptors import DATA_CONVERTER
+
+    def encoded(error: BaseException) -> Failure:
+        try:
+            raise error
+        except BaseException as raised:  # noqa: BLE001 - a traceback to convert
+            failure = Failure()
+            DATA_CONVERTER.failure_converter.to_failure(raised, DATA_CONVERTER.payload_converter, failure)
+            return failure
+
+    assert encoded(ApplicationError("HTTP 404", type="not_found")).stack_trace == ""
+    assert encoded(ApplicationError("lost", type="host_lost")).stack_trace == ""
+    assert encoded(ApplicationError("bug", type="internal_error")).stack_trace
+    assert encoded(ApplicationError("untyped")).stack_trace
+    assert encoded(ZeroDivisionError("bug")).stack_trace
+    # Decoding is the SDK's own: a default client reads what trawl's workers write.
+    back = DataConverter.default.failure_converter.from_failure(
+        encoded(ApplicationError("HTTP 404", type="not_found")), DataConverter.default.payload_converter)
+    assert isinstance(back, ApplicationError) and (back.type, back.message) == ("not_found", "HTTP 404")
