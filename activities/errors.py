@@ -94,11 +94,10 @@ def classified(max_delay: Callable[[Any], timedelta | None]) -> Callable[[F], F]
             except (ApplicationError, CancelledError):
                 raise
             except Exception as exc:  # noqa: BLE001 - classification is the point
-                error = to_application_error(
+                raise to_application_error(
                     exc, stage_max_delay(max_delay(self)),
                     stage_attempts=stage_attempts(args[0] if args else None, getattr(self, "max_attempts", None)),
-                )
-                raise error from (exc if error.type == "internal_error" else None)  # a bug keeps its traceback
+                ) from None
 
         return run  # type: ignore[return-value]
 
