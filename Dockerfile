@@ -7,10 +7,6 @@ RUN apt-get update \
 WORKDIR /app
 COPY pyproject.toml README.md trawl.toml ./
 COPY trawl ./trawl
-COPY workflows ./workflows
-COPY activities ./activities
-COPY workers ./workers
-COPY starter ./starter
 RUN pip install --no-cache-dir . && ffmpeg -version >/dev/null && ffprobe -version >/dev/null
 ENV TRAWL_DATA_DIR=/data
 VOLUME ["/data"]

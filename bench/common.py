@@ -101,7 +101,7 @@ class Stack:
 
     async def submit_and_wait(self) -> tuple[float, object]:
         """Start the item workflow from this process; seconds from submission to its result."""
-        from starter.client import connect, item_result, start_item
+        from trawl.starter.client import connect, item_result, start_item
         from trawl.platforms.registry import default_registry
 
         settings = self.settings()

@@ -21,7 +21,7 @@ from trawl.simulator import MediaFile
 
 
 async def run(stack: Stack) -> dict:
-    from starter.client import connect, item_result, start_item
+    from trawl.starter.client import connect, item_result, start_item
     from trawl.platforms.registry import default_registry
 
     settings = stack.settings()

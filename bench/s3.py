@@ -52,7 +52,7 @@ def wait_started(logs: list[Path], timeout: float = 60) -> None:
 async def submit_and_wait(stack: Stack, url: str) -> tuple[float, object]:
     """Start the item workflow from this process; seconds from submission to its result. Each
     backend crawls its own URL (a query of its own), so each run is a new workflow and item."""
-    from starter.client import connect, item_result, start_item
+    from trawl.starter.client import connect, item_result, start_item
     from trawl.platforms.registry import default_registry
 
     settings = stack.settings()

@@ -95,7 +95,7 @@ async def crawl_rate(client: Client, env: dict[str, str], urls: list[str], proce
     directory of its own; once every process polls, submit ``urls`` and wait for all of them.
     The workers' log goes to ``log`` (default ``tmp/<label>-N-<id>.log``); ``other_pids`` are
     processes (by name) whose CPU seconds over the items are reported as ``<name>_cpu_s``."""
-    from starter.client import item_result, start_item
+    from trawl.starter.client import item_result, start_item
     from trawl.platforms.registry import default_registry
     from trawl.settings import load_settings
 

@@ -51,7 +51,7 @@ def downloader_seconds(url: str, part: Path, segments: int) -> tuple[float, int]
 
 
 async def end_to_end(stack: Stack, segments: int, url: str) -> tuple[float, dict[str, int]]:
-    from starter.client import connect, item_result, start_item
+    from trawl.starter.client import connect, item_result, start_item
     from trawl.platforms.registry import default_registry
 
     stack.env["TRAWL_DOWNLOAD__SEGMENTS"] = str(segments)
@@ -98,7 +98,7 @@ def stage_ms(log: Path) -> dict[str, int]:
 
 
 async def killed_midway(stack: Stack, segments: int, url: str) -> dict:
-    from starter.client import connect, item_result, start_item
+    from trawl.starter.client import connect, item_result, start_item
     from trawl.platforms.registry import default_registry
 
     stack.env["TRAWL_DOWNLOAD__SEGMENTS"] = str(segments)

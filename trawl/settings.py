@@ -205,7 +205,7 @@ class WorkerSettings(_Section):
 
 
 # Fetch activities a worker process runs at once on each enabled platform's queue
-# (workers.main's FETCH_CONCURRENCY); counted here to size the HTTP pool.
+# (trawl.worker.main's FETCH_CONCURRENCY); counted here to size the HTTP pool.
 FETCH_SLOTS_PER_PLATFORM = 8
 
 

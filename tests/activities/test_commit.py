@@ -13,9 +13,9 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.commit import CommitActivities
-from activities.errors import workdir_name
-from activities.models import CommitFile, CommitInput, CommitResult, DownloadResult
+from trawl.activities.commit import CommitActivities
+from trawl.activities.errors import workdir_name
+from trawl.contracts import CommitFile, CommitInput, CommitResult, DownloadResult
 from tests.s3server import SeaweedFS
 from tests.trawl.storage.test_blobs import keys, make_s3
 from trawl.download import file_sha256

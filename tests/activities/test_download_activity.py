@@ -18,8 +18,8 @@ import pytest
 from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.testing import ActivityEnvironment
 
-from activities.download import PROGRESS_STEPS, DownloadActivities
-from activities.models import DownloadInput
+from trawl.activities.download import PROGRESS_STEPS, DownloadActivities
+from trawl.contracts import DownloadInput
 from trawl.download import file_sha256, load_state, state_path
 from trawl.models import Asset
 from trawl.settings import DownloadSettings

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from temporalio.exceptions import ApplicationError, CancelledError
 
-from activities.models import DiscardInput, DownloadInput
+from trawl.contracts import DiscardInput, DownloadInput
 from tests.activities.test_download_activity import WORKFLOW_ID, client, harness  # noqa: F401 - fixture
 from tests.trawl.test_hls_download import needs_ffmpeg, real_stream
 from trawl.download import state_path

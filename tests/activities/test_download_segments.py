@@ -14,8 +14,8 @@ import pytest
 from temporalio.exceptions import CancelledError
 from temporalio.testing import ActivityEnvironment
 
-from activities.download import DownloadActivities
-from activities.models import DownloadInput
+from trawl.activities.download import DownloadActivities
+from trawl.contracts import DownloadInput
 from trawl.download import file_sha256, state_path
 from trawl.models import Asset
 from trawl.settings import DownloadSettings

@@ -10,8 +10,8 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.errors import classified, to_application_error
-from activities.models import DownloadInput
+from trawl.activities.errors import classified, to_application_error
+from trawl.contracts import DownloadInput
 from trawl.errors import Http5xx, NameNotFound, NotFound, RateLimited, StorageError
 from trawl.models import Asset
 

@@ -14,9 +14,9 @@ import httpx
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from activities.crawl import all_known
-from activities.fetch import FetchActivities
-from activities.models import FetchInput
+from trawl.activities.crawl import all_known
+from trawl.activities.fetch import FetchActivities
+from trawl.contracts import FetchInput
 from trawl.platforms.base import ResolveContext
 from trawl.platforms.registry import build_registry
 from trawl.settings import PlatformsSettings

@@ -253,7 +253,7 @@ async def test_a_cancelled_crawl_items_status_names_its_url_and_one_spelling(
     from tests.e2e.test_steering import cli_env
     from trawl.platforms.registry import default_registry
     from trawl.simulator import FileBehaviour
-    from workers.main import running_worker
+    from trawl.worker.main import running_worker
 
     sim.add_file("/slow/cancel.mp4", MediaFile("mp4", "cli-cancel", 5_000_000), FileBehaviour(throttle_bps=200_000))
     url = sim.url("/slow/cancel.mp4")

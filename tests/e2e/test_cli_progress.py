@@ -19,16 +19,16 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from starter.cli import crawl_progress_line, format_eta, format_speed, progress_bar, stats_line
-from starter.cli.output import Rate
-from starter.client import start_item
+from trawl.cli import crawl_progress_line, format_eta, format_speed, progress_bar, stats_line
+from trawl.cli.output import Rate
+from trawl.starter.client import start_item
 from tests.e2e.test_cli import TRAWL, run, trawl_env
 from tests.e2e.test_steering import cli_env
 from trawl.platforms.registry import default_registry
 from trawl.settings import Settings
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
-from workers.main import running_worker
-from workflows.crawl import CrawlStats
+from trawl.worker.main import running_worker
+from trawl.workflows.crawl import CrawlStats
 
 SPEED = re.compile(r"\d+(\.\d)? (B|KiB|MiB|GiB)/s")
 ETA = re.compile(r"ETA \d+:\d\d")
@@ -215,9 +215,9 @@ async def test_crawl_status_shows_speed_and_eta(temporal_client: Client, setting
 
 
 def test_crawl_progress_counts_from_first_sight_and_estimates_the_rest() -> None:
-    from starter.cli.progress import CrawlProgress
-    from starter.cli.output import StatusLine
-    from workflows.media_item import ItemResult
+    from trawl.cli.progress import CrawlProgress
+    from trawl.cli.output import StatusLine
+    from trawl.workflows.media_item import ItemResult
 
     progress = CrawlProgress(client=None, total=3, line=StatusLine())  # type: ignore[arg-type]
     progress.sample("a", {"bytes_done": 4_000_000, "bytes_total": 10_000_000})  # resumed: 4 MB from before
@@ -235,7 +235,7 @@ def test_crawl_progress_counts_from_first_sight_and_estimates_the_rest() -> None
 
 
 def test_a_live_bar_fits_an_80_column_terminal() -> None:
-    from starter.cli.output import fitted_progress_bar
+    from trawl.cli.output import fitted_progress_bar
 
     progress = {"bytes_done": 900 * 1024 * 1024, "bytes_total": 1000 * 1024 * 1024, "stage": "download",
                 "attempt": 1, "last_error": None, "paused": False}
@@ -247,7 +247,7 @@ def test_a_live_bar_fits_an_80_column_terminal() -> None:
 def test_log_lines_on_the_terminal_go_above_the_live_line() -> None:
     import io
 
-    from starter.cli.output import AroundStatusLine, StatusLine
+    from trawl.cli.output import AroundStatusLine, StatusLine
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:

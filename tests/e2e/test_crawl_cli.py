@@ -12,7 +12,7 @@ from temporalio.client import Client
 from tests.e2e.test_cli import records, run, trawl_env
 from trawl.settings import Settings, SourceSettings
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
-from workers.main import running_worker
+from trawl.worker.main import running_worker
 
 
 def env_for(settings: Settings, tmp_path: Path, **extra: str) -> dict[str, str]:

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client, WorkflowFailureError
 
-from starter.client import start_crawl
+from trawl.starter.client import start_crawl
 from tests.e2e.test_crawl_cli import cli, env_for
 from trawl.platforms.registry import default_registry
 from trawl.settings import Settings
-from workers.main import running_worker
+from trawl.worker.main import running_worker
 
 REASON = "source mylist: no source named 'mylist' in the settings"
 

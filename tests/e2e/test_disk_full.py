@@ -11,7 +11,7 @@ from pathlib import Path
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from activities.errors import workdir_name
+from trawl.activities.errors import workdir_name
 from tests.e2e.test_chaos import TRAWL
 from tests.e2e.test_cli import trawl_env
 from trawl.platforms.registry import default_registry

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from starter.client import item_result, start_item
+from trawl.starter.client import item_result, start_item
 from tests.e2e.test_cli import blob_count, records, run, trawl_env
 from tests.e2e.test_worker_kill import settings, start_worker, wait_until  # noqa: F401 - fixture
 from tests.trawl.test_hls_download import FFMPEG, real_stream, secret_file
@@ -22,7 +22,7 @@ from trawl.simulator.demo import og_page
 from trawl.simulator.faults import status
 from trawl.simulator.hls import HlsStream, id3_playlist_segment, install_hls_site, ts_segment
 from trawl.storage.catalog import Catalog
-from workers.main import running_worker
+from trawl.worker.main import running_worker
 
 SEGMENTS = 30
 
@@ -91,8 +91,8 @@ async def test_a_crawls_quality_choice_reaches_every_worker(temporal_client: Cli
                                                             sim: Simulator) -> None:
     """`trawl crawl -f 720p` rides in the items' options: a worker whose own setting says 1080p
     takes the 720p variant for that crawl, and 1080p for a crawl that chose nothing."""
-    from starter.cli.crawl import crawl_urls
-    from starter.client import CrawlChoices
+    from trawl.cli.crawl import crawl_urls
+    from trawl.starter.client import CrawlChoices
 
     site = install_hls_site(sim)
     master = sim.url("/hls/vod/master.m3u8")

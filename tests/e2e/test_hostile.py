@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from starter.client import item_result, start_item
+from trawl.starter.client import item_result, start_item
 from tests.conftest import test_catalog_url
 from trawl.errors import TrawlError
 from trawl.logs import configure_logging
@@ -27,7 +27,7 @@ from trawl.simulator import MediaFile, Response, Simulator
 from trawl.simulator.demo import og_page
 from trawl.storage.catalog import Catalog
 from trawl.workdirs import OWNER_FILE
-from workers.main import running_worker
+from trawl.worker.main import running_worker
 
 ANSI_TITLE = "Line one\nLine two \x1b[31mRED\x1b[0m \r\u202eevil\x07"
 
@@ -145,7 +145,7 @@ async def test_hostile_title_is_data_only(temporal_client: Client, settings: Set
     for line in capsys.readouterr().out.splitlines():
         assert "\x1b" not in line and "\r" not in line
         json.loads(line)  # each line is still exactly one JSON object
-    from starter.cli import result_line
+    from trawl.cli import result_line
 
     shown = result_line(result)
     assert "\x1b" not in shown and "\n" not in shown and "\r" not in shown

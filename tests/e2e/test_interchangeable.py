@@ -10,7 +10,7 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from starter.client import live_workers
+from trawl.starter.client import live_workers
 from tests.e2e.test_cli import records, run, trawl_env
 from tests.e2e.test_worker_kill import start_worker
 from trawl.settings import Settings

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from starter.client import item_result, start_item
+from trawl.starter.client import item_result, start_item
 from tests.conftest import make_settings
 from tests.e2e.test_cli import trawl_env
 from tests.workers.test_supervisor import free_ports

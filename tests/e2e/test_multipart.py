@@ -11,8 +11,8 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from starter.cli.crawl import crawl_urls
-from starter.client import start_crawl
+from trawl.cli.crawl import crawl_urls
+from trawl.starter.client import start_crawl
 from tests.conftest import make_settings
 from trawl.platforms.registry import build_registry
 from trawl.settings import PlatformsSettings
@@ -21,7 +21,7 @@ from trawl.simulator.bilibili import TEN_PARTS, install_bilibili_site
 from trawl.simulator.demo import og_page
 from trawl.storage.blobs import open_blob_store
 from trawl.storage.catalog import Catalog
-from workers.main import running_worker
+from trawl.worker.main import running_worker
 
 ALL_PARTS = {f"bilibili:{TEN_PARTS}"} | {f"bilibili:{TEN_PARTS}_p{n}" for n in range(2, 11)}
 
@@ -96,7 +96,7 @@ def test_resolve_lists_the_parts(sim: Simulator, tmp_path: Path, temporal_addres
     import argparse
     import json
 
-    from starter.cli.crawl import cmd_resolve
+    from trawl.cli.crawl import cmd_resolve
 
     site = install_bilibili_site(sim)
     settings = make_settings(tmp_path, temporal_address, platforms=PlatformsSettings(bilibili=site.settings()))

@@ -15,15 +15,15 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from starter.client import item_result, start_item
+from trawl.starter.client import item_result, start_item
 from tests.conftest import make_settings
 from trawl.logs import LOG_FIELDS
 from trawl.platforms.registry import default_registry
 from trawl.simulator import MediaFile, Simulator
 from trawl.simulator import faults
 from trawl.simulator.demo import og_page
-from workers.main import running_worker
-from workflows.policies import STAGES
+from trawl.worker.main import running_worker
+from trawl.contracts import STAGES
 
 TRAWL = str(Path(sys.executable).parent / "trawl")
 

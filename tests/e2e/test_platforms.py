@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from starter.client import item_result, start_item
+from trawl.starter.client import item_result, start_item
 from tests.conftest import make_settings
 from tests.e2e.test_cli import blob_count, records, run, trawl_env
 from trawl.platforms.registry import build_registry
@@ -29,7 +29,7 @@ from trawl.simulator.bilibili import (
 from trawl.simulator.facebook import LOGIN_WALL_ID, VIDEOS, install_facebook_site
 from trawl.simulator.weibo import install_weibo_site
 from trawl.storage.catalog import Catalog
-from workers.main import running_worker
+from trawl.worker.main import running_worker
 
 
 def platform_env(name: str, config: PlatformSettings) -> dict[str, str]:

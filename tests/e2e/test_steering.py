@@ -10,13 +10,13 @@ from pathlib import Path
 
 from temporalio.client import Client, WorkflowHandle
 
-from starter.cli import progress_bar
-from starter.client import item_result, start_item
+from trawl.cli import progress_bar
+from trawl.starter.client import item_result, start_item
 from tests.e2e.test_cli import run, trawl_env
 from trawl.platforms.registry import default_registry
 from trawl.settings import Settings
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
-from workers.main import running_worker
+from trawl.worker.main import running_worker
 
 # At 1 MB/s, 30 s for the CLI round trips while it downloads, even on a loaded machine (under
 # segment_min_size: one connection); the rest goes unthrottled after the resume.

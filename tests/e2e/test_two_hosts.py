@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from starter.client import item_result, start_crawl, start_item
+from trawl.starter.client import item_result, start_crawl, start_item
 from tests.conftest import make_settings, test_catalog_url
 from tests.e2e.test_cli import TRAWL
 from tests.s3server import SeaweedFS, s3_url

@@ -29,8 +29,8 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError
 
-from starter.client import connect, item_options
-from starter.watches import Watch, WatchRun, get_watch, run_of, schedule_id, trigger_watch
+from trawl.starter.client import connect, item_options
+from trawl.starter.watches import Watch, WatchRun, get_watch, run_of, schedule_id, trigger_watch
 from tests.e2e.test_chaos import start_server
 from tests.e2e.test_cli import run, trawl_env
 from tests.e2e.test_crawl_cli import cli, env_for
@@ -38,9 +38,9 @@ from tests.workers.test_supervisor import free_ports
 from trawl.settings import Settings, SourceSettings, TemporalSettings, WatchSettings
 from trawl.simulator import MediaFile, Simulator
 from trawl.simulator.feed import install_feed_site
-from workers.main import running_worker
-from workflows.crawl import CrawlInput, CrawlWorkflow
-from workflows.policies import workflow_queue
+from trawl.worker.main import running_worker
+from trawl.workflows.crawl import CrawlInput, CrawlWorkflow
+from trawl.contracts import workflow_queue
 
 EVERY_S = 2
 

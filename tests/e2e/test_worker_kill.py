@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from starter.client import item_result, start_item
+from trawl.starter.client import item_result, start_item
 from tests.conftest import make_settings
 from trawl.platforms.registry import default_registry
 from trawl.settings import Settings
@@ -100,7 +100,7 @@ async def test_a_worker_killed_during_verify_hands_the_item_on_within_the_heartb
     """Verify hangs on the first worker (its ffprobe never answers); that worker is SIGKILLed.
     Verify's start-to-close is 30 minutes: only a heartbeat timeout brings the task to the next
     worker in seconds."""
-    from workers.main import running_worker
+    from trawl.worker.main import running_worker
 
     assert settings.retry.verify.start_to_close.total_seconds() >= 600  # the default, not shortened
     media = MediaFile("mp4", "verify-kill", 400_000)

@@ -14,12 +14,12 @@ import pytest
 import uvicorn
 from temporalio.client import Client
 
-from starter.api import create_app
-from starter.binding import ApiConfigError, require_safe_binding
+from trawl.api import create_app
+from trawl.starter.binding import ApiConfigError, require_safe_binding
 from tests.conftest import make_settings
 from trawl.settings import ApiSettings, Settings, SourceSettings
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
-from workers.main import running_worker
+from trawl.worker.main import running_worker
 
 TOKEN = "s3cret-token"
 

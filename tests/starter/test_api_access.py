@@ -23,9 +23,9 @@ import uvicorn
 from fastapi import FastAPI
 from temporalio.client import Client
 
-from starter.api import OPEN_PATHS, create_app, serve_api
-from starter.binding import ApiConfigError
-from starter.limits import RateLimit
+from trawl.api import OPEN_PATHS, create_app, serve_api
+from trawl.starter.binding import ApiConfigError
+from trawl.api.limits import RateLimit
 from tests.conftest import make_settings
 from tests.starter.test_api import TOKEN, free_port, serving
 from trawl.settings import ApiSettings, Settings

@@ -17,13 +17,13 @@ import pytest
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from starter.client import MAX_CRAWL_BYTES, MAX_CRAWL_URLS
-from starter.limits import RateLimit
+from trawl.starter.client import MAX_CRAWL_BYTES, MAX_CRAWL_URLS
+from trawl.api.limits import RateLimit
 from tests.conftest import make_settings
 from tests.starter.test_api import TOKEN, free_port, serving
 from trawl.settings import ApiSettings, Settings
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
-from workers.main import running_worker
+from trawl.worker.main import running_worker
 
 # Never fetched: refused by the API before anything starts, or queued behind a slow item in a
 # crawl of concurrency 1 that the test cancels. Loopback all the same.
@@ -231,7 +231,7 @@ async def test_the_shared_start_helper_refuses_before_starting(temporal_client: 
                                                                temporal_address: str) -> None:
     """``trawl crawl --detach`` shares start_crawl with the API: the same refusals, as
     UnsupportedUrl (which the CLI prints, exit code 2), and no crawl started."""
-    from starter.client import CrawlRefused, CrawlTooLarge, start_crawl
+    from trawl.starter.client import CrawlRefused, CrawlTooLarge, start_crawl
     from trawl.errors import UnsupportedUrl
     from trawl.platforms.registry import default_registry
 

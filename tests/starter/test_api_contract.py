@@ -19,15 +19,15 @@ import httpx
 import pytest
 from temporalio.client import Client
 
-from starter import views
-from starter.client import start_crawl
+from trawl.starter import views
+from trawl.starter.client import start_crawl
 from tests.starter.test_api_bounds import api_at, api_settings
 from tests.starter.test_api import TOKEN
 from trawl.platforms.registry import default_registry
 from trawl.settings import Settings
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
 from trawl.storage.catalog import Catalog
-from workflows.crawl import CrawlWorkflow
+from trawl.workflows.crawl import CrawlWorkflow
 
 ERRORS = ("401", "403", "404", "409", "413", "422", "429")
 
@@ -307,8 +307,8 @@ async def test_the_api_renders_items_and_crawls_as_the_cli_does(
 
 def test_the_app_is_assembled_from_one_router_per_resource(settings: Settings) -> None:
     """Every operation the app serves comes from the router of its resource."""
-    from starter import api as package
-    from starter.api import crawls, health, items, jobs, watches
+    from trawl import api as package
+    from trawl.api import crawls, health, items, jobs, watches
 
     served = {(path, method.upper()) for path, methods in package.create_app(settings).openapi()["paths"].items()
               for method in methods}

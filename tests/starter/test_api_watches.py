@@ -16,7 +16,7 @@ from tests.conftest import make_settings
 from tests.starter.test_api import TOKEN, free_port, serving
 from trawl.settings import ApiSettings, Settings, SourceSettings
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
-from workers.main import running_worker
+from trawl.worker.main import running_worker
 
 
 @pytest.fixture

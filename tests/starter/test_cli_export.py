@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from starter.cli import build_parser, yt_dlp_aliases
-from starter.cli.crawl import read_urls
-from starter.cli.export import crawl_choices, crawl_settings, quality_height, split_cookies
-from starter.client import CrawlChoices, item_options
-from starter.cli.output import CommandError
+from trawl.cli import build_parser, yt_dlp_aliases
+from trawl.cli.crawl import read_urls
+from trawl.cli.export import crawl_choices, crawl_settings, quality_height, split_cookies
+from trawl.starter.client import CrawlChoices, item_options
+from trawl.cli.output import CommandError
 from trawl.platforms.bilibili import qn_for_height
 from trawl.settings import Settings
 
@@ -115,7 +115,7 @@ def test_export_help_says_a_hard_link_is_the_blob_itself(capsys: pytest.CaptureF
 
 @pytest.mark.parametrize("command", [["export", "out"], ["crawl", "u"]])
 def test_dash_o_takes_yt_dlp_templates(tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    from starter.cli.export import exporter_for
+    from trawl.cli.export import exporter_for
 
     args = build_parser().parse_args([*command, "-o", "%(title)s [%(id)s].%(ext)s"])
     template = args.template if command[0] == "export" else args.output

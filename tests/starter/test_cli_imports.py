@@ -1,6 +1,6 @@
 """The ``trawl`` command starts without the workers' heavy libraries.
 
-Every command pays for what ``starter.cli`` imports before it parses its arguments; the catalog's
+Every command pays for what ``trawl.cli`` imports before it parses its arguments; the catalog's
 SQLAlchemy (about a quarter of that time) loads only in the commands that read the catalog.
 """
 
@@ -19,12 +19,12 @@ def loaded_after(statement: str) -> list[str]:
 
 
 def test_the_cli_loads_without_the_catalog() -> None:
-    assert loaded_after("import starter.cli") == []
+    assert loaded_after("import trawl.cli") == []
 
 
 def test_the_workflow_models_load_without_the_catalog() -> None:
     # What clients decode results with (ItemResult, StoredAsset) and the activities' inputs.
-    assert loaded_after("import workflows.models, activities.models, trawl.export") == []
+    assert loaded_after("import trawl.contracts, trawl.contracts, trawl.export") == []
 
 
 def test_a_worker_loads_the_catalog_when_it_builds_one() -> None:

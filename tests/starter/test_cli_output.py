@@ -7,11 +7,11 @@ import itertools
 import pytest
 from wcwidth import wcswidth
 
-from activities.models import StoredAsset
-from starter.cli import steering
-from starter.cli.output import ITEMS_HEADER, clean, item_line, result_line
+from trawl.contracts import StoredAsset
+from trawl.cli import steering
+from trawl.cli.output import ITEMS_HEADER, clean, item_line, result_line
 from trawl.storage.records import CatalogItem, CommittedAsset
-from workflows.models import ItemResult
+from trawl.contracts import ItemResult
 
 SHA = "ab" * 32
 BLOCKED = ("refusing 127.0.0.1 -> 127.0.0.1: not a public address (set net.allow_private or "

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from temporalio.service import TLSConfig
 
-from starter.client import connect, connect_options
+from trawl.starter.client import connect, connect_options
 from trawl.settings import Settings, TemporalSettings
 
 NO_ENV: dict[str, str] = {"TEMPORAL_CONFIG_FILE": "/nonexistent/temporal.toml"}

@@ -1,4 +1,4 @@
-"""The one rendering of items, results and crawls shared by the CLI and the API (starter.views)."""
+"""The one rendering of items, results and crawls shared by the CLI and the API (trawl.starter.views)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ from types import SimpleNamespace
 
 from temporalio.client import WorkflowExecutionStatus
 
-from activities.models import StoredAsset
-from starter.views import crawl_dict, item_dict, result_dict
+from trawl.contracts import StoredAsset
+from trawl.starter.views import crawl_dict, item_dict, result_dict
 from trawl.storage.blobs import LocalBlobStore
 from trawl.storage.catalog import CatalogItem, CommittedAsset
-from workflows.crawl import CrawlStats
-from workflows.media_item import ItemResult
+from trawl.workflows.crawl import CrawlStats
+from trawl.workflows.media_item import ItemResult
 
 ASSET_KEYS = {"kind", "name", "sha256", "size", "key", "path", "mime"}
 
@@ -47,7 +47,7 @@ def test_crawl_dict() -> None:
 
 
 def test_a_cancelled_run_is_spelled_as_trawl_spells_the_outcome() -> None:
-    from starter.views import status_name
+    from trawl.starter.views import status_name
 
     assert status_name(WorkflowExecutionStatus.CANCELED) == "CANCELLED"
     assert status_name(WorkflowExecutionStatus.RUNNING) == "RUNNING" and status_name(None) == "UNKNOWN"

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 import trawl.errors
-from activities.errors import to_application_error
+from trawl.activities.errors import to_application_error
 from trawl.errors import (
     NON_RETRYABLE,
     RATE_LIMIT_DEFAULT_DELAY,

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from activities.errors import to_application_error
+from trawl.activities.errors import to_application_error
 from trawl.download import Stopped, state_path
 from trawl.errors import (BlockedAddress, ContentCorrupt, ParseError, SegmentMissing, TooLarge, UnsupportedUrl,
                           UrlExpired)

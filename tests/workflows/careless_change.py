@@ -5,7 +5,7 @@ from datetime import timedelta
 
 from temporalio import workflow
 
-from workflows.media_item import ItemInput, ItemResult, MediaItemWorkflow
+from trawl.workflows.media_item import ItemInput, ItemResult, MediaItemWorkflow
 
 
 @workflow.defn(name="MediaItemWorkflow")

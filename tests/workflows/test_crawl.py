@@ -13,18 +13,18 @@ import pytest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.service import RPCError, RPCStatusCode
 
-from activities.crawl import route_items
-from starter.client import item_options, start_crawl
+from trawl.activities.crawl import route_items
+from trawl.starter.client import item_options, start_crawl
 from tests.conftest import make_settings
 from trawl.platforms.registry import default_registry
 from trawl.settings import Settings, SourceSettings
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
 from trawl.sources import source_definition
 from trawl.storage.catalog import Catalog
-from workers.main import running_worker
-from workflows.crawl import CrawlInput, CrawlStats, CrawlWorkflow, crawl_failure
-from workflows.media_item import MediaItemWorkflow, Progress
-from workflows.policies import workflow_queue
+from trawl.worker.main import running_worker
+from trawl.workflows.crawl import CrawlInput, CrawlStats, CrawlWorkflow, crawl_failure
+from trawl.workflows.media_item import MediaItemWorkflow, Progress
+from trawl.contracts import workflow_queue
 
 
 @pytest.fixture
@@ -179,9 +179,9 @@ async def test_an_in_flight_item_that_never_started_is_started_again(temporal_cl
                                                                      sim: Simulator, worker) -> None:
     """A child start still in flight when a run continued as new may never have happened: the
     next run finds no such workflow and starts the item itself."""
-    from starter.client import item_options
-    from workflows.crawl import CrawlInput, CrawlState
-    from workflows.policies import workflow_queue
+    from trawl.starter.client import item_options
+    from trawl.workflows.crawl import CrawlInput, CrawlState
+    from trawl.contracts import workflow_queue
 
     urls = files(sim, 2, tag="lost")
     items, _ = route_items(default_registry(), urls)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client, WorkflowHandle
 
-from starter.client import item_result, start_item
+from trawl.starter.client import item_result, start_item
 from tests.conftest import make_settings
 from trawl.download import load_state
 from trawl.platforms.registry import default_registry
@@ -20,8 +20,8 @@ from trawl.settings import Settings
 from trawl.simulator import FileBehaviour, MediaFile, Request, Response, Simulator
 from trawl.simulator.demo import og_page
 from trawl.storage.catalog import Catalog
-from workers.main import running_worker
-from workflows.media_item import ItemResult, MediaItemWorkflow, Progress
+from trawl.worker.main import running_worker
+from trawl.workflows.media_item import ItemResult, MediaItemWorkflow, Progress
 
 FAST_RETRY = {stage: {"initial_interval": "100ms", "maximum_interval": "500ms"}
               for stage in ("fetch", "download", "verify", "commit")}

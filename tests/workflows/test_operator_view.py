@@ -15,7 +15,7 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureEr
 from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ApplicationError
 
-from starter.client import cancel_crawl, item_progress, item_result, start_crawl, start_item
+from trawl.starter.client import cancel_crawl, item_progress, item_result, start_crawl, start_item
 from tests.conftest import make_settings
 from trawl.models import Resolved
 from trawl.platforms.base import ResolveContext
@@ -24,9 +24,9 @@ from trawl.platforms.registry import Registry, default_registry
 from trawl.settings import Settings
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
 from trawl.simulator.demo import og_page
-from workers.main import running_worker
-from workflows.crawl import CrawlWorkflow
-from workflows.media_item import MediaItemWorkflow
+from trawl.worker.main import running_worker
+from trawl.workflows.crawl import CrawlWorkflow
+from trawl.workflows.media_item import MediaItemWorkflow
 
 MiB = 1024 * 1024
 
@@ -291,7 +291,7 @@ def test_the_failure_converter_drops_only_expected_stack_traces() -> None:
     """Pure logic: which failures lose their stack trace (the ones above, end to end)."""
     from temporalio.converter import DataConverter
 
-    from workers.interceptors import DATA_CONVERTER
+    from trawl.worker.interceptors import DATA_CONVERTER
 
     def encoded(error: BaseException) -> Failure:
         try:

@@ -2,7 +2,7 @@
 
 The activities are fakes registered under the real names ("fetch", "download", ...): they answer
 from a script, raise ``ApplicationError(type=..., non_retryable=...)`` as the real ones would
-(``activities.errors`` makes a failure final at the stage's attempt limit), and record every call.
+(``trawl.activities.errors`` makes a failure final at the stage's attempt limit), and record every call.
 Retry backoffs and ``Retry-After`` delays are skipped, not waited: the stages keep their default
 policies (1 s doubling to 60 s, no attempt limit). Time is skipped only while a test awaits a
 result; while it steers a running workflow (pause, cancel, the crawl window) time runs normally
@@ -35,8 +35,8 @@ from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities.crawl import CrawlItem, ExpandInput, ExpandResult, JoinInput, JoinResult
-from activities.models import (
+from trawl.activities.crawl import CrawlItem, ExpandInput, ExpandResult, JoinInput, JoinResult
+from trawl.contracts import (
     CommitInput,
     CommitResult,
     DiscardInput,
@@ -48,11 +48,11 @@ from activities.models import (
     VerifyInput,
     VerifyResult,
 )
-from starter.client import item_result
+from trawl.starter.client import item_result
 from trawl.models import Asset, Resolved
-from workflows.crawl import CrawlInput, CrawlStats, CrawlWorkflow
-from workflows.media_item import SEARCH_ATTRIBUTES, ItemInput, ItemResult, MediaItemWorkflow, Progress
-from workflows.policies import ItemOptions, download_queue, fetch_queue, join_queue, workflow_queue
+from trawl.workflows.crawl import CrawlInput, CrawlStats, CrawlWorkflow
+from trawl.workflows.media_item import SEARCH_ATTRIBUTES, ItemInput, ItemResult, MediaItemWorkflow, Progress
+from trawl.contracts import ItemOptions, download_queue, fetch_queue, join_queue, workflow_queue
 
 TEST_SERVER = str(Path(sys.executable).parent / "temporal-test-server")
 SIZE = 1000
@@ -75,7 +75,7 @@ async def env() -> AsyncIterator[WorkflowEnvironment]:
 
 
 def failure(error_class: str, *, final: bool = True, retry_after: timedelta | None = None) -> ApplicationError:
-    """What a real activity raises for a classified failure (activities.errors.to_application_error)."""
+    """What a real activity raises for a classified failure (trawl.activities.errors.to_application_error)."""
     return ApplicationError(f"simulated {error_class}", type=error_class, non_retryable=final,
                             next_retry_delay=retry_after)
 

@@ -14,16 +14,16 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from starter.client import item_result, start_item
+from trawl.starter.client import item_result, start_item
 from tests.conftest import make_settings
 from trawl.logs import configure_logging
 from trawl.platforms.registry import default_registry
 from trawl.settings import Settings
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
 from trawl.workdirs import OWNER_FILE
-from workers.cleanup import clean_work_dir
-from workers.main import running_worker
-from workflows.media_item import MediaItemWorkflow
+from trawl.worker.cleanup import clean_work_dir
+from trawl.worker.main import running_worker
+from trawl.workflows.media_item import MediaItemWorkflow
 
 SIZE = 3_000_000
 CUT = 1_000_000

@@ -15,8 +15,8 @@ from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
 from tests.workflows.careless_change import TimerBeforeFetch
-from workflows.crawl import CrawlWorkflow
-from workflows.media_item import MediaItemWorkflow
+from trawl.workflows.crawl import CrawlWorkflow
+from trawl.workflows.media_item import MediaItemWorkflow
 
 HISTORIES = sorted((Path(__file__).resolve().parent / "histories").glob("*.json"))
 EXPECTED = {"item_committed", "item_duplicate", "item_failed_not_found", "item_failed_after_retries",

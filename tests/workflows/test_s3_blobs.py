@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from starter.client import item_result, start_item
+from trawl.starter.client import item_result, start_item
 from tests.conftest import make_settings
 from tests.s3server import SeaweedFS, s3_url
 from trawl.platforms.registry import default_registry
@@ -19,8 +19,8 @@ from trawl.simulator import MediaFile, Simulator
 from trawl.storage.blobs import blob_key, hash_blob, open_blob_store
 from trawl.storage.catalog import Catalog
 from trawl.storage.s3 import S3BlobStore
-from workers.main import running_worker
-from workflows.media_item import ItemResult
+from trawl.worker.main import running_worker
+from trawl.workflows.media_item import ItemResult
 
 FAST_RETRY = {stage: {"initial_interval": "100ms", "maximum_interval": "500ms"}
               for stage in ("fetch", "download", "verify", "commit")}

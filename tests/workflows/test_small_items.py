@@ -24,9 +24,9 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
-from activities.models import CommitResult, DownloadInput, StoredAsset
-from activities.small import SmallItemInput
-from starter.client import item_result, start_item as submit
+from trawl.contracts import CommitResult, DownloadInput, StoredAsset
+from trawl.activities.small import SmallItemInput
+from trawl.starter.client import item_result, start_item as submit
 from tests.conftest import make_settings
 from tests.workflows.test_orchestration import (
     BEAT,
@@ -45,9 +45,9 @@ from tests.workflows.test_orchestration import (
 from trawl.platforms.registry import default_registry
 from trawl.simulator import MediaFile, Response, Simulator
 from trawl.storage.catalog import Catalog
-from workers.main import running_worker
-from workflows.media_item import MediaItemWorkflow
-from workflows.policies import download_queue, fetch_queue, workflow_queue
+from trawl.worker.main import running_worker
+from trawl.workflows.media_item import MediaItemWorkflow
+from trawl.contracts import download_queue, fetch_queue, workflow_queue
 
 TRAWL = str(Path(sys.executable).parent / "trawl")
 SMALL = {"small_item_size": SIZE}  # every fake asset is SIZE bytes: small

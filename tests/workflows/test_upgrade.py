@@ -11,15 +11,15 @@ import pytest
 from temporalio.client import Client
 from temporalio.worker import Replayer
 
-from starter.client import item_result, start_crawl, start_item
+from trawl.starter.client import item_result, start_crawl, start_item
 from tests.conftest import make_settings
 from tests.workflows.upgraded import UpgradedMediaItemWorkflow
 from trawl.platforms.registry import default_registry
 from trawl.settings import Settings
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
 from trawl.storage.catalog import Catalog
-from workers.main import running_worker
-from workflows.crawl import CrawlWorkflow
+from trawl.worker.main import running_worker
+from trawl.workflows.crawl import CrawlWorkflow
 
 SIZE = 3_000_000
 

@@ -3,7 +3,7 @@ policy says (behind workflow.patched). Its own module: the sandbox re-imports a 
 
 from temporalio import workflow
 
-from workflows.media_item import ItemInput, ItemResult, MediaItemWorkflow
+from trawl.workflows.media_item import ItemInput, ItemResult, MediaItemWorkflow
 
 UPGRADE_PATCH = "upgrade-test-finished-by"
 

@@ -1,0 +1,182 @@
+"""Activities of the crawl workflow: expanding a source, joining an item started elsewhere.
+
+A source comes as its definition when the crawl carries one (a watch's runs do): the worker
+expands that, whatever its own settings hold; otherwise by its name in the worker's settings.
+
+A source's listing pages only as far as needed: the first page whose items the catalog holds
+already (by the key their URL gives offline, or a URL form it remembers) is the last one read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from temporalio import activity
+from temporalio.client import Client, WorkflowFailureError
+from temporalio.exceptions import ApplicationError, CancelledError
+from temporalio.service import RPCError, RPCStatusCode
+
+from trawl.activities.errors import stage_attempts, stage_max_delay, to_application_error
+from trawl.activities.liveness import heartbeating
+from trawl.errors import TrawlError
+from trawl.http import make_client
+from trawl.platforms.base import ResolveContext
+from trawl.platforms.registry import Registry
+from trawl.settings import Settings
+from trawl.sources import SourceError, expand, find_source, source_from_definition
+
+if TYPE_CHECKING:  # the catalog (SQLAlchemy) is built by the worker and handed in
+    from trawl.storage.catalog import Catalog
+
+
+@dataclass
+class CrawlItem:
+    url: str
+    platform: str
+    workflow_id: str
+
+
+@dataclass
+class ExpandInput:
+    source: str
+    stage_attempts: int | None = None  # as FetchInput's
+    # The source's definition (trawl.sources.source_definition) when the crawl carries it; None:
+    # the source of that name in the worker's settings.
+    definition: dict[str, Any] | None = None
+
+
+@dataclass
+class ExpandResult:
+    items: list[CrawlItem] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)  # URLs no resolver takes, with the reason
+    # URLs of committed items, known without a request: duplicates that need no item workflow
+    # (nor a slot of their platform's rate-limited fetch queue).
+    known: list[str] = field(default_factory=list)
+
+
+@dataclass
+class JoinInput:
+    workflow_id: str
+
+
+@dataclass
+class JoinResult:
+    outcome: str  # an item outcome, or "missing" when no such workflow exists
+    bytes: int = 0
+    error_class: str | None = None
+
+
+def route_items(registry: Registry, urls: list[str]) -> tuple[list[CrawlItem], list[str]]:
+    """Route URLs offline; the refused ones come back as ``"url: reason"``."""
+    items, refused = [], []
+    for url in urls:
+        try:
+            route = registry.route(url)
+        except TrawlError as err:
+            refused.append(f"{url}: {err.error_class}: {err.message}")
+            continue
+        items.append(CrawlItem(url.strip(), route.platform, route.workflow_id))
+    return items, refused
+
+
+def _keys_known_offline(catalog: Catalog, registry: Registry, urls: list[str]) -> dict[str, str]:
+    """URL -> canonical key, for the URLs whose key is known without a request: the key the URL
+    gives offline, or the one a URL form the catalog remembers led to (one batched query)."""
+    keys: dict[str, str] = {}
+    unkeyed: list[str] = []
+    for url in urls:
+        try:
+            key = registry.resolver_for(url).offline_key(url)
+        except TrawlError:
+            continue  # a URL no resolver takes is not known; the crawl refuses it
+        if key:
+            keys[url] = key
+        else:
+            unkeyed.append(url)
+    if unkeyed:
+        keys.update(catalog.keys_for_urls(unkeyed))
+    return keys
+
+
+def known_urls(catalog: Catalog, registry: Registry, urls: list[str]) -> set[str]:
+    """The URLs that stand for committed items only, known without a request: each one's item is
+    committed, and so is every other item it stands for (the parts of a multi-part video, from
+    the stored metadata). A few batched queries, whatever the number of URLs."""
+    keys = _keys_known_offline(catalog, registry, urls)
+    stored = catalog.committed_metadata(sorted(set(keys.values())))
+    more: dict[str, list[str]] = {}
+    for url, key in keys.items():
+        if key in stored:
+            others = registry.resolver_for(url).more_offline(url, stored[key])
+            if others is not None:
+                more[url] = others
+    other_keys = {u: registry.resolver_for(u).offline_key(u) for others in more.values() for u in others}
+    committed = catalog.committed_keys(sorted({k for k in other_keys.values() if k}))
+    return {url for url, others in more.items() if all(other_keys[u] in committed for u in others)}
+
+
+def all_known(catalog: Catalog, registry: Registry, urls: list[str]) -> bool:
+    """Whether the catalog holds a committed item for every URL, knowing it without a request
+    (where a listing page stops: its items were listed, and so crawled, before)."""
+    keys = _keys_known_offline(catalog, registry, urls)
+    return len(keys) == len(set(urls)) and catalog.committed_keys(list(keys.values())) >= set(keys.values())
+
+
+class CrawlActivities:
+    def __init__(self, client: Client, settings: Settings, registry: Registry, catalog: Catalog) -> None:
+        self.client = client
+        self.settings = settings
+        self.registry = registry
+        self.catalog = catalog  # the worker's one catalog (its connection pool), as fetch's
+
+    @activity.defn(name="expand_source")
+    @heartbeating
+    def expand_source(self, inp: ExpandInput) -> ExpandResult:
+        try:
+            source = (source_from_definition(inp.definition) if inp.definition is not None
+                      else find_source(self.settings, inp.source))
+            with make_client(self.settings.net) as http:
+                urls = expand(source, self.settings, self.registry,
+                              ResolveContext(http, self.settings.net.max_page_bytes),
+                              known=lambda page: all_known(self.catalog, self.registry, page))
+        except SourceError as err:
+            raise ApplicationError(str(err), type="unsupported_url", non_retryable=True) from None
+        except TrawlError as err:
+            raise to_application_error(err, stage_max_delay(self.settings.retry.fetch.maximum_interval),
+                                       stage_attempts=stage_attempts(inp, self.settings.retry.fetch.maximum_attempts)
+                                       ) from None
+        items, refused = route_items(self.registry, urls)
+        known = known_urls(self.catalog, self.registry, [item.url for item in items])
+        return ExpandResult([item for item in items if item.url not in known], refused,
+                            [item.url for item in items if item.url in known])
+
+    @activity.defn(name="join_item")
+    async def join_item(self, inp: JoinInput) -> JoinResult:
+        """Wait for an item workflow this crawl did not start (or started before continuing as new)."""
+        from trawl.contracts import ItemResult
+
+        handle = self.client.get_workflow_handle(inp.workflow_id, result_type=ItemResult)
+        try:
+            await handle.describe()
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                return JoinResult("missing")
+            raise
+        waiting = asyncio.ensure_future(handle.result())
+        try:
+            while True:
+                done, _ = await asyncio.wait({waiting}, timeout=10)
+                if done:
+                    break
+                activity.heartbeat()
+            result = waiting.result()
+        except WorkflowFailureError as err:
+            if isinstance(err.cause, CancelledError):
+                return JoinResult("cancelled")
+            kind = err.cause.type if isinstance(err.cause, ApplicationError) else None
+            return JoinResult("failed", error_class=kind or "internal_error")
+        finally:
+            waiting.cancel()
+        return JoinResult(result.outcome, sum(a.size for a in result.assets), result.error_class)

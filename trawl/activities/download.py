@@ -1,0 +1,176 @@
+"""download: stream one asset to its ``.part`` file, heartbeating the resume state."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from dataclasses import asdict
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, NoReturn
+
+import httpx
+from temporalio import activity
+from temporalio.exceptions import ApplicationError, CancelledError
+
+from trawl.activities.errors import classified, workdir_name
+from trawl.contracts import DiscardInput, DownloadInput, DownloadResult
+from trawl.download import Downloader, DownloadOutcome, HostSlots, ResumeState, Stopped, discard
+from trawl.hls_download import HlsDownloader, HlsState, discard_hls
+from trawl.settings import DownloadSettings
+from trawl.workdirs import mark_owner
+
+
+def _previous_state(urls: list[str]) -> ResumeState | None:
+    """The last attempt's resume state, when it is of one of ``urls``: an activity that downloads
+    several files in turn (small_item) heartbeats each one's state."""
+    details = activity.info().heartbeat_details
+    if details and isinstance(details[0], dict):
+        try:
+            state = ResumeState(**details[0])
+        except TypeError:
+            return None
+        return state if state.url in urls else None
+    return None
+
+
+ProgressSink = Callable[[str, dict[str, Any]], None]
+PROGRESS_STEPS = 20  # reports per download of known size (every 5 %)
+PROGRESS_EVERY_BYTES = 64 * 1024 * 1024  # without a known size
+
+
+class ProgressReporter:
+    """Tells the item workflow how far a download got, at coarse steps.
+
+    Heartbeats carry the exact offset but only the server and clients see them; a few reports
+    per download let the workflow itself show bytes in the Web UI's details line and keep the
+    bytes of a paused download counted. Each report is a signal (history events), hence steps.
+    """
+
+    def __init__(self, sink: ProgressSink | None, workflow_id: str, asset: str) -> None:
+        self.sink = sink
+        self.workflow_id = workflow_id
+        self.asset = asset
+        self.last_step: int | None = None
+        self.total: int | None = None
+
+    def __call__(self, state: ResumeState) -> None:
+        if self.sink is None:
+            return
+        total = self.total = state.total
+        if total and state.offset >= total:
+            return  # the activity's own result tells the item just after (a signal would cost a workflow task)
+        step = state.offset * PROGRESS_STEPS // total if total else state.offset // PROGRESS_EVERY_BYTES
+        if step != self.last_step:
+            self.last_step = step
+            self.sink(self.workflow_id, {"asset": self.asset, "bytes_done": state.offset, "bytes_total": total})
+
+    def final(self, offset: int) -> None:
+        """The exact bytes kept by a download that stopped (a pause): the SDK replaces the details
+        of a requested cancellation, so this report is how the item learns them."""
+        if self.sink is not None:
+            self.sink(self.workflow_id, {"asset": self.asset, "bytes_done": offset, "bytes_total": self.total})
+
+
+class DownloadActivities:
+    def __init__(self, client: httpx.Client, work_dir: Path, settings: DownloadSettings, max_delay: timedelta,
+                 max_attempts: int = 0, progress: ProgressSink | None = None) -> None:
+        self.client = client
+        self.work_dir = Path(work_dir)
+        self.settings = settings
+        self.max_delay = max_delay
+        self.max_attempts = max_attempts
+        self.progress = progress
+        # One cap per worker process: every download's extra segment connections share it.
+        self.host_slots = HostSlots(settings.max_connections_per_host)
+
+    def part_path(self, workflow_id: str, asset_name: str) -> Path:
+        return self.work_dir / workdir_name(workflow_id) / f"{asset_name}.part"
+
+    # Cancellation is polled at each heartbeat instead of raised into the thread, so a cancel
+    # can never land between writing bytes and recording how many were written.
+    @activity.defn(name="download", no_thread_cancel_exception=True)
+    @classified(lambda self: self.max_delay)
+    def download(self, inp: DownloadInput) -> DownloadResult:
+        part = self.part_path(inp.workflow_id, inp.asset.name)
+        mark_owner(part.parent, inp.workflow_id)
+        report = ProgressReporter(self.progress, inp.workflow_id, inp.asset.name)
+        if inp.asset.protocol == "hls":
+            return self._result(inp, self._download_hls(inp, part, report))
+
+        def beat(state: ResumeState) -> None:
+            activity.heartbeat(asdict(state))
+            report(state)
+
+        downloader = Downloader(
+            self.client,
+            max_file_size=self.settings.max_file_size,
+            heartbeat=beat,
+            should_stop=lambda: activity.is_cancelled() or activity.is_worker_shutdown(),
+            segments=self.settings.segments_for(inp.platform),
+            segment_min_size=self.settings.segment_min_size,
+            host_slots=self.host_slots,
+            limit_rate=inp.limit_rate or self.settings.limit_rate,
+            split_after_s=self.settings.split_after.total_seconds(),
+        )
+        try:
+            outcome = downloader.download(
+                inp.asset.urls,
+                part,
+                headers=inp.asset.headers,
+                expected_size=inp.asset.expected_size,
+                previous=_previous_state(inp.asset.urls),
+            )
+        except Stopped as stopped:
+            _stopped(stopped, report)
+        return self._result(inp, outcome)
+
+    def _download_hls(self, inp: DownloadInput, part: Path, report: ProgressReporter) -> DownloadOutcome:
+        """An HLS stream, segment by segment; the heartbeat carries the next segment and the bytes before it."""
+
+        def beat(state: HlsState) -> None:
+            activity.heartbeat(asdict(state))
+            report(ResumeState(offset=state.offset, total=state.estimated_total))
+
+        details = activity.info().heartbeat_details
+        downloader = HlsDownloader(
+            self.client,
+            max_file_size=self.settings.max_file_size,
+            quality=inp.quality or self.settings.hls_quality,
+            heartbeat=beat,
+            should_stop=lambda: activity.is_cancelled() or activity.is_worker_shutdown(),
+            ffmpeg=shutil.which("ffmpeg"),
+            limit_rate=inp.limit_rate or self.settings.limit_rate,
+        )
+        try:
+            return downloader.download(inp.asset.urls, part, headers=inp.asset.headers,
+                                       previous=HlsState.of(details[0]) if details else None)
+        except Stopped as stopped:
+            _stopped(stopped, report)
+
+    @staticmethod
+    def _result(inp: DownloadInput, outcome: DownloadOutcome) -> DownloadResult:
+        return DownloadResult(
+            asset_name=inp.asset.name, path=outcome.path, size=outcome.size, sha256=outcome.sha256,
+            url=outcome.url, etag=outcome.etag, mime=outcome.mime, total=outcome.total,
+            resumed_from=outcome.resumed_from, transferred=outcome.transferred, connections=outcome.connections,
+        )
+
+    @activity.defn(name="discard")
+    def discard(self, inp: DiscardInput) -> None:
+        """Remove partial files: named assets, or the workflow's whole work directory."""
+        if inp.asset_names:
+            for name in inp.asset_names:
+                discard(self.part_path(inp.workflow_id, name))
+                discard_hls(self.part_path(inp.workflow_id, name))
+        else:
+            shutil.rmtree(self.work_dir / workdir_name(inp.workflow_id), ignore_errors=True)
+
+
+def _stopped(stopped: Stopped, report: ProgressReporter) -> NoReturn:
+    """A download that stopped: cancelled (a pause or a cancel; the partial file is kept) or the
+    worker shutting down (the next worker resumes)."""
+    if activity.is_cancelled():
+        report.final(stopped.offset)
+        raise CancelledError("download cancelled; partial file kept", {"offset": stopped.offset}) from None
+    raise ApplicationError("worker shutting down; resume elsewhere", type="worker_shutdown") from None

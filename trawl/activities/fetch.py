@@ -1,0 +1,91 @@
+"""fetch: resolve a page URL to a canonical item, then look it up in the catalog.
+
+The catalog is asked first: a URL whose canonical key follows from the URL alone (most platform
+URLs), or a URL form the catalog remembers leading to a committed item (a direct file, a page, a
+short link), is answered from the catalog without a single request to its platform. A watch that
+lists 500 known items and 3 new ones resolves the 3 new ones only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from temporalio import activity
+
+from trawl.activities.errors import classified
+from trawl.activities.liveness import heartbeating
+from trawl.contracts import FetchInput, FetchResult, stored_assets
+from trawl.errors import TrawlError
+from trawl.models import MoreItem, Resolved, refuse_previews
+from trawl.platforms.base import ResolveContext
+from trawl.platforms.registry import Registry
+from trawl.storage.records import CatalogItem
+
+if TYPE_CHECKING:  # the catalog (SQLAlchemy) is built by the worker and handed in
+    from trawl.storage.catalog import Catalog
+
+
+def known_item(catalog: Catalog, registry: Registry, url: str) -> CatalogItem | None:
+    """The committed catalog item ``url`` stands for, when that is known without a request."""
+    key = registry.resolver_for(url).offline_key(url) or catalog.key_for_url(url)
+    if key is None:
+        return None
+    item = catalog.get(key)
+    return item if item is not None and item.status == "committed" else None
+
+
+def as_resolved(item: CatalogItem) -> Resolved:
+    """A catalog item as fetch would have resolved it (no media URLs: nothing is downloaded)."""
+    return Resolved(canonical_key=item.canonical_key, canonical_url=item.canonical_url, platform=item.platform,
+                    assets=[], title=item.title, uploader=item.uploader, duration=item.duration,
+                    published_at=item.published_at)
+
+
+class FetchActivities:
+    def __init__(self, registry: Registry, context: ResolveContext, catalog: Catalog,
+                 max_delay: timedelta, max_attempts: int = 0) -> None:
+        self.registry = registry
+        self.context = context
+        self.catalog = catalog
+        self.max_delay = max_delay
+        self.max_attempts = max_attempts
+
+    @activity.defn(name="fetch")
+    @classified(lambda self: self.max_delay)
+    @heartbeating
+    def fetch(self, inp: FetchInput) -> FetchResult:
+        known = None if inp.fresh_urls else known_item(self.catalog, self.registry, inp.url)
+        # What else the URL stands for (parts 2..N), from what the item was committed with.
+        more = self.registry.resolver_for(inp.url).more_offline(inp.url, known.metadata) if known else None
+        if known is not None and more is not None:
+            resolved = as_resolved(known)
+            resolved.more = self._routed(more, inp.workflow_id)
+            return FetchResult(resolved=resolved, committed=True, stored=stored_assets(known))
+        # Not known, or known but what else the URL stands for (its other parts) is not: ask.
+        resolver = self.registry.resolver_for(inp.url)
+        context = dataclasses.replace(self.context, quality=inp.quality) if inp.quality else self.context
+        resolved = resolver.resolve(inp.url, context)
+        refuse_previews(resolved)
+        resolved.more = self._routed([m.url for m in resolved.more], inp.workflow_id)
+        existing = self.catalog.get(resolved.canonical_key)
+        if existing is None or existing.status != "committed":
+            return FetchResult(resolved=resolved, committed=False)
+        # Another URL form of a stored item: remember this one, so next time costs no request.
+        # (A bare URL of a video committed before its parts were recorded asks every time.)
+        self.catalog.remember_urls([inp.url], resolved.canonical_key)
+        return FetchResult(resolved=resolved, committed=True, stored=stored_assets(existing))
+
+    def _routed(self, urls: list[str], own_workflow_id: str) -> list[MoreItem]:
+        """Route the other items' URLs offline; URLs no resolver takes, and this item, drop out."""
+        routed: dict[str, MoreItem] = {}
+        for url in urls:
+            try:
+                route = self.registry.route(url)
+            except TrawlError:
+                continue
+            if route.workflow_id != own_workflow_id:
+                routed.setdefault(route.workflow_id, MoreItem(url, route.platform, route.workflow_id))
+        return list(routed.values())
+

@@ -1,0 +1,80 @@
+"""small_item: download, verify and commit a small item in one activity.
+
+For an item of a few kilobytes the round trips cost more than the bytes: claim_host, download,
+verify and commit are four activity tasks and as many workflow tasks. An item whose assets are
+all known to be small (``download.small_item_size``) runs the same three stages, the same code,
+in one activity on the shared download queue instead. No stage needs another's host, so no host
+is claimed: a retry that lands on the same host resumes from the partial files (kept, as by a
+download, after a failure, a pause or a cancel), one on another host starts from zero, which
+costs little for a small file. A corrupt file is removed here; the workflow runs the activity
+again, a bounded number of times.
+
+Each stage keeps its own failure classes and attempt limits (the stage's own method classifies
+what it raises), heartbeats, and log line (trawl.activities.records).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from trawl.activities.commit import CommitActivities
+from trawl.activities.download import DownloadActivities
+from trawl.contracts import CommitFile, CommitInput, CommitResult, DownloadInput, VerifyInput
+from trawl.activities.records import recorded
+from trawl.activities.verify import VerifyActivities
+from trawl.download import discard
+from trawl.models import OPTIONAL_KINDS, Asset, Resolved
+
+
+@dataclass
+class SmallItemInput:
+    workflow_id: str
+    source_url: str
+    resolved: Resolved
+    quality: int = 0  # the crawl's -f and --limit-rate, as in DownloadInput
+    limit_rate: int = 0
+    # As FetchInput's, of the download stage whose policy the activity runs under: it applies to
+    # the verify and commit done inside too.
+    stage_attempts: int | None = None
+
+
+class SmallItemActivities:
+    def __init__(self, download: DownloadActivities, verify: VerifyActivities, commit: CommitActivities) -> None:
+        self.downloads = download
+        self.verifier = verify
+        self.committer = commit
+
+    # As the download: cancellation is polled at heartbeats, never raised into the thread.
+    @activity.defn(name="small_item", no_thread_cancel_exception=True)
+    def small_item(self, inp: SmallItemInput) -> CommitResult:
+        files = [file for file in (self._verified(inp, asset) for asset in inp.resolved.assets) if file is not None]
+        committing = CommitInput(inp.workflow_id, inp.source_url, inp.resolved, files,
+                                 stage_attempts=inp.stage_attempts)
+        with recorded("commit", committing) as record:
+            return record(self.committer.commit(committing))
+
+    def _verified(self, inp: SmallItemInput, asset: Asset) -> CommitFile | None:
+        """One asset downloaded and verified; None for an optional one (a thumbnail) that failed for good."""
+        item = inp.resolved
+        try:
+            fetched = DownloadInput(inp.workflow_id, asset, item.platform, item.canonical_url, inp.quality,
+                                    inp.limit_rate, stage_attempts=inp.stage_attempts)
+            with recorded("download", fetched) as record:
+                download = record(self.downloads.download(fetched))
+            checked = VerifyInput(asset, download, item.platform, item.canonical_url, item.duration,
+                                  stage_attempts=inp.stage_attempts)
+            with recorded("verify", checked) as record:
+                verified = record(self.verifier.verify(checked))
+        except ApplicationError as err:
+            # As on the other path, a missing cover must not lose the item (the stage's line says
+            # why it is left out); what failed as corrupt goes, so the next run downloads it again.
+            left_out = asset.kind in OPTIONAL_KINDS and err.non_retryable
+            if left_out or err.type == "content_corrupt":
+                discard(self.downloads.part_path(inp.workflow_id, asset.name))
+            if not left_out:
+                raise
+            return None
+        return CommitFile(asset, download, verified.mime)

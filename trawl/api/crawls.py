@@ -1,0 +1,131 @@
+"""Crawls: one CrawlWorkflow each, its items as child workflows; listed from Temporal's visibility.
+
+A crawl whose source could not be expanded is ``FAILED``; its ``stats`` (with ``error``, the
+reason) come from the failure itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from fastapi import APIRouter, Depends, HTTPException, Query
+from temporalio.client import WorkflowExecution, WorkflowExecutionStatus, WorkflowQueryFailedError
+from temporalio.service import RPCError
+
+from trawl.starter import views
+from trawl.api.errors import already_closed, declared, finished
+from trawl.api.models import Action, Crawl, CrawlCreate, CrawlPage, UrlsAdd
+from trawl.api.state import ApiState, api_state, bearer
+from trawl.starter.client import CrawlRefused, add_to_crawl, cancel_crawl, route_urls, start_crawl
+from trawl.workflows.crawl import CrawlStats, CrawlWorkflow, crawl_failure
+from trawl.contracts import workflow_queue
+
+MAX_CRAWLS_PAGE = 100
+MAX_CRAWLS_OFFSET = 10_000
+# A listed crawl's counts come from its worker (a query) or its history; a crawl whose worker
+# cannot answer within this long is listed without them rather than holding up the list.
+LISTED_STATS_WAIT_S = 5.0
+
+router = APIRouter(prefix="/api/v1/crawls", tags=["crawls"], responses=declared(401, 429, 503),
+                   dependencies=[Depends(bearer)])
+
+
+@router.post("", status_code=202, response_model=Crawl,
+             responses=declared(403, 413, 422))
+async def create_crawl(body: CrawlCreate, state: ApiState = Depends(api_state)) -> Crawl:
+    """Start a crawl of URLs, or of a source named in the settings; URLs refused offline are
+    listed in ``refused`` (all of them refused: 422, one reason per URL)."""
+    if body.source and not any(s.name == body.source for s in state.settings.sources):
+        raise HTTPException(422, f"no source named {body.source!r}")
+    handle, refused = await start_crawl(state.client, state.settings, state.registry, body.urls,
+                                        source=body.source, concurrency=body.concurrency)
+    return await crawl_view(state, handle.id, refused)
+
+
+@router.get("", response_model=CrawlPage, responses=declared(422))
+async def list_crawls(limit: int = Query(20, ge=1, le=MAX_CRAWLS_PAGE),
+                      offset: int = Query(0, ge=0, le=MAX_CRAWLS_OFFSET),
+                      state: ApiState = Depends(api_state)) -> CrawlPage:
+    """This deployment's crawls (its task queue prefix), newest first as Temporal's visibility
+    orders them: running crawls by start, newest first, then finished ones by when they finished,
+    most recent first. A crawl that continued as new is listed once, as its current run."""
+    queue = _literal(workflow_queue(state.settings.temporal.task_queue_prefix))
+    query = f"WorkflowType = 'CrawlWorkflow' AND TaskQueue = {queue} AND ExecutionStatus != 'ContinuedAsNew'"
+    wanted = offset + limit
+    executions = [e async for e in state.client.list_workflows(query, limit=wanted, page_size=min(wanted, 1000))]
+    crawls = await asyncio.gather(*(_listed(state, e) for e in executions[offset:]))
+    return CrawlPage(crawls=list(crawls), limit=limit, offset=offset)
+
+
+@router.get("/{crawl_id}", response_model=Crawl, responses=declared(404, 422))
+async def get_crawl(crawl_id: str, state: ApiState = Depends(api_state)) -> Crawl:
+    return await crawl_view(state, crawl_id)
+
+
+@router.post("/{crawl_id}/urls", status_code=202, response_model=Crawl,
+             responses=declared(403, 404, 409, 413, 422))
+async def add_crawl_urls(crawl_id: str, body: UrlsAdd, state: ApiState = Depends(api_state)) -> Crawl:
+    """Queue more URLs on a running crawl."""
+    handle = state.client.get_workflow_handle_for(CrawlWorkflow.run, crawl_id)
+    desc = await handle.describe()
+    if desc.status != WorkflowExecutionStatus.RUNNING:
+        # A list that is refused whatever the crawl's state is a 422 first, as for a running one.
+        items, refusals = await asyncio.to_thread(route_urls, state.registry, body.urls)
+        if not items:
+            raise CrawlRefused(refusals)
+        raise finished("crawl", crawl_id, desc.status, "add URLs to")
+    async with state.adding:
+        try:
+            refused = await add_to_crawl(state.client, state.registry, crawl_id, body.urls)
+        except RPCError as err:
+            if not already_closed(err):
+                raise
+            raise finished("crawl", crawl_id, (await handle.describe()).status, "add URLs to") from None
+    return await crawl_view(state, crawl_id, refused)
+
+
+@router.post("/{crawl_id}/{action}", response_model=Crawl,
+             responses=declared(403, 404, 409, 422))
+async def steer_crawl(crawl_id: str, action: Action, state: ApiState = Depends(api_state)) -> Crawl:
+    """Pause (no new items; running ones paused), resume, or cancel (its items are cancelled)."""
+    handle = state.client.get_workflow_handle_for(CrawlWorkflow.run, crawl_id)
+    desc = await handle.describe()
+    if desc.status != WorkflowExecutionStatus.RUNNING:
+        raise finished("crawl", crawl_id, desc.status, action)
+    try:
+        if action == "cancel":
+            await cancel_crawl(handle)
+        else:
+            await handle.signal(action)
+    except RPCError as err:
+        if not already_closed(err):
+            raise
+        raise finished("crawl", crawl_id, (await handle.describe()).status, action) from None
+    return await crawl_view(state, crawl_id)
+
+
+async def crawl_view(state: ApiState, crawl_id: str, refused: list[str] | None = None) -> Crawl:
+    handle = state.client.get_workflow_handle_for(CrawlWorkflow.run, crawl_id)
+    return Crawl(**views.crawl_dict(crawl_id, *await _crawl_state(handle)), refused=refused or [])
+
+
+async def _crawl_state(handle) -> tuple[object, CrawlStats | None]:  # noqa: ANN001 - a workflow handle
+    """``views.crawl_state``, and a failed crawl's counts and reason from its failure."""
+    desc, stats = await views.crawl_state(handle)
+    if stats is None and desc.status == WorkflowExecutionStatus.FAILED:
+        _, stats = await crawl_failure(handle)
+    return desc, stats
+
+
+async def _listed(state: ApiState, execution: WorkflowExecution) -> Crawl:
+    handle = state.client.get_workflow_handle_for(CrawlWorkflow.run, execution.id)
+    try:
+        desc, stats = await asyncio.wait_for(_crawl_state(handle), LISTED_STATS_WAIT_S)
+    except (RPCError, WorkflowQueryFailedError, TimeoutError):
+        desc, stats = execution, None
+    return Crawl(**views.crawl_dict(execution.id, desc, stats))
+
+
+def _literal(value: str) -> str:
+    """A string literal for a visibility query."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"

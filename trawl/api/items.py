@@ -1,0 +1,163 @@
+"""The catalog: committed items and their files, streamed from the blob store with Range support.
+
+The catalog and the blob store block: both are called in threads (``ApiState.in_catalog``,
+``run_in_threadpool``), never on the event loop."""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import AsyncIterator
+from email.utils import formatdate
+from functools import lru_cache
+from secrets import token_hex
+from urllib.parse import quote
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers
+from starlette.responses import MalformedRangeHeader, RangeNotSatisfiable, Response
+
+from trawl.starter import views
+from trawl.api.errors import declared
+from trawl.api.models import Item, ItemPage
+from trawl.api.state import ApiState, api_state, bearer
+from trawl.export import Template, download_name, ext_for
+from trawl.storage.blobs import BlobStat, BlobStore
+from trawl.storage.catalog import CommittedAsset
+
+MAX_ITEMS_PAGE = 1000
+MAX_ITEMS_OFFSET = 1_000_000_000
+BINARY = {"schema": {"type": "string", "format": "binary"}}
+MEDIA_TYPES = ("video/*", "audio/*", "image/*", "application/octet-stream")
+CHUNK = 256 * 1024
+
+router = APIRouter(prefix="/api/v1/items", tags=["catalog"], responses=declared(401, 429, 503),
+                   dependencies=[Depends(bearer)])
+
+
+@router.get("", response_model=ItemPage, responses=declared(422))
+async def list_items(platform: str | None = Query(None, max_length=64),
+                     limit: int = Query(100, ge=1, le=MAX_ITEMS_PAGE),
+                     offset: int = Query(0, ge=0, le=MAX_ITEMS_OFFSET),
+                     state: ApiState = Depends(api_state)) -> ItemPage:
+    items = await state.in_catalog(state.catalog.list, platform=platform, limit=limit, offset=offset)
+    return ItemPage(items=[Item(**views.item_dict(i)) for i in items], limit=limit, offset=offset)
+
+
+@router.get("/{key:path}/assets/{kind}", response_class=Response, responses={
+    200: {"description": "The whole file.", "content": dict.fromkeys(MEDIA_TYPES, BINARY)},
+    206: {"description": "The range asked for (`Range: bytes=...`).", "content": dict.fromkeys(MEDIA_TYPES, BINARY)},
+    **declared(404, 416, 422)})
+async def get_asset(key: str, kind: str, request: Request, state: ApiState = Depends(api_state)) -> Response:
+    """One of an item's files by kind (``video``, ``audio``, ``image``) or name, streamed from the
+    blob store (a directory or a bucket); ``Range`` and ``If-Range`` are honoured. It is offered
+    under the name ``trawl export`` gives it (the template's last part, ``Title [id].mp4``)."""
+    item = await state.in_catalog(state.catalog.get, key)
+    if item is None:
+        raise HTTPException(404, f"no such item: {key!r}")
+    asset = next((a for a in item.assets if a.kind == kind or a.name == kind), None)
+    if asset is None:
+        has = ", ".join(sorted({a.kind for a in item.assets})) or "none"
+        raise HTTPException(404, f"no {kind} asset for {key!r} (it has: {has})")
+    blob = await run_in_threadpool(state.blobs.stat, asset.key)
+    if blob is None:
+        raise HTTPException(404, f"blob {asset.sha256} is missing from the store (run trawl fsck)")
+    # The catalog item carries its metadata, so fields only it has (uploader_id, part, ...) name
+    # the file as `trawl export` does.
+    export = state.settings.export
+    name = download_name(item, asset, _template(export.template), windows=export.windows_names)
+    return blob_response(state.blobs, asset, blob, request.headers, filename=name)
+
+
+@router.get("/{key:path}", response_model=Item, responses=declared(404, 422))
+async def get_item(key: str, state: ApiState = Depends(api_state)) -> Item:
+    item = await state.in_catalog(state.catalog.get, key)
+    if item is None:
+        raise HTTPException(404, f"no such item: {key!r}")
+    return Item(**views.item_dict(item))
+
+
+@lru_cache(maxsize=8)
+def _template(text: str) -> Template:
+    return Template.parse(text)
+
+
+def content_disposition(filename: str, fallback: str) -> str:
+    """``attachment`` with the name for every client: an ASCII ``filename`` and, when the name is
+    not plain ASCII, the exact name as RFC 6266 / RFC 5987 ``filename*`` in UTF-8."""
+    stem, dot, ext = filename.rpartition(".") if "." in filename else (filename, "", "")
+    ascii_stem = _ascii(stem).lstrip(" .")  # what went with the non-ASCII letters may leave a hidden name
+    ascii_name = ascii_stem + dot + _ascii(ext) if ascii_stem.strip(" ._-[]") else fallback
+    header = f'attachment; filename="{ascii_name}"'
+    if ascii_name != filename:
+        header += f"; filename*=UTF-8''{quote(filename, safe='')}"
+    return header
+
+
+def _ascii(text: str) -> str:
+    plain = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    return " ".join("".join(c if c.isprintable() and c not in '"\\' else "_" for c in plain).split())
+
+
+def blob_response(store: BlobStore, asset: CommittedAsset, blob: BlobStat, headers: Headers,
+                  filename: str | None = None) -> Response:
+    """The blob whole (200) or the ranges asked for (206, several as ``multipart/byteranges``).
+
+    Range errors are JSON like every other error: 400 for a malformed header, 416 with
+    ``Content-Range: bytes */<size>`` for a range past the end. A blob never changes under its
+    key, so its sha256 is a strong ETag; a ``Range`` is honoured only while ``If-Range`` (if any)
+    still matches it or the Last-Modified date. Starlette is pinned, so its range parser is safe
+    to reuse.
+    """
+    size = blob.size
+    media_type = asset.mime or "application/octet-stream"
+    fallback = f"{asset.sha256[:16]}.{ext_for(asset.mime)}"  # for a name with no ASCII left, or none
+    common = {"accept-ranges": "bytes", "etag": f'"{asset.sha256}"',
+              "last-modified": formatdate(blob.modified.timestamp(), usegmt=True),
+              "content-disposition": content_disposition(filename or fallback, fallback)}
+    requested, if_range = headers.get("range"), headers.get("if-range")
+    ranges: list[tuple[int, int]] = []
+    if requested is not None and (if_range is None or if_range in (common["etag"], common["last-modified"])):
+        try:
+            ranges = FileResponse._parse_range_header(requested, size)
+        except MalformedRangeHeader as exc:
+            return JSONResponse({"detail": exc.content}, status_code=400)
+        except RangeNotSatisfiable:
+            return JSONResponse({"detail": f"range {requested!r} starts beyond the end of the file ({size} bytes)"},
+                                status_code=416, headers={"Content-Range": f"bytes */{size}"})
+    if not ranges:
+        return StreamingResponse(_read(store, asset.key, [(b"", 0, size)]), media_type=media_type,
+                                 headers={**common, "content-length": str(size)})
+    if len(ranges) == 1:
+        start, end = ranges[0]
+        return StreamingResponse(_read(store, asset.key, [(b"", start, end)]), status_code=206, media_type=media_type,
+                                 headers={**common, "content-length": str(end - start),
+                                          "content-range": f"bytes {start}-{end - 1}/{size}"})
+    boundary = token_hex(13)
+    pieces = [((b"\r\n" if i else b"") + f"--{boundary}\r\nContent-Type: {media_type}\r\n"
+               f"Content-Range: bytes {start}-{end - 1}/{size}\r\n\r\n".encode("latin-1"), start, end)
+              for i, (start, end) in enumerate(ranges)]
+    closing = f"\r\n--{boundary}--\r\n".encode("latin-1")
+    length = sum(len(head) + end - start for head, start, end in pieces) + len(closing)
+    return StreamingResponse(_read(store, asset.key, pieces, closing), status_code=206,
+                             media_type=f"multipart/byteranges; boundary={boundary}",
+                             headers={**common, "content-length": str(length)})
+
+
+async def _read(store: BlobStore, key: str, pieces: list[tuple[bytes, int, int]],
+                closing: bytes = b"") -> AsyncIterator[bytes]:
+    """Each piece's header, then bytes ``[start, end)`` of the blob, read in a thread (the store blocks)."""
+    for head, start, end in pieces:
+        if head:
+            yield head
+        if start == end:
+            continue
+        reader = await run_in_threadpool(store.open, key, start, end)
+        try:
+            while chunk := await run_in_threadpool(reader.read, CHUNK):
+                yield chunk
+        finally:
+            await run_in_threadpool(reader.close)
+    if closing:
+        yield closing

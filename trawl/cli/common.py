@@ -1,0 +1,271 @@
+"""What the command modules share: a Temporal session, stop signals, naming an item by id or URL,
+listening sockets, notices."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import errno
+import signal
+import socket
+import sys
+import time
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from temporalio.client import Client
+
+from trawl.cli.output import CommandError, StatusLine
+from trawl.starter.client import connect, ensure_search_attributes, live_workers
+from trawl.starter.embedded import EmbeddedServer, settings_for
+from trawl.logs import get_logger
+from trawl.platforms.registry import Registry
+from trawl.settings import Settings
+from trawl.worker.main import running_worker
+
+if TYPE_CHECKING:
+    from trawl.storage.catalog import Catalog
+
+log = get_logger("trawl.cli")
+
+# Set by the dispatcher (trawl.cli.main) for the commands that only read: status, crawls, ...
+# Their session starts no server and their catalog is never created (see session, open_catalog).
+_read_only: contextvars.ContextVar[bool] = contextvars.ContextVar("read_only", default=False)
+
+
+def only_reading(read_only: bool = True) -> None:
+    """Mark this command as one that only reads, for :func:`session` and :func:`open_catalog`."""
+    _read_only.set(read_only)
+
+
+def notice(message: str, **fields: Any) -> None:
+    """Tell the person running the command something they should know, once.
+
+    On a terminal, a plain line; elsewhere stderr is read by programs and carries JSON log lines
+    (the one-shot commands log there), so the notice is one of them, at warning level so that
+    the default level keeps it.
+    """
+    if sys.stderr.isatty():
+        print(f"trawl: {message}", file=sys.stderr, flush=True)
+    else:
+        log.warning(message, **fields)
+
+
+def listen(host: str, port: int, *, setting: str, fix: str) -> socket.socket:
+    """A socket listening on ``host:port``, bound before anything else starts: a taken port is
+    then one line naming ``setting`` and ``fix``, not a failure after servers and workers started."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family, backlog=2048)
+    except OSError as err:
+        if err.errno == errno.EADDRINUSE:
+            raise CommandError(f"{setting} {port} is in use on {host} (another trawl running?): {fix}") from None
+        raise CommandError(f"cannot listen on {host}:{port} ({err.strerror or err}): {fix}") from None
+
+
+def _missing_sqlite_file(url: str) -> str | None:
+    """The path of a SQLite catalog file that does not exist yet; None for any other catalog."""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
+        return None
+    from pathlib import Path
+
+    path = Path(parsed.database).resolve()
+    return None if path.exists() else str(path)
+
+
+def open_catalog(settings: Settings, *, schema: bool = True, read_only: bool | None = None) -> Catalog:
+    """The catalog, for a command that reads or writes it; its tables are made or migrated first
+    unless ``schema`` is False (a catalog the same command's crawl already used). SQLAlchemy
+    loads here, so the commands that never open the catalog start without it.
+
+    A command that only reads (``read_only``, by default what the dispatcher said) creates no
+    SQLite catalog where there is none: a person in the wrong directory is told where it looked.
+    """
+    from trawl.storage.catalog import Catalog
+
+    if _read_only.get() if read_only is None else read_only:
+        missing = _missing_sqlite_file(settings.catalog_url)
+        if missing:
+            raise CommandError(f"no catalog at {missing}: nothing was crawled with the data directory "
+                               f"{settings.data_dir.resolve()}; run this where you crawled, or point it there "
+                               "with TRAWL_DATA_DIR (data_dir) or TRAWL_CATALOG__URL (catalog.url)")
+    catalog = Catalog(settings.catalog_url)
+    if schema:
+        catalog.create_schema()
+    return catalog
+
+
+def connect_failed(err: BaseException) -> bool:
+    """The SDK's way of saying nothing answered at the address (a RuntimeError, not an RPCError)."""
+    return isinstance(err, RuntimeError) and "Failed client connect" in str(err)
+
+
+def unreachable_error(settings: Settings, err: BaseException) -> CommandError:
+    reason = str(err)
+    for known in ("Connection refused", "timed out", "No route to host", "Name or service not known",
+                  "failed to lookup address"):
+        if known in reason:
+            reason = known.lower()
+            break
+    else:
+        reason = reason.removeprefix("Failed client connect: ")[:120]
+    return CommandError(f"no Temporal server answers at {settings.temporal.address} ({reason}): start one with "
+                        "`trawl server` (or `trawl up`), or set temporal.address (TRAWL_TEMPORAL__ADDRESS) to yours")
+
+
+async def connect_or_explain(settings: Settings, *, metrics: bool = False) -> Client:
+    """``connect``, with an unreachable server turned into a :class:`CommandError`."""
+    try:
+        return await connect(settings, metrics=metrics)
+    except RuntimeError as err:
+        if connect_failed(err):
+            raise unreachable_error(settings, err) from None
+        raise
+
+
+@contextlib.asynccontextmanager
+async def temporal(settings: Settings, *, read_only: bool = False) -> AsyncIterator[Settings]:
+    """A Temporal server answering for the body (found, joined or started: the policy is
+    ``trawl.starter.embedded``'s); yields the settings naming it.
+
+    The blocking search runs in a thread, so that a stop (a signal cancelling the command while
+    it starts) ends the wait at once: the thread is told to give up, which stops a server it was
+    starting, and is waited for.
+    """
+    server = EmbeddedServer(settings, read_only=read_only)
+    acquiring = asyncio.ensure_future(asyncio.to_thread(server.acquire))
+    try:
+        address = await asyncio.shield(acquiring)
+    except asyncio.CancelledError:
+        server.abandon.set()
+        while not acquiring.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait({acquiring})
+        if not acquiring.cancelled() and acquiring.exception() is None:
+            server.release()  # it found a server just before giving up
+        raise
+    try:
+        if address != settings.temporal.address:
+            notice(f"using the Temporal server of {settings.data_dir} at {address} (temporal.address is not set)",
+                   address=address)
+        yield settings_for(settings, server, address)
+    finally:
+        server.release()
+
+
+@contextlib.asynccontextmanager
+async def session(settings: Settings, *, worker: bool, registry: Registry | None = None,
+                  metrics: bool = False, one_shot: bool = False, read_only: bool | None = None
+                  ) -> AsyncIterator[Client]:
+    """A Temporal client (starting the embedded server if needed) and, optionally, a worker.
+
+    A ``one_shot`` command (crawl, fsck --repair) runs its own worker only when none of the
+    deployment's workers polls its queues: workers on one queue must be interchangeable, and the
+    running ones carry the operator's settings (net policy, limits, platforms), which a client's
+    settings may not widen or change.
+
+    A ``read_only`` command (by default what the dispatcher said: status, crawls, ...) never
+    starts a server: when none answers it says where it looked, and creates no file.
+    """
+    read_only = _read_only.get() if read_only is None else read_only
+    async with temporal(settings, read_only=read_only) as settings:
+        client = await connect_or_explain(settings, metrics=metrics)
+        await ensure_search_attributes(client, settings.temporal.namespace)
+        if worker and one_shot:
+            running = await live_workers(client, settings)
+            if running:
+                shown = ", ".join(running[:3]) + (f" and {len(running) - 3} more" if len(running) > 3 else "")
+                notice(f"the workers already polling the {settings.temporal.task_queue_prefix!r} queues ({shown}) do "
+                       "this work, under their own settings; no worker started here", workers=running)
+                worker = False
+        if worker:
+            async with running_worker(client, settings, registry, one_shot=one_shot):
+                yield client
+        else:
+            yield client
+
+
+def workflow_id_for(registry: Registry, ident: str) -> str:
+    """An item's workflow id from what a person typed: the id itself or one of the item's URLs."""
+    if ident.startswith(("http://", "https://")):
+        return registry.route(ident).workflow_id
+    return ident
+
+
+class Stop(asyncio.Event):
+    """Set by SIGINT or SIGTERM: the foreground commands' way to stop.
+
+    A running command waits for it. A command still starting (a server, a worker, the API) is
+    not waiting yet: the signal cancels its start instead, and what had started is torn down on
+    the way out. Waiting for the start to finish first could take a minute, or forever (a lock
+    another command holds). The dispatcher exits 0 for a start cancelled so (see
+    :func:`stopped_by_signal`): the command stopped as asked.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.command = asyncio.current_task()
+        self.waiters = 0
+
+    async def wait(self) -> bool:
+        self.waiters += 1
+        try:
+            return await super().wait()
+        finally:
+            self.waiters -= 1
+
+    def signalled(self, signum: int) -> None:
+        if self.is_set():  # stopping already: let the teardown finish
+            return
+        _stop_signals.append(signum)
+        self.set()
+        if not self.waiters and self.command is not None and not self.command.done():
+            self.command.cancel()
+
+
+# The signals that stopped this process's command; a module's, not a context variable: the
+# dispatcher reads it outside the event loop whose task recorded it.
+_stop_signals: list[int] = []
+
+
+def stop_event() -> Stop:
+    """A :class:`Stop` that SIGINT and SIGTERM set, for the command running now."""
+    stop = Stop()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.signalled, sig)
+    return stop
+
+
+def stopped_by_signal() -> int:
+    """The signal that stopped this process's command (0: none), for the dispatcher."""
+    return _stop_signals[0] if _stop_signals else 0
+
+
+class OutageNotice:
+    """Says, at most every few seconds, that the server is unreachable while results are awaited."""
+
+    EVERY_S = 10.0
+
+    def __init__(self, address: str, line: StatusLine | None = None) -> None:
+        self.address = address
+        self.line = line  # a terminal's live status line, kept below the notice
+        self.last = 0.0
+
+    def unreachable(self, message: str) -> None:
+        now = time.monotonic()
+        if now - self.last < self.EVERY_S:
+            return
+        self.last = now
+        if sys.stderr.isatty():
+            text = f"trawl: Temporal server at {self.address} unreachable, still waiting ({message})"
+            if self.line is not None:
+                self.line.print(text, file=sys.stderr)
+            else:
+                print(text, file=sys.stderr, flush=True)
+        else:
+            log.warning("temporal server unreachable, still waiting", address=self.address, error=message)

@@ -1,0 +1,460 @@
+"""Crawling and the catalog: ``crawl``, ``resolve``, ``crawls``, ``crawl-status``, ``items``, ``fsck``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import sys
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.service import RPCError
+
+from trawl.cli import export
+from trawl.cli.common import OutageNotice, open_catalog, session
+from trawl.cli.output import (
+    EXIT_FAILED_ITEMS,
+    ITEMS_HEADER,
+    CommandError,
+    StatusLine,
+    clean,
+    human_size,
+    is_terminal,
+    item_line,
+    printable,
+    result_line,
+    say,
+    stats_line,
+)
+from trawl.cli.progress import SAMPLE_EVERY_S, CrawlProgress, CrawlSpeed
+from trawl.starter.client import CrawlChoices, item_result, start_crawl, start_item, unreachable
+from trawl.starter.views import crawl_dict, crawl_state, item_dict, result_dict, status_name
+from trawl.errors import TrawlError
+from trawl.platforms.registry import PLATFORM_RESOLVERS, Registry, build_registry
+from trawl.settings import Settings
+from trawl.storage.blobs import open_blob_store
+from trawl.workflows.crawl import CrawlWorkflow
+from trawl.contracts import ItemResult
+
+
+def read_urls(args_urls: Iterable[str], file: str | None) -> list[str]:
+    urls = [u for u in args_urls if u.strip()]
+    if file:
+        try:
+            source = sys.stdin if file == "-" else open(file, encoding="utf-8")
+        except OSError as err:
+            raise CommandError(f"cannot read {file}: {err.strerror or err}; give a file of URLs, one a line "
+                               "('-' for stdin)") from None
+        with source:
+            try:
+                urls += [line.strip() for line in source if line.strip() and not line.lstrip().startswith(("#", ";"))]
+            except (OSError, UnicodeDecodeError) as err:
+                raise CommandError(f"cannot read {file}: {err}; give a text file of URLs, one a line") from None
+    return urls
+
+
+# Failures that stall items without failing them: the operator must hear of them while waiting.
+STALLING_CLASSES = frozenset({"storage_error"})
+STALL_CHECK_S = 5.0
+STALL_CHECK_ITEMS = 32
+
+
+async def report_stalls(waiting: dict[str, tuple[Any, str]], line: StatusLine | None = None) -> None:
+    """While items are awaited, say once per item and class when one waits on a stalling failure.
+
+    A full disk or an unreachable catalog is retried for hours; without this, a crawl would just
+    sit there. Only a bounded number of items is described per round.
+    """
+    told: set[tuple[str, str]] = set()
+    while True:
+        await asyncio.sleep(STALL_CHECK_S)
+        for workflow_id, (handle, url) in list(waiting.items())[:STALL_CHECK_ITEMS]:
+            try:
+                desc = await handle.describe()
+            except RPCError:
+                continue
+            for pending in desc.raw_description.pending_activities:
+                kind = pending.last_failure.application_failure_info.type
+                if kind in STALLING_CLASSES and (workflow_id, kind) not in told:
+                    told.add((workflow_id, kind))
+                    text = (f"waiting    {kind}: {printable(pending.last_failure.message)} "
+                            f"(stage {pending.activity_type.name}, attempt {pending.attempt}; retried until it "
+                            f"clears)  {url}")
+                    if line is not None:
+                        line.print(text, file=sys.stderr)
+                    else:
+                        print(text, file=sys.stderr, flush=True)
+
+
+class Awaited:
+    """The items of one ``crawl_urls`` not finished yet: workflow id -> (handle, URL), in start order."""
+
+    def __init__(self) -> None:
+        self.waiting: dict[str, tuple[Any, str]] = {}
+
+
+async def crawl_urls(client: Client, settings: Settings, registry: Registry, urls: list[str],
+                     on_result: Callable[[ItemResult], None] | None = None, *, line: StatusLine | None = None,
+                     awaited: Awaited | None = None, expand: bool = True,
+                     choices: CrawlChoices | None = None) -> list[ItemResult]:
+    """Start one item workflow per URL, wait for all; results in completion order.
+
+    With ``line`` (a terminal's status line), live progress is drawn on it while waiting;
+    ``awaited`` lets the caller see which items are still running (when interrupted, say).
+    With ``expand``, the other items a URL stands for (parts 2..N of a bare multi-part video URL)
+    are crawled too, each once, as their results name them. ``choices`` (``-f``, ``--limit-rate``)
+    ride in every item's options.
+    """
+    results: list[ItemResult] = []
+    pending: set[asyncio.Task[ItemResult]] = set()
+    started_ids: set[str] = set()
+    outage = OutageNotice(settings.temporal.address, line)
+    waiting = (awaited or Awaited()).waiting
+    progress = CrawlProgress(client, len(urls), line) if line is not None and line.enabled else None
+
+    def finished(result: ItemResult) -> None:
+        waiting.pop(result.workflow_id, None)
+        results.append(result)
+        if progress is not None:
+            progress.finished(result)
+        if on_result:
+            on_result(result)
+        if progress is not None:
+            progress.line.show(progress.render())
+
+    async def start(url: str) -> None:
+        try:
+            started = await start_item(client, settings, registry, url, choices=choices)
+        except TrawlError as err:
+            finished(ItemResult("-", url, "failed", error_class=err.error_class, error=err.message))
+            return
+        started_ids.add(started.workflow_id)
+        waiting[started.workflow_id] = (started.handle, url)
+        pending.add(asyncio.create_task(item_result(started.handle, url, outage.unreachable)))
+
+    for url in urls:
+        await start(url)
+    watchers = [asyncio.create_task(report_stalls(waiting, line))]
+    if progress is not None:
+        watchers.append(asyncio.create_task(progress.follow(waiting)))
+    try:
+        while pending:
+            done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                pending.discard(task)
+                result = task.result()
+                finished(result)
+                for more in result.more if expand else []:
+                    if more.workflow_id in started_ids:
+                        continue  # given too, or named by another result: crawled once
+                    if progress is not None:
+                        progress.total += 1
+                    await start(more.url)
+    finally:
+        for watcher in watchers:
+            watcher.cancel()
+        await asyncio.gather(*watchers, return_exceptions=True)
+        for task in pending:
+            task.cancel()
+        if line is not None:
+            line.close()
+    return results
+
+
+def source_urls(settings: Settings, registry: Registry, name: str) -> list[str]:
+    from trawl.http import make_client
+    from trawl.platforms.base import ResolveContext
+    from trawl.sources import expand, find_source
+
+    source = find_source(settings, name)
+    with make_client(settings.net) as http:
+        return expand(source, settings, registry, ResolveContext(http, settings.net.max_page_bytes))
+
+
+def interrupted_message(unfinished: list[str]) -> str:
+    if not unfinished:
+        return "interrupted; every item had finished"
+    one = len(unfinished) == 1
+    shown = ", ".join(unfinished[:3]) + (f" and {len(unfinished) - 3} more" if len(unfinished) > 3 else "")
+    return (f"interrupted; {len(unfinished)} {'item keeps its' if one else 'items keep their'} progress on the "
+            f"Temporal server ({shown}): run the same `trawl crawl` again (or `trawl up`) to finish "
+            f"{'it' if one else 'them'}, `trawl cancel ID` to drop {'it' if one else 'one'}")
+
+
+async def cmd_crawl(args: argparse.Namespace, settings: Settings) -> int:
+    from trawl.sources import SourceError
+
+    registry = build_registry(settings.platforms)
+    urls = read_urls(args.urls, args.file)
+    choices = export.crawl_choices(args)  # -f, --limit-rate: in the items' options, for every worker
+    if args.detach:
+        if any((args.export, args.output, args.cookies)):
+            raise CommandError("--export, -o and --cookies act in this command's own worker; leave them out "
+                               "with --detach (set the cookies in the workers' settings instead)")
+        return await detach_crawl(args, settings, registry, urls, choices)
+    settings = export.crawl_settings(args, settings)  # --cookies: this command's worker
+    if args.source:
+        try:
+            urls += await asyncio.to_thread(source_urls, settings, registry, args.source)
+        except (SourceError, TrawlError) as err:
+            raise CommandError(f"source {args.source}: {err}") from None
+    if not urls:
+        raise CommandError("no URLs given (pass URLs, --file FILE or --source NAME)")
+    line = StatusLine(sys.stderr)
+    blobs = open_blob_store(settings) if args.json else None
+    exporting = export.crawl_export(args, settings)
+
+    def emit(result: ItemResult) -> None:
+        line.print(json.dumps(result_dict(result, blobs)) if args.json else result_line(result))
+        if exporting is not None:
+            exporting.on_result(result)
+
+    awaited = Awaited()
+    async with session(settings, worker=not args.no_worker, registry=registry, one_shot=True) as client:
+        try:
+            results = await crawl_urls(client, settings, registry, urls, emit, line=line, awaited=awaited,
+                                       choices=choices)
+        except asyncio.CancelledError:  # Ctrl-C: say it before the worker takes its time to stop
+            line.close()
+            say("crawl", interrupted_message(list(awaited.waiting)))
+            raise
+        finally:
+            if blobs is not None:
+                blobs.close()
+    exported = await exporting.finish() if exporting is not None else 0
+    return EXIT_FAILED_ITEMS if any(r.outcome == "failed" for r in results) else exported
+
+
+def resolved_record(url: str, item: Any) -> dict[str, Any]:
+    return {"url": url, "outcome": "resolved", "canonical_key": item.canonical_key,
+            "canonical_url": item.canonical_url, "platform": item.platform, "title": item.title,
+            "uploader": item.uploader, "duration": item.duration, "published_at": item.published_at,
+            "assets": [{"name": a.name, "kind": a.kind, "urls": a.urls, "expected_size": a.expected_size,
+                        "mime": a.mime} for a in item.assets],
+            "metadata": item.metadata, "more": [m.url for m in item.more]}
+
+
+def cmd_resolve(args: argparse.Namespace, settings: Settings) -> int:
+    """Resolve without downloading, like ``yt-dlp -j``."""
+    from trawl.http import make_client
+    from trawl.models import refuse_previews
+    from trawl.platforms.base import ResolveContext
+
+    registry = build_registry(settings.platforms)
+    failed = False
+    with make_client(settings.net) as http:
+        ctx = ResolveContext(http, settings.net.max_page_bytes)
+        for url in args.urls:
+            try:
+                item = registry.resolver_for(url).resolve(url.strip(), ctx)
+                refuse_previews(item)  # as a crawl would: a preview is never the item
+            except TrawlError as err:
+                failed = True
+                record = {"url": url, "outcome": "failed", "error_class": err.error_class, "error": err.message}
+                print(json.dumps(record) if args.json else f"failed     {err.error_class}: {printable(err.message)}",
+                      flush=True)
+                continue
+            if args.json:
+                print(json.dumps(resolved_record(url, item), ensure_ascii=False), flush=True)
+                continue
+            duration = f"{item.duration:.0f} s" if item.duration else "-"
+            print(f"{item.canonical_key}  {clean(item.title, 60)}  by {clean(item.uploader, 30)}  {duration}")
+            for asset in item.assets:
+                size = human_size(asset.expected_size) if asset.expected_size else "size unknown"
+                print(f"    {asset.name:<10} {asset.kind:<9} {size:>12}  {clean(asset.urls[0], 100)}"
+                      + (f"  (+{len(asset.urls) - 1} backup)" if len(asset.urls) > 1 else ""))
+            parts = item.metadata.get("parts")
+            if isinstance(parts, list) and len(parts) > 1:
+                print(f"    part {item.metadata.get('part', 1)} of {len(parts)}:")
+                for part in parts:
+                    if isinstance(part, dict):
+                        length = f"{part['duration']:.0f} s" if isinstance(part.get("duration"), (int, float)) else "-"
+                        print(f"      P{part.get('page', '?'):<4} {clean(part.get('title'), 60):<60} {length:>8}")
+            for more in item.more:  # crawled too by `trawl crawl` of this URL
+                print(f"    more       {clean(more.url, 100)}")
+    return EXIT_FAILED_ITEMS if failed else 0
+
+
+async def detach_crawl(args: argparse.Namespace, settings: Settings, registry: Registry, urls: list[str],
+                       choices: CrawlChoices | None = None) -> int:
+    """Start a CrawlWorkflow (workers elsewhere do the work) and print its id."""
+    if not urls and not args.source:
+        raise CommandError("no URLs given (pass URLs, --file FILE or --source NAME)")
+    async with session(settings, worker=False) as client:
+        handle, refused = await start_crawl(client, settings, registry, urls, source=args.source,
+                                            concurrency=args.concurrency, choices=choices)
+    for line in refused:
+        say("crawl", f"refused {line}")
+    print(json.dumps({"crawl_id": handle.id, "refused": refused}) if args.json else handle.id)
+    return 0
+
+
+# -- crawls --------------------------------------------------------------------------------------
+async def cmd_crawls(args: argparse.Namespace, settings: Settings) -> int:
+    async with session(settings, worker=False) as client:
+        found = 0
+        async for execution in client.list_workflows("WorkflowType = 'CrawlWorkflow'", limit=args.limit):
+            found += 1
+            handle = client.get_workflow_handle_for(CrawlWorkflow.run, execution.id)
+            try:
+                _, stats = await crawl_state(handle)
+            except RPCError:
+                stats = None
+            status = status_name(execution.status).lower()
+            started = execution.start_time.strftime("%Y-%m-%d %H:%M:%S") if execution.start_time else "-"
+            print(f"{execution.id:<20} {started}  {status:<10} {stats_line(stats) if stats else ''}")
+        if not found:
+            print("no crawls", file=sys.stderr)
+    return 0
+
+
+MEASURE_TRIES = 3  # a one-off look takes this many more samples, a second apart, for a speed
+
+
+async def cmd_crawl_status(args: argparse.Namespace, settings: Settings) -> int:
+    async with session(settings, worker=False) as client:
+        handle = client.get_workflow_handle_for(CrawlWorkflow.run, args.id)
+        speed = CrawlSpeed(client, args.id)
+        live = is_terminal(sys.stdout) and not args.json
+        try:
+            desc, stats = await crawl_state(handle)
+            line = StatusLine(sys.stdout)
+            while live and desc.status == WorkflowExecutionStatus.RUNNING:
+                await speed.sample(stats)
+                line.show(stats_line(stats, speed.speed, speed.eta))
+                await asyncio.sleep(SAMPLE_EVERY_S)
+                desc, stats = await crawl_state(handle)
+            if live and line.text:
+                print()
+            if not live and not args.json and desc.status == WorkflowExecutionStatus.RUNNING and stats:
+                # The speed over all the samples: bytes move in steps, the first step is no speed.
+                await speed.sample(stats)
+                for _ in range(MEASURE_TRIES):
+                    await asyncio.sleep(SAMPLE_EVERY_S)
+                    desc, stats = await crawl_state(handle)
+                    if desc.status != WorkflowExecutionStatus.RUNNING or stats is None:
+                        break
+                    await speed.sample(stats)
+        except RPCError as err:
+            if unreachable(err):
+                raise CommandError(f"the Temporal server at {settings.temporal.address} is unreachable "
+                                   f"({err.message}); try again when it is back", EXIT_FAILED_ITEMS) from None
+            raise CommandError(f"no crawl {args.id!r}: {err.message}") from None
+        if args.json:
+            print(json.dumps(crawl_dict(handle.id, desc, stats)))
+            return 0
+        print(f"{handle.id}: {status_name(desc.status).lower()}")
+        if stats:
+            running = desc.status == WorkflowExecutionStatus.RUNNING
+            print(stats_line(stats, speed.speed if running else None, speed.eta if running else None))
+    return 0
+
+
+# -- the catalog ---------------------------------------------------------------------------------
+def cmd_items(args: argparse.Namespace, settings: Settings) -> int:
+    known = [*PLATFORM_RESOLVERS, "generic"]
+    if args.platform is not None and args.platform not in known:
+        raise CommandError(f"unknown platform {args.platform!r}; give one of {', '.join(known)}")
+    catalog = open_catalog(settings)
+    items = catalog.list(platform=args.platform, limit=args.limit)
+    blobs = open_blob_store(settings)
+    if not args.json:
+        print(ITEMS_HEADER)
+    for item in items:
+        print(json.dumps(item_dict(item, blobs)) if args.json else item_line(item))
+    blobs.close()
+    if not args.json:
+        print(f"{len(items)} item(s) in {settings.catalog_url.split('@')[-1]}", file=sys.stderr)
+    return 0
+
+
+async def cmd_fsck(args: argparse.Namespace, settings: Settings) -> int:
+    """Check every blob against its name and every catalog row against the store.
+
+    With ``--json`` the only thing on stdout is one JSON object, the repair's re-crawl included.
+    Problems carry the blob's ``key`` and, for people, its ``path`` (a file, or an ``s3://`` URL).
+    """
+    from trawl.storage.fsck import check, quarantine
+
+    catalog = open_catalog(settings)
+    blobs = open_blob_store(settings)
+    report = await asyncio.to_thread(check, catalog, blobs)
+    summary: dict[str, Any] = {"items": report.items, "blobs": report.blobs, "orphans": report.orphans,
+                               "shared": report.shared,
+                               "problems": [{**dataclasses.asdict(p), "path": blobs.location(p.key)}
+                                            for p in report.problems]}
+    if not args.json:
+        for problem in report.problems:
+            print(f"{problem.kind:<14} {blobs.location(problem.key)}  {problem.detail}"
+                  + (f"  [{problem.canonical_key}]" if problem.canonical_key else ""))
+        print(f"{report.items} item(s), {report.blobs} blob(s) checked: {len(report.problems)} problem(s), "
+              f"{len(report.orphans)} unreferenced blob(s)"
+              + (f", {len(report.shared)} shared with exported files (hard links: editing those files in place "
+                 "changes the blobs)" if report.shared else ""), file=sys.stderr)
+    code = 0
+    if report.problems and not args.repair:
+        code = EXIT_FAILED_ITEMS
+    elif report.problems:
+        urls = await asyncio.to_thread(quarantine, report, catalog, blobs)
+        catalog.close()
+        where = getattr(blobs, "quarantine_dir", None) or "the store's quarantine"
+        summary["repair"] = {"quarantine": str(where), "recrawled": []}
+        if not args.json:
+            print(f"moved damaged blobs to {where}; crawling {len(urls)} item(s) again", file=sys.stderr)
+        if urls:
+            registry = build_registry(settings.platforms)
+            show = (lambda r: None) if args.json else (lambda r: print(result_line(r), flush=True))
+            async with session(settings, worker=True, registry=registry, one_shot=True) as client:
+                results = await crawl_urls(client, settings, registry, urls, show)
+            summary["repair"]["recrawled"] = [result_dict(r, blobs) for r in results]
+            code = EXIT_FAILED_ITEMS if any(r.outcome == "failed" for r in results) else 0
+    blobs.close()
+    if args.json:
+        print(json.dumps(summary))
+    return code
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    crawl = sub.add_parser("crawl", help="crawl URLs and wait for the results (live progress on a terminal)")
+    crawl.add_argument("urls", nargs="*", help="page or media URLs")
+    crawl.add_argument("-a", "--batch-file", "--file", dest="file",
+                       help="read URLs from FILE, one per line, '#' and ';' start comments ('-' for stdin)")
+    crawl.add_argument("--source", help="crawl the named source from the settings ([[sources]])")
+    crawl.add_argument("--json", action="store_true", help="one JSON object per item")
+    crawl.add_argument("--no-worker", action="store_true", help="do not run a worker in this process")
+    crawl.add_argument("--detach", action="store_true",
+                       help="start a crawl workflow, print its id and return (workers elsewhere do the work)")
+    crawl.add_argument("--concurrency", type=int, default=8, help="items in flight at once (with --detach)")
+    export.add_crawl_flags(crawl)
+    crawl.set_defaults(func=cmd_crawl)
+
+    crawls = sub.add_parser("crawls", help="list crawl workflows")
+    crawls.add_argument("--limit", type=int, default=50)
+    crawls.set_defaults(func=cmd_crawls)
+    crawl_status = sub.add_parser("crawl-status", help="a crawl's progress, speed and ETA (live on a terminal)")
+    crawl_status.add_argument("id")
+    crawl_status.add_argument("--json", action="store_true")
+    crawl_status.set_defaults(func=cmd_crawl_status)
+
+    resolve = sub.add_parser("resolve", help="resolve URLs without downloading (like yt-dlp -j)")
+    resolve.add_argument("urls", nargs="+")
+    resolve.add_argument("-j", "--json", action="store_true", help="one JSON object per URL (yt-dlp's -j)")
+    resolve.set_defaults(func=cmd_resolve)
+
+    items = sub.add_parser("items", help="list the catalog")
+    items.add_argument("--json", action="store_true")
+    items.add_argument("--platform")
+    items.add_argument("--limit", type=int, default=1000)
+    items.set_defaults(func=cmd_items)
+
+    fsck = sub.add_parser("fsck", help="check every blob against its hash and every catalog row against the store")
+    fsck.add_argument("--repair", action="store_true",
+                      help="move damaged blobs to data/quarantine, drop their rows and crawl those items again")
+    fsck.add_argument("--json", action="store_true")
+    fsck.set_defaults(func=cmd_fsck)
+
+
+__all__ = ["crawl_urls", "read_urls", "register"]

@@ -1,0 +1,41 @@
+"""Reading trawl's own logs: ``logs triage``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from trawl.cli.output import CommandError
+from trawl.settings import Settings
+
+
+def cmd_logs(args: argparse.Namespace, settings: Settings) -> int:
+    from trawl.durations import parse_duration
+    from trawl.triage import render, triage
+
+    try:
+        since = parse_duration(args.since) if args.since else None
+        recent = parse_duration(args.recent)
+    except ValueError as err:
+        raise CommandError(str(err)) from None
+    try:
+        source = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8", errors="replace")
+    except OSError as err:
+        raise CommandError(f"cannot read {args.file}: {err.strerror}") from None
+    with source:
+        report = triage(source, since=since, recent=recent)
+    print(json.dumps(report.to_json(), indent=2) if args.json else render(report))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    logs = sub.add_parser("logs", help="read trawl's JSON logs")
+    logs_sub = logs.add_subparsers(dest="logs_command", required=True)
+    tri = logs_sub.add_parser("triage", help="what is failing, where, and since when")
+    tri.add_argument("file", nargs="?", default="-", help="log file ('-' or nothing: stdin)")
+    tri.add_argument("--since", help="only lines newer than this (e.g. 30m, 2h)")
+    tri.add_argument("--recent", default="5m", help="a group seen this close to the newest line, with no "
+                                                    "success after it, is still failing (default 5m)")
+    tri.add_argument("--json", action="store_true")
+    tri.set_defaults(func=cmd_logs, command_name="logs triage")

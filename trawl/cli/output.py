@@ -1,0 +1,285 @@
+"""What the ``trawl`` commands print: sizes, item and crawl lines, speed and ETA, the live status
+line on a terminal, and the one-line error a person's mistake gets.
+
+The JSON forms of items, results and crawls come from :mod:`trawl.starter.views`, shared with the API.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections import deque
+from typing import Any, TextIO
+
+from wcwidth import wcswidth, wcwidth
+
+from trawl.storage.records import CatalogItem
+from trawl.contracts import ItemResult
+
+EXIT_FAILED_ITEMS = 1
+EXIT_USAGE = 2  # usage and configuration errors
+EXIT_INTERRUPTED = 130
+
+
+class CommandError(Exception):
+    """A mistake or a condition a person can fix: ``main`` prints ``trawl <command>: <message>``, no
+    traceback, and exits with ``code``."""
+
+    def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+def human_size(size: float) -> str:
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} B"
+
+
+def display_width(text: str) -> int:
+    """Terminal columns ``text`` takes: a CJK character or an emoji two, a combining mark none."""
+    width = wcswidth(text)
+    return width if width >= 0 else sum(max(0, wcwidth(ch)) for ch in text)
+
+
+def printable(text: str | None) -> str:
+    """``text`` on one line, without terminal codes (titles and errors are data); "-" for none."""
+    return "".join(ch if ch.isprintable() else " " for ch in (text or "-"))
+
+
+def clean(text: str | None, width: int) -> str:
+    """:func:`printable` ``text`` cut to at most ``width`` terminal columns."""
+    text = printable(text)
+    if display_width(text) <= width:
+        return text
+    kept, used = [], 0
+    for ch in text:
+        used += max(0, wcwidth(ch))
+        if used > width - 1:
+            break
+        kept.append(ch)
+    return "".join(kept) + "~"
+
+
+def pad(text: str, width: int) -> str:
+    """``text`` filled with spaces to ``width`` terminal columns (``str.ljust`` counts characters)."""
+    return text + " " * max(0, width - display_width(text))
+
+
+# -- speed and ETA -------------------------------------------------------------------------------
+class Rate:
+    """Bytes per second over the last :data:`WINDOW_S` seconds of ``(time, bytes so far)`` samples.
+
+    The bytes come from download heartbeats, a second apart, and a throttled download can move in
+    steps: the average over a window reads such steps as their rate, where the speed between two
+    samples jumped from a step's size per second to 0 B/s.
+    """
+
+    WINDOW_S = 10.0
+
+    def __init__(self, window_s: float = WINDOW_S) -> None:
+        self.window_s = window_s
+        self.samples: deque[tuple[float, float]] = deque()
+        self.speed: float | None = None
+
+    @property
+    def last(self) -> tuple[float, float] | None:
+        return self.samples[-1] if self.samples else None
+
+    def update(self, now: float, value: float) -> float | None:
+        if self.samples and value < self.samples[-1][1]:  # counted from the start again: what was, was another count
+            self.samples.clear()
+            self.speed = None
+        if self.samples and now <= self.samples[-1][0]:
+            return self.speed
+        self.samples.append((now, value))
+        # The oldest sample kept is the last one at or before the window's start, so the window is full.
+        while len(self.samples) > 2 and self.samples[1][0] <= now - self.window_s:
+            self.samples.popleft()
+        then, before = self.samples[0]
+        if now > then:
+            self.speed = (value - before) / (now - then)
+        return self.speed
+
+
+def eta_seconds(remaining: float | None, speed: float | None) -> float | None:
+    if remaining is None or not speed or speed <= 0:
+        return None
+    return max(0.0, remaining) / speed
+
+
+def format_speed(speed: float | None) -> str:
+    return f"{human_size(speed)}/s" if speed is not None else ""
+
+
+def format_eta(seconds: float | None) -> str:
+    if seconds is None or seconds < 0:
+        return ""
+    total = math.ceil(seconds)
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"ETA {hours}:{minutes:02d}:{secs:02d}" if hours else f"ETA {minutes}:{secs:02d}"
+
+
+def _speed_eta(speed: float | None, eta: float | None) -> list[str]:
+    return [part for part in (format_speed(speed), format_eta(eta)) if part]
+
+
+# -- lines ---------------------------------------------------------------------------------------
+def result_line(result: ItemResult) -> str:
+    """An item's result in columns: outcome, title, size, hash, URL. A failure's error class takes
+    the title's column and its message, whole, follows the URL: the end of it says what to do."""
+    size = sum(a.size for a in result.assets)
+    sha = result.assets[0].sha256[:12] if result.assets else "-"
+    failed = result.outcome == "failed"
+    detail = clean(result.error_class if failed else result.title, TITLE_COLUMNS)
+    line = (f"{result.outcome:<10} {pad(detail, TITLE_COLUMNS)} {(human_size(size) if size else '-'):>10}  "
+            f"{sha:<12}  {result.url}")
+    return line + (f"  {printable(result.error)}" if failed and result.error else "")
+
+
+TITLE_COLUMNS = 32
+ITEMS_HEADER = f"{'PLATFORM':<10} {pad('TITLE', TITLE_COLUMNS)} {'SIZE':>10}  {'SHA256':<12}  KEY"
+
+
+def item_line(item: CatalogItem) -> str:
+    """A catalog item under :data:`ITEMS_HEADER` (``trawl items``)."""
+    size = sum(a.size for a in item.assets)
+    sha = item.assets[0].sha256[:12] if item.assets else "-"
+    return (f"{item.platform:<10} {pad(clean(item.title, TITLE_COLUMNS), TITLE_COLUMNS)} {human_size(size):>10}  "
+            f"{sha:<12}  {item.canonical_key}")
+
+
+def progress_bar(progress: dict[str, Any], width: int = 30, speed: float | None = None,
+                 eta: float | None = None) -> str:
+    """A running item: bar, bytes, stage, then speed and ETA when known, a retry's attempt number and
+    the last error."""
+    done, total = progress["bytes_done"], progress["bytes_total"]
+    if total:
+        filled = min(width, width * done // total)
+        bar = f"[{'#' * filled}{'.' * (width - filled)}] {100 * done // total:3d}%"
+    else:
+        bar = f"[{'?' * width}]  ..."
+    size = f"{human_size(done)}" + (f" / {human_size(total)}" if total else "")
+    state = "paused" if progress["paused"] else progress["stage"]
+    rate = "".join(f"  {part}" for part in _speed_eta(None if progress["paused"] else speed,
+                                                      None if progress["paused"] else eta))
+    attempt = f"  attempt {progress['attempt']}" if progress["attempt"] > 1 else ""
+    error = f"  last error {clean(progress['last_error'], 50)}" if progress["last_error"] else ""
+    return f"{bar} {size:>19}  {state:<8}{rate}{attempt}{error}"
+
+
+def fitted_progress_bar(progress: dict[str, Any], columns: int, speed: float | None = None,
+                        eta: float | None = None) -> str:
+    """:func:`progress_bar` with the bar as wide as ``columns`` allows (10 to 30 characters)."""
+    narrow = progress_bar(progress, 10, speed, eta)
+    return progress_bar(progress, max(10, min(30, columns - (len(narrow) - 10))), speed, eta)
+
+
+def crawl_progress_line(done: int, total: int, bytes_done: int, speed: float | None, eta: float | None) -> str:
+    """The live line of ``trawl crawl``: items finished of all, bytes downloaded, speed, ETA."""
+    return "  ".join([f"{done}/{total} items", human_size(bytes_done), *_speed_eta(speed, eta)])
+
+
+def stats_line(stats: Any, speed: float | None = None, eta: float | None = None) -> str:
+    """A crawl's counts (``CrawlStats``), with speed and ETA while it runs."""
+    done = ", ".join(f"{n} {outcome}" for outcome, n in sorted(stats.outcomes.items())) or "nothing finished"
+    error = getattr(stats, "error", None)  # why a failed crawl failed (its source could not be expanded)
+    state = "failed" if error else "cancelled" if stats.cancelled else (
+        "paused" if stats.paused else ("finished" if stats.finished_at else "running"))
+    rate = ", ".join(_speed_eta(speed, eta)) if state == "running" else ""
+    return (f"{state:<9} {stats.queued} queued, {stats.running} running, {done}; "
+            f"{human_size(stats.bytes)}" + (f"; {stats.refused} refused" if stats.refused else "")
+            + (f"; {rate}" if rate else "") + (f"; {' '.join(error.split())}" if error else ""))
+
+
+# -- the live status line ----------------------------------------------------------------------------
+def is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+class StatusLine:
+    """One line redrawn in place on a terminal; on anything else (a pipe, a file) it writes nothing.
+
+    Lines printed while it shows go through :meth:`print`, which clears it, prints, and draws it
+    again; log lines on the same terminal do the same through :class:`AroundStatusLine`.
+    """
+
+    shown: StatusLine | None = None  # the one drawn now, if any
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.enabled = is_terminal(self.stream)
+        self.text = ""
+
+    def columns(self) -> int:
+        """How much of a line it can use: the terminal's width less one (80 when unknown)."""
+        try:
+            columns = os.get_terminal_size(self.stream.fileno()).columns
+        except (OSError, ValueError):
+            columns = 0
+        return (columns or 80) - 1
+
+    def show(self, text: str) -> None:
+        if not self.enabled:
+            return
+        self.text = text[: self.columns()]  # a wrapped line could not be redrawn in place
+        StatusLine.shown = self
+        self.stream.write("\r\033[K" + self.text)
+        self.stream.flush()
+
+    def redraw(self) -> None:
+        if self.enabled and self.text:
+            self.stream.write(self.text)
+            self.stream.flush()
+
+    def clear(self) -> None:
+        if self.enabled and self.text:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+
+    def print(self, line: str, file: TextIO | None = None) -> None:
+        self.clear()
+        print(line, file=file or sys.stdout, flush=True)
+        self.redraw()
+
+    def close(self) -> None:
+        self.clear()
+        self.text = ""
+        if StatusLine.shown is self:
+            StatusLine.shown = None
+
+
+class AroundStatusLine:
+    """A terminal stream for log lines that clears the status line before a line and draws it again
+    after, so the two do not run into each other."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        line = StatusLine.shown
+        if line is None or not line.text:
+            return self._stream.write(text)
+        line.clear()
+        written = self._stream.write(text)
+        if text.endswith("\n"):
+            self._stream.flush()
+            line.redraw()
+        return written
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def say(command: str, message: str) -> None:
+    """``trawl <command>: <message>`` on stderr."""
+    print(f"trawl {command}: {message}", file=sys.stderr, flush=True)

@@ -1,0 +1,209 @@
+"""The foreground services and their setup: ``server``, ``worker``, ``up``, ``api``, ``setup``, ``demo``,
+``simulator``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import errno
+import logging
+import signal
+import socket
+import sys
+import threading
+
+from temporalio.client import Client
+
+from trawl.starter.binding import require_safe_binding
+from trawl.cli.common import (
+    connect_failed,
+    connect_or_explain,
+    listen,
+    open_catalog,
+    session,
+    stop_event,
+    temporal,
+)
+from trawl.cli.output import CommandError
+from trawl.starter.client import connect, ensure_search_attributes, metrics_url
+from trawl.starter.embedded import answers
+from trawl.logs import get_logger
+from trawl.settings import Settings
+from trawl.worker.main import running_worker
+
+log = get_logger("trawl.worker")
+
+MAX_CONNECT_BACKOFF_S = 30.0
+
+
+async def wait_for_server(settings: Settings, stop: asyncio.Event) -> Client | None:
+    """Connect once the server answers, retrying with backoff; None if stopped first.
+
+    A supervised worker waits like this instead of exiting (and being restarted, again and again)
+    while its server is down: it says so once, then retries quietly.
+    """
+    delay = 1.0
+    told = False
+    while not stop.is_set():
+        if await asyncio.to_thread(answers, settings.temporal.address, 1.0):
+            try:
+                return await connect(settings, metrics=True)
+            except RuntimeError as err:
+                if not connect_failed(err):
+                    raise
+        if not told:
+            told = True
+            log.warning("Temporal server unreachable; retrying the connection with backoff until it answers "
+                        "(start it, or check temporal.address)", address=settings.temporal.address)
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stop.wait(), delay)
+        delay = min(delay * 2, MAX_CONNECT_BACKOFF_S)
+    return None
+
+
+async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
+    stop = stop_event()
+    if args.supervised:
+        client = await wait_for_server(settings, stop)
+        if client is None:
+            return 0
+    else:
+        client = await connect_or_explain(settings, metrics=True)
+    await ensure_search_attributes(client, settings.temporal.namespace)
+    async with running_worker(client, settings):
+        logging.getLogger("trawl").info(
+            "worker started", extra={"trawl": {"address": settings.temporal.address,
+                                               "queues": f"{settings.temporal.task_queue_prefix}-*",
+                                               "metrics": metrics_url(client)}})
+        await stop.wait()
+    return 0
+
+
+async def _serve_api(settings: Settings, client: Client, stop: asyncio.Event, sock: socket.socket,
+                     banner: str) -> None:
+    from trawl.api import ApiStartError, serve_api  # FastAPI and uvicorn load only for the commands that serve
+
+    try:
+        await serve_api(settings, client, stop, sock, ready=lambda: print(banner, file=sys.stderr, flush=True))
+    except ApiStartError as err:
+        raise CommandError(str(err)) from None
+
+
+def _with_api_args(args: argparse.Namespace, settings: Settings) -> Settings:
+    api = settings.api.model_copy(update={k: v for k, v in (("host", args.host), ("port", args.port)) if v})
+    settings = settings.model_copy(update={"api": api})
+    require_safe_binding(settings)  # refused before anything starts or is announced
+    return settings
+
+
+def _listen_api(settings: Settings) -> socket.socket:
+    """The API's port, bound before the server, the worker or the API start."""
+    return listen(settings.api.host, settings.api.port, setting="api.port",
+                  fix="pass --port or set TRAWL_API__PORT (api.port) to a free port")
+
+
+async def cmd_api(args: argparse.Namespace, settings: Settings) -> int:
+    settings = _with_api_args(args, settings)
+    stop = stop_event()
+    with _listen_api(settings) as sock:
+        async with session(settings, worker=False) as client:
+            await _serve_api(settings, client, stop, sock, f"trawl api on http://{settings.api.host}:"
+                             f"{settings.api.port} (docs at /docs); Ctrl-C stops")
+    return 0
+
+
+async def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
+    settings = _with_api_args(args, settings)
+    stop = stop_event()
+    with _listen_api(settings) as sock:
+        async with session(settings, worker=True, metrics=True) as client:
+            metrics = metrics_url(client)
+            await _serve_api(settings, client, stop, sock, f"trawl up: Temporal {settings.temporal.address}, Web UI "
+                             f"http://127.0.0.1:{settings.temporal.ui_port}, API http://{settings.api.host}:"
+                             f"{settings.api.port}/docs" + (f", metrics {metrics}" if metrics else "")
+                             + f", data {settings.data_dir.resolve()}; Ctrl-C stops")
+    return 0
+
+
+async def cmd_setup(args: argparse.Namespace, settings: Settings) -> int:
+    """Prepare a server and catalog trawl did not create: search attributes and tables."""
+    client = await connect_or_explain(settings)
+    await ensure_search_attributes(client, settings.temporal.namespace)
+    open_catalog(settings).close()
+    print(f"search attributes registered in namespace {settings.temporal.namespace} at {settings.temporal.address}; "
+          f"catalog tables ready in {settings.catalog_url.split('@')[-1]}")
+    return 0
+
+
+async def cmd_server(args: argparse.Namespace, settings: Settings) -> int:
+    stop = stop_event()
+    async with temporal(settings) as settings:
+        print(f"Temporal at {settings.temporal.address}, Web UI http://127.0.0.1:{settings.temporal.ui_port}; "
+              "Ctrl-C stops", file=sys.stderr)
+        await stop.wait()
+    return 0
+
+
+async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
+    from trawl.cli.export import export_and_show
+    from trawl.cli.demo import run_demo
+
+    code = await run_demo(settings, sim_port=args.sim_port)
+    if code != 2:  # the simulators ran: show the catalog as named files, as `trawl export` writes them
+        await asyncio.to_thread(export_and_show, settings, settings.data_dir / "export")
+    return code
+
+
+SIMULATOR_HOST = "127.0.0.1"
+
+
+def cmd_simulator(args: argparse.Namespace, settings: Settings) -> int:
+    from trawl.simulator import Simulator
+    from trawl.simulator.demo import install_demo_site
+
+    try:
+        simulator = Simulator(host=SIMULATOR_HOST, port=args.port)  # binds here, before anything is printed
+    except OSError as err:
+        reason = (f"port {args.port} is in use on {SIMULATOR_HOST} (another trawl simulator?)"
+                  if err.errno == errno.EADDRINUSE else f"cannot listen on port {args.port} ({err.strerror or err})")
+        raise CommandError(f"{reason}: pass --port with a free port") from None
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    with simulator as sim:
+        for case in install_demo_site(sim):
+            print(case.url, flush=True)  # stdout: the URLs only, for scripts
+        # trawl refuses loopback targets by default (blocked_address): the one setting to crawl this.
+        print(f"trawl simulator: the demo site on {sim.base_url}; trawl refuses loopback addresses unless told: crawl "
+              "it with TRAWL_NET__ALLOW_PRIVATE=true, or net.allowed_networks = [\"127.0.0.0/8\"] in trawl.toml; "
+              "Ctrl-C stops", file=sys.stderr, flush=True)
+        while not stop.wait(1.0):
+            pass
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    server = sub.add_parser("server", help="run only the embedded Temporal server (foreground)")
+    server.set_defaults(func=cmd_server, long_running=True)
+    setup = sub.add_parser("setup", help="register search attributes on a Temporal server and create the "
+                                         "catalog tables")
+    setup.set_defaults(func=cmd_setup)
+    worker = sub.add_parser("worker", help="run only a worker (foreground)")
+    worker.add_argument("--processes", type=int, help="worker processes to supervise (default worker.processes)")
+    # A supervised child waits for an unreachable server instead of exiting.
+    worker.add_argument("--supervised", action="store_true", help=argparse.SUPPRESS)
+    worker.set_defaults(func=cmd_worker, long_running=True)
+    up = sub.add_parser("up", help="run the embedded server, a worker and the HTTP API (foreground)")
+    up.set_defaults(func=cmd_up, long_running=True)
+    api = sub.add_parser("api", help="run the HTTP API (foreground)")
+    api.set_defaults(func=cmd_api, long_running=True)
+    for cmd in (up, api):
+        cmd.add_argument("--host", help="listen address (default api.host, 127.0.0.1)")
+        cmd.add_argument("--port", type=int, help="listen port (default api.port, 8000)")
+    demo = sub.add_parser("demo", help="crawl the built-in simulated site end to end")
+    demo.add_argument("--sim-port", type=int, default=18765)
+    demo.set_defaults(func=cmd_demo, log_level_default="ERROR")  # the demo prints its own table
+    sim = sub.add_parser("simulator", help="serve the demo site on loopback (foreground)")
+    sim.add_argument("--port", type=int, default=18765)
+    sim.set_defaults(func=cmd_simulator)

@@ -1,0 +1,293 @@
+"""Everything that crosses Temporal: the types and names the workflows, the activities, the
+worker and the clients (CLI, API) share, imported downward by all of them and defined once.
+
+- Activities: one dataclass in, one out (``FetchInput`` -> ``FetchResult`` ...).
+- Items: ``ItemOptions`` (the deployment's choices, fixed at start: queues, per-stage retry and
+  timeout policies), ``ItemInput``, ``ItemResult``, ``Progress``.
+- Task queue names.
+
+Workflows import this module passed through the sandbox, so its classes are built once per
+worker process, not again for every item the sandbox starts; clients read results without
+importing the workflows and their activities.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from temporalio.common import RetryPolicy, SearchAttributeKey
+
+from trawl.errors import BY_CLASS, NON_RETRYABLE
+from trawl.models import Asset, MoreItem, Resolved
+from trawl.storage.blobs import blob_key
+from trawl.storage.records import CatalogItem
+
+# -- search attributes of the item and crawl workflows (registered by trawl.starter.embedded) ---
+PLATFORM = SearchAttributeKey.for_keyword("Platform")
+CANONICAL_KEY = SearchAttributeKey.for_keyword("CanonicalKey")
+STAGE = SearchAttributeKey.for_keyword("Stage")
+OUTCOME = SearchAttributeKey.for_keyword("Outcome")
+CRAWL_ID = SearchAttributeKey.for_keyword("CrawlId")
+# Columns for the Web UI's list (Keyword: shown as is, matched exactly; at most 255 characters).
+TITLE = SearchAttributeKey.for_keyword("Title")
+ERROR_CLASS = SearchAttributeKey.for_keyword("ErrorClass")
+SEARCH_ATTRIBUTES = (PLATFORM, CANONICAL_KEY, STAGE, OUTCOME, CRAWL_ID, TITLE, ERROR_CLASS)
+
+# -- per-stage retry and timeout policies, as data the starter builds from the settings ---------
+
+STAGES = ("fetch", "download", "verify", "commit")
+# Failure classes that are expected outcomes, told in full by their class and message (a 404, a
+# login wall, a lost host): their failures carry no stack trace (trawl.worker.interceptors) and a failed
+# item's failure no chain of causes. internal_error (a bug) and unclassified failures keep both.
+EXPECTED_FAILURES: frozenset[str] = (frozenset(BY_CLASS) - {"internal_error"}) | {"host_lost"}
+
+
+@dataclass
+class StagePolicy:
+    initial_interval_s: float = 1.0
+    backoff_coefficient: float = 2.0
+    maximum_interval_s: float = 60.0
+    maximum_attempts: int = 10
+    start_to_close_s: float = 600.0
+    schedule_to_close_s: float | None = None
+
+    def retry_policy(self) -> RetryPolicy:
+        """The stage's policy; classes retried only briefly (name_not_found) are retryable here
+        and made final by the activity itself at their ``max_attempts`` (trawl.activities.errors)."""
+        return RetryPolicy(
+            initial_interval=timedelta(seconds=self.initial_interval_s),
+            backoff_coefficient=self.backoff_coefficient,
+            maximum_interval=timedelta(seconds=self.maximum_interval_s),
+            # No attempt limit here: the activities apply maximum_attempts to every class but the
+            # infrastructure ones, which retry until schedule_to_close (trawl.activities.errors).
+            maximum_attempts=0,
+            non_retryable_error_types=list(NON_RETRYABLE),
+        )
+
+    @property
+    def start_to_close(self) -> timedelta:
+        return timedelta(seconds=self.start_to_close_s)
+
+    @property
+    def schedule_to_close(self) -> timedelta | None:
+        return None if self.schedule_to_close_s is None else timedelta(seconds=self.schedule_to_close_s)
+
+
+@dataclass
+class ItemOptions:
+    """Everything an item workflow needs to know about the deployment, fixed at start."""
+
+    queue_prefix: str = "trawl"
+    fetch: StagePolicy = field(default_factory=StagePolicy)
+    download: StagePolicy = field(default_factory=StagePolicy)
+    verify: StagePolicy = field(default_factory=StagePolicy)
+    commit: StagePolicy = field(default_factory=StagePolicy)
+    heartbeat_timeout_s: float = 10.0
+    max_redownloads: int = 2
+    max_refetches: int = 3
+    # Host-local work (download, verify, commit of one item on the host that holds its bytes).
+    local_schedule_to_start_s: float = 120.0
+    max_host_changes: int = 3
+    # Items of at most this many bytes (every asset's size known) run download, verify and commit
+    # as one activity; 0 (runs started before it existed) never does.
+    small_item_size: int = 0
+    # A crawl's own choices (`trawl crawl -f`, `--limit-rate`); 0: the worker's settings.
+    quality: int = 0  # the tallest video wanted, in lines (720 = 720p)
+    limit_rate: int = 0  # bytes per second for each download
+
+    def fetch_queue(self, platform: str) -> str:
+        return fetch_queue(self.queue_prefix, platform)
+
+    @property
+    def download_queue(self) -> str:
+        return download_queue(self.queue_prefix)
+
+    @property
+    def join_queue(self) -> str:
+        return join_queue(self.queue_prefix)
+
+
+def workflow_queue(prefix: str) -> str:
+    return f"{prefix}-workflows"
+
+
+def fetch_queue(prefix: str, platform: str) -> str:
+    return f"{prefix}-fetch-{platform}"
+
+
+def download_queue(prefix: str) -> str:
+    return f"{prefix}-download"
+
+
+def host_queue(prefix: str, host_id: str) -> str:
+    """The worker-specific queue of one host: the work that needs its local partial files."""
+    return f"{prefix}-host-{host_id}"
+
+
+def join_queue(prefix: str) -> str:
+    """Waiting for items another crawl or command started: its own queue, so a join never holds
+    one of the pipeline's download slots while the item it waits for needs one."""
+    return f"{prefix}-joins"
+
+
+# -- activities' inputs and results -------------------------------------------------------------
+@dataclass
+class FetchInput:
+    url: str
+    workflow_id: str
+    platform: str = ""
+    # A re-fetch for fresh media URLs (after url_expired) must resolve: the catalog's answer has
+    # no media URLs, and another URL form may have committed the item meanwhile.
+    fresh_urls: bool = False
+    quality: int = 0  # the crawl's -f as a height; 0: the platform's setting
+    # The stage's attempt limit from the item's options (one source for the whole policy, whichever
+    # worker runs it); None: the worker's own setting (runs started before the options carried it).
+    stage_attempts: int | None = None
+
+
+@dataclass
+class StoredAsset:
+    """A committed file: its blob in the store is ``key`` (``sha256/ab/cd/<sha256>``), wherever
+    the store is; no worker's file path travels."""
+
+    name: str
+    kind: str
+    sha256: str
+    size: int
+    # Results recorded before blobs had keys carry a ``path`` instead (ignored when read back).
+    key: str = ""
+    mime: str | None = None
+
+    def __post_init__(self) -> None:
+        self.key = self.key or blob_key(self.sha256)
+
+
+def stored_assets(item: CatalogItem) -> list[StoredAsset]:
+    """The committed files of a catalog item."""
+    return [StoredAsset(a.name, a.kind, a.sha256, a.size, a.key, a.mime) for a in item.assets]
+
+
+@dataclass
+class FetchResult:
+    resolved: Resolved
+    committed: bool  # the catalog already holds this canonical key
+    stored: list[StoredAsset] = field(default_factory=list)  # its assets, when committed
+
+
+@dataclass
+class DownloadInput:
+    workflow_id: str
+    asset: Asset
+    platform: str = ""
+    canonical_url: str = ""
+    quality: int = 0  # HLS: the crawl's -f as a height; 0: download.hls_quality
+    limit_rate: int = 0  # the crawl's --limit-rate; 0: download.limit_rate
+    stage_attempts: int | None = None  # as FetchInput's
+
+
+@dataclass
+class DownloadResult:
+    asset_name: str
+    path: str
+    size: int
+    sha256: str
+    url: str
+    etag: str | None = None
+    mime: str | None = None
+    total: int | None = None
+    resumed_from: int = 0
+    transferred: int = 0
+    connections: int = 1  # the most connections the download used at once (segments)
+
+
+@dataclass
+class VerifyInput:
+    asset: Asset
+    download: DownloadResult
+    platform: str = ""
+    canonical_url: str = ""
+    duration: float | None = None  # the platform's, checked with ffprobe when installed
+    stage_attempts: int | None = None  # as FetchInput's
+
+
+@dataclass
+class VerifyResult:
+    asset_name: str
+    sniffed: str
+    mime: str
+
+
+@dataclass
+class CommitFile:
+    asset: Asset
+    download: DownloadResult
+    mime: str
+
+
+@dataclass
+class CommitInput:
+    workflow_id: str
+    source_url: str
+    resolved: Resolved
+    files: list[CommitFile] = field(default_factory=list)
+    stage_attempts: int | None = None  # as FetchInput's
+
+
+@dataclass
+class CommitResult:
+    outcome: str  # committed | duplicate
+    assets: list[StoredAsset] = field(default_factory=list)
+
+
+@dataclass
+class DiscardInput:
+    workflow_id: str
+    asset_names: list[str] = field(default_factory=list)  # empty: the whole work directory
+    platform: str = ""
+    canonical_url: str = ""
+
+
+# -- the item workflow's input, result and what it reports --------------------------------------
+@dataclass
+class ItemInput:
+    url: str
+    platform: str = "generic"
+    crawl_id: str | None = None
+    options: ItemOptions = field(default_factory=ItemOptions)
+
+
+@dataclass
+class ItemResult:
+    workflow_id: str
+    url: str
+    outcome: str  # committed | duplicate | failed | cancelled
+    canonical_key: str | None = None
+    platform: str | None = None
+    title: str | None = None
+    error_class: str | None = None
+    error: str | None = None
+    assets: list[StoredAsset] = field(default_factory=list)
+    # Other items the URL stands for (parts 2..N of a bare multi-part video URL), routed: whoever
+    # started this item starts them as their own items.
+    more: list[MoreItem] = field(default_factory=list)
+
+
+@dataclass
+class Progress:
+    stage: str = "queued"
+    bytes_done: int = 0  # verified assets plus the bytes last reported (or kept) by running downloads
+    bytes_total: int | None = None
+    attempt: int = 1
+    last_error: str | None = None
+    paused: bool = False
+    bytes_finished: int = 0  # verified assets only
+
+
+@dataclass
+class DownloadProgress:
+    """What a running download reports to its item now and then (and what a paused one kept)."""
+
+    asset: str
+    bytes_done: int
+    bytes_total: int | None = None

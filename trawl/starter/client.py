@@ -1,0 +1,510 @@
+"""Connecting to Temporal and starting item workflows, shared by the CLI and the API."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+import uuid
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from temporalio.api.common.v1 import Payloads
+from temporalio.api.enums.v1 import EventType, IndexedValueType, TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDConflictPolicy
+from temporalio.exceptions import ApplicationError, CancelledError, TerminatedError
+from temporalio.exceptions import TimeoutError as WorkflowTimeoutError
+from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
+from temporalio.envconfig import ClientConfigProfile
+from temporalio.service import RPCError, RPCStatusCode, TLSConfig
+
+from trawl.starter.embedded import SEARCH_ATTRIBUTES
+from trawl.errors import TrawlError, UnsupportedUrl
+from trawl.logs import get_logger
+from trawl.models import MoreItem
+from trawl.platforms.registry import Registry
+from trawl.settings import Settings, StageRetry
+from trawl.activities.crawl import CrawlItem
+from trawl.contracts import StoredAsset
+from trawl.worker.main import ONE_SHOT_MARK, core_logging
+from trawl.workflows.crawl import CrawlInput, CrawlState, CrawlWorkflow
+from trawl.workflows.media_item import CRAWL_ID, PLATFORM, ItemInput, ItemResult, MediaItemWorkflow, Progress
+from trawl.contracts import ItemOptions, StagePolicy, download_queue, workflow_queue
+
+
+_log = get_logger("trawl.client")
+
+CONNECT_PATIENCE_S = 30.0
+UNREACHABLE_CODES = (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED)
+MAX_RECONNECT_DELAY_S = 5.0
+
+
+def unreachable(err: RPCError) -> bool:
+    """The server could not be reached (down, restarting, network): a reason to wait, not a result."""
+    return err.status in UNREACHABLE_CODES or "connect error" in err.message or "transport error" in err.message
+
+
+Notice = Callable[[str], None]
+
+
+# A second worker on a host finds the metrics port taken (by the first): it takes the next free
+# one of this many, or runs without metrics. Either way it says so.
+METRICS_PORT_TRIES = 10
+_metrics_served: weakref.WeakKeyDictionary[Runtime, str] = weakref.WeakKeyDictionary()
+
+
+def metrics_runtime(settings: Settings) -> Runtime | None:
+    """A runtime serving Prometheus metrics at ``worker.metrics_port``, or the next free port
+    after it; None (no metrics, with a warning) when none of them can be bound."""
+    host, first = settings.worker.metrics_host, settings.worker.metrics_port
+    problem = ""
+    for port in range(first, min(first + METRICS_PORT_TRIES, 65536)):
+        try:
+            runtime = Runtime(telemetry=TelemetryConfig(logging=core_logging(), metrics=PrometheusConfig(
+                bind_address=f"{host}:{port}", counters_total_suffix=True, durations_as_seconds=True)))
+        except ValueError as err:  # "Failed starting Prometheus exporter: Address already in use"
+            problem = str(err)
+            if "in use" not in problem:
+                break
+            continue
+        if port != first:
+            _log.warning(f"metrics port {first} is in use (another worker on this host?); serving metrics on "
+                         f"{port} instead", metrics=f"http://{host}:{port}/metrics")
+        _metrics_served[runtime] = f"http://{host}:{port}/metrics"
+        return runtime
+    _log.warning(f"metrics port {first} is in use and so are the next {METRICS_PORT_TRIES - 1}; running without "
+                 "metrics (set worker.metrics_port to a free port, or 0)" if "in use" in problem else
+                 f"cannot serve metrics on {host}:{first} ({problem}); running without metrics "
+                 "(check worker.metrics_host and worker.metrics_port)")
+    return None
+
+
+def metrics_url(client: Client) -> str | None:
+    """Where the runtime of a client connected with ``metrics=True`` serves its metrics, if it does."""
+    runtime = client.service_client.config.runtime
+    return _metrics_served.get(runtime) if runtime is not None else None
+
+
+def connect_options(settings: Settings, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The arguments of ``Client.connect``: the SDK's environment configuration, then trawl's settings.
+
+    The SDK's conventions come first (``temporalio.envconfig``: TOML profiles and ``TEMPORAL_*``
+    variables, as the Temporal CLI reads them); a trawl setting that was set explicitly wins over
+    them, and trawl's defaults fill what neither says.
+    """
+    temporal = settings.temporal
+    explicit = temporal.model_fields_set
+    profile = ClientConfigProfile.load(profile=temporal.profile or None, override_env_vars=env)
+    options: dict[str, Any] = dict(profile.to_client_connect_config())
+    if "address" in explicit or "target_host" not in options:
+        options["target_host"] = temporal.address
+    if "namespace" in explicit or "namespace" not in options:
+        options["namespace"] = temporal.namespace
+    if temporal.api_key:
+        options["api_key"] = temporal.api_key
+        options.setdefault("tls", True)
+    files = (temporal.tls_server_ca, temporal.tls_client_cert, temporal.tls_client_key)
+    if temporal.tls or any(files) or temporal.tls_server_name:
+        ca, cert, key = (path.read_bytes() if path else None for path in files)
+        options["tls"] = TLSConfig(server_root_ca_cert=ca, client_cert=cert, client_private_key=key,
+                                   domain=temporal.tls_server_name or None)
+    return options
+
+
+async def connect(settings: Settings, *, metrics: bool = False) -> Client:
+    """A client; with ``metrics``, its runtime serves Prometheus metrics for the worker using it."""
+    runtime = None
+    if metrics and settings.worker.metrics_port:
+        runtime = metrics_runtime(settings)
+    options = connect_options(settings)
+    # A server that has just started accepts connections before its frontend is healthy; wait
+    # for it rather than failing the command.
+    deadline = time.monotonic() + CONNECT_PATIENCE_S
+    while True:
+        try:
+            return await Client.connect(**options, runtime=runtime or Runtime.default())
+        except RuntimeError as err:
+            if "not healthy" not in str(err) or time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.25)
+
+
+async def ensure_search_attributes(client: Client, namespace: str) -> None:
+    """Register trawl's search attributes where they are missing (``trawl setup`` on a real server)."""
+    existing = await client.operator_service.list_search_attributes(ListSearchAttributesRequest(namespace=namespace))
+    missing = {name: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD for name in SEARCH_ATTRIBUTES
+               if name not in existing.custom_attributes}
+    if missing:
+        await client.operator_service.add_search_attributes(
+            AddSearchAttributesRequest(namespace=namespace, search_attributes=missing))
+
+
+# A live worker re-polls at least this often (the server answers an idle long poll within about
+# a minute), so a poller last seen longer ago than this has stopped.
+POLLER_FRESH_S = 75.0
+
+
+async def live_workers(client: Client, settings: Settings) -> list[str]:
+    """Identities of the deployment's long-running workers polling this prefix's queues now.
+
+    One-shot commands' own in-process workers are left out: they leave with their command.
+    A worker that died less than :data:`POLLER_FRESH_S` ago may still be listed.
+    """
+    prefix = settings.temporal.task_queue_prefix
+    now = time.time()
+    found: dict[str, None] = {}
+    for queue, kind in ((workflow_queue(prefix), TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW),
+                        (download_queue(prefix), TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY)):
+        described = await client.workflow_service.describe_task_queue(DescribeTaskQueueRequest(
+            namespace=settings.temporal.namespace, task_queue=TaskQueue(name=queue), task_queue_type=kind))
+        for poller in described.pollers:
+            seen = poller.last_access_time.ToMicroseconds() / 1e6 if poller.HasField("last_access_time") else 0.0
+            if not poller.identity.endswith(ONE_SHOT_MARK) and now - seen < POLLER_FRESH_S:
+                found[poller.identity] = None
+    return list(found)
+
+
+def _policy(stage: StageRetry) -> StagePolicy:
+    return StagePolicy(
+        initial_interval_s=stage.initial_interval.total_seconds(),
+        backoff_coefficient=stage.backoff_coefficient,
+        maximum_interval_s=stage.maximum_interval.total_seconds(),
+        maximum_attempts=stage.maximum_attempts,
+        start_to_close_s=stage.start_to_close.total_seconds(),
+        schedule_to_close_s=stage.schedule_to_close.total_seconds() if stage.schedule_to_close else None,
+    )
+
+
+@dataclass(frozen=True)
+class CrawlChoices:
+    """What one crawl asks for over the workers' settings (``trawl crawl -f``, ``--limit-rate``);
+    carried in the items' options, so every worker applies them. 0: the worker's setting."""
+
+    quality: int = 0  # the tallest video wanted, in lines
+    limit_rate: int = 0  # bytes per second for each download
+
+
+def item_options(settings: Settings, choices: CrawlChoices | None = None) -> ItemOptions:
+    retry = settings.retry
+    choices = choices or CrawlChoices()
+    return ItemOptions(
+        queue_prefix=settings.temporal.task_queue_prefix,
+        fetch=_policy(retry.fetch),
+        download=_policy(retry.download),
+        verify=_policy(retry.verify),
+        commit=_policy(retry.commit),
+        heartbeat_timeout_s=settings.download.heartbeat_timeout.total_seconds(),
+        local_schedule_to_start_s=settings.worker.local_schedule_to_start.total_seconds(),
+        max_redownloads=settings.download.max_redownloads,
+        small_item_size=settings.download.small_item_size,
+        quality=choices.quality,
+        limit_rate=choices.limit_rate,
+    )
+
+
+@dataclass
+class Started:
+    url: str
+    workflow_id: str
+    handle: WorkflowHandle
+
+
+async def start_item(client: Client, settings: Settings, registry: Registry, url: str,
+                     crawl_id: str | None = None, choices: CrawlChoices | None = None) -> Started:
+    """Start (or join) the item workflow for ``url``; starting twice is harmless.
+
+    The Web UI's list reads the item from the start: its summary is the platform and URL, and
+    Platform (and CrawlId) are set with the start, so the workflow need not upsert them.
+    """
+    route = registry.route(url)
+    attrs = [SearchAttributePair(PLATFORM, route.platform)]
+    if crawl_id:
+        attrs.append(SearchAttributePair(CRAWL_ID, crawl_id))
+    handle = await client.start_workflow(
+        MediaItemWorkflow.run,
+        ItemInput(url=url.strip(), platform=route.platform, crawl_id=crawl_id,
+                  options=item_options(settings, choices)),
+        id=route.workflow_id,
+        task_queue=workflow_queue(settings.temporal.task_queue_prefix),
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        static_summary=f"{route.platform}: {url.strip()[:200]}",
+        search_attributes=TypedSearchAttributes(attrs),
+        memo={"url": url.strip()},
+    )
+    return Started(url, route.workflow_id, handle)
+
+
+async def item_progress(client: Client, handle: WorkflowHandle) -> dict[str, Any]:
+    """Live progress of a running item: the workflow's own view plus the downloads' heartbeats."""
+    progress = await handle.query(MediaItemWorkflow.progress, result_type=Progress)
+    desc = await handle.describe()
+    total = progress.bytes_total
+    attempt = progress.attempt
+    last_error = progress.last_error
+    running_total = 0
+    live = progress.bytes_finished
+    for pending in desc.raw_description.pending_activities:
+        attempt = max(attempt, pending.attempt)
+        failure = pending.last_failure
+        if failure.message and not failure.HasField("canceled_failure_info"):  # a pause is no error
+            last_error = f"{failure.application_failure_info.type or 'error'}: {failure.message}"
+        if pending.activity_type.name == "download" and pending.heartbeat_details.payloads:
+            details = (await client.data_converter.decode(pending.heartbeat_details.payloads))[0]
+            if isinstance(details, dict):
+                live += int(details.get("offset") or 0)
+                running_total += int(details.get("total") or 0)
+    # The heartbeats are the freshest; the workflow's own count also holds a paused item's kept bytes.
+    done = max(progress.bytes_done, live)
+    if total is None and running_total:
+        total = progress.bytes_finished + running_total
+    return {"stage": progress.stage, "bytes_done": done, "bytes_total": total, "attempt": attempt,
+            "last_error": last_error, "paused": progress.paused}
+
+
+async def item_result(handle: WorkflowHandle, url: str, on_unreachable: Notice | None = None) -> ItemResult:
+    """Wait for an item workflow; a cancelled or terminated one becomes a result too.
+
+    The wait rides out server outages and restarts: while the server cannot be reached it keeps
+    trying with backoff (telling ``on_unreachable`` each time), since the item itself goes on.
+    """
+    delay = 0.25
+    while True:
+        try:
+            return await _item_result_once(handle, url)
+        except RPCError as err:
+            if not unreachable(err):
+                return ItemResult(handle.id, url, "failed", error_class="internal_error", error=str(err))
+            if on_unreachable is not None:
+                on_unreachable(err.message)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, MAX_RECONNECT_DELAY_S)
+
+
+async def _item_result_once(handle: WorkflowHandle, url: str) -> ItemResult:
+    try:
+        result = await handle.result()
+        # Several URL forms may share one workflow; each caller hears about the URL it gave.
+        result.url = url or result.url
+        return result
+    except WorkflowFailureError as err:
+        cause = err.cause
+        if isinstance(cause, ApplicationError) and cause.details and isinstance(cause.details[0], dict):
+            return _failed_result(cause.details[0], url)  # a failed item: its result is in the details
+        if isinstance(cause, CancelledError):
+            return await _cancelled_result(handle, url)
+        if isinstance(cause, TerminatedError):
+            return ItemResult(handle.id, url, "failed", error_class="terminated", error=str(cause))
+        if isinstance(cause, WorkflowTimeoutError):
+            return ItemResult(handle.id, url, "failed", error_class="timeout", error=str(cause))
+        return ItemResult(handle.id, url, "failed", error_class="internal_error", error=str(cause or err))
+
+
+async def cancel_crawl(handle: WorkflowHandle) -> None:
+    """Cancel a crawl through Temporal, so it ends as Canceled (its items are cancelled with it)."""
+    await handle.cancel()
+
+
+def _failed_result(fields: dict[str, Any], url: str) -> ItemResult:
+    known = {f.name for f in dataclasses.fields(ItemResult)}
+    result = ItemResult(**{k: v for k, v in fields.items() if k in known})
+    asset_fields = {f.name for f in dataclasses.fields(StoredAsset)}
+    result.assets = [StoredAsset(**{k: v for k, v in a.items() if k in asset_fields}) if isinstance(a, dict) else a
+                     for a in result.assets]
+    result.more = [m for m in map(MoreItem.of, result.more) if m is not None]
+    result.url = url or result.url
+    return result
+
+
+async def _cancelled_result(handle: WorkflowHandle, url: str) -> ItemResult:
+    """A cancelled item keeps its identity: the URL and what fetch found, from memo and search attributes."""
+    try:
+        desc = await handle.describe()
+        memo = await desc.memo()
+    except RPCError:
+        return ItemResult(handle.id, url, "cancelled")
+    attrs = desc.search_attributes or {}
+
+    def attr(name: str) -> str | None:
+        values = attrs.get(name)
+        return str(values[0]) if values else None
+
+    return ItemResult(handle.id, url or str(memo.get("url") or ""), "cancelled",
+                      canonical_key=memo.get("canonical_key") or attr("CanonicalKey"),
+                      platform=memo.get("platform") or attr("Platform"), title=memo.get("title") or None)
+
+
+# -- crawls --------------------------------------------------------------------------------------
+# What one crawl can hold. A CrawlWorkflow carries its queued and running items in its input and
+# again in every continue-as-new, so the whole list is one Temporal payload, again and again:
+#  - Temporal refuses a payload over 2 MiB (the blob size limit): a start over it fails with
+#    "Blob data size exceeds limit", and a continue-as-new over it fails its workflow task on
+#    every retry (PayloadsTooLarge), which leaves the crawl stuck. URLs added by signal end up in
+#    that same list, so adding in batches does not raise the limit.
+#  - a worker decodes the whole list in one activation, within the SDK's 2 s deadlock timeout.
+#    Measured on the 2-core reference machine, shared (load average 5): 2,000 items of 1 MiB went
+#    through ten continue-as-new with no failed workflow task; 5,000 items (1.1 MB) and 10,000
+#    (1.2 MB) failed tasks on "Potential deadlock detected" again and again.
+# MAX_CRAWL_BYTES is half the payload limit, leaving room for what the state gathers on the way.
+MAX_CRAWL_URLS = 2_000
+MAX_CRAWL_BYTES = 1024 * 1024
+MAX_CRAWL_CONCURRENCY = 256  # items in flight at once in one crawl (the CLI, the API, a watch's runs)
+_REFUSED_KEPT_CHARS = 300  # a crawl's state keeps each refusal this short; callers get them whole
+
+
+class CrawlRefused(UnsupportedUrl):
+    """Nothing to crawl: every URL given was refused (and no source was named)."""
+
+    def __init__(self, refusals: list[Refusal]) -> None:
+        shown = "; ".join(str(r) for r in refusals[:5])
+        more = f" (and {len(refusals) - 5} more)" if len(refusals) > 5 else ""
+        super().__init__(f"nothing to crawl: every URL was refused: {shown}{more}")
+        self.refusals = refusals
+
+
+class CrawlTooLarge(UnsupportedUrl):
+    """More than one crawl can carry (see MAX_CRAWL_URLS, MAX_CRAWL_BYTES)."""
+
+    error_class = "too_large"
+
+
+@dataclass
+class Refusal:
+    """A URL refused before any crawl starts, and why."""
+
+    index: int
+    url: str
+    error_class: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.url}: {self.error_class}: {self.message}"
+
+
+def route_urls(registry: Registry, urls: list[str]) -> tuple[list[CrawlItem], list[Refusal]]:
+    """Route URLs offline (like ``trawl.activities.crawl.route_items``), keeping where each refusal was."""
+    items: list[CrawlItem] = []
+    refusals: list[Refusal] = []
+    for index, url in enumerate(urls):
+        try:
+            route = registry.route(url)
+        except TrawlError as err:
+            refusals.append(Refusal(index, url, err.error_class, err.message))
+            continue
+        items.append(CrawlItem(url.strip(), route.platform, route.workflow_id))
+    return items, refusals
+
+
+async def encoded_size(client: Client, value: Any) -> int:
+    """Bytes of ``value`` as Temporal receives it (the client's converter and codec)."""
+    return Payloads(payloads=await client.data_converter.encode([value])).ByteSize()
+
+
+def _too_many(count: int, already: int = 0) -> CrawlTooLarge:
+    held = f"already holds {already} and would hold {already + count}" if already else f"would hold {count}"
+    return CrawlTooLarge(
+        f"a crawl holds at most {MAX_CRAWL_URLS} URLs queued or running at once; this one {held}: "
+        f"split the list into several crawls, or add the rest as it drains")
+
+
+def _too_big(size: int, already: int = 0) -> CrawlTooLarge:
+    held = f"{already} bytes carried already plus {size}" if already else f"{size} bytes"
+    return CrawlTooLarge(
+        f"a crawl carries at most {MAX_CRAWL_BYTES} bytes of queued URLs (encoded; Temporal refuses a payload "
+        f"over 2 MiB); these make {held}: split the list into several crawls, or add the rest as it drains")
+
+
+async def start_crawl(client: Client, settings: Settings, registry: Registry, urls: list[str], *,
+                      source: str | None = None, concurrency: int = 8, crawl_id: str | None = None,
+                      history_limit: int = 10_000,
+                      choices: CrawlChoices | None = None) -> tuple[WorkflowHandle, list[str]]:
+    """Start a CrawlWorkflow; returns its handle and the URLs refused before starting.
+
+    Raises:
+        CrawlRefused: every URL was refused and there is no source (nothing was started).
+        CrawlTooLarge: more than MAX_CRAWL_URLS URLs or MAX_CRAWL_BYTES bytes (nothing was started).
+    """
+    if len(urls) > MAX_CRAWL_URLS:
+        raise _too_many(len(urls))
+    items, refusals = await asyncio.to_thread(route_urls, registry, urls)
+    if not items and not source:
+        raise CrawlRefused(refusals)
+    # The refusals go into the state the workflow starts from (the state continue-as-new carries,
+    # with ``runs`` one short: the run counts itself), so its ``stats.refused`` counts them too.
+    state = CrawlState(pending=items, started_at=datetime.now(timezone.utc).isoformat(), runs=0,
+                       refused=[str(r)[:_REFUSED_KEPT_CHARS] for r in refusals])
+    inp = CrawlInput(source=source, concurrency=concurrency, options=item_options(settings, choices),
+                     history_limit=history_limit, state=state)
+    size = await encoded_size(client, inp)
+    if size > MAX_CRAWL_BYTES:
+        raise _too_big(size)
+    crawl_id = crawl_id or f"crawl-{uuid.uuid4().hex[:12]}"
+    handle = await client.start_workflow(
+        CrawlWorkflow.run,
+        inp,
+        id=crawl_id,
+        task_queue=workflow_queue(settings.temporal.task_queue_prefix),
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        static_summary=f"crawl of {len(items)} URL(s)" + (f" and source {source}" if source else ""),
+    )
+    return handle, [str(r) for r in refusals]
+
+
+async def add_to_crawl(client: Client, registry: Registry, crawl_id: str, urls: list[str]) -> list[str]:
+    """Queue more URLs on a running crawl (signal ``add_urls``); returns the refused ones.
+
+    The crawl's limits count what it carries already: its queued and running items (its
+    ``stats``) and, for bytes, everything its current run was given (its input, the URLs added
+    since, a source's expansion), an upper bound of what the next continue-as-new carries.
+    Concurrent additions to one crawl must be serialised by the caller for the bound to hold.
+
+    Raises:
+        CrawlRefused: every URL was refused (nothing was added).
+        CrawlTooLarge: the crawl would hold more than MAX_CRAWL_URLS or MAX_CRAWL_BYTES.
+        RPCError: no such crawl (NOT_FOUND), or Temporal is unreachable.
+    """
+    items, refusals = await asyncio.to_thread(route_urls, registry, urls)
+    if not items:
+        raise CrawlRefused(refusals)
+    handle = client.get_workflow_handle_for(CrawlWorkflow.run, crawl_id)
+    stats = await handle.query(CrawlWorkflow.stats)
+    held = stats.queued + stats.running
+    if held + len(items) > MAX_CRAWL_URLS:
+        raise _too_many(len(items), held)
+    size = await encoded_size(client, items)
+    if size > MAX_CRAWL_BYTES:
+        raise _too_big(size)
+    desc = await handle.describe()
+    if desc.raw_description.workflow_execution_info.history_size_bytes + size > MAX_CRAWL_BYTES:
+        carried = await _given_to_current_run(handle)  # the history's size overstates it: look closer
+        if carried + size > MAX_CRAWL_BYTES:
+            raise _too_big(size, carried)
+    await handle.signal(CrawlWorkflow.add_urls, items)
+    return [str(r) for r in refusals]
+
+
+async def _given_to_current_run(handle: WorkflowHandle) -> int:
+    """Payload bytes of the items the crawl's current run received: its input, ``add_urls``
+    signals and source expansions. What it carries into the next run is a part of these."""
+    size = 0
+    expansions: set[int] = set()
+    async for event in handle.fetch_history_events():
+        kind = event.event_type
+        if kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+            size += event.workflow_execution_started_event_attributes.input.ByteSize()
+        elif kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+            if event.workflow_execution_signaled_event_attributes.signal_name == "add_urls":
+                size += event.workflow_execution_signaled_event_attributes.input.ByteSize()
+        elif kind == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            if event.activity_task_scheduled_event_attributes.activity_type.name == "expand_source":
+                expansions.add(event.event_id)
+        elif kind == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            if event.activity_task_completed_event_attributes.scheduled_event_id in expansions:
+                size += event.activity_task_completed_event_attributes.result.ByteSize()
+    return size

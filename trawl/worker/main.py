@@ -1,0 +1,177 @@
+"""A worker process: builds the activities from the settings and polls trawl's task queues.
+
+Queues: ``<prefix>-workflows`` (item workflows), ``<prefix>-fetch-<platform>`` (one per
+platform, so politeness can be set per platform), ``<prefix>-download`` (download, verify,
+commit, which share the worker's disk).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+from datetime import timedelta
+from typing import Any
+
+import temporalio.workflow
+from temporalio.client import Client
+from temporalio.runtime import LogForwardingConfig, LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
+from temporalio.worker import Worker
+
+from trawl.activities.commit import CommitActivities
+from trawl.activities.crawl import CrawlActivities
+from trawl.activities.download import DownloadActivities
+from trawl.activities.fetch import FetchActivities
+from trawl.activities.host import HostActivities
+from trawl.activities.small import SmallItemActivities
+from trawl.activities.verify import VerifyActivities
+from trawl.http import make_client
+from trawl.logs import default_worker_name
+from trawl.platforms.base import ResolveContext
+from trawl.platforms.registry import Registry, build_registry
+from trawl.settings import FETCH_SLOTS_PER_PLATFORM, Settings
+from trawl.storage.blobs import open_blob_store
+from trawl.worker.cleanup import clean_periodically
+from trawl.worker.interceptors import ObservingInterceptor, TrawlFailureConverter, trawl_data_converter
+from trawl.workflows.crawl import CrawlWorkflow
+from trawl.workflows.media_item import MediaItemWorkflow
+from trawl.contracts import download_queue, fetch_queue, host_queue, join_queue, workflow_queue
+
+FETCH_CONCURRENCY = FETCH_SLOTS_PER_PLATFORM  # the HTTP pool (net.max_connections) is sized for these
+JOIN_SLOTS = 1000
+CORE_LOGGER = "temporalio.core"
+
+
+def core_logging() -> LoggingConfig:
+    """The Temporal core's (Rust) log lines forwarded to the Python logger ``temporalio.core``.
+
+    Left to itself the core writes coloured text straight to descriptor 1; forwarded, its lines go
+    through trawl's handler like every other record (JSON on a log stream that is not a terminal).
+    """
+    return LoggingConfig(
+        filter=TelemetryFilter(core_level="WARN", other_level="ERROR"),
+        forwarding=LogForwardingConfig(logger=logging.getLogger(CORE_LOGGER), append_target_to_name=False),
+    )
+
+
+def install_core_logging() -> None:
+    """Make the default runtime (every client connected without a runtime of its own) forward its logs.
+
+    Call before the first client connects: a runtime's logging is fixed when it is created.
+    """
+    Runtime.set_default(Runtime(telemetry=TelemetryConfig(logging=core_logging())), error_if_already_set=False)
+
+
+# Appended to the identity of a worker that lives only as long as one command.
+ONE_SHOT_MARK = "/one-shot"
+
+
+def progress_signaller(client: Client) -> Callable[[str, dict[str, Any]], None]:
+    """Send a download's progress report to its item workflow, from an activity thread, without waiting."""
+    loop = asyncio.get_running_loop()
+
+    def send(workflow_id: str, report: dict[str, Any]) -> None:
+        sent = asyncio.run_coroutine_threadsafe(
+            client.get_workflow_handle(workflow_id).signal("download_progress", report), loop)
+        # A report that does not arrive (the item just finished) matters to nobody.
+        sent.add_done_callback(lambda done: done.cancelled() or done.exception())
+
+    return send
+
+
+def with_trawl_failures(client: Client) -> Client:
+    """``client``, or a client on its connection whose data converter encodes failures as trawl's
+    workers do (:class:`TrawlFailureConverter`: no stack trace for an expected failure class)."""
+    if isinstance(client.data_converter.failure_converter, TrawlFailureConverter):
+        return client
+    return Client(**{**client.config(), "data_converter": trawl_data_converter(client.data_converter)})
+
+
+@contextlib.asynccontextmanager
+async def running_worker(
+    client: Client, settings: Settings, registry: Registry | None = None, *, one_shot: bool = False,
+    workflows: Sequence[type] = (MediaItemWorkflow, CrawlWorkflow),
+) -> AsyncIterator[list[Worker]]:
+    """Run every trawl worker of this process for the duration of the block.
+
+    ``one_shot`` marks the identity of a worker that lives only as long as one command, so other
+    commands can tell it from the deployment's long-running workers (see ``live_workers``).
+    """
+    registry = registry or build_registry(settings.platforms)
+    client = with_trawl_failures(client)
+    # The item summary line carries its own fields; the SDK's context suffix would repeat them.
+    temporalio.workflow.logger.workflow_info_on_message = False
+    identity = (settings.worker.identity or default_worker_name()) + (ONE_SHOT_MARK if one_shot else "")
+    prefix = settings.temporal.task_queue_prefix
+    settings.work_dir.mkdir(parents=True, exist_ok=True)
+    from trawl.storage.catalog import Catalog  # here, not at the top: clients import this module for its names
+    catalog = Catalog(settings.catalog_url)
+    catalog.create_schema()
+    http = make_client(settings.net)
+    retry = settings.retry
+    blobs = open_blob_store(settings)  # a local directory or an S3 bucket, by storage.url
+    # Each stage's attempt limit is applied by its activities (trawl.activities.errors), so that
+    # infrastructure failures can wait out the stage's schedule_to_close instead.
+    fetch = FetchActivities(registry, ResolveContext(http, settings.net.max_page_bytes), catalog,
+                            retry.fetch.maximum_interval, retry.fetch.maximum_attempts)
+    download = DownloadActivities(http, settings.work_dir, settings.download, retry.download.maximum_interval,
+                                  retry.download.maximum_attempts, progress=progress_signaller(client))
+    verify = VerifyActivities(retry.verify.maximum_interval, retry.verify.maximum_attempts,
+                              rehash=settings.download.verify_rehash)
+    commit = CommitActivities(catalog, blobs, settings.work_dir, retry.commit.maximum_interval,
+                              retry.commit.maximum_attempts)
+    download_slots = settings.worker.max_concurrent_activities
+    threads = 2 * download_slots + FETCH_CONCURRENCY * len(registry.platforms)  # shared + host queue
+    executor = concurrent.futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="activity")
+    common = dict(
+        identity=identity,
+        interceptors=[ObservingInterceptor()],
+        graceful_shutdown_timeout=settings.worker.graceful_shutdown_timeout,
+        # Heartbeats reach the server at least every second, so pause and cancel arrive quickly.
+        max_heartbeat_throttle_interval=timedelta(seconds=1),
+        default_heartbeat_throttle_interval=timedelta(seconds=1),
+    )
+    crawl = CrawlActivities(client, settings, registry, catalog)
+    host = HostActivities(host_queue(prefix, settings.host_id))
+    small = SmallItemActivities(download, verify, commit)  # the three stages of a small item in one activity
+    workers = [
+        Worker(client, task_queue=workflow_queue(prefix), workflows=list(workflows), **common),
+        # The shared queue: host claims and source expansion; and, for runs started before
+        # host-local work and joins had queues of their own, every stage and their joins.
+        Worker(client, task_queue=download_queue(prefix),
+               activities=[host.claim_host, download.download, download.discard, verify.verify, commit.commit,
+                           crawl.expand_source, crawl.join_item, small.small_item],
+               activity_executor=executor, max_concurrent_activities=download_slots, **common),
+        # This host's own queue: the work that needs the partial files under its work_dir.
+        Worker(client, task_queue=host_queue(prefix, settings.host_id),
+               activities=[download.download, download.discard, verify.verify, commit.commit],
+               activity_executor=executor, max_concurrent_activities=download_slots, **common),
+    ]
+    # Joins only wait (an async activity each, no thread): many at once cost nearly nothing.
+    workers.append(Worker(client, task_queue=join_queue(prefix), activities=[crawl.join_item],
+                          max_concurrent_activities=JOIN_SLOTS, **common))
+    for platform in registry.platforms:
+        # The server enforces this rate for the queue, i.e. for all workers on all hosts together.
+        rate = getattr(settings.platforms, platform).requests_per_second
+        workers.append(Worker(client, task_queue=fetch_queue(prefix, platform), activities=[fetch.fetch],
+                              activity_executor=executor, max_concurrent_activities=FETCH_CONCURRENCY,
+                              max_task_queue_activities_per_second=rate, **common))
+    tasks = [asyncio.create_task(worker.run()) for worker in workers]
+    cleanup = asyncio.create_task(clean_periodically(client, settings.work_dir, settings.download.keep_failed_partials))
+    try:
+        yield workers
+    finally:
+        cleanup.cancel()
+        await asyncio.gather(*(worker.shutdown() for worker in workers), return_exceptions=True)
+        await asyncio.gather(cleanup, *tasks, return_exceptions=True)
+        executor.shutdown(wait=False, cancel_futures=True)
+        http.close()
+        blobs.close()
+        catalog.close()
+
+
+async def run_until_stopped(client: Client, settings: Settings, stop: asyncio.Event) -> None:
+    async with running_worker(client, settings):
+        await stop.wait()

@@ -1,0 +1,417 @@
+"""CrawlWorkflow: many items as child workflows, a bounded window, steerable, unbounded in length.
+
+Children are started with parent close policy ABANDON, so continue-as-new (when the history
+grows large) does not end them: the items in flight are carried in the state and the next run
+waits for them through the ``join_item`` activity, as it does for an item another crawl or a
+CLI command already runs. A crawl pauses, resumes and cancels only the items it started; an
+item it joined belongs to whoever started it and is only waited for.
+
+A crawl of a source expands it first (an activity); a source that cannot be expanded fails the
+crawl before any item starts, the reason in the failure's message and its counts (``CrawlStats``,
+``error`` set) in the failure's details (:func:`crawl_failure` reads both back).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field, fields
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    CancelledError,
+    ChildWorkflowError,
+    WorkflowAlreadyStartedError,
+)
+from temporalio.workflow import ParentClosePolicy
+
+with workflow.unsafe.imports_passed_through():
+    from trawl.activities.crawl import CrawlActivities, CrawlItem, ExpandInput, JoinInput, JoinResult
+    from trawl.models import MoreItem
+    from trawl.workflows.media_item import (
+        CRAWL_ID,
+        CRAWL_MORE_ITEMS,
+        CRAWL_SOURCE_FAILS,
+        CRAWL_STEERS_OWN_ITEMS,
+        OUTCOME,
+        MediaItemWorkflow,
+    )
+    # Imported here, not only through media_item, so the sandbox knows the module that decodes
+    # the items' results (their field types are looked up in it).
+    from trawl.contracts import ItemInput
+    from trawl.contracts import ItemOptions, workflow_queue
+
+
+@dataclass
+class CrawlState:
+    """Everything a crawl carries across continue-as-new."""
+
+    pending: list[CrawlItem] = field(default_factory=list)
+    in_flight: list[CrawlItem] = field(default_factory=list)
+    outcomes: dict[str, int] = field(default_factory=dict)
+    bytes: int = 0
+    refused: list[str] = field(default_factory=list)
+    started_at: str = ""
+    paused: bool = False
+    cancelled: bool = False
+    source_expanded: bool = False
+    runs: int = 1
+    # Items in flight that another crawl or command started: this crawl only waits for them.
+    joined: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CrawlInput:
+    items: list[CrawlItem] = field(default_factory=list)
+    source: str | None = None
+    concurrency: int = 8
+    options: ItemOptions = field(default_factory=ItemOptions)
+    # Continue as new once the history holds this many events (the server's limit is 51,200).
+    history_limit: int = 10_000
+    state: CrawlState | None = None
+    # The source's definition (trawl.sources.source_definition), which a watch's runs carry: the
+    # worker expands it whatever its settings hold. None: the source named ``source`` in the
+    # settings of the worker that expands it.
+    source_definition: dict[str, Any] | None = None
+
+
+SOURCE_FAILED = "source_failed"  # the type of the failure of a crawl whose source was not expanded
+
+
+@dataclass
+class CrawlStats:
+    queued: int
+    running: int
+    finished: int
+    outcomes: dict[str, int]
+    bytes: int
+    refused: int
+    started_at: str
+    finished_at: str | None
+    paused: bool
+    cancelled: bool
+    runs: int
+    error: str | None = None  # why the crawl failed: its source could not be expanded
+
+
+@workflow.defn
+class CrawlWorkflow:
+    def __init__(self) -> None:
+        self._state = CrawlState()
+        self._running: dict[str, asyncio.Task[None]] = {}
+        self._items: dict[str, CrawlItem] = {}
+        self._finished_at: str | None = None
+        self._starting = 0  # child starts not yet confirmed by the server
+        self._joined: set[str] = set()  # running items this crawl did not start
+        self._unconfirmed: set[str] = set()  # items whose start the server has not answered yet
+        self._error: str | None = None
+
+    # -- signals and queries ---------------------------------------------------------------
+    @workflow.signal
+    def add_urls(self, items: list[CrawlItem]) -> None:
+        """Queue more (already routed) items."""
+        self._state.pending.extend(items)
+
+    @workflow.signal
+    async def pause(self) -> None:
+        """Start no new items; pause the running ones it started (their downloads keep their bytes)."""
+        self._state.paused = True
+        await self._signal_running("pause")
+
+    @workflow.signal
+    async def resume(self) -> None:
+        self._state.paused = False
+        await self._signal_running("resume")
+
+    @workflow.signal
+    def cancel(self) -> None:
+        """Cancel the running items it started (their partial files are removed), stop waiting for
+        the ones it joined, and drop the queued ones."""
+        self._state.cancelled = True
+
+    @workflow.query
+    def stats(self) -> CrawlStats:
+        s = self._state
+        return CrawlStats(
+            queued=len(s.pending), running=len(self._running), finished=sum(s.outcomes.values()),
+            outcomes=dict(s.outcomes), bytes=s.bytes, refused=len(s.refused), started_at=s.started_at,
+            finished_at=self._finished_at, paused=s.paused, cancelled=s.cancelled, runs=s.runs, error=self._error)
+
+    # -- the run ---------------------------------------------------------------------------
+    @workflow.run
+    async def run(self, inp: CrawlInput) -> CrawlStats:
+        self._inp = inp
+        # Signals delivered with the start are handled before this method runs: keep them.
+        early = self._state
+        if inp.state is not None:
+            self._state = inp.state
+            self._state.runs += 1
+            self._state.pending.extend(early.pending)
+            self._state.paused |= early.paused
+            self._state.cancelled |= early.cancelled
+        else:
+            self._state.pending[:0] = inp.items
+            self._state.started_at = workflow.now().isoformat()
+        workflow.upsert_search_attributes([CRAWL_ID.value_set(workflow.info().workflow_id)])
+        state = self._state
+        if inp.source and not state.source_expanded:
+            failure = await self._expand(inp.source)
+            if failure is not None:
+                self._fail(failure)
+        self._joined = set(state.joined)
+        for item in state.in_flight:
+            self._track(item, self._join(item))
+        state.in_flight, state.joined = [], []
+        try:
+            await self._loop()
+        except asyncio.CancelledError:
+            # Cancelled through Temporal (`trawl cancel`, the API, the Web UI): children are
+            # ABANDON-ed, so cancel them here; the crawl then ends as Canceled.
+            state.cancelled = True
+            await self._cancel_all()
+            self._finished_at = workflow.now().isoformat()
+            workflow.upsert_search_attributes([OUTCOME.value_set("cancelled")])
+            raise
+        self._finished_at = workflow.now().isoformat()
+        workflow.upsert_search_attributes([OUTCOME.value_set("cancelled" if state.cancelled else "done")])
+        return self.stats()
+
+    async def _loop(self) -> None:
+        state = self._state
+        while True:
+            await workflow.wait_condition(lambda: self._can_start() or self._idle() or state.cancelled
+                                          or self._history_full())
+            if state.cancelled:
+                await self._cancel_all()
+                break
+            if self._history_full():
+                await self._continue_as_new()
+            if self._idle():
+                break
+            if self._can_start():
+                item = state.pending.pop(0)
+                if item.workflow_id in self._running:
+                    self._count("duplicate", 0)  # the same item twice in one crawl
+                    continue
+                self._track(item, self._child(item))
+
+    def _can_start(self) -> bool:
+        state = self._state
+        return bool(state.pending) and not state.paused and len(self._running) < max(1, self._inp.concurrency)
+
+    def _idle(self) -> bool:
+        return not self._state.pending and not self._running
+
+    def _history_full(self) -> bool:
+        info = workflow.info()
+        return info.get_current_history_length() >= self._inp.history_limit or info.is_continue_as_new_suggested()
+
+    async def _continue_as_new(self) -> None:
+        # Signals being handled must finish first, and every child start must be confirmed: a
+        # start still in flight when this run closes may never happen. The items in flight go
+        # on without us (ABANDON) and the next run joins them.
+        await workflow.wait_condition(lambda: workflow.all_handlers_finished() and self._starting == 0)
+        self._state.in_flight = [self._items[wid] for wid in self._running]
+        self._state.joined = [wid for wid in self._running if wid in self._joined]
+        workflow.continue_as_new(CrawlInput(
+            source=self._inp.source, concurrency=self._inp.concurrency, options=self._inp.options,
+            history_limit=self._inp.history_limit, state=self._state, source_definition=self._inp.source_definition))
+
+    async def _expand(self, source: str) -> str | None:
+        """Queue the source's items; returns why it could not be expanded (runs before
+        crawl-source-fails: None, the reason one refusal, and the crawl goes on)."""
+        try:
+            expanded = await workflow.execute_activity_method(
+                CrawlActivities.expand_source,
+                ExpandInput(source, stage_attempts=self._inp.options.fetch.maximum_attempts,
+                            definition=self._inp.source_definition),
+                task_queue=self._inp.options.download_queue,
+                start_to_close_timeout=timedelta(minutes=10),
+                heartbeat_timeout=timedelta(seconds=self._inp.options.heartbeat_timeout_s),
+                schedule_to_close_timeout=self._inp.options.fetch.schedule_to_close,
+                retry_policy=self._inp.options.fetch.retry_policy(),
+            )
+        except ActivityError as err:
+            self._state.source_expanded = True
+            if workflow.patched(CRAWL_SOURCE_FAILS):
+                cause = err.cause
+                return f"source {source}: {cause.message if isinstance(cause, ApplicationError) else cause or err}"
+            self._state.refused.append(f"source {source}: {err.cause or err}")
+            return None
+        self._state.pending.extend(expanded.items)
+        self._state.refused.extend(expanded.refused)
+        for _ in expanded.known:  # committed items the catalog knows offline: no item workflow
+            self._count("duplicate", 0)
+        self._state.source_expanded = True
+        return None
+
+    def _fail(self, reason: str) -> None:
+        """End the crawl failed before any item started (the URLs it was given count as not started):
+        a failed run, its reason in the failure's message (the Web UI shows it), its counts in the
+        failure's details."""
+        for _ in self._state.pending:
+            self._count("not_started", 0)
+        self._state.pending.clear()
+        self._error = reason
+        self._finished_at = workflow.now().isoformat()
+        workflow.set_current_details(f"failed: {reason}"[:1000])
+        workflow.upsert_search_attributes([OUTCOME.value_set("failed")])
+        raise ApplicationError(reason, self.stats(), type=SOURCE_FAILED, non_retryable=True)
+
+    def _track(self, item: CrawlItem, work) -> None:  # noqa: ANN001 - a coroutine
+        self._items[item.workflow_id] = item
+        task = asyncio.create_task(work)
+        self._running[item.workflow_id] = task
+        task.add_done_callback(lambda _: (self._running.pop(item.workflow_id, None),
+                                          self._items.pop(item.workflow_id, None),
+                                          self._joined.discard(item.workflow_id)))
+
+    def _count(self, outcome: str, size: int) -> None:
+        """One URL's outcome; ``bytes`` counts what was downloaded (a duplicate's stored size is not)."""
+        self._state.outcomes[outcome] = self._state.outcomes.get(outcome, 0) + 1
+        if outcome == "committed":
+            self._state.bytes += size
+        self._show_counts()
+
+    def _show_counts(self) -> None:
+        """The crawl's live counts in the Web UI's details line."""
+        s = self._state
+        counts = ", ".join(f"{n} {outcome}" for outcome, n in sorted(s.outcomes.items()))
+        state = "cancelled" if s.cancelled else ("paused" if s.paused else "running")
+        workflow.set_current_details(f"{state}: {len(s.pending)} queued, {len(self._running)} running"
+                                     + (f", {counts}" if counts else "") + f"; {s.bytes / 1048576:.1f} MiB downloaded"
+                                     + (f"; {len(s.refused)} refused" if s.refused else ""))
+
+    async def _child(self, item: CrawlItem) -> None:
+        options = self._inp.options
+        self._starting += 1
+        self._unconfirmed.add(item.workflow_id)
+        try:
+            handle = await workflow.start_child_workflow(
+                MediaItemWorkflow.run,
+                ItemInput(url=item.url, platform=item.platform, crawl_id=workflow.info().workflow_id,
+                          options=options),
+                id=item.workflow_id,
+                task_queue=workflow_queue(options.queue_prefix),
+                parent_close_policy=ParentClosePolicy.ABANDON,
+                static_summary=f"{item.platform}: {item.url[:200]}",
+            )
+        except WorkflowAlreadyStartedError:
+            self._starting -= 1
+            self._unconfirmed.discard(item.workflow_id)
+            self._joined.add(item.workflow_id)  # another crawl or command runs it: wait, never steer
+            if self._state.cancelled and workflow.patched(CRAWL_STEERS_OWN_ITEMS):
+                self._count("cancelled", 0)  # cancelled while asking: nothing of ours to wait for
+                return
+            await self._join(item)
+            return
+        self._starting -= 1
+        self._unconfirmed.discard(item.workflow_id)
+        if (self._state.cancelled or self._state.paused) and workflow.patched(CRAWL_STEERS_OWN_ITEMS):
+            # Steered while the start was in flight: the item missed the signal, so it gets it now.
+            await self._steer(item.workflow_id, "cancel" if self._state.cancelled else "pause")
+        try:
+            result = await handle
+        except ChildWorkflowError as err:
+            # A child cancelled on its own (the CLI, the Web UI) is cancelled, not failed.
+            cancelled = self._state.cancelled or isinstance(err.cause, CancelledError)
+            self._count("cancelled" if cancelled else "failed", 0)
+            if not cancelled:  # a failed part 1 still names parts 2..N (the result is in the details)
+                details = getattr(err.cause, "details", None) or [None]
+                self._queue_more(details[0].get("more") if isinstance(details[0], dict) else None)
+            return
+        self._count(result.outcome, sum(a.size for a in result.assets))
+        self._queue_more(result.more)
+
+    def _queue_more(self, more: list | None) -> None:
+        """Queue the other items a finished item stands for, each as its own item."""
+        if not more or self._state.cancelled or not workflow.patched(CRAWL_MORE_ITEMS):
+            return
+        for entry in filter(None, map(MoreItem.of, more)):
+            if entry.workflow_id:
+                self._state.pending.append(CrawlItem(entry.url, entry.platform, entry.workflow_id))
+
+    async def _join(self, item: CrawlItem) -> None:
+        try:
+            joined: JoinResult = await workflow.execute_activity_method(
+                CrawlActivities.join_item, JoinInput(item.workflow_id),
+                task_queue=self._inp.options.join_queue,
+                start_to_close_timeout=timedelta(days=7),
+                heartbeat_timeout=timedelta(seconds=60),
+                retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=1),
+                                         maximum_attempts=20),
+            )
+        except ActivityError:
+            self._count("cancelled" if self._state.cancelled else "failed", 0)
+            return
+        except asyncio.CancelledError:
+            # This crawl was cancelled and stopped waiting for an item it did not start; the item
+            # goes on for whoever started it.
+            self._count("cancelled", 0)
+            return
+        if joined.outcome == "missing":  # never started (or already deleted): start it again
+            self._state.pending.insert(0, item)
+            return
+        self._count(joined.outcome, joined.bytes)
+
+    def _steered(self) -> list[str]:
+        """The running items this crawl pauses, resumes and cancels: those it started (an item
+        whose start is still unanswered is steered once the answer comes, in :meth:`_child`)."""
+        if not workflow.patched(CRAWL_STEERS_OWN_ITEMS):
+            return list(self._running)  # runs that steered every item keep doing so on replay
+        return [wid for wid in self._running if wid not in self._joined and wid not in self._unconfirmed]
+
+    async def _steer(self, wid: str, name: str) -> None:
+        """Signal ``name`` to one item, or cancel it (``cancel``); an item that just finished cannot be."""
+        try:
+            external = workflow.get_external_workflow_handle(wid)
+            await (external.cancel() if name == "cancel" else external.signal(name))
+        except Exception:  # noqa: BLE001 - already finished
+            workflow.logger.info(f"could not {name} {wid}")
+
+    async def _signal_running(self, name: str) -> None:
+        for wid in self._steered():
+            await self._steer(wid, name)
+
+    async def _cancel_all(self) -> None:
+        # Every URL is counted once: those never started count as not_started.
+        for _ in self._state.pending:
+            self._count("not_started", 0)
+        self._state.pending.clear()
+        steered = self._steered()
+        for wid, task in list(self._running.items()):
+            if wid in steered:
+                await self._steer(wid, "cancel")
+            elif wid in self._joined:
+                task.cancel()  # stop waiting for an item someone else started; it goes on
+        if self._running:
+            await workflow.wait(list(self._running.values()))
+
+
+# -- for clients ---------------------------------------------------------------------------------
+async def crawl_failure(handle: Any) -> tuple[str | None, CrawlStats | None]:
+    """Why a failed crawl failed (its failure's message), and its counts when the failure carries
+    them (a source that could not be expanded): from the failure itself, no worker needed.
+    ``(None, None)`` for a crawl that did not fail."""
+    from temporalio.client import WorkflowFailureError
+
+    try:
+        await handle.result()
+    except WorkflowFailureError as err:
+        cause = err.cause
+        message = cause.message if isinstance(cause, ApplicationError) else str(cause or err)
+        details = cause.details if isinstance(cause, ApplicationError) else ()
+        return message, _stats_of(details[0]) if details and isinstance(details[0], dict) else None
+    return None, None
+
+
+def _stats_of(carried: dict[str, Any]) -> CrawlStats | None:
+    known = {f.name for f in fields(CrawlStats)}
+    try:
+        return CrawlStats(**{k: v for k, v in carried.items() if k in known})
+    except TypeError:  # not a crawl's counts
+        return None
