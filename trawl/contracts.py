@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
 from temporalio.common import RetryPolicy, SearchAttributeKey
 
@@ -248,6 +249,18 @@ class DiscardInput:
     canonical_url: str = ""
 
 
+@dataclass
+class SmallItemInput:
+    workflow_id: str
+    source_url: str
+    resolved: Resolved
+    quality: int = 0  # the crawl's -f and --limit-rate, as in DownloadInput
+    limit_rate: int = 0
+    # As FetchInput's, of the download stage whose policy the activity runs under: it applies to
+    # the verify and commit done inside too.
+    stage_attempts: int | None = None
+
+
 # -- the item workflow's input, result and what it reports --------------------------------------
 @dataclass
 class ItemInput:
@@ -291,3 +304,93 @@ class DownloadProgress:
     asset: str
     bytes_done: int
     bytes_total: int | None = None
+
+
+# -- crawls --------------------------------------------------------------------------------------
+@dataclass
+class CrawlItem:
+    url: str
+    platform: str
+    workflow_id: str
+
+
+@dataclass
+class ExpandInput:
+    source: str
+    stage_attempts: int | None = None  # as FetchInput's
+    # The source's definition (trawl.sources.source_definition) when the crawl carries it; None:
+    # the source of that name in the worker's settings.
+    definition: dict[str, Any] | None = None
+
+
+@dataclass
+class ExpandResult:
+    items: list[CrawlItem] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)  # URLs no resolver takes, with the reason
+    # URLs of committed items, known without a request: duplicates that need no item workflow
+    # (nor a slot of their platform's rate-limited fetch queue).
+    known: list[str] = field(default_factory=list)
+
+
+@dataclass
+class JoinInput:
+    workflow_id: str
+
+
+@dataclass
+class JoinResult:
+    outcome: str  # an item outcome, or "missing" when no such workflow exists
+    bytes: int = 0
+    error_class: str | None = None
+
+
+@dataclass
+class CrawlState:
+    """Everything a crawl carries across continue-as-new."""
+
+    pending: list[CrawlItem] = field(default_factory=list)
+    in_flight: list[CrawlItem] = field(default_factory=list)
+    outcomes: dict[str, int] = field(default_factory=dict)
+    bytes: int = 0
+    refused: list[str] = field(default_factory=list)
+    started_at: str = ""
+    paused: bool = False
+    cancelled: bool = False
+    source_expanded: bool = False
+    runs: int = 1
+    # Items in flight that another crawl or command started: this crawl only waits for them.
+    joined: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CrawlInput:
+    items: list[CrawlItem] = field(default_factory=list)
+    source: str | None = None
+    concurrency: int = 8
+    options: ItemOptions = field(default_factory=ItemOptions)
+    # Continue as new once the history holds this many events (the server's limit is 51,200).
+    history_limit: int = 10_000
+    state: CrawlState | None = None
+    # The source's definition (trawl.sources.source_definition), which a watch's runs carry: the
+    # worker expands it whatever its settings hold. None: the source named ``source`` in the
+    # settings of the worker that expands it.
+    source_definition: dict[str, Any] | None = None
+
+
+SOURCE_FAILED = "source_failed"  # the type of the failure of a crawl whose source was not expanded
+
+
+@dataclass
+class CrawlStats:
+    queued: int
+    running: int
+    finished: int
+    outcomes: dict[str, int]
+    bytes: int
+    refused: int
+    started_at: str
+    finished_at: str | None
+    paused: bool
+    cancelled: bool
+    runs: int
+    error: str | None = None  # why the crawl failed: its source could not be expanded

@@ -84,7 +84,10 @@ def test_version_and_mistakes_get_one_line(tmp_path: Path) -> None:
 
 def test_export_writes_nothing_through_a_link_in_dir_and_sweeps_a_killed_exports_staging(tmp_path: Path) -> None:
     env = trawl_env(tmp_path)
-    settings = Settings(data_dir=tmp_path / "data", catalog={"url": env.get("TRAWL_CATALOG__URL", "")})
+    # The catalog on SQLite whatever the run: fill() stores a title with a NUL, which PostgreSQL's
+    # text refuses (that refusal is the catalog's test, not the export's).
+    env.pop("TRAWL_CATALOG__URL", None)
+    settings = Settings(data_dir=tmp_path / "data")
     fill(settings, tmp_path)
     out, elsewhere = tmp_path / "named", tmp_path / "elsewhere"
     (out / "weibo").mkdir(parents=True)

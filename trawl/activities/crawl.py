@@ -10,8 +10,7 @@ already (by the key their URL gives offline, or a URL form it remembers) is the 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from temporalio import activity
 from temporalio.client import Client, WorkflowFailureError
@@ -27,45 +26,10 @@ from trawl.platforms.registry import Registry
 from trawl.settings import Settings
 from trawl.sources import SourceError, expand, find_source, source_from_definition
 
+from trawl.contracts import CrawlItem, ExpandInput, ExpandResult, JoinInput, JoinResult  # noqa: F401
+
 if TYPE_CHECKING:  # the catalog (SQLAlchemy) is built by the worker and handed in
     from trawl.storage.catalog import Catalog
-
-
-@dataclass
-class CrawlItem:
-    url: str
-    platform: str
-    workflow_id: str
-
-
-@dataclass
-class ExpandInput:
-    source: str
-    stage_attempts: int | None = None  # as FetchInput's
-    # The source's definition (trawl.sources.source_definition) when the crawl carries it; None:
-    # the source of that name in the worker's settings.
-    definition: dict[str, Any] | None = None
-
-
-@dataclass
-class ExpandResult:
-    items: list[CrawlItem] = field(default_factory=list)
-    refused: list[str] = field(default_factory=list)  # URLs no resolver takes, with the reason
-    # URLs of committed items, known without a request: duplicates that need no item workflow
-    # (nor a slot of their platform's rate-limited fetch queue).
-    known: list[str] = field(default_factory=list)
-
-
-@dataclass
-class JoinInput:
-    workflow_id: str
-
-
-@dataclass
-class JoinResult:
-    outcome: str  # an item outcome, or "missing" when no such workflow exists
-    bytes: int = 0
-    error_class: str | None = None
 
 
 def route_items(registry: Registry, urls: list[str]) -> tuple[list[CrawlItem], list[str]]:

@@ -15,30 +15,17 @@ what it raises), heartbeats, and log line (trawl.activities.records).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from trawl.activities.commit import CommitActivities
 from trawl.activities.download import DownloadActivities
-from trawl.contracts import CommitFile, CommitInput, CommitResult, DownloadInput, VerifyInput
+from trawl.contracts import (  # noqa: F401 - SmallItemInput: imported from here by the workflow
+    CommitFile, CommitInput, CommitResult, DownloadInput, SmallItemInput, VerifyInput)
 from trawl.activities.records import recorded
 from trawl.activities.verify import VerifyActivities
 from trawl.download import discard
-from trawl.models import OPTIONAL_KINDS, Asset, Resolved
-
-
-@dataclass
-class SmallItemInput:
-    workflow_id: str
-    source_url: str
-    resolved: Resolved
-    quality: int = 0  # the crawl's -f and --limit-rate, as in DownloadInput
-    limit_rate: int = 0
-    # As FetchInput's, of the download stage whose policy the activity runs under: it applies to
-    # the verify and commit done inside too.
-    stage_attempts: int | None = None
+from trawl.models import OPTIONAL_KINDS, Asset
 
 
 class SmallItemActivities:

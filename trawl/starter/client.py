@@ -31,6 +31,7 @@ from trawl.logs import get_logger
 from trawl.models import MoreItem
 from trawl.platforms.registry import Registry
 from trawl.settings import Settings, StageRetry
+from trawl.sources import SourceError, find_source, source_definition
 from trawl.activities.crawl import CrawlItem
 from trawl.contracts import StoredAsset
 from trawl.worker.main import ONE_SHOT_MARK, core_logging
@@ -420,6 +421,17 @@ def _too_big(size: int, already: int = 0) -> CrawlTooLarge:
         f"over 2 MiB); these make {held}: split the list into several crawls, or add the rest as it drains")
 
 
+def _definition(settings: Settings, source: str | None) -> dict[str, Any] | None:
+    """The source as the crawl carries it (any worker expands it, whatever its settings hold); None
+    when these settings do not know it: the workers' settings may, and if not the run fails saying so."""
+    if not source:
+        return None
+    try:
+        return source_definition(find_source(settings, source))
+    except SourceError:
+        return None
+
+
 async def start_crawl(client: Client, settings: Settings, registry: Registry, urls: list[str], *,
                       source: str | None = None, concurrency: int = 8, crawl_id: str | None = None,
                       history_limit: int = 10_000,
@@ -440,7 +452,7 @@ async def start_crawl(client: Client, settings: Settings, registry: Registry, ur
     state = CrawlState(pending=items, started_at=datetime.now(timezone.utc).isoformat(), runs=0,
                        refused=[str(r)[:_REFUSED_KEPT_CHARS] for r in refusals])
     inp = CrawlInput(source=source, concurrency=concurrency, options=item_options(settings, choices),
-                     history_limit=history_limit, state=state)
+                     history_limit=history_limit, state=state, source_definition=_definition(settings, source))
     size = await encoded_size(client, inp)
     if size > MAX_CRAWL_BYTES:
         raise _too_big(size)

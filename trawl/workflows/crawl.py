@@ -14,7 +14,7 @@ crawl before any item starts, the reason in the failure's message and its counts
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field, fields
+from dataclasses import fields
 from datetime import timedelta
 from typing import Any
 
@@ -30,7 +30,9 @@ from temporalio.exceptions import (
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
-    from trawl.activities.crawl import CrawlActivities, CrawlItem, ExpandInput, JoinInput, JoinResult
+    from trawl.activities.crawl import CrawlActivities
+    from trawl.contracts import (  # noqa: F401 - the crawl's types, imported from here by clients too
+        SOURCE_FAILED, CrawlInput, CrawlItem, CrawlState, CrawlStats, ExpandInput, JoinInput, JoinResult)
     from trawl.models import MoreItem
     from trawl.workflows.media_item import (
         CRAWL_ID,
@@ -44,58 +46,6 @@ with workflow.unsafe.imports_passed_through():
     # the items' results (their field types are looked up in it).
     from trawl.contracts import ItemInput
     from trawl.contracts import ItemOptions, workflow_queue
-
-
-@dataclass
-class CrawlState:
-    """Everything a crawl carries across continue-as-new."""
-
-    pending: list[CrawlItem] = field(default_factory=list)
-    in_flight: list[CrawlItem] = field(default_factory=list)
-    outcomes: dict[str, int] = field(default_factory=dict)
-    bytes: int = 0
-    refused: list[str] = field(default_factory=list)
-    started_at: str = ""
-    paused: bool = False
-    cancelled: bool = False
-    source_expanded: bool = False
-    runs: int = 1
-    # Items in flight that another crawl or command started: this crawl only waits for them.
-    joined: list[str] = field(default_factory=list)
-
-
-@dataclass
-class CrawlInput:
-    items: list[CrawlItem] = field(default_factory=list)
-    source: str | None = None
-    concurrency: int = 8
-    options: ItemOptions = field(default_factory=ItemOptions)
-    # Continue as new once the history holds this many events (the server's limit is 51,200).
-    history_limit: int = 10_000
-    state: CrawlState | None = None
-    # The source's definition (trawl.sources.source_definition), which a watch's runs carry: the
-    # worker expands it whatever its settings hold. None: the source named ``source`` in the
-    # settings of the worker that expands it.
-    source_definition: dict[str, Any] | None = None
-
-
-SOURCE_FAILED = "source_failed"  # the type of the failure of a crawl whose source was not expanded
-
-
-@dataclass
-class CrawlStats:
-    queued: int
-    running: int
-    finished: int
-    outcomes: dict[str, int]
-    bytes: int
-    refused: int
-    started_at: str
-    finished_at: str | None
-    paused: bool
-    cancelled: bool
-    runs: int
-    error: str | None = None  # why the crawl failed: its source could not be expanded
 
 
 @workflow.defn
