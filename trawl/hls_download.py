@@ -72,7 +72,7 @@ from trawl.hls import (
     require_vod,
 )
 from trawl.logs import get_logger
-from trawl.platforms.base import read_limited
+from trawl.http import read_limited
 from trawl.ranges import parse_content_range
 from trawl.sniff import SNIFF_BYTES, ffmpeg_input, sniff
 from trawl.throttle import Throttle

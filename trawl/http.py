@@ -22,7 +22,7 @@ from collections.abc import Iterable
 import httpcore
 import httpx
 
-from trawl.errors import BlockedAddress
+from trawl.errors import BlockedAddress, TooLarge
 from trawl.netguard import check_address, check_host, check_proxied_target
 from trawl.settings import DEFAULT_MAX_CONNECTIONS, NetSettings
 
@@ -175,3 +175,19 @@ def make_client(net: NetSettings) -> httpx.Client:
         guard_connections(client, GuardedBackend(allowed))
         guard_proxied_targets(client, allowed)
     return client
+
+
+def read_limited(resp: httpx.Response, limit: int, url: str) -> bytes:
+    """A small answer's body (a page, a playlist, a key) held whole, at most ``limit`` bytes:
+    :class:`TooLarge` when it announces or sends more; an error answer is cut at the limit."""
+    declared = resp.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit and resp.status_code < 400:
+        raise TooLarge(f"page {url} announces {declared} bytes, over the {limit}-byte page limit")
+    buf = bytearray()
+    for chunk in resp.iter_bytes():
+        buf += chunk
+        if len(buf) > limit:
+            if resp.status_code >= 400:
+                break
+            raise TooLarge(f"page {url} is larger than the {limit}-byte page limit")
+    return bytes(buf)

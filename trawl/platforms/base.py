@@ -12,7 +12,8 @@ from typing import Any, ClassVar
 
 import httpx
 
-from trawl.errors import ParseError, TooLarge, UnsupportedUrl, classify_exception, classify_response
+from trawl.errors import ParseError, UnsupportedUrl, classify_exception, classify_response
+from trawl.http import read_limited
 from trawl.models import Resolved
 
 
@@ -98,22 +99,6 @@ class Resolver(ABC):
         if error is not None:
             raise error
         return Page(str(resp.url), resp.status_code, resp.headers, body)
-
-
-def read_limited(resp: httpx.Response, limit: int, url: str) -> bytes:
-    """A small answer's body (a page, a playlist, a key) held whole, at most ``limit`` bytes:
-    :class:`TooLarge` when it announces or sends more; an error answer is cut at the limit."""
-    declared = resp.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit and resp.status_code < 400:
-        raise TooLarge(f"page {url} announces {declared} bytes, over the {limit}-byte page limit")
-    buf = bytearray()
-    for chunk in resp.iter_bytes():
-        buf += chunk
-        if len(buf) > limit:
-            if resp.status_code >= 400:
-                break
-            raise TooLarge(f"page {url} is larger than the {limit}-byte page limit")
-    return bytes(buf)
 
 
 def int_or_none(value: Any) -> int | None:
