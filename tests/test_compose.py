@@ -32,7 +32,7 @@ from temporalio.client import Client
 from trawl.starter.binding import ApiConfigError, require_safe_binding
 from trawl.durations import parse_duration
 from trawl.settings import Settings
-from trawl.workflows.media_item import SEARCH_ATTRIBUTES as ITEM_SEARCH_ATTRIBUTES
+from trawl.contracts import SEARCH_ATTRIBUTES as ITEM_SEARCH_ATTRIBUTES
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent  # the venv's bin: `temporal` (Temporal CLI) lives here

@@ -66,3 +66,54 @@ def test_the_check_bites() -> None:
         "trawl.activities.crawl (activities) imports trawl.workflows.crawl (workflows)",
         "trawl.download (core) imports trawl.workflows.media_item (workflows)",
     ]
+
+
+def cycles(graph: dict[str, set[str]], package: str) -> list[str]:
+    """Import cycles among ``package`` and its modules, each as ``a -> b -> ... -> a``."""
+    inside = {m for m in graph if m == package or m.startswith(package + ".")}
+    found: set[str] = set()
+
+    def walk(module: str, path: list[str]) -> None:
+        for name in sorted(graph.get(module, set()) & inside):
+            if name in path:
+                loop = path[path.index(name):]
+                start = loop.index(min(loop))  # one spelling per cycle, whichever module it was met from
+                found.add(" -> ".join(loop[start:] + loop[:start] + [min(loop)]))
+            else:
+                walk(name, [*path, name])
+
+    for module in sorted(inside):
+        walk(module, [module])
+    return sorted(found)
+
+
+def reached(graph: dict[str, set[str]], module: str, package: str) -> set[str]:
+    """The modules of ``package`` that ``module`` imports, directly or through others of it."""
+    seen: set[str] = set()
+    todo = [module]
+    while todo:
+        for name in graph.get(todo.pop(), set()):
+            if name.startswith(package + ".") and name not in seen:
+                seen.add(name)
+                todo.append(name)
+    return seen
+
+
+def test_the_download_package_has_no_import_cycle() -> None:
+    graph = imports()
+    assert {"trawl.download.state", "trawl.download.http", "trawl.download.hls"} <= set(graph)
+    assert cycles(graph, "trawl.download") == []
+
+
+def test_hls_shares_the_primitives_and_nothing_of_the_http_downloaders() -> None:
+    assert reached(imports(), "trawl.download.hls", "trawl.download") <= {
+        "trawl.download.state", "trawl.download.throttle", "trawl.download.fastpath"}
+
+
+def test_the_cycle_check_bites() -> None:
+    graph = {"trawl.download": {"trawl.download.http"}, "trawl.download.http": {"trawl.download.segmented"},
+             "trawl.download.segmented": {"trawl.download.state", "trawl.download.http"},
+             "trawl.download.hls": {"trawl.download.state", "trawl.errors"}, "trawl.download.state": set()}
+    assert cycles(graph, "trawl.download") == ["trawl.download.http -> trawl.download.segmented -> trawl.download.http"]
+    assert reached(graph, "trawl.download", "trawl.download") == {
+        "trawl.download.http", "trawl.download.segmented", "trawl.download.state"}

@@ -4,7 +4,7 @@ worker and the clients (CLI, API) share, imported downward by all of them and de
 - Activities: one dataclass in, one out (``FetchInput`` -> ``FetchResult`` ...).
 - Items: ``ItemOptions`` (the deployment's choices, fixed at start: queues, per-stage retry and
   timeout policies), ``ItemInput``, ``ItemResult``, ``Progress``.
-- Task queue names.
+- Names: workflow types, signals and queries, task queues, search attributes.
 
 Workflows import this module passed through the sandbox, so its classes are built once per
 worker process, not again for every item the sandbox starts; clients read results without
@@ -34,6 +34,17 @@ CRAWL_ID = SearchAttributeKey.for_keyword("CrawlId")
 TITLE = SearchAttributeKey.for_keyword("Title")
 ERROR_CLASS = SearchAttributeKey.for_keyword("ErrorClass")
 SEARCH_ATTRIBUTES = (PLATFORM, CANONICAL_KEY, STAGE, OUTCOME, CRAWL_ID, TITLE, ERROR_CLASS)
+
+# -- workflow types, their signals and queries: the names clients address them by ---------------
+ITEM_WORKFLOW = "MediaItemWorkflow"
+CRAWL_WORKFLOW = "CrawlWorkflow"
+PAUSE = "pause"  # signal, item and crawl: stop at the next step, downloads keeping their bytes
+RESUME = "resume"  # signal, item and crawl
+CANCEL_CRAWL = "cancel"  # signal, crawl (an item is cancelled through Temporal cancellation)
+ADD_URLS = "add_urls"  # signal, crawl: list[CrawlItem]
+DOWNLOAD_PROGRESS = "download_progress"  # signal, item: DownloadProgress, sent by the download activity
+PROGRESS = "progress"  # query, item -> Progress
+STATS = "stats"  # query, crawl -> CrawlStats
 
 # -- per-stage retry and timeout policies, as data the starter builds from the settings ---------
 

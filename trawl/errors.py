@@ -10,11 +10,10 @@ briefly: a few attempts, then final)::
     +-- NetworkError          [network_error]    R  reset, refused, a transient resolver failure
     +-- NameNotFound          [name_not_found]   B  the host name does not resolve (NXDOMAIN);
     |                                               NAME_NOT_FOUND_ATTEMPTS attempts, then final
-    +-- Http5xx               [http_5xx]         R  500-599, Bilibili server codes (-500, -503...)
-    +-- RateLimited           [rate_limited]     R  429, 412, Weibo's 418/432, Bilibili -412/-352/
-    |                                               -509/-799, Weibo ok:-100 captcha, Weibo's
-    |                                               visitor-system redirect, Facebook's block page;
-    |                                               waits Retry-After or minutes
+    +-- Http5xx               [http_5xx]         R  500-599, a platform's server-error codes
+    +-- RateLimited           [rate_limited]     R  429, 412, 418/432, a platform's throttling codes,
+    |                                               captcha, redirect or block page; waits
+    |                                               Retry-After or minutes
     +-- UrlExpired            [url_expired]         403/410 on a signed media URL; the workflow
     |                                               fetches fresh URLs and resumes
     +-- Truncated             [truncated]        R  body shorter than announced; resumed
@@ -22,12 +21,11 @@ briefly: a few attempts, then final)::
     |                                               SEGMENT_MISSING_ATTEMPTS attempts, then final
     +-- ContentCorrupt        [content_corrupt]     verify mismatch; the workflow re-downloads
     |                                               a bounded number of times
-    +-- NotFound              [not_found]           404/410, platform "deleted" codes (Bilibili
-    |                                               -404/62002/62004, Weibo ok:0)
-    +-- LoginRequired         [login_required]      login wall: Weibo ok:-100 with a login page,
-    |                                               Bilibili -101, Facebook's login page
-    +-- Forbidden             [forbidden]           401/403/451 on a page or API, Bilibili
-    |                                               -403/62012/-688/-689 (private, geo-blocked)
+    +-- NotFound              [not_found]           404/410, a platform's "deleted" codes
+    +-- LoginRequired         [login_required]      a login wall: a platform's "not logged in" code
+    |                                               or login page
+    +-- Forbidden             [forbidden]           401/403/451 on a page or API, a platform's
+    |                                               "private" or geo-blocking codes
     +-- PreviewOnly           [preview_only]        the platform offers only a preview or trailer
     |                                               of the item (a supporter-only video's 试看)
     +-- PlatformError         [platform_error]      an error the site states that has no class
@@ -41,33 +39,30 @@ briefly: a few attempts, then final)::
     +-- InternalError         [internal_error]   R  an unexpected exception (a bug)
 
 :func:`classify_response` and :func:`classify_exception` are the only places that decide which
-class a failure belongs to, with the platform tables they share with the resolvers
-(:func:`classify_bilibili_code`, :func:`classify_weibo_answer`, :func:`classify_weibo_redirect`,
-:func:`classify_facebook_page`); activities turn the result into a Temporal ``ApplicationError``
-with ``type=error_class``, and the retry policies list the non-retryable classes from
+class a failure belongs to, with the rules each platform module keeps for its own answers
+(:class:`AnswerRules`: its code table, its login and captcha pages, a refusal header), which its
+resolvers use too; activities turn the result into a Temporal ``ApplicationError`` with
+``type=error_class``, and the retry policies list the non-retryable classes from
 :data:`NON_RETRYABLE`. A class with ``max_attempts`` (B above) is retried by the policy and made
 final by the activity at that attempt. Nothing else decides retrying.
 
 A platform's answer that states an error becomes an error carrying the platform's code, its own
-words and the URL the user gave; which codes mean what is documented, not captured (Bilibili:
-bilibili-API-collect ``docs/misc/errcode.md`` and ``docs/video/info.md``; Weibo and Facebook:
-public issue threads, see the simulator's docstrings), except the -412/-352 bodies, which are
-real captures.
+words and the URL the user gave; which codes mean what is documented, not captured, except where
+a platform module's docstring says otherwise (its sources are named there).
 """
 
 from __future__ import annotations
 
 import errno
-import html
 import json
 import re
 import socket
 import time
-from collections.abc import Iterator, Mapping
-from email.utils import parsedate_to_datetime
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import ClassVar
-from urllib.parse import urlsplit
+from email.utils import parsedate_to_datetime
+from functools import cache
+from typing import Any, ClassVar
 
 import httpx
 
@@ -268,36 +263,47 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
 
 
 # -- platform answers ------------------------------------------------------------------------
+# (a JSON object answer, where) -> the error it states, or None.
+BodyReader = Callable[[dict[str, Any], str], "TrawlError | None"]
+# (the answer's headers, where) -> the error a header states, or None.
+HeaderReader = Callable[[Mapping[str, str], str], "TrawlError | None"]
+
+
 @dataclass(frozen=True)
-class PlatformAnswer:
-    """The error fields of a platform's JSON answer (Bilibili ``code``, Weibo ``ok``)."""
+class AnswerRules:
+    """How a platform states an error inside an answer, beyond its HTTP status.
 
-    code: int | None = None  # Bilibili: 0 is success
-    ok: int | None = None  # Weibo: 1 is success
-    message: str | None = None  # Bilibili "message", Weibo "msg" or "message"
-    page: str | None = None  # Weibo's "url": the captcha or login page it sends the client to
+    Each platform module holds its own (its code table and the words it uses); the platform's
+    resolvers pass them to :func:`classify_response`, and an answer of unknown origin (a media
+    URL) is read with every platform's. ``headers`` is read on every answer whoever sent it (a
+    platform's refusal header is unmistakable); ``body`` on a JSON object body, a 200 included.
+    """
+
+    body: BodyReader | None = None
+    headers: HeaderReader | None = None
 
 
-def _platform_answer(body: bytes | None) -> PlatformAnswer | None:
-    """The error fields of a JSON object body, or None when the body is not one."""
+NO_ANSWER_RULES = AnswerRules()  # a site that states errors only by its HTTP status
+
+
+def _json_object(body: bytes | None) -> dict[str, Any] | None:
+    """A JSON object body, or None when the body is not one (or too large to be an error)."""
     if not body or len(body) > 1_000_000 or body.lstrip()[:1] != b"{":
         return None
     try:
         doc = json.loads(body)
     except (ValueError, RecursionError):
         return None
-    if not isinstance(doc, dict):
-        return None
-    return PlatformAnswer(code=_int_field(doc.get("code")), ok=_int_field(doc.get("ok")),
-                          message=_text_field(doc.get("message")) or _text_field(doc.get("msg")),
-                          page=_text_field(doc.get("url")))
+    return doc if isinstance(doc, dict) else None
 
 
-def _int_field(value: object) -> int | None:
-    return value if type(value) is int else None  # not bool, not float
+def int_field(value: object) -> int | None:
+    """An answer's integer field (a code): not a bool, not a float."""
+    return value if type(value) is int else None
 
 
-def _text_field(value: object) -> str | None:
+def text_field(value: object) -> str | None:
+    """An answer's text field (a message), trimmed to what a message quotes."""
     return (value.strip()[:200] or None) if isinstance(value, str) else None
 
 
@@ -308,131 +314,26 @@ def _where(url: str, item_url: str = "") -> str:
     return f" for {item_url or url}" if item_url or url else ""
 
 
-def _quoted(message: str | None) -> str:
+def quoted(message: str | None) -> str:
+    """`` "<message>"`` as an error message quotes a platform's own words, or nothing."""
     return f' "{message}"' if message else ""
 
 
-# Bilibili's codes (bilibili-API-collect docs/misc/errcode.md, docs/video/info.md): code -> class.
-_BILIBILI_CODES: dict[int, type[TrawlError]] = {
-    -404: NotFound, 62002: NotFound, 62004: NotFound,  # none; invisible; under review
-    -403: Forbidden, 62012: Forbidden, -688: Forbidden, -689: Forbidden,  # no access; uploader only; geo; copyright
-    -412: RateLimited, -352: RateLimited, -509: RateLimited, -799: RateLimited,  # risk control; too frequent
-    -101: LoginRequired,  # not logged in
-    -500: Http5xx, -503: Http5xx, -504: Http5xx, -8888: Http5xx,  # server error, overload, timeout
-}
+def cookies_advice(platform: str) -> str:
+    """What a login wall's message tells the user to do."""
+    return f"log in: give trawl a logged-in session's cookies in platforms.{platform}.cookies_file"
 
 
-def classify_bilibili_code(code: int, message: str | None, where: str = "") -> TrawlError | None:
-    """The error a Bilibili ``code`` states (None for 0); unlisted codes are PlatformError."""
-    if code == 0:
-        return None
-    cls = _BILIBILI_CODES.get(code, PlatformError)
-    text = f"bilibili: code {code}{_quoted(message)}{where}"
-    if cls is LoginRequired:
-        text += "; log in: give trawl a logged-in session's cookies in platforms.bilibili.cookies_file"
-    elif cls is PlatformError:
-        text += " (a code trawl has no entry for)"
-    return cls(text)
+@cache
+def _every_platforms_rules() -> tuple[AnswerRules, ...]:
+    # The platforms hold their own rules and import this module, so they are looked up late.
+    from trawl.platforms.registry import PLATFORMS
 
-
-# Weibo pages its API sends a client to: a login page means log in, a captcha means slow down.
-_LOGIN_PATH = re.compile(r"/(?:login|signin)(?:[./]|$)", re.IGNORECASE)
-_LOGIN_WORDS = ("登录", "login", "log in")
-_THROTTLE_WORDS = ("频繁", "too frequent", "too many")
-
-
-def classify_weibo_answer(ok: int, message: str | None = None, page: str | None = None,
-                          where: str = "") -> TrawlError | None:
-    """The error a Weibo ``ok`` value states (None for 1).
-
-    ``ok: -100`` sends the client to a page: a login or passport page is a login wall (not
-    retried), a captcha is rate limiting. ``ok: 0`` is Weibo's "no" (deleted, hidden, never
-    existed) unless its words say "log in" or "too frequent"; other values have no class.
-    """
-    if ok == 1:
-        return None
-    said = f"weibo: ok:{ok}{_quoted(message)}"
-    lowered = (message or "").lower()
-    if (ok == -100 and page and _is_login_page(page)) or any(w in lowered for w in _LOGIN_WORDS):
-        sent_to = f", sent to the login page {page.split('?', 1)[0]}" if page else ""
-        return LoginRequired(f"{said}{sent_to}{where}: log in: give trawl a logged-in session's cookies in "
-                             "platforms.weibo.cookies_file")
-    if ok == -100 or any(w in lowered for w in _THROTTLE_WORDS):
-        sent_to = f" (captcha {page.split('?', 1)[0]})" if page else ""
-        return RateLimited(f"{said}{sent_to}{where}")
-    if ok == 0:
-        return NotFound(f"{said}{where}")
-    return PlatformError(f"{said}{where} (a value trawl has no entry for)")
-
-
-def classify_weibo_redirect(final_url: str, where: str = "") -> TrawlError | None:
-    """The error a Weibo API states by redirecting instead of answering (None if it did not).
-
-    The Sina Visitor System (``passport.weibo.com/visitor/...``) is where Weibo sends clients it
-    does not know or throttles: rate limiting. A login or passport page is a login wall.
-    """
-    try:
-        parts = urlsplit(final_url)
-    except ValueError:
-        return None
-    page = f"{parts.hostname or ''}{parts.path}"
-    if parts.path.startswith("/visitor/"):
-        return RateLimited(f"weibo: sent to the Sina Visitor System ({page}){where}, as Weibo does to clients it "
-                           "throttles; a logged-in session's cookies in platforms.weibo.cookies_file avoid it")
-    if _is_login_page(final_url):
-        return LoginRequired(f"weibo: sent to the login page {page}{where}: log in: give trawl a logged-in "
-                             "session's cookies in platforms.weibo.cookies_file")
-    return None
-
-
-def _is_login_page(page: str) -> bool:
-    """A passport or login host, or a ``login``/``signin`` path (the query, a return URL, is not read)."""
-    try:
-        parts = urlsplit(page)
-    except ValueError:
-        return False
-    host = (parts.hostname or "").lower()
-    return host.startswith(("passport.", "login.")) or bool(_LOGIN_PATH.search(parts.path))
-
-
-# Facebook's pages that state why there is no video: (markers, class, what to tell the user).
-# Explicit statements come before the bare login form, which anonymous pages carry in their
-# header even when the video plays or is gone.
-_FACEBOOK_PAGES: tuple[tuple[tuple[str, ...], type[TrawlError], str], ...] = (
-    (("temporarily blocked", "going too fast"), RateLimited, ""),
-    (("you must log in to continue",), LoginRequired,
-     "; log in: give trawl a logged-in session's cookies in platforms.facebook.cookies_file"),
-    (("content isn't available", "content isn\u2019t available", "video isn't available",
-      "link you followed may be broken", "page isn't available", "page isn\u2019t available"), NotFound, ""),
-    (('id="login_form"',), LoginRequired,
-     "; log in: give trawl a logged-in session's cookies in platforms.facebook.cookies_file"),
-)
-_TAG = re.compile(r"<[^>]*>")
-
-
-def classify_facebook_page(text: str, where: str = "") -> TrawlError | None:
-    """The error a Facebook page without a video states, quoting the page; None if it states none."""
-    unescaped = html.unescape(text)
-    lowered = unescaped.lower()
-    for markers, cls, advice in _FACEBOOK_PAGES:
-        found = next(((lowered.find(m), m) for m in markers if m in lowered), None)
-        if found is None:
-            continue
-        at, marker = found
-        said = "a login form" if marker.startswith("id=") else f'"{_statement(unescaped, at)}"'
-        return cls(f"facebook: the page says {said} instead of the video{where}{advice}")
-    return None
-
-
-def _statement(text: str, at: int) -> str:
-    """The page's own words around ``text[at]``: the text of the element holding them."""
-    start = max(text.rfind(">", 0, at) + 1, at - 200)
-    stop = text.find("<", at, at + 300)
-    return " ".join(text[start:stop if stop >= 0 else at + 300].split())
+    return tuple(p.errors for p in PLATFORMS if p.errors is not None)
 
 
 # -- HTTP answers ------------------------------------------------------------------------------
-# Statuses Weibo answers when it throttles a client (432 has no reason phrase; 418 too).
+# Statuses some sites answer when they throttle a client (neither has a reason phrase).
 _THROTTLE_STATUSES = frozenset({418, 432})
 
 
@@ -443,7 +344,7 @@ def classify_response(
     *,
     url: str = "",
     item_url: str = "",
-    platform: str = "",
+    answers: AnswerRules | None = None,
     signed_media: bool = False,
 ) -> TrawlError | None:
     """Classify an HTTP answer; None means it is a success the caller can use.
@@ -454,17 +355,21 @@ def classify_response(
         body: the first bytes of the body, for platform JSON codes and error texts.
         url: the requested URL, quoted in messages.
         item_url: the URL the user gave, when ``url`` is an API call made for it.
-        platform: whose answer this is: ``bilibili`` reads ``code``, ``weibo`` reads ``ok``, ""
-            reads both; any other platform's body is not read for codes.
+        answers: whose answer this is: the platform's rules read its body
+            (:data:`NO_ANSWER_RULES`: none do); None, an answer of unknown origin, is read with
+            every platform's rules.
         signed_media: the URL is a signed media URL that worked before, so 403/410 means it
             expired rather than that access is forbidden.
     """
     headers = headers or {}
     where = _where(url, item_url)
     retry_after = parse_retry_after(headers.get("retry-after") or headers.get("Retry-After"))
-    bili_status = headers.get("bili-status-code") or headers.get("Bili-Status-Code")
-    if bili_status and bili_status.strip() in ("-352", "-412"):
-        return RateLimited(f"Bilibili risk control {bili_status.strip()}{where}")
+    rules = _every_platforms_rules() if answers is None else (answers, *_every_platforms_rules())
+    for rule in rules:
+        stated = rule.headers(headers, where) if rule.headers is not None else None
+        if stated is not None:
+            return stated
+    readers = _every_platforms_rules() if answers is None else (answers,)
     if status in (429, 412) or status in _THROTTLE_STATUSES:
         why = " (the site throttles this client)" if status in _THROTTLE_STATUSES else ""
         return RateLimited(f"HTTP {status}{why}{where}", retry_after=retry_after)
@@ -473,11 +378,12 @@ def classify_response(
     if 500 <= status <= 599:
         return Http5xx(f"HTTP {status}{where}")
     if 400 <= status <= 499:
-        return _classify_4xx(status, body, where, platform, signed_media)
-    return _classify_body(body, where, platform)
+        return _classify_4xx(status, body, where, readers, signed_media)
+    return _classify_body(body, where, readers)
 
 
-def _classify_4xx(status: int, body: bytes | None, where: str, platform: str, signed_media: bool) -> TrawlError:
+def _classify_4xx(status: int, body: bytes | None, where: str, readers: tuple[AnswerRules, ...],
+                  signed_media: bool) -> TrawlError:
     """A 4xx is forbidden only when it says so (401, 403, 451); others say what they are."""
     text = (body or b"")[:4096].decode("utf-8", "replace").lower()
     if status in (403, 410) and (signed_media or "signature expired" in text or "url expired" in text):
@@ -488,22 +394,21 @@ def _classify_4xx(status: int, body: bytes | None, where: str, platform: str, si
         return NotFound(f"HTTP {status}{where}")
     if status == 408:
         return NetworkTimeout(f"HTTP 408: the server timed out waiting for the request{where}")
-    stated = _classify_body(body, where, platform)  # a platform may explain its 400 in its body
+    stated = _classify_body(body, where, readers)  # a platform may explain its 400 in its body
     return stated if stated is not None else PlatformError(f"HTTP {status}{where}")
 
 
-def _classify_body(body: bytes | None, where: str, platform: str) -> TrawlError | None:
-    """The error a platform's JSON body states, if it states one and is read for this platform."""
-    answer = _platform_answer(body) if platform in ("", "bilibili", "weibo") else None
-    if answer is None:
+def _classify_body(body: bytes | None, where: str, readers: tuple[AnswerRules, ...]) -> TrawlError | None:
+    """The error a platform's JSON body states, if it states one and is read with these rules."""
+    if not any(rule.body is not None for rule in readers):
         return None
-    if answer.code is not None and platform in ("", "bilibili"):
-        stated = classify_bilibili_code(answer.code, answer.message, where)
+    doc = _json_object(body)
+    if doc is None:
+        return None
+    for rule in readers:
+        stated = rule.body(doc, where) if rule.body is not None else None
         if stated is not None:
             return stated
-    # Only -100 here: ok:0 also ends a feed's pages, so the resolvers judge it where it is an error.
-    if answer.ok == -100 and platform in ("", "weibo"):
-        return classify_weibo_answer(answer.ok, answer.message, answer.page, where)
     return None
 
 

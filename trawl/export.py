@@ -73,9 +73,9 @@ LinkMode = Literal["hardlink", "copy", "symlink"]
 LINK_MODES: tuple[str, ...] = ("hardlink", "copy", "symlink")
 
 FIELDS: dict[str, str] = {
-    "platform": "bilibili, weibo, facebook or generic",
+    "platform": "the platform's name (generic for a site no platform claims)",
     "id": "the platform's id (the canonical key without its platform prefix)",
-    "key": "the canonical key, e.g. bilibili:BV1xx411c7mD",
+    "key": "the canonical key, <platform>:<id>",
     "title": "the title",
     "uploader": "the uploader's name",
     "uploader_id": "the uploader's id, when the platform gives it",
@@ -387,7 +387,7 @@ def upload_date(published_at: str | None) -> str | None:
             when = parsedate_to_datetime(text)
         except (TypeError, ValueError, IndexError):
             try:
-                when = datetime.strptime(text, "%a %b %d %H:%M:%S %z %Y")  # Weibo's created_at
+                when = datetime.strptime(text, "%a %b %d %H:%M:%S %z %Y")  # "Sat Jun 15 11:44:46 +0800 2019"
             except ValueError:
                 return None
     return when.strftime("%Y%m%d")

@@ -6,6 +6,9 @@ working directory (or the file named by ``TRAWL_CONFIG`` instead), then the user
 ``$XDG_CONFIG_HOME/trawl/trawl.toml`` (``~/.config/trawl/trawl.toml``); the two files are merged
 table by table. Sizes take units (``10G``, ``500MiB``: :mod:`trawl.sizes`). Built once in each
 process's ``main()`` and passed down; workflow code never reads it.
+
+``[platforms]`` has a section per platform of :data:`trawl.platforms.registry.PLATFORMS`, each
+the model its platform module declares; the source kinds include the kinds the platforms list.
 """
 
 from __future__ import annotations
@@ -16,10 +19,20 @@ import socket
 import re
 import tomllib
 from datetime import timedelta
+from functools import cache
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -28,6 +41,9 @@ from pydantic_settings import (
 )
 
 from trawl.durations import parse_duration
+# PlatformSettings, every [platforms.<name>] section's base, is read from here too.
+from trawl.platforms.platform import Platform, PlatformSettings, PlatformsSettingsBase, platforms_model  # noqa: F401
+from trawl.platforms.registry import PLATFORMS, listing_kinds
 from trawl.sizes import parse_size
 
 Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
@@ -152,7 +168,7 @@ class DownloadSettings(_Section):
     keep_failed_partials: Duration = timedelta(hours=24)
     # Connections per file for files of at least segment_min_size bytes on servers that honour
     # Range (throttled CDNs limit each connection); 1 turns segments off. Per platform:
-    # segments_by_platform = {"bilibili": 8}.
+    # segments_by_platform = {"<platform>": 8}.
     segments: int = Field(default=4, ge=1, le=32)
     segments_by_platform: dict[str, int] = {}
     segment_min_size: ByteSize = Field(default=32 * MiB, ge=1 * MiB)
@@ -210,7 +226,7 @@ FETCH_SLOTS_PER_PLATFORM = 8
 
 
 def derived_max_connections(worker: WorkerSettings, download: DownloadSettings,
-                            platforms: PlatformsSettings) -> int:
+                            platforms: PlatformsSettingsBase) -> int:
     """The connections a worker process can have open at once when all its slots are busy.
 
     Downloads run on two queues (the shared one and this host's), each with
@@ -218,7 +234,7 @@ def derived_max_connections(worker: WorkerSettings, download: DownloadSettings,
     connections (one under ``limit_rate``); each enabled platform adds its fetch slots.
     """
     most_segments = 1 if download.limit_rate else max([download.segments, *download.segments_by_platform.values()])
-    enabled = sum(1 for name in type(platforms).model_fields if getattr(platforms, name).enabled)
+    enabled = sum(1 for config in platforms.values() if config.enabled)
     return 2 * worker.max_concurrent_activities * most_segments + FETCH_SLOTS_PER_PLATFORM * enabled
 
 
@@ -298,67 +314,19 @@ class RetrySettings(_Section):
         return data
 
 
-BROWSER_UA = ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
-              "Chrome/130.0.0.0 Safari/537.36")
-
-
-class PlatformSettings(_Section):
-    """What every platform has: on/off, politeness, extra headers, an optional cookies file.
-
-    Base URLs default to the real sites; tests and the demo point them at the simulator.
-    """
-
-    enabled: bool = True
-    # Fetches per second for this platform, enforced by the server across all workers.
-    requests_per_second: float = Field(default=2.0, gt=0)
-    headers: dict[str, str] = {}
-    # A Netscape cookies.txt file; only its path travels, never its contents.
-    cookies_file: str = ""
-    # The cover image (Bilibili's pic, Weibo's page picture, og:image) as a `thumbnail` asset
-    # beside the media; a cover that cannot be downloaded never fails its item.
-    thumbnails: bool = True
-
-
-class BilibiliSettings(PlatformSettings):
-    page_base: str = "https://www.bilibili.com"
-    mobile_base: str = "https://m.bilibili.com"
-    api_base: str = "https://api.bilibili.com"
-    short_base: str = "https://b23.tv"
-    referer: str = "https://www.bilibili.com/"
-    user_agent: str = BROWSER_UA
-    # qn: 16=360P, 32=480P, 64=720P, 80=1080P (login), 112=1080P+, 116=1080P60, 120=4K
-    quality: int = 80
-
-
-class WeiboSettings(PlatformSettings):
-    page_base: str = "https://weibo.com"
-    mobile_base: str = "https://m.weibo.cn"
-    video_base: str = "https://video.weibo.com"
-    referer: str = "https://weibo.com/"
-    user_agent: str = BROWSER_UA
-
-
-class FacebookSettings(PlatformSettings):
-    page_base: str = "https://www.facebook.com"
-    short_base: str = "https://fb.watch"
-    user_agent: str = BROWSER_UA
-    requests_per_second: float = Field(default=0.5, gt=0)
-
-
-class PlatformsSettings(_Section):
-    bilibili: BilibiliSettings = BilibiliSettings()
-    weibo: WeiboSettings = WeiboSettings()
-    facebook: FacebookSettings = FacebookSettings()
-    # "generic" is every other site at once, so its shared rate is higher.
-    generic: PlatformSettings = PlatformSettings(requests_per_second=20)
+# One section per platform of the registry, in its order: [platforms.<name>] in trawl.toml,
+# TRAWL_PLATFORMS__<NAME>__<FIELD> in the environment; each platform module holds its model.
+PlatformsSettings = platforms_model(PLATFORMS)
+# The source kinds: the platforms' listings, then the generic ones.
+SourceKind = Literal[(*listing_kinds(), "url_file", "feed")]  # type: ignore[valid-type]
 
 
 class SourceSettings(_Section):
     """A named list of URLs to crawl: ``trawl crawl --source NAME``, ``trawl watch add --source NAME``."""
 
     name: str
-    kind: Literal["bilibili_uploader", "weibo_user", "url_file", "feed"]
-    id: str = ""  # uploader mid / Weibo uid
+    kind: SourceKind
+    id: str = ""  # a platform listing's id (an uploader's or user's id)
     path: str = ""  # url_file: one URL per line, # comments
     url: str = ""  # feed: an RSS or Atom feed's address
     max_pages: int = Field(default=3, ge=1, le=100)
@@ -485,6 +453,14 @@ class Settings(BaseSettings):
     @property
     def temporal_db(self) -> Path:
         return self.data_dir / "temporal.db"
+
+
+@cache
+def settings_for(platforms: tuple[Platform, ...]) -> type[Settings]:
+    """A :class:`Settings` whose ``[platforms]`` are these platforms' sections (generic last):
+    what trawl's own settings are with the registry's list, for a list of one's own (tests)."""
+    model = platforms_model(platforms)
+    return create_model("Settings", __base__=Settings, platforms=(model, model()))
 
 
 # The pool of a client whose NetSettings were made on their own (net.max_connections 0 outside

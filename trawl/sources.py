@@ -1,6 +1,6 @@
 """Named sources from the settings, expanded to the URLs they stand for.
 
-Listings that page (a Bilibili uploader, a Weibo user, a paged feed) stop at the first page whose
+Listings that page (a platform's uploader or user, a paged feed) stop at the first page whose
 items are all known, when the caller says what is known (``known``): a source followed by a watch
 costs one listing page per run once it has been crawled. ``full_listing = true`` on a source reads
 all its ``max_pages`` pages whatever is known.
@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from trawl.errors import UnsupportedUrl
 from trawl.platforms.base import ResolveContext
-from trawl.platforms.registry import Registry
+from trawl.platforms.registry import Registry, listing_platform
 from trawl.settings import Settings, SourceSettings
 
 # URLs of one listing page -> True when the catalog holds every one of them.
@@ -72,7 +72,11 @@ def expand(source: SourceSettings, settings: Settings, registry: Registry, ctx: 
            known: Known | None = None) -> list[str]:
     """The URLs of a source, in the order the platform lists them.
 
+    A platform's listing runs with that platform's resolver in ``registry`` (its settings); a
+    platform the registry has no resolver of is disabled.
+
     Args:
+        settings: the process's settings (kept for callers; the registry carries the platforms').
         known: says whether a listing page holds only known items; paging stops after the first
             such page (unless the source sets ``full_listing``).
     """
@@ -83,19 +87,12 @@ def expand(source: SourceSettings, settings: Settings, registry: Registry, ctx: 
         from trawl.feeds import feed_urls
 
         return feed_urls(ctx, source.url, source.max_pages, enough)
-    if source.kind == "bilibili_uploader":
-        from trawl.platforms.bilibili import BilibiliResolver
-
-        resolver = next((r for r in registry.resolvers if isinstance(r, BilibiliResolver)), None)
+    platform = listing_platform(source.kind)
+    if platform is not None:
+        resolver = registry.resolver_of(platform.name)
         if resolver is None:
-            raise SourceError(f"source {source.name!r}: the bilibili platform is disabled")
-        return resolver.uploader_video_urls(ctx, source.id, source.max_pages, enough)
-    if source.kind == "weibo_user":
-        from trawl.platforms import weibo
-
-        if not settings.platforms.weibo.enabled:
-            raise SourceError(f"source {source.name!r}: the weibo platform is disabled")
-        return weibo.user_post_urls(settings.platforms.weibo, ctx, source.id, source.max_pages, enough)
+            raise SourceError(f"source {source.name!r}: the {platform.name} platform is disabled")
+        return platform.listings[source.kind](resolver, ctx, source.id, source.max_pages, enough)
     raise UnsupportedUrl(f"source {source.name!r}: unknown kind {source.kind!r}")
 
 

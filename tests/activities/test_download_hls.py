@@ -14,7 +14,7 @@ from trawl.contracts import DiscardInput, DownloadInput
 from tests.activities.test_download_activity import WORKFLOW_ID, client, harness  # noqa: F401 - fixture
 from tests.trawl.test_hls_download import needs_ffmpeg, real_stream
 from trawl.download import state_path
-from trawl.hls_download import remux_output
+from trawl.download.hls import remux_output
 from trawl.models import Asset
 from trawl.simulator import Simulator
 from trawl.simulator.faults import status

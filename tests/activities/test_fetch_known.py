@@ -21,7 +21,7 @@ from trawl.platforms.base import ResolveContext
 from trawl.platforms.registry import build_registry
 from trawl.settings import PlatformsSettings
 from trawl.simulator import MediaFile, Simulator
-from trawl.simulator.bilibili import install_bilibili_site
+from trawl.platforms.bilibili.site import install_bilibili_site
 from trawl.simulator.demo import og_page
 from trawl.storage.catalog import Catalog, CommittedAsset
 

@@ -21,9 +21,9 @@ from tests.e2e.test_platforms import platform_env
 from tests.workers.test_supervisor import free_ports, started_pids
 from trawl.download import file_sha256
 from trawl.simulator import MediaFile, Simulator
-from trawl.simulator.bilibili import install_bilibili_site
-from trawl.simulator.facebook import VIDEOS, install_facebook_site
-from trawl.simulator.weibo import install_weibo_site
+from trawl.platforms.bilibili.site import install_bilibili_site
+from trawl.platforms.facebook.site import VIDEOS, install_facebook_site
+from trawl.platforms.weibo.site import install_weibo_site
 from trawl.storage.catalog import Catalog
 
 TRAWL = str(Path(sys.executable).parent / "trawl")

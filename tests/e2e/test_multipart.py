@@ -17,7 +17,7 @@ from tests.conftest import make_settings
 from trawl.platforms.registry import build_registry
 from trawl.settings import PlatformsSettings
 from trawl.simulator import MediaFile, Simulator
-from trawl.simulator.bilibili import TEN_PARTS, install_bilibili_site
+from trawl.platforms.bilibili.site import TEN_PARTS, install_bilibili_site
 from trawl.simulator.demo import og_page
 from trawl.storage.blobs import open_blob_store
 from trawl.storage.catalog import Catalog

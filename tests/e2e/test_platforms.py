@@ -17,7 +17,7 @@ from trawl.platforms.registry import build_registry
 import trawl.errors
 from trawl.settings import PlatformSettings, PlatformsSettings
 from trawl.simulator import Simulator
-from trawl.simulator.bilibili import (
+from trawl.platforms.bilibili.site import (
     PRIVATE_VIDEO,
     SHORT_LINK,
     SUPPORTER_ONLY,
@@ -26,8 +26,8 @@ from trawl.simulator.bilibili import (
     UPLOADER_MID,
     install_bilibili_site,
 )
-from trawl.simulator.facebook import LOGIN_WALL_ID, VIDEOS, install_facebook_site
-from trawl.simulator.weibo import install_weibo_site
+from trawl.platforms.facebook.site import LOGIN_WALL_ID, VIDEOS, install_facebook_site
+from trawl.platforms.weibo.site import install_weibo_site
 from trawl.storage.catalog import Catalog
 from trawl.worker.main import running_worker
 

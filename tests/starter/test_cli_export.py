@@ -13,7 +13,7 @@ from trawl.cli.crawl import read_urls
 from trawl.cli.export import crawl_choices, crawl_settings, quality_height, split_cookies
 from trawl.starter.client import CrawlChoices, item_options
 from trawl.cli.output import CommandError
-from trawl.platforms.bilibili import qn_for_height
+from trawl.platforms.bilibili.resolver import qn_for_height
 from trawl.settings import Settings
 
 COOKIES = """# Netscape HTTP Cookie File

@@ -9,8 +9,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from trawl.download import OVERLAP, Downloader, ResumeState, Stopped, file_sha256, load_state, state_path
-from trawl.errors import ContentCorrupt, StorageError, TooLarge, Truncated, TrawlError, UrlExpired
+from trawl.download.http import OVERLAP, Downloader
+from trawl.download.state import ResumeState, Stopped, file_sha256, load_state, state_path
+from trawl.errors import ContentCorrupt, StorageError, TooLarge, Truncated, TrawlError, UnsupportedUrl, UrlExpired
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
 from trawl.verify import verify_file
 
@@ -229,7 +230,7 @@ def test_a_splice_the_overlap_cannot_see_is_caught_by_the_platform_checksum(sim:
 
 def test_a_body_is_read_from_the_socket_and_its_connection_not_reused(sim: Simulator, client: httpx.Client,
                                                                      part: Path) -> None:
-    from trawl.rawbody import RawBody
+    from trawl.download.fastpath import RawBody
 
     media = MediaFile("mp4", "raw", SIZE)
     sim.add_file("/f.mp4", media)
@@ -246,7 +247,7 @@ def test_a_body_is_read_from_the_socket_and_its_connection_not_reused(sim: Simul
 
 
 def test_a_raw_body_is_handed_over_piece_by_piece_in_order(sim: Simulator, client: httpx.Client) -> None:
-    from trawl.rawbody import PIECE, RawBody
+    from trawl.download.fastpath import PIECE, RawBody
 
     media = MediaFile("mp4", "pieces", SIZE)
     sim.add_file("/f.mp4", media)
@@ -267,7 +268,7 @@ def test_a_raw_body_is_handed_over_piece_by_piece_in_order(sim: Simulator, clien
 
 
 def test_a_piece_that_cannot_be_taken_is_not_counted(sim: Simulator, client: httpx.Client) -> None:
-    from trawl.rawbody import RawBody
+    from trawl.download.fastpath import RawBody
 
     sim.add_file("/f.mp4", MediaFile("mp4", "refused", SIZE))
     taken: list[int] = []
@@ -287,13 +288,27 @@ def test_a_piece_that_cannot_be_taken_is_not_counted(sim: Simulator, client: htt
 
 def test_a_small_body_is_read_into_a_buffer_of_its_size(sim: Simulator, client: httpx.Client, part: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    import trawl.download
+    import trawl.download.fastpath
 
     sizes: list[int] = []
     real = bytearray
-    monkeypatch.setattr(trawl.download, "bytearray", lambda n: sizes.append(n) or real(n), raising=False)
+    monkeypatch.setattr(trawl.download.fastpath, "bytearray", lambda n: sizes.append(n) or real(n), raising=False)
     media = MediaFile("mp4", "tiny", 2_000)
     sim.add_file("/tiny.mp4", media)
     out = make(client).download([sim.url("/tiny.mp4")], part)
     assert sizes == [2_000]  # one buffer, of the body's size (not four of 1 MiB)
     assert out.sha256 == media.sha256() == file_sha256(part)
+
+
+def test_the_protocol_picks_the_downloader() -> None:
+    from trawl.download import DOWNLOADERS, HlsDownloader, downloader_for
+
+    assert DOWNLOADERS == {"http": Downloader, "hls": HlsDownloader}
+    assert downloader_for("http") is Downloader and downloader_for("hls") is HlsDownloader
+    with pytest.raises(UnsupportedUrl, match="dash"):
+        downloader_for("dash")
+    previous = {"offset": 5, "url": "http://a.test/f"}
+    assert Downloader.previous_state(previous, ["http://a.test/f"]) == ResumeState(offset=5, url="http://a.test/f")
+    assert Downloader.previous_state(previous, ["http://b.test/f"]) is None  # another file's state
+    assert Downloader.previous_state({"protocol": "hls", "segment": 2}, ["http://a.test/f"]) is None
+    assert HlsDownloader.previous_state({"protocol": "hls", "segment": 2}, []).segment == 2

@@ -21,7 +21,7 @@ from trawl.hls import (
 )
 from trawl.platforms.base import ResolveContext
 from trawl.platforms.generic import GenericResolver, kind_from_content_type
-from trawl.platforms.weibo import _video_asset
+from trawl.platforms.weibo.resolver import _video_asset
 from trawl.simulator import Simulator
 from trawl.simulator.demo import og_page
 from trawl.simulator.hls import KEY, encrypt, install_hls_site

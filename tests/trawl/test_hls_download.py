@@ -15,11 +15,11 @@ import httpx
 import pytest
 
 from trawl.activities.errors import to_application_error
-from trawl.download import Stopped, state_path
+from trawl.download.hls import HlsDownloader, HlsState, load_hls_state, remux_output
+from trawl.download.state import Stopped, state_path
 from trawl.errors import (BlockedAddress, ContentCorrupt, ParseError, SegmentMissing, TooLarge, UnsupportedUrl,
                           UrlExpired)
 from trawl.hls import MAX_SEGMENTS, MediaPlaylist, parse_playlist
-from trawl.hls_download import HlsDownloader, HlsState, load_hls_state, remux_output
 from trawl.http import make_client
 from trawl.settings import NetSettings
 from trawl.simulator import Simulator
@@ -234,7 +234,7 @@ def test_a_rate_limited_stream_is_held_to_the_rate_and_stops_while_it_waits(clie
     """``download.limit_rate`` holds HLS segments too; the waits run on a fake clock (no wall-clock
     threshold), heartbeat, and notice a stop."""
     from tests.trawl.test_throttle import FakeClock
-    from trawl.throttle import Throttle
+    from trawl.download.throttle import Throttle
 
     plain = site.streams["disc"].plain()
     rate = len(plain) // 4  # a tenth of a second in the bucket, then 3.9 s of waiting

@@ -42,12 +42,14 @@ from trawl.errors import (
     classify_response,
 )
 from trawl.platforms.base import Page
-from trawl.platforms.bilibili import BilibiliResolver
-from trawl.platforms.facebook import FacebookResolver, canonical_url
+from trawl.platforms.bilibili.resolver import BilibiliResolver
+from trawl.platforms.facebook.resolver import FacebookResolver, canonical_url
 from trawl.platforms.generic import GenericResolver, parse_page_meta
-from trawl.platforms.weibo import WeiboResolver, mblogid_to_mid
+from trawl.platforms.weibo.resolver import WeiboResolver, mblogid_to_mid
 from trawl.ranges import ContentRange, parse_content_range, parse_range
-from trawl.settings import BilibiliSettings, FacebookSettings, WeiboSettings
+from trawl.platforms.bilibili import BilibiliSettings
+from trawl.platforms.facebook import FacebookSettings
+from trawl.platforms.weibo import WeiboSettings
 from trawl.simulator.references import reference_bytes, reference_json
 from trawl.urls import DEFAULT_PORTS, TRACKING_PARAMS, canonicalize, validate_url, web_key
 

@@ -10,7 +10,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from trawl.download import Downloader, HostSlots, ResumeState, Stopped, file_sha256, load_state, plan_segments
+from trawl.download.http import Downloader
+from trawl.download.segmented import HostSlots, plan_segments
+from trawl.download.state import ResumeState, Stopped, file_sha256, load_state
 from trawl.errors import NotFound, TrawlError
 from trawl.ranges import parse_range
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
@@ -228,7 +230,7 @@ def test_resume_with_the_state_file_ahead_of_the_heartbeat(sim: Simulator, clien
     plan = plan_segments(SIZE, 4)
     saved = prepare(part, media, [[s, e, (e - s) // 2] for s, e, _ in plan])
     saved.url = sim.url("/f.mp4")
-    from trawl.download import save_state
+    from trawl.download.state import save_state
 
     save_state(part, saved)
     stale = ResumeState(1000, SIZE, media.etag, None, sim.url("/f.mp4"), [[s, e, 250] for s, e, _ in plan])
@@ -319,13 +321,13 @@ def test_a_server_fast_enough_for_one_connection_gets_the_segments_over_that_one
 
 def test_a_run_that_splits_late_leaves_the_rest_to_the_new_connections(sim: Simulator, client: httpx.Client,
                                                                       part: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import trawl.segmented
+    import trawl.download.segmented
 
     media = MediaFile("mp4", "splits-late", SIZE)
     plan = plan_segments(SIZE, 4)
     sim.add_file("/f.mp4", media, FileBehaviour(throttle_bps=2_000_000))  # segment 1 takes about 0.5 s
     # Judged slow once the first answer is 100 kB into segment 1 (it read on into it unsplit).
-    monkeypatch.setattr(trawl.segmented, "worth_splitting", lambda done, *_: done > plan[1][0] + 100_000)
+    monkeypatch.setattr(trawl.download.segmented, "worth_splitting", lambda done, *_: done > plan[1][0] + 100_000)
     out = make(client, split_after_s=60).download([sim.url("/f.mp4")], part)
     assert out.sha256 == media.sha256() == file_sha256(part)
     # The first answer covered segments 0 and 1; two new connections took 2 and 3, once each.
@@ -363,6 +365,6 @@ def test_a_slow_first_connection_opens_the_others(sim: Simulator, client: httpx.
 ])
 def test_the_split_is_worth_it_when_one_connection_would_take_long(done: int, elapsed: float, after_s: float,
                                                                    split: bool) -> None:
-    from trawl.segmented import worth_splitting
+    from trawl.download.segmented import worth_splitting
 
     assert worth_splitting(done, 100 << 20, elapsed, after_s) is split

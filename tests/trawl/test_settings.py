@@ -79,3 +79,33 @@ def test_http_max_connections_set_is_kept(monkeypatch: pytest.MonkeyPatch, tmp_p
     monkeypatch.setenv("TRAWL_NET__MAX_CONNECTIONS", "-1")
     with pytest.raises(ConfigError, match="net.max_connections"):
         load_settings()
+
+
+def test_the_platforms_are_a_mapping_built_from_the_registrys_list(monkeypatch: pytest.MonkeyPatch,
+                                                                   tmp_path: Path) -> None:
+    from trawl.platforms.registry import PLATFORMS
+    from trawl.settings import PlatformSettings, SourceSettings
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "trawl.toml").write_text('[platforms.generic]\nthumbnails = false\n')
+    platforms = Settings().platforms
+    assert list(platforms.keys()) == [p.name for p in PLATFORMS] and len(platforms) == len(PLATFORMS)
+    assert all(isinstance(config, p.settings) for p, config in zip(PLATFORMS, platforms.values(), strict=True))
+    assert platforms["generic"] is platforms.generic and platforms["generic"].thumbnails is False
+    assert "generic" in platforms and "nope" not in platforms and platforms.get("nope") is None
+    with pytest.raises(KeyError):
+        platforms["nope"]
+    assert isinstance(platforms.generic, PlatformSettings)
+    # Each platform's listings are source kinds.
+    for platform in PLATFORMS:
+        for kind in platform.listings:
+            assert SourceSettings(name="s", kind=kind, id="1").kind == kind
+
+
+def test_a_platform_section_problem_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "trawl.toml").write_text('[platforms.mystery]\nenabled = false\n')
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    assert str(caught.value) == ("invalid configuration: platforms.mystery: Extra inputs are not permitted "
+                                 "(got {'enabled': False})")

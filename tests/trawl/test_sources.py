@@ -12,7 +12,7 @@ from trawl.platforms.base import ResolveContext
 from trawl.platforms.registry import build_registry
 from trawl.settings import PlatformsSettings, Settings, SourceSettings
 from trawl.simulator import Simulator
-from trawl.simulator.weibo import install_weibo_site
+from trawl.platforms.weibo.site import install_weibo_site
 from trawl.sources import SourceError, describe, expand, source_definition, source_from_definition
 
 

@@ -9,9 +9,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from trawl.download import Downloader, ResumeState, Stopped, file_sha256
+from trawl.download.http import Downloader
+from trawl.download.state import ResumeState, Stopped, file_sha256
+from trawl.download.throttle import Throttle
 from trawl.simulator import MediaFile, Simulator
-from trawl.throttle import Throttle
 
 
 class FakeClock:

@@ -7,9 +7,10 @@ writes each run's history as JSON, as `temporal workflow show --output json` wou
 
     .venv/bin/python -m tests.workflows.record_histories [--out DIR] [--only NAME]
 
-Existing files are overwritten: record only new scenarios into the repository (``--only``). An
-older scenario recorded today takes today's path (the 300 kB item of ``item_committed`` now takes
-the small-item path), and its file guards the path that runs started before a patch still take.
+Existing files are overwritten: record only new scenarios into the repository (``--only``): a
+history recorded before a patch guards the path that runs started before it still take, and a
+scenario recorded again today takes today's path instead. The whole set is recorded anew only
+when every patch is retired at once (a new baseline, docs/upgrading.md).
 """
 
 from __future__ import annotations
@@ -27,17 +28,18 @@ from pathlib import Path
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from activities.crawl import route_items
-from starter.client import cancel_crawl, item_result, start_crawl, start_item
+from trawl.activities.crawl import route_items
+from trawl.contracts import SEARCH_ATTRIBUTES
+from trawl.starter.client import cancel_crawl, item_result, start_crawl, start_item
 from trawl.platforms.registry import build_registry
 from trawl.settings import CatalogSettings, NetSettings, PlatformsSettings, Settings, TemporalSettings
 from trawl.simulator import FileBehaviour, MediaFile, Request, Response, Simulator
-from trawl.simulator.bilibili import TEN_PARTS, install_bilibili_site
+from trawl.platforms.bilibili.site import TEN_PARTS, install_bilibili_site
 from trawl.simulator.demo import og_page
 from trawl.simulator.hls import install_hls_site
-from workers.main import running_worker
-from workflows.crawl import CrawlWorkflow
-from workflows.media_item import SEARCH_ATTRIBUTES, MediaItemWorkflow
+from trawl.worker.main import running_worker
+from trawl.workflows.crawl import CrawlWorkflow
+from trawl.workflows.media_item import MediaItemWorkflow
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "histories"
@@ -71,7 +73,8 @@ class Recorder:
 
 # -- item scenarios ----------------------------------------------------------------------------
 async def committed(r: Recorder) -> list[WorkflowHandle]:
-    r.sim.add_file("/m/committed.mp4", MediaFile("mp4", "h-committed", 300_000))
+    """An item over small_item_size: a host claimed, download and verify there, then commit."""
+    r.sim.add_file("/m/committed.mp4", MediaFile("mp4", "h-committed", 2_000_000))
     return [await r.finished(await r.item(r.sim.url("/m/committed.mp4")))]
 
 
@@ -111,9 +114,10 @@ async def url_expired(r: Recorder) -> list[WorkflowHandle]:
 
 
 async def paused_resumed(r: Recorder) -> list[WorkflowHandle]:
-    r.sim.add_file("/m/pause.mp4", MediaFile("mp4", "h-pause", 3_000_000), FileBehaviour(throttle_bps=1_000_000))
+    # Slow enough that the pause finds it running, on however many connections it is split.
+    r.sim.add_file("/m/pause.mp4", MediaFile("mp4", "h-pause", 3_000_000), FileBehaviour(throttle_bps=100_000))
     handle = await r.item(r.sim.url("/m/pause.mp4"))
-    await wait_until(lambda: r.sim.bytes_sent("/m/pause.mp4") > 600_000)
+    await wait_until(lambda: r.sim.bytes_sent("/m/pause.mp4") > 300_000)
     await handle.signal(MediaItemWorkflow.pause)
     await asyncio.sleep(2)  # the download stops at its next heartbeat
     await handle.signal(MediaItemWorkflow.resume)
@@ -121,7 +125,7 @@ async def paused_resumed(r: Recorder) -> list[WorkflowHandle]:
 
 
 async def cancelled(r: Recorder) -> list[WorkflowHandle]:
-    r.sim.add_file("/m/cancel.mp4", MediaFile("mp4", "h-cancel", 4_000_000), FileBehaviour(throttle_bps=1_000_000))
+    r.sim.add_file("/m/cancel.mp4", MediaFile("mp4", "h-cancel", 4_000_000), FileBehaviour(throttle_bps=300_000))
     handle = await r.item(r.sim.url("/m/cancel.mp4"))
     await wait_until(lambda: r.sim.bytes_sent("/m/cancel.mp4") > 300_000)
     await handle.cancel()
@@ -133,13 +137,13 @@ async def dash_two_assets(r: Recorder) -> list[WorkflowHandle]:
 
 
 async def small_committed(r: Recorder) -> list[WorkflowHandle]:
-    """Since small-item-one-activity: a small item's download, verify and commit in one activity."""
+    """A small item's download, verify and commit in one activity."""
     r.sim.add_file("/m/small.mp4", MediaFile("mp4", "h-small", 200_000))
     return [await r.finished(await r.item(r.sim.url("/m/small.mp4")))]
 
 
 async def thumbnail_left_out(r: Recorder) -> list[WorkflowHandle]:
-    """Since optional-thumbnails: a cover that cannot be had is left out; the video commits."""
+    """A cover that cannot be had is left out; the video commits."""
     r.sim.add_file("/m/with-cover.mp4", MediaFile("mp4", "h-cover", 300_000))
     r.sim.add_page("/p/cover", og_page("Cover", "/m/with-cover.mp4", image="/gone/cover.jpg"))
     return [await r.finished(await r.item(r.sim.url("/p/cover")))]
@@ -191,14 +195,14 @@ async def crawl_continue_as_new(r: Recorder) -> list[WorkflowHandle]:
 
 
 async def crawl_multipart(r: Recorder) -> list[WorkflowHandle]:
-    """Since crawl-more-items: a bare URL of a ten-part video; the crawl queues parts 2..10."""
+    """A bare URL of a ten-part video; the crawl queues parts 2..10."""
     handle, _ = await start_crawl(r.client, r.settings, r.registry, [r.ten_parts_url], concurrency=4)  # type: ignore[attr-defined]
     await asyncio.wait_for(handle.result(), 300)
     return [handle]
 
 
 async def crawl_joined_items_left_alone(r: Recorder) -> list[WorkflowHandle]:
-    """Since crawl-steers-own-items: crawl B joins crawl A's items; pausing and cancelling B
+    """Crawl B joins crawl A's items; pausing and cancelling B
     leaves them to A (B's history records B only waiting for them)."""
     urls = _files(r, "cjoin", 2, throttle=1_000_000)
     first, _ = await start_crawl(r.client, r.settings, r.registry, urls, concurrency=2)
@@ -220,7 +224,7 @@ async def crawl_joined_items_left_alone(r: Recorder) -> list[WorkflowHandle]:
 
 
 async def crawl_source_failed(r: Recorder) -> list[WorkflowHandle]:
-    """Since crawl-source-fails: a source the worker cannot expand fails the crawl."""
+    """A source the worker cannot expand fails the crawl."""
     handle, _ = await start_crawl(r.client, r.settings, build_registry(r.settings.platforms), [], source="absent")
     try:
         await asyncio.wait_for(handle.result(), 60)
@@ -235,17 +239,10 @@ SCENARIOS: dict[str, Scenario] = {
     "item_paused_resumed": paused_resumed, "item_cancelled": cancelled, "item_dash_two_assets": dash_two_assets,
     "crawl_pause_resume_add_urls": crawl_pause_resume_add, "crawl_cancelled": crawl_cancel,
     "crawl_continue_as_new": crawl_continue_as_new,
-    # Recorded after the patches small-item-one-activity, optional-thumbnails and crawl-more-items
-    # (the histories above are older and keep the paths before them replaying).
     "item_small_committed": small_committed, "item_thumbnail_left_out": thumbnail_left_out,
     "item_hls_committed": hls_committed, "crawl_multipart": crawl_multipart,
-    # Recorded after ui-columns (Title, ErrorClass, Outcome folded into Stage, Platform set at start).
-    "item_ui_columns_failed_not_found": failed_not_found, "item_ui_columns_failed_after_retries": failed_after_retries,
-    "item_ui_columns_small_committed": small_committed, "item_ui_columns_cancelled": cancelled,
-    "item_ui_columns_duplicate": duplicate,
-    # Recorded after crawl-source-fails (crawl_source_refused.json, recorded before it, guards the old path).
-    "crawl_source_failed": crawl_source_failed,
-    "crawl_joined_items_left_alone": crawl_joined_items_left_alone,
+    "crawl_source_failed": crawl_source_failed, "crawl_joined_items_left_alone": crawl_joined_items_left_alone,
+    # Recorded after the baseline (each new one says which patch it guards):
 }
 
 
@@ -263,6 +260,8 @@ async def record(out: Path, only: set[str] | None) -> list[Path]:
                                           task_queue_prefix=f"rec-{uuid.uuid4().hex[:8]}"),
                 catalog=CatalogSettings(url=""), net=NetSettings(allow_private=True),
                 platforms=PlatformsSettings(bilibili=bili.settings()),
+                # Items over 1 MB take the host-local path, smaller ones the one-activity path.
+                download={"small_item_size": 1_000_000},
                 retry={stage: {"initial_interval": "100ms", "maximum_interval": "300ms", "maximum_attempts": 3}
                        for stage in ("fetch", "download", "verify", "commit")},
             )

@@ -22,7 +22,8 @@ from trawl.simulator import FileBehaviour, MediaFile, Simulator
 from trawl.sources import source_definition
 from trawl.storage.catalog import Catalog
 from trawl.worker.main import running_worker
-from trawl.workflows.crawl import CrawlInput, CrawlStats, CrawlWorkflow, crawl_failure
+from trawl.starter.views import crawl_failure
+from trawl.workflows.crawl import CrawlInput, CrawlStats, CrawlWorkflow
 from trawl.workflows.media_item import MediaItemWorkflow, Progress
 from trawl.contracts import workflow_queue
 

@@ -51,7 +51,8 @@ from trawl.contracts import (
 from trawl.starter.client import item_result
 from trawl.models import Asset, Resolved
 from trawl.workflows.crawl import CrawlInput, CrawlStats, CrawlWorkflow
-from trawl.workflows.media_item import SEARCH_ATTRIBUTES, ItemInput, ItemResult, MediaItemWorkflow, Progress
+from trawl.contracts import SEARCH_ATTRIBUTES
+from trawl.workflows.media_item import ItemInput, ItemResult, MediaItemWorkflow, Progress
 from trawl.contracts import ItemOptions, download_queue, fetch_queue, join_queue, workflow_queue
 
 TEST_SERVER = str(Path(sys.executable).parent / "temporal-test-server")

@@ -19,11 +19,11 @@ from trawl.workflows.crawl import CrawlWorkflow
 from trawl.workflows.media_item import MediaItemWorkflow
 
 HISTORIES = sorted((Path(__file__).resolve().parent / "histories").glob("*.json"))
-EXPECTED = {"item_committed", "item_duplicate", "item_failed_not_found", "item_failed_after_retries",
-            "item_url_expired_refetched", "item_paused_resumed", "item_cancelled", "item_dash_two_assets",
-            "crawl_pause_resume_add_urls", "crawl_cancelled", "crawl_continue_as_new_run1",
-            "item_ui_columns_failed_not_found", "item_ui_columns_failed_after_retries",
-            "item_ui_columns_small_committed", "item_ui_columns_cancelled", "item_ui_columns_duplicate"}
+EXPECTED = {"item_committed", "item_small_committed", "item_duplicate", "item_failed_not_found",
+            "item_failed_after_retries", "item_url_expired_refetched", "item_paused_resumed", "item_cancelled",
+            "item_dash_two_assets", "item_thumbnail_left_out", "item_hls_committed",
+            "crawl_pause_resume_add_urls", "crawl_cancelled", "crawl_continue_as_new_run1", "crawl_continue_as_new_run2",
+            "crawl_multipart", "crawl_source_failed", "crawl_joined_items_left_alone"}
 
 
 def history(path: Path) -> WorkflowHistory:

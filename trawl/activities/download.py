@@ -15,24 +15,9 @@ from temporalio.exceptions import ApplicationError, CancelledError
 
 from trawl.activities.errors import classified, workdir_name
 from trawl.contracts import DiscardInput, DownloadInput, DownloadResult
-from trawl.download import Downloader, DownloadOutcome, HostSlots, ResumeState, Stopped, discard
-from trawl.hls_download import HlsDownloader, HlsState, discard_hls
+from trawl.download import DownloadOutcome, HostSlots, Stopped, discard, discard_hls, downloader_for
 from trawl.settings import DownloadSettings
 from trawl.workdirs import mark_owner
-
-
-def _previous_state(urls: list[str]) -> ResumeState | None:
-    """The last attempt's resume state, when it is of one of ``urls``: an activity that downloads
-    several files in turn (small_item) heartbeats each one's state."""
-    details = activity.info().heartbeat_details
-    if details and isinstance(details[0], dict):
-        try:
-            state = ResumeState(**details[0])
-        except TypeError:
-            return None
-        return state if state.url in urls else None
-    return None
-
 
 ProgressSink = Callable[[str, dict[str, Any]], None]
 PROGRESS_STEPS = 20  # reports per download of known size (every 5 %)
@@ -54,10 +39,11 @@ class ProgressReporter:
         self.last_step: int | None = None
         self.total: int | None = None
 
-    def __call__(self, state: ResumeState) -> None:
+    def __call__(self, state: Any) -> None:
+        """Report a downloader's heartbeat state (its ``offset`` and ``estimated_total``) if it passed a step."""
         if self.sink is None:
             return
-        total = self.total = state.total
+        total = self.total = state.estimated_total
         if total and state.offset >= total:
             return  # the activity's own result tells the item just after (a signal would cost a workflow task)
         step = state.offset * PROGRESS_STEPS // total if total else state.offset // PROGRESS_EVERY_BYTES
@@ -95,58 +81,36 @@ class DownloadActivities:
         part = self.part_path(inp.workflow_id, inp.asset.name)
         mark_owner(part.parent, inp.workflow_id)
         report = ProgressReporter(self.progress, inp.workflow_id, inp.asset.name)
-        if inp.asset.protocol == "hls":
-            return self._result(inp, self._download_hls(inp, part, report))
 
-        def beat(state: ResumeState) -> None:
+        def beat(state: Any) -> None:  # the downloader's own state dataclass
             activity.heartbeat(asdict(state))
             report(state)
 
-        downloader = Downloader(
+        # The asset's protocol picks the downloader (plain HTTP, HLS); each reads back its own
+        # state from the last attempt's heartbeat.
+        downloader_class = downloader_for(inp.asset.protocol)
+        downloader = downloader_class.from_settings(
             self.client,
-            max_file_size=self.settings.max_file_size,
+            self.settings,
             heartbeat=beat,
             should_stop=lambda: activity.is_cancelled() or activity.is_worker_shutdown(),
-            segments=self.settings.segments_for(inp.platform),
-            segment_min_size=self.settings.segment_min_size,
+            platform=inp.platform,
+            quality=inp.quality,
+            limit_rate=inp.limit_rate,
             host_slots=self.host_slots,
-            limit_rate=inp.limit_rate or self.settings.limit_rate,
-            split_after_s=self.settings.split_after.total_seconds(),
         )
+        details = activity.info().heartbeat_details
         try:
             outcome = downloader.download(
                 inp.asset.urls,
                 part,
                 headers=inp.asset.headers,
                 expected_size=inp.asset.expected_size,
-                previous=_previous_state(inp.asset.urls),
+                previous=downloader_class.previous_state(details[0] if details else None, inp.asset.urls),
             )
         except Stopped as stopped:
             _stopped(stopped, report)
         return self._result(inp, outcome)
-
-    def _download_hls(self, inp: DownloadInput, part: Path, report: ProgressReporter) -> DownloadOutcome:
-        """An HLS stream, segment by segment; the heartbeat carries the next segment and the bytes before it."""
-
-        def beat(state: HlsState) -> None:
-            activity.heartbeat(asdict(state))
-            report(ResumeState(offset=state.offset, total=state.estimated_total))
-
-        details = activity.info().heartbeat_details
-        downloader = HlsDownloader(
-            self.client,
-            max_file_size=self.settings.max_file_size,
-            quality=inp.quality or self.settings.hls_quality,
-            heartbeat=beat,
-            should_stop=lambda: activity.is_cancelled() or activity.is_worker_shutdown(),
-            ffmpeg=shutil.which("ffmpeg"),
-            limit_rate=inp.limit_rate or self.settings.limit_rate,
-        )
-        try:
-            return downloader.download(inp.asset.urls, part, headers=inp.asset.headers,
-                                       previous=HlsState.of(details[0]) if details else None)
-        except Stopped as stopped:
-            _stopped(stopped, report)
 
     @staticmethod
     def _result(inp: DownloadInput, outcome: DownloadOutcome) -> DownloadResult:

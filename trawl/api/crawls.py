@@ -16,9 +16,9 @@ from trawl.starter import views
 from trawl.api.errors import already_closed, declared, finished
 from trawl.api.models import Action, Crawl, CrawlCreate, CrawlPage, UrlsAdd
 from trawl.api.state import ApiState, api_state, bearer
-from trawl.starter.client import CrawlRefused, add_to_crawl, cancel_crawl, route_urls, start_crawl
-from trawl.workflows.crawl import CrawlStats, CrawlWorkflow, crawl_failure
-from trawl.contracts import workflow_queue
+from trawl.starter.client import CrawlRefused, add_to_crawl, cancel_crawl, crawl_handle, route_urls, start_crawl
+from trawl.starter.views import crawl_failure
+from trawl.contracts import CRAWL_WORKFLOW, CrawlStats, workflow_queue
 
 MAX_CRAWLS_PAGE = 100
 MAX_CRAWLS_OFFSET = 10_000
@@ -50,7 +50,7 @@ async def list_crawls(limit: int = Query(20, ge=1, le=MAX_CRAWLS_PAGE),
     orders them: running crawls by start, newest first, then finished ones by when they finished,
     most recent first. A crawl that continued as new is listed once, as its current run."""
     queue = _literal(workflow_queue(state.settings.temporal.task_queue_prefix))
-    query = f"WorkflowType = 'CrawlWorkflow' AND TaskQueue = {queue} AND ExecutionStatus != 'ContinuedAsNew'"
+    query = f"WorkflowType = '{CRAWL_WORKFLOW}' AND TaskQueue = {queue} AND ExecutionStatus != 'ContinuedAsNew'"
     wanted = offset + limit
     executions = [e async for e in state.client.list_workflows(query, limit=wanted, page_size=min(wanted, 1000))]
     crawls = await asyncio.gather(*(_listed(state, e) for e in executions[offset:]))
@@ -66,7 +66,7 @@ async def get_crawl(crawl_id: str, state: ApiState = Depends(api_state)) -> Craw
              responses=declared(403, 404, 409, 413, 422))
 async def add_crawl_urls(crawl_id: str, body: UrlsAdd, state: ApiState = Depends(api_state)) -> Crawl:
     """Queue more URLs on a running crawl."""
-    handle = state.client.get_workflow_handle_for(CrawlWorkflow.run, crawl_id)
+    handle = crawl_handle(state.client, crawl_id)
     desc = await handle.describe()
     if desc.status != WorkflowExecutionStatus.RUNNING:
         # A list that is refused whatever the crawl's state is a 422 first, as for a running one.
@@ -88,7 +88,7 @@ async def add_crawl_urls(crawl_id: str, body: UrlsAdd, state: ApiState = Depends
              responses=declared(403, 404, 409, 422))
 async def steer_crawl(crawl_id: str, action: Action, state: ApiState = Depends(api_state)) -> Crawl:
     """Pause (no new items; running ones paused), resume, or cancel (its items are cancelled)."""
-    handle = state.client.get_workflow_handle_for(CrawlWorkflow.run, crawl_id)
+    handle = crawl_handle(state.client, crawl_id)
     desc = await handle.describe()
     if desc.status != WorkflowExecutionStatus.RUNNING:
         raise finished("crawl", crawl_id, desc.status, action)
@@ -105,7 +105,7 @@ async def steer_crawl(crawl_id: str, action: Action, state: ApiState = Depends(a
 
 
 async def crawl_view(state: ApiState, crawl_id: str, refused: list[str] | None = None) -> Crawl:
-    handle = state.client.get_workflow_handle_for(CrawlWorkflow.run, crawl_id)
+    handle = crawl_handle(state.client, crawl_id)
     return Crawl(**views.crawl_dict(crawl_id, *await _crawl_state(handle)), refused=refused or [])
 
 
@@ -118,7 +118,7 @@ async def _crawl_state(handle) -> tuple[object, CrawlStats | None]:  # noqa: ANN
 
 
 async def _listed(state: ApiState, execution: WorkflowExecution) -> Crawl:
-    handle = state.client.get_workflow_handle_for(CrawlWorkflow.run, execution.id)
+    handle = crawl_handle(state.client, execution.id)
     try:
         desc, stats = await asyncio.wait_for(_crawl_state(handle), LISTED_STATS_WAIT_S)
     except (RPCError, WorkflowQueryFailedError, TimeoutError):

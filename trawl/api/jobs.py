@@ -13,9 +13,8 @@ from trawl.starter import views
 from trawl.api.errors import already_closed, declared, finished
 from trawl.api.models import Action, Job, JobCreate, JobStatus, Progress
 from trawl.api.state import ApiState, api_state, bearer
-from trawl.starter.client import item_progress, item_result, start_item
+from trawl.starter.client import item_handle, item_progress, item_result, start_item
 from trawl.errors import TrawlError
-from trawl.workflows.media_item import MediaItemWorkflow
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"], responses=declared(401, 429, 503),
                    dependencies=[Depends(bearer)])
@@ -74,7 +73,7 @@ async def job_view(state: ApiState, job_id: str, url: str = "") -> Job:
     """A running job from its progress query; a closed one from its result (``item_result``,
     which turns a failed or cancelled execution into a result too): the status follows the
     result's outcome."""
-    handle = state.client.get_workflow_handle_for(MediaItemWorkflow.run, job_id)
+    handle = item_handle(state.client, job_id)
     desc = await handle.describe()
     retries = await retry_count(handle)
     if desc.status == WorkflowExecutionStatus.RUNNING:

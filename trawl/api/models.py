@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from trawl.starter.client import MAX_CRAWL_BYTES, MAX_CRAWL_CONCURRENCY, MAX_CRAWL_URLS
 from trawl.errors import TrawlError
 from trawl.urls import MAX_URL_LENGTH, validate_url
-from trawl.workflows.crawl import CrawlStats
+from trawl.contracts import CrawlStats
 
 JobStatus = Literal["PENDING", "PROCESSING", "COMPLETED", "FAILED", "CANCELLED", "PAUSED"]
 Action = Literal["pause", "resume", "cancel"]
@@ -58,7 +58,7 @@ class Asset(BaseModel):
 
 # -- jobs ------------------------------------------------------------------------------------------
 class JobCreate(BaseModel):
-    url: str = Field(max_length=MAX_URL_LENGTH, examples=["https://www.bilibili.com/video/BV117411r7R1"])
+    url: str = Field(max_length=MAX_URL_LENGTH, examples=["https://example.com/watch/clip"])
 
     @field_validator("url")
     @classmethod

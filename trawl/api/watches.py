@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 from trawl.api.errors import declared
 from trawl.api.models import CRAWL_URLS_LIMITS
 from trawl.api.state import ApiState, api_state, bearer
+from trawl.platforms.registry import listing_kinds
 from trawl.starter.client import MAX_CRAWL_CONCURRENCY, MAX_CRAWL_URLS
 from trawl.starter.watches import (
     Watch as WatchRecord,
@@ -46,7 +47,7 @@ class WatchedSource(BaseModel):
     """A source's definition as a watch carries it: its ``[[sources]]`` table when the watch was added."""
 
     name: str
-    kind: str = Field(examples=["feed", "url_file", "bilibili_uploader", "weibo_user"])
+    kind: str = Field(examples=["feed", "url_file", *listing_kinds()])
     id: str = ""
     path: str = Field(default="", description="url_file: read by the worker that runs the watch, on its host")
     url: str = ""

@@ -51,7 +51,7 @@ from trawl.starter.embedded import ServerError
 from trawl.errors import BlockedAddress, StorageError, UnsupportedUrl
 from trawl.logs import configure_logging, default_worker_name, quiet_stream, stdout_for_logs
 from trawl.settings import ConfigError, load_settings
-from trawl.worker.main import install_core_logging
+from trawl.worker.runtime import install_core_logging
 
 __all__ = [
     "EXIT_FAILED_ITEMS", "EXIT_USAGE", "build_parser", "console_main", "crawl_progress_line", "crawl_urls",

@@ -22,7 +22,6 @@ from trawl.starter.embedded import EmbeddedServer, settings_for
 from trawl.logs import get_logger
 from trawl.platforms.registry import Registry
 from trawl.settings import Settings
-from trawl.worker.main import running_worker
 
 if TYPE_CHECKING:
     from trawl.storage.catalog import Catalog
@@ -183,6 +182,8 @@ async def session(settings: Settings, *, worker: bool, registry: Registry | None
                        "this work, under their own settings; no worker started here", workers=running)
                 worker = False
         if worker:
+            from trawl.worker.main import running_worker  # the worker and its activities: only when one runs here
+
             async with running_worker(client, settings, registry, one_shot=one_shot):
                 yield client
         else:

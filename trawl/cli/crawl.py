@@ -30,14 +30,13 @@ from trawl.cli.output import (
     stats_line,
 )
 from trawl.cli.progress import SAMPLE_EVERY_S, CrawlProgress, CrawlSpeed
-from trawl.starter.client import CrawlChoices, item_result, start_crawl, start_item, unreachable
+from trawl.starter.client import CrawlChoices, crawl_handle, item_result, start_crawl, start_item, unreachable
 from trawl.starter.views import crawl_dict, crawl_state, item_dict, result_dict, status_name
 from trawl.errors import TrawlError
-from trawl.platforms.registry import PLATFORM_RESOLVERS, Registry, build_registry
+from trawl.platforms.registry import PLATFORMS, Registry, build_registry
 from trawl.settings import Settings
 from trawl.storage.blobs import open_blob_store
-from trawl.workflows.crawl import CrawlWorkflow
-from trawl.contracts import ItemResult
+from trawl.contracts import CRAWL_WORKFLOW, ItemResult
 
 
 def read_urls(args_urls: Iterable[str], file: str | None) -> list[str]:
@@ -296,9 +295,9 @@ async def detach_crawl(args: argparse.Namespace, settings: Settings, registry: R
 async def cmd_crawls(args: argparse.Namespace, settings: Settings) -> int:
     async with session(settings, worker=False) as client:
         found = 0
-        async for execution in client.list_workflows("WorkflowType = 'CrawlWorkflow'", limit=args.limit):
+        async for execution in client.list_workflows(f"WorkflowType = '{CRAWL_WORKFLOW}'", limit=args.limit):
             found += 1
-            handle = client.get_workflow_handle_for(CrawlWorkflow.run, execution.id)
+            handle = crawl_handle(client, execution.id)
             try:
                 _, stats = await crawl_state(handle)
             except RPCError:
@@ -316,7 +315,7 @@ MEASURE_TRIES = 3  # a one-off look takes this many more samples, a second apart
 
 async def cmd_crawl_status(args: argparse.Namespace, settings: Settings) -> int:
     async with session(settings, worker=False) as client:
-        handle = client.get_workflow_handle_for(CrawlWorkflow.run, args.id)
+        handle = crawl_handle(client, args.id)
         speed = CrawlSpeed(client, args.id)
         live = is_terminal(sys.stdout) and not args.json
         try:
@@ -355,7 +354,7 @@ async def cmd_crawl_status(args: argparse.Namespace, settings: Settings) -> int:
 
 # -- the catalog ---------------------------------------------------------------------------------
 def cmd_items(args: argparse.Namespace, settings: Settings) -> int:
-    known = [*PLATFORM_RESOLVERS, "generic"]
+    known = [p.name for p in PLATFORMS]
     if args.platform is not None and args.platform not in known:
         raise CommandError(f"unknown platform {args.platform!r}; give one of {', '.join(known)}")
     catalog = open_catalog(settings)

@@ -7,15 +7,10 @@ import sys
 from trawl.cli.common import session
 from trawl.cli.crawl import crawl_urls
 from trawl.cli.output import result_line
-from trawl.platforms.registry import build_registry
+from trawl.platforms.platform import Platform
+from trawl.platforms.registry import PLATFORMS, build_registry
 from trawl.settings import Settings
 from trawl.simulator import Simulator
-from trawl.simulator.demo import (
-    install_bilibili_demo,
-    install_demo_site,
-    install_facebook_demo,
-    install_weibo_demo,
-)
 from trawl.storage.blobs import BlobStore, hash_blob, open_blob_store
 from trawl.storage.catalog import Catalog
 from trawl.contracts import ItemResult
@@ -51,11 +46,23 @@ def check_demo(results: list[ItemResult], expected: dict[str, tuple[str, str | N
     return problems
 
 
+def demo_platforms(platforms: tuple[Platform, ...] = PLATFORMS) -> list[Platform]:
+    """The platforms with a demo, each on its own simulator: generic first, then by name."""
+    *named, catch_all = platforms
+    return [p for p in (catch_all, *sorted(named, key=lambda p: p.name)) if p.demo is not None]
+
+
+def _spoken(words: list[str]) -> str:
+    """``a, b and c``."""
+    return f"{', '.join(words[:-1])} and {words[-1]}" if len(words) > 1 else "".join(words)
+
+
 async def run_demo(settings: Settings, sim_port: int) -> int:
-    """Crawl the generic demo site and the simulated platforms (ports sim_port .. sim_port+3)."""
+    """Crawl the generic demo site and the simulated platforms (ports sim_port, sim_port+1, ...)."""
+    platforms = demo_platforms()
     sims: list[Simulator] = []
     try:
-        for offset in range(4):
+        for offset in range(len(platforms)):
             sims.append(Simulator(port=sim_port + offset).start())
     except OSError as err:
         for sim in sims:
@@ -63,27 +70,23 @@ async def run_demo(settings: Settings, sim_port: int) -> int:
         print(f"trawl demo: cannot listen on 127.0.0.1:{sim_port + len(sims)} ({err.strerror}); try --sim-port",
               file=sys.stderr)
         return 2
-    generic, bilibili, facebook, weibo = sims
     try:
-        cases = install_demo_site(generic)
-        bili_settings, bili_cases = install_bilibili_demo(bilibili)
-        fb_settings, fb_cases = install_facebook_demo(facebook)
-        weibo_settings, weibo_cases = install_weibo_demo(weibo)
-        cases += bili_cases + fb_cases + weibo_cases
+        demos = [platform.demo(sim) for platform, sim in zip(platforms, sims) if platform.demo is not None]
+        cases = [case for demo in demos for case in demo.cases]
         # The simulators listen on loopback, which trawl refuses by default.
-        platforms = settings.platforms.model_copy(update={
-            "bilibili": bili_settings, "facebook": fb_settings, "weibo": weibo_settings})
+        platforms_settings = settings.platforms.model_copy(update={
+            platform.name: demo.settings for platform, demo in zip(platforms, demos) if demo.settings is not None})
         # Its own task queues too: the demo's settings (loopback allowed, simulated platforms)
         # differ from a running deployment's, and workers on one queue must be interchangeable.
         temporal = settings.temporal.model_copy(
             update={"task_queue_prefix": f"{settings.temporal.task_queue_prefix}-demo"})
         settings = settings.model_copy(update={
-            "net": settings.net.model_copy(update={"allow_private": True}), "platforms": platforms,
+            "net": settings.net.model_copy(update={"allow_private": True}), "platforms": platforms_settings,
             "temporal": temporal})
         registry = build_registry(settings.platforms)
         expected = {c.url: (c.expect, c.group) for c in cases}
-        print(f"trawl demo: crawling {len(cases)} URLs: generic pages and files, Bilibili, Facebook and "
-              f"Weibo, from simulators on 127.0.0.1:{sim_port}-{sim_port + 3}\n")
+        print(f"trawl demo: crawling {len(cases)} URLs: {_spoken([p.title for p in platforms])}, from simulators "
+              f"on 127.0.0.1:{sim_port}-{sim_port + len(sims) - 1}\n")
         async with session(settings, worker=True, registry=registry) as client:
             results = await crawl_urls(client, settings, registry, list(expected),
                                        lambda r: print(result_line(r), flush=True))
@@ -109,5 +112,5 @@ async def run_demo(settings: Settings, sim_port: int) -> int:
         print("\ndemo FAILED:\n  " + "\n  ".join(problems), file=sys.stderr)
         return 1
     print("\ndemo OK: every item is stored once, under whatever URL form it was given; the failures are the "
-          "expected ones (a 404, a deleted Bilibili video, a Facebook login wall, a Weibo post without media). Run it again: all duplicates.")
+          f"expected ones ({', '.join(demo.failures for demo in demos)}). Run it again: all duplicates.")
     return 0

@@ -27,18 +27,14 @@ from trawl.export import (
     TemplateError,
     item_for_key,
 )
-from trawl.platforms.registry import default_registry
+from trawl.platforms.registry import PLATFORMS, default_registry
 from trawl.settings import Settings
 from trawl.sizes import parse_size
 from trawl.storage.blobs import open_blob_store
 from trawl.contracts import ItemResult
 
 # The real domains each platform's cookies belong to (the configured base URLs' hosts count too).
-PLATFORM_DOMAINS = {
-    "bilibili": ("bilibili.com", "b23.tv", "bilivideo.com", "hdslb.com"),
-    "weibo": ("weibo.com", "weibo.cn", "sina.com.cn", "sinaimg.cn"),
-    "facebook": ("facebook.com", "fb.watch", "fbcdn.net"),
-}
+PLATFORM_DOMAINS = {p.name: p.cookie_domains for p in PLATFORMS if p.cookie_domains}
 
 # What `trawl export --help` ends with: what a person must know before touching the files.
 EXPORT_NOTES = (
@@ -58,8 +54,8 @@ _HEIGHT = re.compile(r"(?:(?:best|bv\*?|b|bestvideo)\*?\[height<=\??(\d+)\](?:\+
 
 
 def quality_height(spec: str) -> int:
-    """``-f``: the tallest video wanted, in lines (Bilibili maps it to its ``qn``, HLS picks the
-    variant at or below it).
+    """``-f``: the tallest video wanted, in lines (a platform maps it to its own quality, HLS picks
+    the variant at or below it).
 
     Raises:
         CommandError: a spec this does not understand.
@@ -84,7 +80,7 @@ def split_cookies(path: str, settings: Settings, into: Path) -> dict[str, str]:
     A cookie belongs to a platform when its domain is one of the platform's
     (:data:`PLATFORM_DOMAINS`, or a configured base URL's host, e.g. a simulator) or a subdomain of
     one, compared label by label. A cookie for a wider domain (``.com.cn``, ``.com``) or for a name
-    that merely ends the same way (``notweibo.com``) goes to no platform; no platform gets
+    that merely ends the same way (``notexample.com``) goes to no platform; no platform gets
     another's cookies.
 
     Returns:
@@ -105,7 +101,7 @@ def split_cookies(path: str, settings: Settings, into: Path) -> dict[str, str]:
     written: dict[str, str] = {}
     into.mkdir(parents=True, exist_ok=True)
     for platform, real in PLATFORM_DOMAINS.items():
-        config = getattr(settings.platforms, platform)
+        config = settings.platforms[platform]
         domains = set(real) | {urlsplit(str(v)).hostname or "" for k, v in config.model_dump().items()
                                if k.endswith("_base") and v} - {""}
         mine = [c for c in jar if any(_domain_matches(c.domain, domain) for domain in domains)]
@@ -151,7 +147,7 @@ def crawl_settings(args: argparse.Namespace, settings: Settings) -> Settings:
     platforms = {platform: {"cookies_file": path}
                  for platform, path in split_cookies(args.cookies, settings, settings.data_dir / "cookies").items()}
     new_platforms = settings.platforms.model_copy(update={
-        name: getattr(settings.platforms, name).model_copy(update=changes) for name, changes in platforms.items()})
+        name: settings.platforms[name].model_copy(update=changes) for name, changes in platforms.items()})
     return settings.model_copy(update={"platforms": new_platforms})
 
 
@@ -332,7 +328,7 @@ def add_crawl_flags(crawl: argparse.ArgumentParser) -> None:
                        help="a Netscape cookies.txt; each platform gets the cookies of its own domains")
     crawl.add_argument("--limit-rate", "-r", metavar="RATE", help="bytes per second per download, e.g. 500K, 2M")
     crawl.add_argument("-f", "--quality", metavar="SPEC",
-                       help="best, worst, a height (720p) or bestvideo[height<=720]: Bilibili's quality and "
+                       help="best, worst, a height (720p) or bestvideo[height<=720]: a platform's quality and "
                             "the HLS variant")
 
 

@@ -30,7 +30,6 @@ from trawl.starter.client import connect, ensure_search_attributes, metrics_url
 from trawl.starter.embedded import answers
 from trawl.logs import get_logger
 from trawl.settings import Settings
-from trawl.worker.main import running_worker
 
 log = get_logger("trawl.worker")
 
@@ -71,6 +70,8 @@ async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     else:
         client = await connect_or_explain(settings, metrics=True)
     await ensure_search_attributes(client, settings.temporal.namespace)
+    from trawl.worker.main import running_worker  # here: the other commands of this module need no worker
+
     async with running_worker(client, settings):
         logging.getLogger("trawl").info(
             "worker started", extra={"trawl": {"address": settings.temporal.address,

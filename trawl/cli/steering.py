@@ -25,12 +25,11 @@ from trawl.cli.output import (
     progress_bar,
     result_line,
 )
-from trawl.starter.client import cancel_crawl, item_progress, item_result
+from trawl.starter.client import cancel_crawl, item_handle, item_progress, item_result
 from trawl.starter.views import result_dict, started_url, status_name
 from trawl.platforms.registry import build_registry
 from trawl.settings import Settings
 from trawl.storage.blobs import open_blob_store
-from trawl.workflows.media_item import MediaItemWorkflow
 
 FOLLOW_EVERY_S = 0.5
 MEASURE_EVERY_S = 1.0
@@ -90,7 +89,7 @@ async def measured_progress(client: Client, handle: Any, *, every: float = MEASU
 async def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     async with session(settings, worker=False) as client:
         workflow_id = workflow_id_for(build_registry(settings.platforms), args.id)
-        handle = client.get_workflow_handle_for(MediaItemWorkflow.run, workflow_id)
+        handle = item_handle(client, workflow_id)
         try:
             desc = await handle.describe()
         except RPCError as err:
@@ -151,7 +150,7 @@ async def _finished_as(client: Client, handle: Any, desc: Any) -> str:
     if handle.id.startswith("crawl-"):
         return status
     try:
-        return (await item_result(client.get_workflow_handle_for(MediaItemWorkflow.run, handle.id), "")).outcome
+        return (await item_result(item_handle(client, handle.id), "")).outcome
     except RPCError:
         return status
 

@@ -1,6 +1,9 @@
-"""Resolvers: one module per platform, the generic resolver last in the registry."""
+"""The platforms: one module (or package) each, exporting one :class:`Platform` that holds all
+trawl knows about it; the registry lists them once, generic last."""
 
 from trawl.platforms.base import ResolveContext, Resolver
-from trawl.platforms.registry import Registry, default_registry
+from trawl.platforms.platform import Platform, PlatformSettings
+from trawl.platforms.registry import PLATFORMS, Registry, build_registry, default_registry
 
-__all__ = ["Registry", "ResolveContext", "Resolver", "default_registry"]
+__all__ = ["PLATFORMS", "Platform", "PlatformSettings", "Registry", "ResolveContext", "Resolver", "build_registry",
+           "default_registry"]

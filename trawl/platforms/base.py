@@ -12,8 +12,7 @@ from typing import Any, ClassVar
 
 import httpx
 
-from trawl.errors import ParseError, UnsupportedUrl, classify_exception, classify_response
-from trawl.http import read_limited
+from trawl.errors import NO_ANSWER_RULES, AnswerRules, ParseError, UnsupportedUrl, classify_exception, classify_response
 from trawl.models import Resolved
 
 
@@ -47,13 +46,15 @@ def _charset(content_type: str) -> str:
 class Resolver(ABC):
     """Turns a page URL into a :class:`Resolved` item.
 
-    Subclasses declare ``name`` (``platform:kind``), ``platform`` and ``url_patterns`` (regular
-    expressions with a named ``id`` group, matched against the whole URL).
+    Subclasses declare ``name`` (``platform:kind``), ``platform``, ``url_patterns`` (regular
+    expressions with a named ``id`` group, matched against the whole URL) and, when their
+    platform states errors inside its answers, ``answers`` (its :class:`AnswerRules`).
     """
 
     name: ClassVar[str]
     platform: ClassVar[str]
     url_patterns: ClassVar[tuple[re.Pattern[str], ...]] = ()
+    answers: ClassVar[AnswerRules] = NO_ANSWER_RULES
 
     def match(self, url: str) -> re.Match[str] | None:
         for pattern in self.url_patterns:
@@ -84,8 +85,8 @@ class Resolver(ABC):
                    platform_codes: bool = True, item_url: str = "") -> Page:
         """GET a page, refusing bodies over the page limit and classifying failures.
 
-        ``platform_codes=False`` ignores JSON error codes in a 200 answer (for APIs like
-        Bilibili's nav, which says "not logged in" and still carries what we need).
+        ``platform_codes=False`` ignores JSON error codes in a 200 answer (for an API that
+        says "not logged in" and still carries what we need).
         ``item_url`` is the URL the user gave, named in the error when ``url`` is an API call.
         """
         try:
@@ -95,10 +96,18 @@ class Resolver(ABC):
             raise classify_exception(exc) from None
         checked = body if platform_codes or resp.status_code >= 400 else None
         error = classify_response(resp.status_code, resp.headers, checked, url=url, item_url=item_url,
-                                  platform=self.platform)
+                                  answers=self.answers)
         if error is not None:
             raise error
         return Page(str(resp.url), resp.status_code, resp.headers, body)
+
+
+def read_limited(resp: httpx.Response, limit: int, url: str) -> bytes:
+    """:func:`trawl.http.read_limited`: the body of ``resp``, refused past ``limit`` bytes."""
+    # Imported here: trawl.http reads the settings, which are built from the platforms' list.
+    from trawl.http import read_limited as read
+
+    return read(resp, limit, url)
 
 
 def int_or_none(value: Any) -> int | None:
@@ -153,7 +162,7 @@ def dig(obj: Any, *path: str | int) -> Any:
 def base_pattern(real_hosts: str, *configured: str) -> str:
     """A regex for the scheme and host part of a platform's URLs.
 
-    ``real_hosts`` is a regex of the real host names (e.g. ``(?:www\\.|m\\.)?bilibili\\.com``);
+    ``real_hosts`` is a regex of the real host names (e.g. ``(?:www\\.|m\\.)?example\\.com``);
     ``configured`` are base URLs from the settings (the simulator's, in tests), matched exactly.
     """
     alternatives = [rf"https?://{real_hosts}"]

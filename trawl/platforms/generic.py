@@ -16,7 +16,9 @@ from trawl.hls import MediaPlaylist, is_hls_type, is_hls_url, parse_playlist, re
 from trawl.models import Asset, Resolved
 from trawl.ranges import parse_content_range
 from trawl.platforms.base import Page, ResolveContext, Resolver, float_or_none, int_or_none, read_limited
-from trawl.settings import PlatformSettings
+from trawl.platforms.platform import Platform, PlatformDemo, PlatformSettings
+from trawl.simulator.demo import install_demo_site
+from trawl.simulator.server import Simulator
 from trawl.urls import canonicalize, validate_url, web_key
 
 VIDEO_EXTS = frozenset({".mp4", ".m4v", ".webm", ".mkv", ".mov", ".flv", ".ts", ".ogv"})
@@ -201,7 +203,7 @@ class GenericResolver(Resolver):
                 if resp.status_code >= 400:
                     body = read_limited(resp, 4096, url)
                     raise classify_response(resp.status_code, resp.headers, body, url=url,
-                                            platform=self.platform) or UnsupportedUrl(url)
+                                            answers=self.answers) or UnsupportedUrl(url)
                 kind = kind_from_content_type(content_type)
                 if kind is None and content_type in ("", "application/octet-stream", "binary/octet-stream"):
                     kind = kind_from_extension(final_url)
@@ -301,3 +303,19 @@ class GenericResolver(Resolver):
                 except UnsupportedUrl:  # e.g. credentials in the link: use the page's own URL
                     continue
         return canonicalize(page_url)
+
+
+def _demo(sim: Simulator) -> PlatformDemo:
+    return PlatformDemo(settings=None, cases=install_demo_site(sim), failures="a 404")
+
+
+# Every site no other platform claims, so last in the registry; its settings are
+# [platforms.generic], whose shared rate is higher because it covers every other site at once.
+PLATFORM = Platform(
+    name="generic",
+    title="generic pages and files",
+    settings=PlatformSettings,
+    defaults={"requests_per_second": 20},
+    resolvers=lambda config: [GenericResolver(config)],
+    demo=_demo,
+)

@@ -1,17 +1,27 @@
-"""The explicit list of resolvers; the first that claims a URL resolves it."""
+"""The platforms, listed once (generic last), and the registry of their resolvers: the first
+resolver that claims a URL resolves it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trawl.errors import UnsupportedUrl
-from trawl.platforms import bilibili, facebook, weibo
+from trawl.errors import LoginRequired, UnsupportedUrl
+from trawl.platforms import bilibili, facebook, generic, weibo
 from trawl.platforms.base import Resolver
 from trawl.platforms.generic import GenericResolver
-from trawl.settings import PlatformsSettings
+from trawl.platforms.platform import ListingForm, Platform, PlatformsSettingsBase, platforms_model
 from trawl.urls import canonicalize, url_sha1, validate_url
+
+# Every platform trawl knows, in the order their resolvers are tried; generic claims any URL,
+# so it comes last. Adding a platform is adding its module and its line here.
+PLATFORMS: tuple[Platform, ...] = (
+    bilibili.PLATFORM,
+    weibo.PLATFORM,
+    facebook.PLATFORM,
+    generic.PLATFORM,
+)
 
 
 @dataclass(frozen=True)
@@ -26,11 +36,49 @@ class Route:
         return self.resolver.platform
 
 
+@dataclass(frozen=True)
+class ListingRoute:
+    """A listing URL, recognised offline: expanded as a source of ``kind`` listing ``id``."""
+
+    url: str
+    platform: str
+    kind: str
+    id: str
+
+    def definition(self, max_pages: int, full_listing: bool = False) -> dict[str, Any]:
+        """The source a crawl carries for it (:func:`trawl.sources.source_definition`'s shape)."""
+        argument = {"url": self.url} if self.kind == "feed" else {"id": self.id}
+        return {"name": self.url, "kind": self.kind, **argument, "max_pages": max_pages, "full_listing": full_listing}
+
+    @property
+    def workflow_id(self) -> str:
+        """Names the listing among a crawl's URLs (no workflow runs under it)."""
+        return f"listing-{url_sha1(canonicalize(self.url))}"
+
+
 class Registry:
-    def __init__(self, resolvers: list[Resolver]) -> None:
+    def __init__(self, resolvers: list[Resolver], listing_forms: Sequence[tuple[str, ListingForm]] = ()) -> None:
         if not resolvers or not isinstance(resolvers[-1], GenericResolver):
             raise ValueError("the generic resolver must come last")
         self.resolvers = resolvers
+        self.listing_forms = list(listing_forms)  # (platform, form), tried in order
+
+    def listing_for(self, url: str) -> ListingRoute | None:
+        """The listing ``url`` names, recognised offline; None for any other URL.
+
+        Raises:
+            LoginRequired: a listing form only a logged-in account can list.
+            UnsupportedUrl: not a URL trawl can fetch.
+        """
+        url = validate_url(url)
+        for platform, form in self.listing_forms:
+            match = form.pattern.match(url)
+            if match is None:
+                continue
+            if form.login_required:
+                raise LoginRequired(f"{url}: {form.login_required}")
+            return ListingRoute(url, platform, form.kind, form.listing_id(match))
+        return None
 
     @property
     def platforms(self) -> list[str]:
@@ -50,16 +98,32 @@ class Registry:
         workflow_id = f"item-{key}" if key else f"url-{url_sha1(canonicalize(url))}"
         return Route(resolver, workflow_id)
 
+    def resolver_of(self, platform: str) -> Resolver | None:
+        """The first resolver of ``platform``, or None when the platform is disabled."""
+        return next((r for r in self.resolvers if r.platform == platform), None)
 
-def build_registry(platforms: PlatformsSettings | None = None) -> Registry:
-    """The resolvers of the enabled platforms, generic last."""
-    platforms = platforms or PlatformsSettings()
+
+def build_registry(platforms: PlatformsSettingsBase | None = None,
+                   known: Sequence[Platform] = PLATFORMS) -> Registry:
+    """The resolvers of the enabled platforms, generic (always on) last.
+
+    Args:
+        platforms: the ``[platforms]`` settings; None: every platform's defaults.
+        known: the platforms to build from, generic last (tests give their own).
+    """
+    known = tuple(known)
+    config = platforms if platforms is not None else platforms_model(known)()
+    *named, catch_all = known
     resolvers: list[Resolver] = []
-    for name, factory in PLATFORM_RESOLVERS.items():
-        config = getattr(platforms, name)
-        if config.enabled:
-            resolvers.extend(factory(config))
-    return Registry([*resolvers, GenericResolver(platforms.generic)])
+    forms: list[tuple[str, ListingForm]] = []
+    for platform in known:
+        section = config[platform.name]
+        if platform is catch_all or section.enabled:
+            if platform is not catch_all:
+                resolvers.extend(platform.resolvers(section))
+            forms.extend((platform.name, form) for form in (platform.listing_forms(section)
+                                                            if platform.listing_forms else []))
+    return Registry([*resolvers, *catch_all.resolvers(config[catch_all.name])], forms)
 
 
 def default_registry() -> Registry:
@@ -67,9 +131,11 @@ def default_registry() -> Registry:
     return build_registry()
 
 
-# Platform name -> resolvers built from that platform's settings, in the order they are tried.
-PLATFORM_RESOLVERS: dict[str, Callable[[Any], list[Resolver]]] = {
-    "bilibili": bilibili.resolvers,
-    "weibo": weibo.resolvers,
-    "facebook": facebook.resolvers,
-}
+def listing_platform(kind: str, known: Sequence[Platform] = PLATFORMS) -> Platform | None:
+    """The platform that lists sources of ``kind`` (``[[sources]] kind = ...``), if one does."""
+    return next((p for p in known if kind in p.listings), None)
+
+
+def listing_kinds(known: Sequence[Platform] = PLATFORMS) -> list[str]:
+    """Every source kind a platform lists, in the registry's order."""
+    return [kind for p in known for kind in p.listings]

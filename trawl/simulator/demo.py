@@ -1,17 +1,13 @@
-"""The demo site: a handful of media items in the shapes trawl meets on the web."""
+"""The demo site: a handful of media items in the shapes trawl meets on the web.
+
+Each platform's simulated site brings its own demo cases (its module's ``install_demo``).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trawl.settings import BilibiliSettings, FacebookSettings, WeiboSettings
-from trawl.simulator.bilibili import SHORT_LINK as BILI_SHORT
-from trawl.simulator.bilibili import install_bilibili_site
-from trawl.simulator.facebook import LOGIN_WALL_ID as FB_LOGIN_WALL
-from trawl.simulator.facebook import VIDEOS as FB_VIDEOS
-from trawl.simulator.facebook import install_facebook_site
 from trawl.simulator.media import MediaFile
-from trawl.simulator.weibo import install_weibo_site
 from trawl.simulator.server import Simulator
 
 MiB = 1024 * 1024
@@ -86,35 +82,3 @@ def install_demo_site(sim: Simulator) -> list[DemoCase]:
         )
     ]
 
-
-def install_bilibili_demo(sim: Simulator) -> tuple[BilibiliSettings, list[DemoCase]]:
-    site = install_bilibili_site(sim)
-    return site.settings(requests_per_second=20), [
-        DemoCase(site.url("BV117411r7R1"), "committed", "Bilibili DASH: video + audio", "bili"),
-        DemoCase(sim.url("/video/av85440373"), "committed", "same video by av number", "bili"),
-        DemoCase(sim.url(f"/b23/{BILI_SHORT}"), "committed", "same video by b23.tv short link", "bili"),
-        DemoCase(site.url("BV1GJ411x7h7", page=2), "committed", "Bilibili part 2, two durl segments"),
-        DemoCase(site.url("BV17x411w7KC"), "not_found", "Bilibili code -404"),
-    ]
-
-
-def install_facebook_demo(sim: Simulator) -> tuple[FacebookSettings, list[DemoCase]]:
-    site = install_facebook_site(sim)
-    classic, reel = FB_VIDEOS[0], FB_VIDEOS[1]
-    return site.settings(requests_per_second=20), [
-        DemoCase(sim.url(f"/watch/?v={classic.id}"), "committed", "Facebook video, HD + SD", "fb"),
-        DemoCase(site.short_url("aBc12XyZ9"), "committed", "same video by fb.watch link", "fb"),
-        DemoCase(sim.url(f"/reel/{reel.id}"), "committed", "Facebook reel"),
-        DemoCase(sim.url(f"/watch/?v={FB_LOGIN_WALL}"), "login_required", "Facebook login wall"),
-    ]
-
-
-def install_weibo_demo(sim: Simulator) -> tuple[WeiboSettings, list[DemoCase]]:
-    site = install_weibo_site(sim)
-    video, pictures, text_only = site.posts["playback"], site.posts["pictures"], site.posts["novideo"]
-    return site.settings(requests_per_second=20), [
-        DemoCase(sim.url(f"/{video.uid}/{video.mblogid}"), "committed", "Weibo video post", "weibo"),
-        DemoCase(sim.url(f"/detail/{video.mid}"), "committed", "same post, m.weibo.cn form by mid", "weibo"),
-        DemoCase(sim.url(f"/{pictures.uid}/{pictures.mblogid}"), "committed", "Weibo post with two pictures"),
-        DemoCase(sim.url(f"/{text_only.uid}/{text_only.mblogid}"), "unsupported_url", "Weibo post without media"),
-    ]

@@ -1,7 +1,7 @@
 """Media behind expiring signed URLs, the way platform CDNs serve it.
 
-A URL carries an expiry (``deadline=<unix s>`` like Bilibili, ``Expires=<unix s>`` like Weibo,
-or ``oe=<hex unix s>`` like Facebook) and a signature over path and expiry. Past the expiry
+A URL carries an expiry in the parameter its platform's site names (``deadline=<unix s>``,
+``Expires=<unix s>``, ``oe=<hex unix s>``...) and a signature over path and expiry. Past the expiry
 the CDN answers 403 ``URL signature expired``; a wrong signature or a missing Referer (when
 one is required) is a plain 403.
 """

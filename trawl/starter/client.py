@@ -32,12 +32,11 @@ from trawl.models import MoreItem
 from trawl.platforms.registry import Registry
 from trawl.settings import Settings, StageRetry
 from trawl.sources import SourceError, find_source, source_definition
-from trawl.activities.crawl import CrawlItem
 from trawl.contracts import StoredAsset
-from trawl.worker.main import ONE_SHOT_MARK, core_logging
-from trawl.workflows.crawl import CrawlInput, CrawlState, CrawlWorkflow
-from trawl.workflows.media_item import CRAWL_ID, PLATFORM, ItemInput, ItemResult, MediaItemWorkflow, Progress
-from trawl.contracts import ItemOptions, StagePolicy, download_queue, workflow_queue
+from trawl.worker.runtime import ONE_SHOT_MARK, core_logging
+from trawl.contracts import (
+    ADD_URLS, CRAWL_ID, CRAWL_WORKFLOW, ITEM_WORKFLOW, PLATFORM, PROGRESS, STATS, CrawlInput, CrawlItem, CrawlState,
+    CrawlStats, ItemInput, ItemOptions, ItemResult, Progress, StagePolicy, download_queue, workflow_queue)
 
 
 _log = get_logger("trawl.client")
@@ -229,9 +228,10 @@ async def start_item(client: Client, settings: Settings, registry: Registry, url
     if crawl_id:
         attrs.append(SearchAttributePair(CRAWL_ID, crawl_id))
     handle = await client.start_workflow(
-        MediaItemWorkflow.run,
+        ITEM_WORKFLOW,
         ItemInput(url=url.strip(), platform=route.platform, crawl_id=crawl_id,
                   options=item_options(settings, choices)),
+        result_type=ItemResult,
         id=route.workflow_id,
         task_queue=workflow_queue(settings.temporal.task_queue_prefix),
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
@@ -242,9 +242,19 @@ async def start_item(client: Client, settings: Settings, registry: Registry, url
     return Started(url, route.workflow_id, handle)
 
 
+def item_handle(client: Client, workflow_id: str, run_id: str | None = None) -> WorkflowHandle[Any, ItemResult]:
+    """An item workflow by its id (its result an ``ItemResult``)."""
+    return client.get_workflow_handle(workflow_id, run_id=run_id, result_type=ItemResult)
+
+
+def crawl_handle(client: Client, crawl_id: str, run_id: str | None = None) -> WorkflowHandle[Any, CrawlStats]:
+    """A crawl workflow by its id (its result a ``CrawlStats``)."""
+    return client.get_workflow_handle(crawl_id, run_id=run_id, result_type=CrawlStats)
+
+
 async def item_progress(client: Client, handle: WorkflowHandle) -> dict[str, Any]:
     """Live progress of a running item: the workflow's own view plus the downloads' heartbeats."""
-    progress = await handle.query(MediaItemWorkflow.progress, result_type=Progress)
+    progress = await handle.query(PROGRESS, result_type=Progress)
     desc = await handle.describe()
     total = progress.bytes_total
     attempt = progress.attempt
@@ -458,8 +468,9 @@ async def start_crawl(client: Client, settings: Settings, registry: Registry, ur
         raise _too_big(size)
     crawl_id = crawl_id or f"crawl-{uuid.uuid4().hex[:12]}"
     handle = await client.start_workflow(
-        CrawlWorkflow.run,
+        CRAWL_WORKFLOW,
         inp,
+        result_type=CrawlStats,
         id=crawl_id,
         task_queue=workflow_queue(settings.temporal.task_queue_prefix),
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
@@ -484,8 +495,8 @@ async def add_to_crawl(client: Client, registry: Registry, crawl_id: str, urls: 
     items, refusals = await asyncio.to_thread(route_urls, registry, urls)
     if not items:
         raise CrawlRefused(refusals)
-    handle = client.get_workflow_handle_for(CrawlWorkflow.run, crawl_id)
-    stats = await handle.query(CrawlWorkflow.stats)
+    handle = crawl_handle(client, crawl_id)
+    stats = await handle.query(STATS, result_type=CrawlStats)
     held = stats.queued + stats.running
     if held + len(items) > MAX_CRAWL_URLS:
         raise _too_many(len(items), held)
@@ -497,7 +508,7 @@ async def add_to_crawl(client: Client, registry: Registry, crawl_id: str, urls: 
         carried = await _given_to_current_run(handle)  # the history's size overstates it: look closer
         if carried + size > MAX_CRAWL_BYTES:
             raise _too_big(size, carried)
-    await handle.signal(CrawlWorkflow.add_urls, items)
+    await handle.signal(ADD_URLS, items)
     return [str(r) for r in refusals]
 
 

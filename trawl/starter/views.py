@@ -18,12 +18,12 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Protocol, Union
 
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowQueryFailedError
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowQueryFailedError
+from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
 from trawl.storage.records import CatalogItem
-from trawl.workflows.crawl import CrawlStats, CrawlWorkflow, crawl_failure
-from trawl.contracts import ItemInput, ItemResult
+from trawl.contracts import STATS, CrawlStats, ItemInput, ItemResult
 
 CLOSED_QUERY_PATIENCE_S = 5.0
 
@@ -76,14 +76,14 @@ async def crawl_state(handle: Any) -> tuple[Any, CrawlStats | None]:
     answer: None when none does (and for terminated crawls, and failures that carry no counts)."""
     desc = await handle.describe()
     if desc.status == WorkflowExecutionStatus.RUNNING:
-        return desc, await handle.query(CrawlWorkflow.stats)
+        return desc, await handle.query(STATS, result_type=CrawlStats)
     if desc.status == WorkflowExecutionStatus.COMPLETED:
         return desc, await handle.result()
     if desc.status == WorkflowExecutionStatus.FAILED:
         return desc, (await crawl_failure(handle))[1]
     if desc.status == WorkflowExecutionStatus.CANCELED:
         try:
-            return desc, await asyncio.wait_for(handle.query(CrawlWorkflow.stats), CLOSED_QUERY_PATIENCE_S)
+            return desc, await asyncio.wait_for(handle.query(STATS, result_type=CrawlStats), CLOSED_QUERY_PATIENCE_S)
         except (asyncio.TimeoutError, RPCError, WorkflowQueryFailedError):
             return desc, None
     return desc, None
@@ -125,3 +125,25 @@ async def started_url(client: Client, handle: Any) -> str:
     except RPCError:
         pass
     return ""
+
+
+async def crawl_failure(handle: Any) -> tuple[str | None, CrawlStats | None]:
+    """Why a failed crawl failed (its failure's message), and its counts when the failure carries
+    them (a source that could not be expanded): from the failure itself, no worker needed.
+    ``(None, None)`` for a crawl that did not fail."""
+    try:
+        await handle.result()
+    except WorkflowFailureError as err:
+        cause = err.cause
+        message = cause.message if isinstance(cause, ApplicationError) else str(cause or err)
+        details = cause.details if isinstance(cause, ApplicationError) else ()
+        return message, _stats_of(details[0]) if details and isinstance(details[0], dict) else None
+    return None, None
+
+
+def _stats_of(carried: dict[str, Any]) -> CrawlStats | None:
+    known = {f.name for f in dataclasses.fields(CrawlStats)}
+    try:
+        return CrawlStats(**{k: v for k, v in carried.items() if k in known})
+    except TypeError:  # not a crawl's counts
+        return None

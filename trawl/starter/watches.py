@@ -63,17 +63,17 @@ from trawl.starter.client import (
     MAX_CRAWL_URLS,
     CrawlRefused,
     CrawlTooLarge,
+    crawl_handle,
     encoded_size,
     item_options,
     route_urls,
 )
-from trawl.starter.views import crawl_state, crawl_status
+from trawl.starter.views import crawl_failure, crawl_state, crawl_status
 from trawl.durations import parse_duration
 from trawl.platforms.registry import Registry
 from trawl.settings import Settings
 from trawl.sources import SourceError, describe, find_source, source_definition
-from trawl.workflows.crawl import CrawlInput, CrawlWorkflow, crawl_failure
-from trawl.contracts import workflow_queue
+from trawl.contracts import CRAWL_WORKFLOW, CrawlInput, workflow_queue
 
 WATCH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
 # A run's counts come from its worker (a query) while it runs; a worker that cannot answer within
@@ -227,7 +227,7 @@ async def add_watch(client: Client, settings: Settings, registry: Registry, name
     what = f"source {source} ({described})" if source else f"{len(items)} URL(s)"
     schedule = Schedule(
         action=ScheduleActionStartWorkflow(
-            CrawlWorkflow.run, inp, id=f"crawl-{sid}", task_queue=workflow_queue(settings.temporal.task_queue_prefix),
+            CRAWL_WORKFLOW, inp, id=f"crawl-{sid}", task_queue=workflow_queue(settings.temporal.task_queue_prefix),
             memo={"watch": name}, static_summary=f"watch {name}: {what}"[:200]),
         spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=interval)], jitter=spread or None),
         policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP, catchup_window=settings.watch.catchup_window),
@@ -414,7 +414,7 @@ async def run_of(client: Client, action: Any) -> WatchRun:
     """A run (one of a schedule's recent actions) with its crawl's status and counts."""
     crawl_id = action.action.workflow_id
     run = WatchRun(crawl_id, _iso(action.scheduled_at), _iso(action.started_at), "UNKNOWN")
-    handle = client.get_workflow_handle_for(CrawlWorkflow.run, crawl_id)
+    handle = crawl_handle(client, crawl_id)
     try:
         desc, stats = await asyncio.wait_for(crawl_state(handle), RUN_STATS_WAIT_S)
     except RPCError as err:

@@ -10,14 +10,12 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
 import temporalio.workflow
 from temporalio.client import Client
-from temporalio.runtime import LogForwardingConfig, LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
 from temporalio.worker import Worker
 
 from trawl.activities.commit import CommitActivities
@@ -34,38 +32,14 @@ from trawl.platforms.registry import Registry, build_registry
 from trawl.settings import FETCH_SLOTS_PER_PLATFORM, Settings
 from trawl.storage.blobs import open_blob_store
 from trawl.worker.cleanup import clean_periodically
+from trawl.worker.runtime import ONE_SHOT_MARK
 from trawl.worker.interceptors import ObservingInterceptor, TrawlFailureConverter, trawl_data_converter
 from trawl.workflows.crawl import CrawlWorkflow
 from trawl.workflows.media_item import MediaItemWorkflow
-from trawl.contracts import download_queue, fetch_queue, host_queue, join_queue, workflow_queue
+from trawl.contracts import DOWNLOAD_PROGRESS, download_queue, fetch_queue, host_queue, join_queue, workflow_queue
 
 FETCH_CONCURRENCY = FETCH_SLOTS_PER_PLATFORM  # the HTTP pool (net.max_connections) is sized for these
 JOIN_SLOTS = 1000
-CORE_LOGGER = "temporalio.core"
-
-
-def core_logging() -> LoggingConfig:
-    """The Temporal core's (Rust) log lines forwarded to the Python logger ``temporalio.core``.
-
-    Left to itself the core writes coloured text straight to descriptor 1; forwarded, its lines go
-    through trawl's handler like every other record (JSON on a log stream that is not a terminal).
-    """
-    return LoggingConfig(
-        filter=TelemetryFilter(core_level="WARN", other_level="ERROR"),
-        forwarding=LogForwardingConfig(logger=logging.getLogger(CORE_LOGGER), append_target_to_name=False),
-    )
-
-
-def install_core_logging() -> None:
-    """Make the default runtime (every client connected without a runtime of its own) forward its logs.
-
-    Call before the first client connects: a runtime's logging is fixed when it is created.
-    """
-    Runtime.set_default(Runtime(telemetry=TelemetryConfig(logging=core_logging())), error_if_already_set=False)
-
-
-# Appended to the identity of a worker that lives only as long as one command.
-ONE_SHOT_MARK = "/one-shot"
 
 
 def progress_signaller(client: Client) -> Callable[[str, dict[str, Any]], None]:
@@ -74,7 +48,7 @@ def progress_signaller(client: Client) -> Callable[[str, dict[str, Any]], None]:
 
     def send(workflow_id: str, report: dict[str, Any]) -> None:
         sent = asyncio.run_coroutine_threadsafe(
-            client.get_workflow_handle(workflow_id).signal("download_progress", report), loop)
+            client.get_workflow_handle(workflow_id).signal(DOWNLOAD_PROGRESS, report), loop)
         # A report that does not arrive (the item just finished) matters to nobody.
         sent.add_done_callback(lambda done: done.cancelled() or done.exception())
 

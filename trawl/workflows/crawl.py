@@ -8,15 +8,13 @@ item it joined belongs to whoever started it and is only waited for.
 
 A crawl of a source expands it first (an activity); a source that cannot be expanded fails the
 crawl before any item starts, the reason in the failure's message and its counts (``CrawlStats``,
-``error`` set) in the failure's details (:func:`crawl_failure` reads both back).
+``error`` set) in the failure's details (``trawl.starter.views.crawl_failure`` reads both back).
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import fields
 from datetime import timedelta
-from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -34,21 +32,15 @@ with workflow.unsafe.imports_passed_through():
     from trawl.contracts import (  # noqa: F401 - the crawl's types, imported from here by clients too
         SOURCE_FAILED, CrawlInput, CrawlItem, CrawlState, CrawlStats, ExpandInput, JoinInput, JoinResult)
     from trawl.models import MoreItem
-    from trawl.workflows.media_item import (
-        CRAWL_ID,
-        CRAWL_MORE_ITEMS,
-        CRAWL_SOURCE_FAILS,
-        CRAWL_STEERS_OWN_ITEMS,
-        OUTCOME,
-        MediaItemWorkflow,
-    )
+    from trawl.contracts import ADD_URLS, CANCEL_CRAWL, CRAWL_ID, CRAWL_WORKFLOW, OUTCOME, PAUSE, RESUME, STATS
+    from trawl.workflows.media_item import MediaItemWorkflow
     # Imported here, not only through media_item, so the sandbox knows the module that decodes
     # the items' results (their field types are looked up in it).
     from trawl.contracts import ItemInput
-    from trawl.contracts import ItemOptions, workflow_queue
+    from trawl.contracts import workflow_queue
 
 
-@workflow.defn
+@workflow.defn(name=CRAWL_WORKFLOW)
 class CrawlWorkflow:
     def __init__(self) -> None:
         self._state = CrawlState()
@@ -61,29 +53,29 @@ class CrawlWorkflow:
         self._error: str | None = None
 
     # -- signals and queries ---------------------------------------------------------------
-    @workflow.signal
+    @workflow.signal(name=ADD_URLS)
     def add_urls(self, items: list[CrawlItem]) -> None:
         """Queue more (already routed) items."""
         self._state.pending.extend(items)
 
-    @workflow.signal
+    @workflow.signal(name=PAUSE)
     async def pause(self) -> None:
         """Start no new items; pause the running ones it started (their downloads keep their bytes)."""
         self._state.paused = True
         await self._signal_running("pause")
 
-    @workflow.signal
+    @workflow.signal(name=RESUME)
     async def resume(self) -> None:
         self._state.paused = False
         await self._signal_running("resume")
 
-    @workflow.signal
+    @workflow.signal(name=CANCEL_CRAWL)
     def cancel(self) -> None:
         """Cancel the running items it started (their partial files are removed), stop waiting for
         the ones it joined, and drop the queued ones."""
         self._state.cancelled = True
 
-    @workflow.query
+    @workflow.query(name=STATS)
     def stats(self) -> CrawlStats:
         s = self._state
         return CrawlStats(
@@ -172,8 +164,7 @@ class CrawlWorkflow:
             history_limit=self._inp.history_limit, state=self._state, source_definition=self._inp.source_definition))
 
     async def _expand(self, source: str) -> str | None:
-        """Queue the source's items; returns why it could not be expanded (runs before
-        crawl-source-fails: None, the reason one refusal, and the crawl goes on)."""
+        """Queue the source's items; returns why it could not be expanded (None once it is)."""
         try:
             expanded = await workflow.execute_activity_method(
                 CrawlActivities.expand_source,
@@ -187,11 +178,8 @@ class CrawlWorkflow:
             )
         except ActivityError as err:
             self._state.source_expanded = True
-            if workflow.patched(CRAWL_SOURCE_FAILS):
-                cause = err.cause
-                return f"source {source}: {cause.message if isinstance(cause, ApplicationError) else cause or err}"
-            self._state.refused.append(f"source {source}: {err.cause or err}")
-            return None
+            cause = err.cause
+            return f"source {source}: {cause.message if isinstance(cause, ApplicationError) else cause or err}"
         self._state.pending.extend(expanded.items)
         self._state.refused.extend(expanded.refused)
         for _ in expanded.known:  # committed items the catalog knows offline: no item workflow
@@ -254,14 +242,14 @@ class CrawlWorkflow:
             self._starting -= 1
             self._unconfirmed.discard(item.workflow_id)
             self._joined.add(item.workflow_id)  # another crawl or command runs it: wait, never steer
-            if self._state.cancelled and workflow.patched(CRAWL_STEERS_OWN_ITEMS):
+            if self._state.cancelled:
                 self._count("cancelled", 0)  # cancelled while asking: nothing of ours to wait for
                 return
             await self._join(item)
             return
         self._starting -= 1
         self._unconfirmed.discard(item.workflow_id)
-        if (self._state.cancelled or self._state.paused) and workflow.patched(CRAWL_STEERS_OWN_ITEMS):
+        if self._state.cancelled or self._state.paused:
             # Steered while the start was in flight: the item missed the signal, so it gets it now.
             await self._steer(item.workflow_id, "cancel" if self._state.cancelled else "pause")
         try:
@@ -279,7 +267,7 @@ class CrawlWorkflow:
 
     def _queue_more(self, more: list | None) -> None:
         """Queue the other items a finished item stands for, each as its own item."""
-        if not more or self._state.cancelled or not workflow.patched(CRAWL_MORE_ITEMS):
+        if not more or self._state.cancelled:
             return
         for entry in filter(None, map(MoreItem.of, more)):
             if entry.workflow_id:
@@ -311,8 +299,6 @@ class CrawlWorkflow:
     def _steered(self) -> list[str]:
         """The running items this crawl pauses, resumes and cancels: those it started (an item
         whose start is still unanswered is steered once the answer comes, in :meth:`_child`)."""
-        if not workflow.patched(CRAWL_STEERS_OWN_ITEMS):
-            return list(self._running)  # runs that steered every item keep doing so on replay
         return [wid for wid in self._running if wid not in self._joined and wid not in self._unconfirmed]
 
     async def _steer(self, wid: str, name: str) -> None:
@@ -343,25 +329,3 @@ class CrawlWorkflow:
 
 
 # -- for clients ---------------------------------------------------------------------------------
-async def crawl_failure(handle: Any) -> tuple[str | None, CrawlStats | None]:
-    """Why a failed crawl failed (its failure's message), and its counts when the failure carries
-    them (a source that could not be expanded): from the failure itself, no worker needed.
-    ``(None, None)`` for a crawl that did not fail."""
-    from temporalio.client import WorkflowFailureError
-
-    try:
-        await handle.result()
-    except WorkflowFailureError as err:
-        cause = err.cause
-        message = cause.message if isinstance(cause, ApplicationError) else str(cause or err)
-        details = cause.details if isinstance(cause, ApplicationError) else ()
-        return message, _stats_of(details[0]) if details and isinstance(details[0], dict) else None
-    return None, None
-
-
-def _stats_of(carried: dict[str, Any]) -> CrawlStats | None:
-    known = {f.name for f in fields(CrawlStats)}
-    try:
-        return CrawlStats(**{k: v for k, v in carried.items() if k in known})
-    except TypeError:  # not a crawl's counts
-        return None

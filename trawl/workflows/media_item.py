@@ -1,9 +1,20 @@
-"""MediaItemWorkflow: fetch -> (dedup) -> download -> verify -> commit for one item."""
+"""MediaItemWorkflow: fetch -> (dedup) -> download -> verify -> commit for one item.
+
+The story of one run (:meth:`MediaItemWorkflow.run`): fetch resolves the URL to an item; an item
+the catalog holds ends as a duplicate; a small item is downloaded, verified and committed in one
+activity on any host; any other claims one host and downloads and verifies its files there, in
+parallel, then commits them. Every attempt at the media goes through one bounded loop
+(:meth:`MediaItemWorkflow._until_done`): a pause stops it and runs it again on resume, expired URLs
+are fetched again and a corrupt file is downloaded again, each a bounded number of times.
+
+Changes to the commands this code produces follow the versioning policy (docs/upgrading.md):
+behind ``workflow.patched`` ids listed here, none today (the baseline of trawl 0.x).
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -18,47 +29,21 @@ with workflow.unsafe.imports_passed_through():
     from trawl.activities.fetch import FetchActivities
     from trawl.activities.host import HostActivities
     from trawl.activities.small import SmallItemActivities, SmallItemInput
-    from trawl.contracts import (
-        CommitFile,
-        CommitInput,
-        CommitResult,
-        DiscardInput,
-        DownloadInput,
-        DownloadResult,
-        FetchInput,
-        FetchResult,
-        VerifyInput,
-        VerifyResult,
-    )
     from trawl.activities.verify import VerifyActivities
+    from trawl.contracts import (
+        CANONICAL_KEY, CRAWL_ID, DOWNLOAD_PROGRESS, ERROR_CLASS, EXPECTED_FAILURES, ITEM_WORKFLOW, OUTCOME, PAUSE,
+        PLATFORM, PROGRESS, RESUME, STAGE, STAGES, TITLE, CommitFile, CommitInput, CommitResult, DiscardInput,
+        DownloadInput, DownloadProgress, DownloadResult, FetchInput, FetchResult, ItemInput, ItemResult, Progress,
+        VerifyInput, VerifyResult)
     from trawl.models import OPTIONAL_KINDS, Asset, Resolved
-    from trawl.contracts import DownloadProgress, ItemInput, ItemResult, Progress
-    from trawl.contracts import EXPECTED_FAILURES, STAGES
-    from trawl.contracts import (  # noqa: F401 - SEARCH_ATTRIBUTES: imported from here by tests and tools
-        CANONICAL_KEY, CRAWL_ID, ERROR_CLASS, OUTCOME, PLATFORM, SEARCH_ATTRIBUTES, STAGE, TITLE)
 
 
-# workflow.patched ids (the versioning policy in the README): one per change of the command sequence.
-KEEP_FAILED_PARTIALS = "keep-failed-partials"
-HOST_LOCAL_WORK = "host-local-work"
-FAILED_RUNS_FAIL = "failed-item-fails-the-run"
-IDENTITY_MEMO = "identity-memo"
-# A thumbnail that cannot be downloaded is left out; the item commits without it.
-OPTIONAL_THUMBNAILS = "optional-thumbnails"
-# A crawl queues the other items a finished item stands for (parts 2..N of a video).
-CRAWL_MORE_ITEMS = "crawl-more-items"
-SMALL_ITEM_ONE_ACTIVITY = "small-item-one-activity"
-# A crawl pauses, resumes and cancels only the items it started; one it joined is only waited for.
-CRAWL_STEERS_OWN_ITEMS = "crawl-steers-own-items"
-# A crawl whose source cannot be expanded fails, saying why (it completed, the reason one refusal).
-CRAWL_SOURCE_FAILS = "crawl-source-fails"
-# The Web UI's list columns at no extra upsert: Title joins the identity upsert after fetch, ErrorClass
-# and Outcome join Stage=done (Outcome=cancelled joins Stage=cancelled), and attributes the starter
-# set at start are not upserted again.
-UI_COLUMNS = "ui-columns"
+# workflow.patched ids (docs/upgrading.md), one per change of the command sequence since the
+# baseline: none yet.
 MiB = 1024 * 1024
 SMALL_ITEM = "*"  # the one activity of a small item, among the running downloads (by asset name)
 T = TypeVar("T")
+Done = TypeVar("Done")
 
 
 class ItemFailed(Exception):
@@ -77,7 +62,7 @@ def _failure(err: ActivityError) -> tuple[str, str]:
     return type(cause).__name__ if cause else "internal_error", str(cause or err)
 
 
-@workflow.defn
+@workflow.defn(name=ITEM_WORKFLOW)
 class MediaItemWorkflow:
     def __init__(self) -> None:
         self._progress = Progress()
@@ -95,11 +80,9 @@ class MediaItemWorkflow:
         self._verified: set[str] = set()  # assets whose download was verified
         self._reported_totals: dict[str, int] = {}  # asset name -> size its server announced
         self._totals_known = False  # the platform gave every asset's size up front
-        self._one_activity = False  # a small item: download, verify and commit in one activity
-        self._ui_columns = False  # runs since ui-columns (see UI_COLUMNS)
 
     # -- signals and queries ---------------------------------------------------------------
-    @workflow.signal
+    @workflow.signal(name=DOWNLOAD_PROGRESS)
     def download_progress(self, report: DownloadProgress) -> None:
         """A running download's bytes, sent by the activity at coarse steps for the live details."""
         # A paused download's last report may arrive after its activity ended: take reports of
@@ -113,7 +96,7 @@ class MediaItemWorkflow:
             self._refresh_bytes()
             self._stage_details(self._progress.stage)
 
-    @workflow.signal
+    @workflow.signal(name=PAUSE)
     def pause(self) -> None:
         """Stop at the next step; a running download stops at its next heartbeat, keeping its bytes."""
         self._paused = self._progress.paused = True
@@ -122,12 +105,12 @@ class MediaItemWorkflow:
             task.cancel()
         self._stage_details(self._progress.stage)
 
-    @workflow.signal
+    @workflow.signal(name=RESUME)
     def resume(self) -> None:
         self._paused = self._progress.paused = False
         self._stage_details(self._progress.stage)
 
-    @workflow.query
+    @workflow.query(name=PROGRESS)
     def progress(self) -> Progress:
         return self._progress
 
@@ -136,75 +119,79 @@ class MediaItemWorkflow:
     async def run(self, inp: ItemInput) -> ItemResult:
         self._inp = inp
         self._opts = inp.options
-        wid = workflow.info().workflow_id
-        attrs = [PLATFORM.value_set(inp.platform)]
-        if inp.crawl_id:
-            attrs.append(CRAWL_ID.value_set(inp.crawl_id))
-        self._ui_columns = workflow.patched(UI_COLUMNS)
-        if not self._ui_columns or not _set_at_start(attrs):
-            workflow.upsert_search_attributes(attrs)
+        self._mark_start()
         resolved: Resolved | None = None
         try:
             fetched = await self._fetch()
             resolved = fetched.resolved
-            self._canonical_url = resolved.canonical_url
-            self._title = resolved.title
-            identity = [PLATFORM.value_set(resolved.platform), CANONICAL_KEY.value_set(resolved.canonical_key[:255])]
-            if self._ui_columns and _keyword(resolved.title):
-                identity.append(TITLE.value_set(_keyword(resolved.title)))
-            workflow.upsert_search_attributes(identity)
-            if workflow.patched(IDENTITY_MEMO):
-                # A cancelled run has no result: its memo keeps what it was (CLI, API, Web UI).
-                workflow.upsert_memo({"canonical_key": resolved.canonical_key, "title": (resolved.title or "")[:500],
-                                      "platform": resolved.platform})
+            self._identify(resolved)
             if fetched.committed:
-                return self._finish(ItemResult(wid, inp.url, "duplicate", resolved.canonical_key,
-                                               resolved.platform, resolved.title, assets=fetched.stored,
-                                               more=resolved.more))
+                return self._finish(self._result("duplicate", resolved, fetched.stored))
             self._progress.bytes_total = _total(resolved.assets)
             self._totals_known = self._progress.bytes_total is not None
-            if self._small(resolved) and workflow.patched(SMALL_ITEM_ONE_ACTIVITY):
-                self._one_activity = True
+            if self._small(resolved):
                 committed = await self._in_one_activity(resolved)
-            elif workflow.patched(HOST_LOCAL_WORK):
-                committed = await self._on_one_host(resolved)
-            else:  # runs started before host-local work: every stage on the shared queue
-                committed = await self._download_and_commit(resolved)
-            return self._finish(ItemResult(wid, inp.url, committed.outcome, resolved.canonical_key,
-                                           resolved.platform, resolved.title, assets=committed.assets,
-                                           more=resolved.more))
-        except ItemFailed as failed:
-            # Partial files of a failed item are kept so a re-crawl resumes from them (the
-            # workers remove them after download.keep_failed_partials), unless they are what
-            # failed. Runs started before this change discarded them all here.
-            if not workflow.patched(KEEP_FAILED_PARTIALS) or failed.error_class == "content_corrupt":
-                await self._discard()
-            result = self._finish(ItemResult(
-                wid, inp.url, "failed", resolved.canonical_key if resolved else None,
-                resolved.platform if resolved else inp.platform, resolved.title if resolved else None,
-                error_class=failed.error_class, error=failed.message, more=resolved.more if resolved else []))
-            if workflow.patched(FAILED_RUNS_FAIL):
-                # A failed item is a Failed execution (the Web UI's Failures view, ExecutionStatus
-                # queries); the result rides along in the failure's details for the CLI and API.
-                # An expected class is told by its class and message alone; anything else (a bug)
-                # keeps the activity failure behind it, with its stack trace.
-                cause = None if failed.error_class in EXPECTED_FAILURES else failed.__cause__
-                raise ApplicationError(f"{failed.error_class}: {' '.join(failed.message.split())[:500]}", result,
-                                       type=failed.error_class, non_retryable=True) from cause
-            return result
-        except (asyncio.CancelledError, CancelledError):
-            last_stage = self._progress.stage
-            if self._ui_columns:
-                self._progress.stage = "cancelled"
-                self._stage_details("cancelled")
-                workflow.upsert_search_attributes([STAGE.value_set("cancelled"), OUTCOME.value_set("cancelled")])
             else:
-                self._stage("cancelled")
-                workflow.upsert_search_attributes([OUTCOME.value_set("cancelled")])
-            await self._discard()
-            self._summary("cancelled", last_stage, resolved.platform if resolved else self._inp.platform,
-                          resolved.canonical_key if resolved else None, None, 0)
+                committed = await self._on_one_host(resolved)
+            return self._finish(self._result(committed.outcome, resolved, committed.assets))
+        except ItemFailed as failed:
+            raise await self._failed(failed, resolved) from (
+                None if failed.error_class in EXPECTED_FAILURES else failed.__cause__)
+        except (asyncio.CancelledError, CancelledError):
+            await self._cancelled(resolved)
             raise
+
+    def _mark_start(self) -> None:
+        """Platform (and CrawlId) filterable from the start; the starter usually set them already."""
+        attrs = [PLATFORM.value_set(self._inp.platform)]
+        if self._inp.crawl_id:
+            attrs.append(CRAWL_ID.value_set(self._inp.crawl_id))
+        if not _set_at_start(attrs):
+            workflow.upsert_search_attributes(attrs)
+
+    def _identify(self, resolved: Resolved) -> None:
+        """What fetch found, where operators look: search attributes (Title among them) and the memo
+        (a cancelled run has no result: its memo keeps what it was, for the CLI, the API, the Web UI)."""
+        self._canonical_url = resolved.canonical_url
+        self._title = resolved.title
+        identity = [PLATFORM.value_set(resolved.platform), CANONICAL_KEY.value_set(resolved.canonical_key[:255])]
+        if _keyword(resolved.title):
+            identity.append(TITLE.value_set(_keyword(resolved.title)))
+        workflow.upsert_search_attributes(identity)
+        workflow.upsert_memo({"canonical_key": resolved.canonical_key, "title": (resolved.title or "")[:500],
+                              "platform": resolved.platform})
+
+    def _result(self, outcome: str, resolved: Resolved | None, assets: list | None = None,
+                failed: ItemFailed | None = None) -> ItemResult:
+        return ItemResult(workflow.info().workflow_id, self._inp.url, outcome,
+                          resolved.canonical_key if resolved else None,
+                          resolved.platform if resolved else self._inp.platform, resolved.title if resolved else None,
+                          assets=assets or [], error_class=failed.error_class if failed else None,
+                          error=failed.message if failed else None, more=resolved.more if resolved else [])
+
+    async def _failed(self, failed: ItemFailed, resolved: Resolved | None) -> ApplicationError:
+        """A failed item is a Failed execution (the Web UI's Failures view, ExecutionStatus queries);
+        its result rides along in the failure's details for the CLI and API. An expected class is
+        told by its class and message alone; anything else (a bug) keeps the activity failure behind
+        it, with its stack trace.
+
+        Partial files are kept so a re-crawl resumes from them (the workers remove them after
+        download.keep_failed_partials), unless they are what failed.
+        """
+        if failed.error_class == "content_corrupt":
+            await self._discard()
+        result = self._finish(self._result("failed", resolved, failed=failed))
+        return ApplicationError(f"{failed.error_class}: {' '.join(failed.message.split())[:500]}", result,
+                                type=failed.error_class, non_retryable=True)
+
+    async def _cancelled(self, resolved: Resolved | None) -> None:
+        last_stage = self._progress.stage
+        self._progress.stage = "cancelled"
+        self._stage_details("cancelled")
+        workflow.upsert_search_attributes([STAGE.value_set("cancelled"), OUTCOME.value_set("cancelled")])
+        await self._discard()
+        self._summary("cancelled", last_stage, resolved.platform if resolved else self._inp.platform,
+                      resolved.canonical_key if resolved else None, None, 0)
 
     def _small(self, resolved: Resolved) -> bool:
         total = _total(resolved.assets)
@@ -213,16 +200,12 @@ class MediaItemWorkflow:
     async def _in_one_activity(self, resolved: Resolved) -> CommitResult:
         """Download, verify and commit a small item in one activity (trawl.activities.small), on any host.
 
-        The activity's failures are the stages' own: a corrupt file is downloaded again and
-        expired URLs are fetched again, bounded as on the other paths; a pause stops it at its
-        next heartbeat and runs it again on resume. The Stage attribute says download throughout.
+        The activity's failures are the stages' own, handled as on the other path; the Stage
+        attribute says download throughout.
         """
-        redownloads = refetches = 0
-        seen_generation = self._generation
-        while True:
-            await self._wait_unpaused()
+        async def attempt(resolved: Resolved) -> CommitResult:
             self._stage("download")
-            task = workflow.start_activity_method(
+            return await self._track(SMALL_ITEM, workflow.start_activity_method(
                 SmallItemActivities.small_item,
                 SmallItemInput(workflow.info().workflow_id, self._inp.url, resolved, self._opts.quality,
                                self._opts.limit_rate, stage_attempts=self._opts.download.maximum_attempts),
@@ -232,36 +215,18 @@ class MediaItemWorkflow:
                 heartbeat_timeout=self._heartbeat_timeout,
                 retry_policy=self._opts.download.retry_policy(),
                 cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-            )
-            self._running[SMALL_ITEM] = task
-            try:
-                committed = await task
-            except ActivityError as err:
-                error_class, message = _failure(err)
-                if error_class == "cancelled":
-                    self._paused_not_cancelled(SMALL_ITEM)
-                    continue
-                self._progress.last_error = f"{error_class}: {message}"
-                if error_class == "url_expired" and refetches < self._opts.max_refetches:
-                    refetches += 1
-                    resolved = await self._refetch(seen_generation)
-                    seen_generation = self._generation
-                    continue
-                if error_class == "content_corrupt" and redownloads < self._opts.max_redownloads:
-                    redownloads += 1  # the activity removed the corrupt file
-                    self._progress.attempt += 1
-                    self._partial.clear()
-                    self._refresh_bytes()
-                    continue
-                raise ItemFailed(error_class, message) from err
-            finally:
-                self._running.pop(SMALL_ITEM, None)
-            self._pause_cancelled.discard(SMALL_ITEM)
-            self._verified.update(asset.name for asset in resolved.assets)
+            ))
+
+        async def corrupt() -> None:  # the activity removed the corrupt file
             self._partial.clear()
-            self._progress.bytes_finished = sum(asset.size for asset in committed.assets)
             self._refresh_bytes()
-            return committed
+
+        committed = await self._until_done(SMALL_ITEM, resolved, attempt, corrupt)
+        self._verified.update(asset.name for asset in resolved.assets)
+        self._partial.clear()
+        self._progress.bytes_finished = sum(asset.size for asset in committed.assets)
+        self._refresh_bytes()
+        return committed
 
     async def _on_one_host(self, resolved: Resolved) -> CommitResult:
         """Download, verify and commit on one host, the one holding the partial files.
@@ -275,7 +240,8 @@ class MediaItemWorkflow:
         while True:
             self._local_queue = await self._claim_host()
             try:
-                return await self._download_and_commit(resolved)
+                verified = await _all_or_none([self._download_kept(resolved, asset.name) for asset in resolved.assets])
+                return await self._commit(resolved, [v for v in verified if v])
             except HostLost as lost:
                 if changes >= self._opts.max_host_changes:
                     raise ItemFailed("host_lost", f"{lost}; gave up after {changes} host changes") from None
@@ -295,25 +261,22 @@ class MediaItemWorkflow:
         )
 
     def _local(self) -> dict[str, Any]:
-        """Where host-local work goes: the claimed host's queue, bounded in how long it may wait."""
+        """Where host-local work goes: the claimed host's queue, bounded in how long it may wait
+        (before a host is claimed, the shared queue: a failed fetch's clean-up)."""
         if self._local_queue is None:
             return {"task_queue": self._opts.download_queue}
         return {"task_queue": self._local_queue,
                 "schedule_to_start_timeout": timedelta(seconds=self._opts.local_schedule_to_start_s)}
 
-    async def _download_and_commit(self, resolved: Resolved) -> CommitResult:
-        wid = workflow.info().workflow_id
-        if self._local_queue is None:
-            results = await asyncio.gather(*(self._download_kept(resolved, i) for i in range(len(resolved.assets))))
-        else:
-            results = await _all_or_none([self._download_kept(resolved, i) for i in range(len(resolved.assets))])
+    async def _commit(self, resolved: Resolved, verified: list[tuple[Asset, DownloadResult, VerifyResult]]) -> CommitResult:
         self._stage("commit")
         await self._wait_unpaused()
-        files = [CommitFile(asset, dl, ver.mime) for asset, dl, ver in filter(None, results)]
+        files = [CommitFile(asset, dl, ver.mime) for asset, dl, ver in verified]
         try:
             return await workflow.execute_activity_method(
                 CommitActivities.commit,
-                CommitInput(wid, self._inp.url, resolved, files, stage_attempts=self._opts.commit.maximum_attempts),
+                CommitInput(workflow.info().workflow_id, self._inp.url, resolved, files,
+                            stage_attempts=self._opts.commit.maximum_attempts),
                 start_to_close_timeout=self._opts.commit.start_to_close,
                 schedule_to_close_timeout=self._opts.commit.schedule_to_close,
                 heartbeat_timeout=self._heartbeat_timeout,
@@ -345,80 +308,97 @@ class MediaItemWorkflow:
             self._progress.last_error = f"{error_class}: {message}"
             raise ItemFailed(error_class, message) from err
 
-    async def _download_kept(self, resolved: Resolved, index: int) -> tuple[Asset, DownloadResult, VerifyResult] | None:
-        """An asset downloaded and verified; None for an optional one (a thumbnail) that failed.
-
-        A thumbnail's failure, after its own retries, leaves it out of the commit instead of
-        failing the item. Runs recorded before this (no marker) failed the item, and still do.
-        """
-        asset = resolved.assets[index]
-        if asset.kind not in OPTIONAL_KINDS:
-            return await self._download_verified(resolved, index)
+    async def _download_kept(self, resolved: Resolved, name: str) -> tuple[Asset, DownloadResult, VerifyResult] | None:
+        """An asset downloaded and verified; None for an optional one (a thumbnail) that failed:
+        after its own retries it is left out of the commit instead of failing the item."""
+        asset = _named(resolved, name)
         try:
-            return await self._download_verified(resolved, index)
+            return await self._download_verified(resolved, name)
         except ItemFailed as failed:
-            if not workflow.patched(OPTIONAL_THUMBNAILS):
+            if asset.kind not in OPTIONAL_KINDS:
                 raise
-            workflow.logger.warning(f"{asset.name} left out: {failed.error_class}: {failed.message}")
-            self._partial.pop(asset.name, None)
+            workflow.logger.warning(f"{name} left out: {failed.error_class}: {failed.message}")
+            self._partial.pop(name, None)
             self._refresh_bytes()
             return None
 
-    async def _download_verified(self, resolved: Resolved, index: int) -> tuple[Asset, DownloadResult, VerifyResult]:
-        """Download and verify one asset; re-download corrupt files and re-fetch expired URLs, bounded."""
-        asset = resolved.assets[index]
+    async def _download_verified(self, resolved: Resolved, name: str) -> tuple[Asset, DownloadResult, VerifyResult]:
+        """Download and verify one asset (the asset of that name in the latest fetch's answer)."""
+        async def attempt(resolved: Resolved) -> tuple[Asset, DownloadResult, VerifyResult]:
+            asset = _named(resolved, name)
+            self._stage("download")
+            download = await self._download(asset, resolved)
+            self._stage("verify")
+            verified = await workflow.execute_activity_method(
+                VerifyActivities.verify,
+                VerifyInput(asset, download, resolved.platform, resolved.canonical_url, resolved.duration,
+                            stage_attempts=self._opts.verify.maximum_attempts),
+                start_to_close_timeout=self._opts.verify.start_to_close,
+                schedule_to_close_timeout=self._opts.verify.schedule_to_close,
+                heartbeat_timeout=self._heartbeat_timeout,
+                retry_policy=self._opts.verify.retry_policy(),
+                **self._local(),
+            )
+            return asset, download, verified
+
+        async def corrupt() -> None:
+            self._partial.pop(name, None)
+            self._refresh_bytes()
+            await self._discard([name])
+
+        asset, download, verified = await self._until_done(name, resolved, attempt, corrupt)
+        self._partial.pop(name, None)
+        self._verified.add(name)
+        self._progress.bytes_finished += download.size
+        self._refresh_bytes()
+        return asset, download, verified
+
+    async def _until_done(self, running: str, resolved: Resolved, attempt: Callable[[Resolved], Awaitable[Done]],
+                          corrupt: Callable[[], Awaitable[None]]) -> Done:
+        """Run ``attempt`` until it succeeds or fails for good: the one loop of every media attempt.
+
+        A pause stops it (``running`` names it among the running downloads) and it runs again once
+        resumed; expired URLs are fetched again (assets whose URLs expired together share one fetch)
+        and the attempt gets the fresh answer; a corrupt file is removed (``corrupt``) and downloaded
+        again. Each at most ``max_refetches`` / ``max_redownloads`` times; anything else fails the item.
+        """
         redownloads = refetches = 0
         seen_generation = self._generation
         while True:
             await self._wait_unpaused()
-            self._stage("download")
             try:
-                download = await self._download(asset, resolved)
+                return await attempt(resolved)
             except ActivityError as err:
                 if _host_lost(err):
-                    raise HostLost(f"download of {asset.name} waited too long for its host") from None
+                    raise HostLost(f"{self._progress.stage} of {running} waited too long for its host") from None
                 error_class, message = _failure(err)
                 if error_class == "cancelled":
-                    self._paused_not_cancelled(asset.name)
+                    self._paused_not_cancelled(running)
                     continue
                 self._progress.last_error = f"{error_class}: {message}"
                 if error_class == "url_expired" and refetches < self._opts.max_refetches:
                     refetches += 1
-                    fresh = await self._refetch(seen_generation)
+                    resolved = await self._refetch(seen_generation)
                     seen_generation = self._generation
-                    asset = self._same_asset(fresh, asset)
                     continue
-                raise ItemFailed(error_class, message) from err
-            self._stage("verify")
-            try:
-                verified = await workflow.execute_activity_method(
-                    VerifyActivities.verify,
-                    VerifyInput(asset, download, resolved.platform, resolved.canonical_url, resolved.duration,
-                                stage_attempts=self._opts.verify.maximum_attempts),
-                    start_to_close_timeout=self._opts.verify.start_to_close,
-                    schedule_to_close_timeout=self._opts.verify.schedule_to_close,
-                    heartbeat_timeout=self._heartbeat_timeout,
-                    retry_policy=self._opts.verify.retry_policy(),
-                    **self._local(),
-                )
-            except ActivityError as err:
-                if _host_lost(err):
-                    raise HostLost(f"verify of {asset.name} waited too long for its host") from None
-                error_class, message = _failure(err)
-                self._progress.last_error = f"{error_class}: {message}"
                 if error_class == "content_corrupt" and redownloads < self._opts.max_redownloads:
                     redownloads += 1
                     self._progress.attempt += 1
-                    self._partial.pop(asset.name, None)
-                    self._refresh_bytes()
-                    await self._discard([asset.name])
+                    await corrupt()
                     continue
                 raise ItemFailed(error_class, message) from err
-            self._partial.pop(asset.name, None)
-            self._verified.add(asset.name)
-            self._progress.bytes_finished += download.size
-            self._refresh_bytes()
-            return asset, download, verified
+
+    async def _track(self, running: str, task: asyncio.Task[Done]) -> Done:
+        """Await a download (or the small item's one activity) that a pause may stop."""
+        self._running[running] = task
+        try:
+            done = await task
+        finally:
+            self._running.pop(running, None)
+        # A pause that came too late (the activity finished first) must not make a later
+        # cancellation of this one look like a pause.
+        self._pause_cancelled.discard(running)
+        return done
 
     def _paused_not_cancelled(self, running: str) -> None:
         """A cancelled download (``running``: the asset, or the small item's one activity): a pause
@@ -433,7 +413,7 @@ class MediaItemWorkflow:
         self._stage_details(self._progress.stage)
 
     async def _download(self, asset: Asset, resolved: Resolved) -> DownloadResult:
-        task = workflow.start_activity_method(
+        result = await self._track(asset.name, workflow.start_activity_method(
             DownloadActivities.download,
             DownloadInput(workflow.info().workflow_id, asset, resolved.platform, resolved.canonical_url,
                           self._opts.quality, self._opts.limit_rate, stage_attempts=self._opts.download.maximum_attempts),
@@ -443,15 +423,7 @@ class MediaItemWorkflow:
             retry_policy=self._opts.download.retry_policy(),
             cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
             **self._local(),
-        )
-        self._running[asset.name] = task
-        try:
-            result = await task
-        finally:
-            self._running.pop(asset.name, None)
-        # A pause that came too late (the download finished first) must not make a later
-        # cancellation of this asset look like a pause.
-        self._pause_cancelled.discard(asset.name)
+        ))
         # Downloads report no progress at completion: their result says it.
         self._partial[asset.name] = result.size
         self._refresh_bytes()
@@ -470,13 +442,6 @@ class MediaItemWorkflow:
                 self._generation += 1
             assert self._fresh is not None
             return self._fresh
-
-    @staticmethod
-    def _same_asset(resolved: Resolved, old: Asset) -> Asset:
-        for asset in resolved.assets:
-            if asset.name == old.name:
-                return asset
-        raise ItemFailed("parse_error", f"re-fetch no longer lists asset {old.name}")
 
     async def _wait_unpaused(self) -> None:
         if self._paused:
@@ -523,23 +488,16 @@ class MediaItemWorkflow:
         workflow.set_current_details(f"{shown}{amount}{kept}{title}")
 
     def _finish(self, result: ItemResult) -> ItemResult:
+        """Stage, Outcome and ErrorClass in the one upsert that ends the run; one summary line."""
         last_stage = self._progress.stage
-        if self._ui_columns:  # Stage, Outcome and ErrorClass in the one upsert that ends the run
-            self._progress.stage = "done"
-            ended = [STAGE.value_set("done"), OUTCOME.value_set(result.outcome)]
-            if result.error_class:
-                ended.append(ERROR_CLASS.value_set(result.error_class[:255]))
-            workflow.upsert_search_attributes(ended)
-        elif self._one_activity:  # runs since small-item-one-activity: Stage and Outcome in one upsert
-            self._progress.stage = "done"
-            workflow.upsert_search_attributes([STAGE.value_set("done"), OUTCOME.value_set(result.outcome)])
-        else:
-            self._stage("done")
+        self._progress.stage = "done"
+        ended = [STAGE.value_set("done"), OUTCOME.value_set(result.outcome)]
+        if result.error_class:
+            ended.append(ERROR_CLASS.value_set(result.error_class[:255]))
+        workflow.upsert_search_attributes(ended)
         error = f" {result.error_class}" if result.error_class else ""
         title = f" - {self._title[:200]}" if self._title else ""
         workflow.set_current_details(f"{result.outcome}{error}{title}")
-        if not self._one_activity and not self._ui_columns:
-            workflow.upsert_search_attributes([OUTCOME.value_set(result.outcome)])
         self._summary(result.outcome, last_stage, result.platform or self._inp.platform, result.canonical_key,
                       result.error_class, sum(a.size for a in result.assets))
         return result
@@ -590,6 +548,13 @@ def _set_at_start(attrs: list[Any]) -> bool:
 def _keyword(text: str | None) -> str:
     """``text`` as a Keyword attribute value: one line, at most 255 characters ("" for none)."""
     return " ".join((text or "").split())[:255]
+
+
+def _named(resolved: Resolved, name: str) -> Asset:
+    for asset in resolved.assets:
+        if asset.name == name:
+            return asset
+    raise ItemFailed("parse_error", f"re-fetch no longer lists asset {name}")
 
 
 def _total(assets: list[Asset]) -> int | None:

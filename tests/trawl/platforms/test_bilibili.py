@@ -10,10 +10,10 @@ import pytest
 from trawl.errors import PreviewOnly, TrawlError
 from trawl.models import refuse_previews
 from trawl.platforms.base import ResolveContext
-from trawl.platforms.bilibili import BilibiliResolver, av_to_bv, bv_to_av, wbi_sign
-from trawl.settings import BilibiliSettings
+from trawl.platforms.bilibili.resolver import BilibiliResolver, av_to_bv, bv_to_av, wbi_sign
+from trawl.platforms.bilibili import BilibiliSettings
 from trawl.simulator import Simulator
-from trawl.simulator.bilibili import (
+from trawl.platforms.bilibili.site import (
     PRIVATE_VIDEO,
     SHORT_LINK,
     SHORT_LINK_NOT_VIDEO,

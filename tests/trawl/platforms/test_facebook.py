@@ -16,12 +16,12 @@ import pytest
 from trawl.errors import TrawlError, classify_response
 from trawl.models import Resolved
 from trawl.platforms.base import Page, ResolveContext
-from trawl.platforms.facebook import FacebookResolver, resolvers
+from trawl.platforms.facebook.resolver import FacebookResolver, resolvers
 from trawl.platforms.generic import GenericResolver
 from trawl.platforms.registry import Registry
-from trawl.settings import FacebookSettings
+from trawl.platforms.facebook import FacebookSettings
 from trawl.simulator import Request, Response, Simulator
-from trawl.simulator.facebook import (
+from trawl.platforms.facebook.site import (
     BLOCKED_ID,
     LOGIN_WALL_ID,
     NO_VIDEO_ID,

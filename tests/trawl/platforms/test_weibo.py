@@ -11,7 +11,7 @@ from tests.conftest import REFERENCE
 from trawl.errors import TrawlError
 from trawl.models import Resolved
 from trawl.platforms.base import ResolveContext
-from trawl.platforms.weibo import (
+from trawl.platforms.weibo.resolver import (
     WeiboResolver,
     mblogid_to_mid,
     mid_to_mblogid,
@@ -19,10 +19,10 @@ from trawl.platforms.weibo import (
     resolvers,
     user_post_urls,
 )
-from trawl.settings import WeiboSettings
+from trawl.platforms.weibo import WeiboSettings
 from trawl.simulator import Response, Simulator
 from trawl.simulator.faults import html_error, status
-from trawl.simulator.weibo import WeiboSite, install_weibo_site
+from trawl.platforms.weibo.site import WeiboSite, install_weibo_site
 
 REFERER = "https://weibo.com/"
 PLAYBACK = json.loads((REFERENCE / "weibo_ajax_page_info_playback_list_1.json").read_text())

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urljoin, urlsplit
 
-from trawl.errors import ParseError, UnsupportedUrl, classify_facebook_page
+from trawl.errors import ParseError, UnsupportedUrl
 from trawl.models import Asset, MoreItem, Resolved, compact, upload_date
 from trawl.platforms.base import (
     Page,
@@ -42,8 +42,9 @@ from trawl.platforms.base import (
     str_or_none,
     unsupported,
 )
+from trawl.platforms.facebook.config import FacebookSettings
+from trawl.platforms.facebook.errors import classify_page
 from trawl.platforms.generic import parse_page_meta
-from trawl.settings import FacebookSettings
 from trawl.urls import validate_url
 
 # www., m., web., mbasic., touch. and locale hosts (de-de., pt-br.) all serve the same videos.
@@ -180,7 +181,7 @@ class FacebookResolver(Resolver):
         page = self.fetch_page(url, ctx, self._headers(), item_url=url)
         video_id = self.video_id(page.url)
         if video_id is None:
-            stated = classify_facebook_page(page.text(), f" for {url} (short link to {page.url})")
+            stated = classify_page(page.text(), f" for {url} (short link to {page.url})")
             if stated is not None:
                 raise stated
             raise UnsupportedUrl(f"{url}: short link leads to {page.url}, not a Facebook video")
@@ -202,7 +203,7 @@ class FacebookResolver(Resolver):
         page = self.fetch_page(page_url, ctx, self._headers(), item_url=url)
         ids = post_video_ids(json_blocks(page.text()), page.url)
         if not ids:
-            stated = classify_facebook_page(page.text(), f" for {url}")
+            stated = classify_page(page.text(), f" for {url}")
             if stated is not None:
                 raise stated
             raise UnsupportedUrl(f"{url}: this Facebook post holds no video")
@@ -218,7 +219,7 @@ class FacebookResolver(Resolver):
 
         The page's JSON comes first, then OpenGraph. What the page says instead (a login wall,
         "content isn't available", a temporary block; see
-        :func:`trawl.errors.classify_facebook_page`) counts only when neither has the video:
+        :func:`trawl.platforms.facebook.errors.classify_page`) counts only when neither has the video:
         pages for anonymous visitors carry a login form in their header even when the video
         plays.
 
@@ -236,7 +237,7 @@ class FacebookResolver(Resolver):
             og = [_absolute(page.url, u) for v in playable for u in (v.secure_url, v.url)]
             urls = list(dict.fromkeys(u for u in og if u))
         if not urls:
-            stated = classify_facebook_page(text, _where(url or page.url, page.url, video_id))
+            stated = classify_page(text, _where(url or page.url, page.url, video_id))
             if stated is not None:
                 raise stated
             raise ParseError(f"facebook: {page.url}: no video URL for {video_id} in the page JSON "

@@ -21,7 +21,7 @@ What the code relies on, and how sure that is:
   ``passport.weibo.com/sso/signin`` (or ``login.php``) page as a login wall, HTTP 432 and 418
   when throttling, and the desktop API lifting a repost's ``page_info`` to the repost's top level
   while m.weibo.cn keeps it under ``retweeted_status``. How each answer is classified is in
-  :func:`trawl.errors.classify_weibo_answer`.
+  :mod:`trawl.platforms.weibo.errors`.
 - Modelled on other open-source clients (yt-dlp and others), not captured: ``{"ok": 0, "msg": ...}``
   for an unknown or hidden status, and the video page API used for ``tv/show`` URLs (see
   :meth:`WeiboResolver.mid_for_video`). On the real site that API also wants visitor cookies
@@ -51,8 +51,6 @@ from trawl.errors import (
     UnsupportedUrl,
     classify_exception,
     classify_response,
-    classify_weibo_answer,
-    classify_weibo_redirect,
 )
 from trawl.hls import is_hls_type, is_hls_url
 from trawl.models import Asset, Resolved, compact, count_or_none, upload_date
@@ -70,9 +68,10 @@ from trawl.platforms.base import (
     require,
     str_or_none,
 )
-from trawl.settings import WeiboSettings
+from trawl.platforms.weibo.config import WeiboSettings
+from trawl.platforms.weibo.errors import ANSWERS, classify_answer, classify_redirect
 
-PLATFORM = "weibo"
+NAME = "weibo"
 REAL_HOST = "https://weibo.com"
 BASE62 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _MID = r"\d{16}"
@@ -170,7 +169,8 @@ class WeiboResolver(Resolver):
     """A Weibo status: one video, or its pictures (``image-1``, ``image-2``...)."""
 
     name = "weibo:status"
-    platform = PLATFORM
+    platform = NAME
+    answers = ANSWERS
 
     def __init__(self, config: WeiboSettings) -> None:
         self.config = config
@@ -211,7 +211,7 @@ class WeiboResolver(Resolver):
         # the item under a key the workflow id does not match.
         got = item.metadata.get("mid")
         if got != wanted:
-            raise ParseError(f"{PLATFORM}: {url}: asked for status {wanted}, the answer is status {got}")
+            raise ParseError(f"{NAME}: {url}: asked for status {wanted}, the answer is status {got}")
         return item
 
     # -- fetching ----------------------------------------------------------------------------
@@ -257,10 +257,10 @@ class WeiboResolver(Resolver):
     def _desktop_status(self, ident: str, url: str, ctx: ResolveContext) -> dict[str, Any]:
         api = f"{self.config.page_base.rstrip('/')}/ajax/statuses/show?{urlencode({'id': ident})}"
         page = self.fetch_page(api, ctx, self.api_headers(self.config.referer), item_url=url)
-        refusal = classify_weibo_redirect(page.url, f" for {url}")
+        refusal = classify_redirect(page.url, f" for {url}")
         if refusal is not None:
             raise _Detour(refusal)  # the visitor system or a login page: the mobile API may answer
-        doc = json_object(PLATFORM, api, page)
+        doc = json_object(NAME, api, page)
         # The desktop answer is the status itself, with "ok": 1 among its fields.
         _check_ok(doc, url, allow_missing=True)
         return doc
@@ -269,14 +269,14 @@ class WeiboResolver(Resolver):
         base = self.config.mobile_base.rstrip("/")
         api = f"{base}/statuses/show?{urlencode({'id': ident})}"
         page = self.fetch_page(api, ctx, self.api_headers(base + "/"), item_url=url)
-        refusal = classify_weibo_redirect(page.url, f" for {url}")
+        refusal = classify_redirect(page.url, f" for {url}")
         if refusal is not None:
             raise refusal
-        doc = json_object(PLATFORM, api, page)
+        doc = json_object(NAME, api, page)
         _check_ok(doc, url, allow_missing=False)
         data = doc.get("data")
         if not isinstance(data, dict):
-            raise ParseError(f"{PLATFORM}: {url}: response has no data")
+            raise ParseError(f"{NAME}: {url}: response has no data")
         return data
 
     def mid_for_video(self, fid: str, url: str, ctx: ResolveContext) -> str:
@@ -300,8 +300,8 @@ class WeiboResolver(Resolver):
         if not re.fullmatch(r"\d+", mid):
             if code and code != "100000":
                 message = str_or_none(doc.get("msg")) or "no post for this video"
-                raise NotFound(f"{PLATFORM}: {url}: video page API says {code}: {message}")
-            require(None, PLATFORM, url, "data.Component_Play_Playinfo.mid")
+                raise NotFound(f"{NAME}: {url}: video page API says {code}: {message}")
+            require(None, NAME, url, "data.Component_Play_Playinfo.mid")
         return mid
 
     def _post_json(self, url: str, form: dict[str, str], ctx: ResolveContext, headers: dict[str, str],
@@ -312,15 +312,15 @@ class WeiboResolver(Resolver):
         except httpx.HTTPError as exc:
             raise classify_exception(exc) from None
         error = classify_response(resp.status_code, resp.headers, body, url=url, item_url=item_url,
-                                  platform=PLATFORM)
+                                  answers=self.answers)
         if error is not None:
             raise error
         try:
             doc = json.loads(body)
         except ValueError:
-            raise ParseError(f"{PLATFORM}: {url}: answer is not JSON") from None
+            raise ParseError(f"{NAME}: {url}: answer is not JSON") from None
         if not isinstance(doc, dict):
-            raise ParseError(f"{PLATFORM}: {url}: JSON answer is not an object")
+            raise ParseError(f"{NAME}: {url}: JSON answer is not an object")
         return doc
 
     # -- parsing -----------------------------------------------------------------------------
@@ -336,7 +336,7 @@ class WeiboResolver(Resolver):
             UnsupportedUrl: the status has neither a video nor pictures.
         """
         status = status if isinstance(status, dict) else {}
-        mid: str = require(_status_mid(status), PLATFORM, url, "mid (or id, idstr, mblogid, bid)")
+        mid: str = require(_status_mid(status), NAME, url, "mid (or id, idstr, mblogid, bid)")
         mblogid = mid_to_mblogid(mid)  # derived, not read: a stated bid could disagree with the mid
         user = status.get("user") if isinstance(status.get("user"), dict) else {}
         uid = _digits(user.get("idstr")) or _digits(user.get("id"))
@@ -373,7 +373,7 @@ class WeiboResolver(Resolver):
         return Resolved(
             canonical_key=f"weibo:{mid}",
             canonical_url=canonical_url,
-            platform=PLATFORM,
+            platform=NAME,
             assets=assets,
             title=title,
             uploader=str_or_none(user.get("screen_name")),
@@ -386,6 +386,13 @@ class WeiboResolver(Resolver):
 def resolvers(config: WeiboSettings) -> list[Resolver]:
     """The Weibo resolvers built from the platform's settings (the registry calls this)."""
     return [WeiboResolver(config)]
+
+
+def user_listing(resolver: Resolver, ctx: ResolveContext, uid: str, max_pages: int,
+                 enough: Callable[[list[str]], bool] | None) -> list[str]:
+    """Source kind ``weibo_user`` (id: the user's uid), with the settings of the registry's resolver."""
+    assert isinstance(resolver, WeiboResolver)
+    return user_post_urls(resolver.config, ctx, uid, max_pages, enough)
 
 
 def user_post_urls(config: WeiboSettings, ctx: ResolveContext, uid: str, max_pages: int = 5,
@@ -486,14 +493,14 @@ def _status_mid(status: dict[str, Any]) -> str | None:
 
 
 def _check_ok(doc: dict[str, Any], url: str, *, allow_missing: bool) -> None:
-    """Raise the error an API answer states when it is not ``ok: 1`` (see classify_weibo_answer)."""
+    """Raise the error an API answer states when it is not ``ok: 1`` (see classify_answer)."""
     ok = int_or_none(doc.get("ok"))
     if ok == 1 or (ok is None and allow_missing and _status_mid(doc)):
         return
     if ok is None:
-        raise ParseError(f"{PLATFORM}: {url}: response has no ok")
+        raise ParseError(f"{NAME}: {url}: response has no ok")
     message = str_or_none(doc.get("msg")) or str_or_none(doc.get("message"))
-    error = classify_weibo_answer(ok, message, str_or_none(doc.get("url")), f" for {url}")
+    error = classify_answer(ok, message, str_or_none(doc.get("url")), f" for {url}")
     if error is not None:
         raise error
 

@@ -1,4 +1,4 @@
-"""Streamed, resumable downloads to a ``.part`` file (the protocol in ARCHITECTURE.md).
+"""Plain HTTP: one file streamed to its ``.part`` file, resumably (the protocol in ARCHITECTURE.md).
 
 On every attempt the kept prefix is the smaller of the last recorded offset and the file size;
 it is re-hashed so the streamed sha256 covers the whole file. A resumed request sends
@@ -13,31 +13,46 @@ file is started again from zero (a file replaced by another of the same size wou
 spliced into one that matches neither).
 
 Large files on servers that honour Range may be fetched in segments over several connections
-(:mod:`trawl.segmented`); their state rides in :attr:`ResumeState.segments`.
+(:mod:`trawl.download.segmented`); their state rides in :attr:`ResumeState.segments`.
 
 The bytes are written with ``pwritev`` straight from the received chunks (no joining copy),
 hashed on another thread, and their writeback is started as they are written (:class:`Writeback`)
 so that the page cache holds little of the file by the end and committing it (an fsync) is short.
+A large body is read straight from the socket when :mod:`trawl.download.fastpath` can.
 """
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import itertools
-import json
 import os
 import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING
 
-import httpcore
 import httpx
 
+from trawl.download.fastpath import RawBody, raw_batches, widen_http_reads
+from trawl.download.segmented import Fallback, HostSlots, RestartAll, SegmentedRun, plan_segments
+from trawl.download.state import (
+    WRITE_BATCH,
+    DownloadOutcome,
+    ResumeState,
+    Stopped,
+    Writeback,
+    discard,
+    fresher,
+    hash_prefix,
+    load_state,
+    pwrite_all,
+    save_state,
+    strong_validator,
+)
+from trawl.download.throttle import Throttle
 from trawl.errors import (
     NetworkError,
     StorageError,
@@ -49,103 +64,18 @@ from trawl.errors import (
     classify_response,
 )
 from trawl.ranges import parse_content_range
-from trawl.rawbody import RawBody
-from trawl.throttle import Throttle
 
-HASH_CHUNK = 1 << 20
-WRITE_BATCH = 1 << 20
+if TYPE_CHECKING:
+    from trawl.settings import DownloadSettings
+
 # Bytes re-fetched before the offset to prove a resource without validators is unchanged.
 OVERLAP = 64 * 1024
 # More connections pay only when one would take a while: on a server that sends a GiB in about a
 # second over one connection, four cost 0.6 s more end to end (threads, the prefix read back).
 SPLIT_AFTER_S = 2.0
-# Writeback of a file being written is started every KICK bytes and waited for WINDOW behind.
-WRITEBACK_KICK = 8 << 20
-WRITEBACK_WINDOW = 64 << 20
-# Bytes httpcore asks the socket for per read (its default is 64 KiB).
-HTTP_READ_SIZE = 256 << 10
-# Buffers a download read straight from the socket cycles through (written, then hashed).
-RAW_BUFFERS = 4
-
-
-@dataclass
-class ResumeState:
-    """What is known about a partial file; sent as heartbeat details and kept beside the file."""
-
-    offset: int = 0
-    total: int | None = None
-    etag: str | None = None
-    last_modified: str | None = None
-    url: str | None = None
-    # Downloads in segments: ``[start, end (exclusive), bytes done]`` each; ``offset`` is then the
-    # sum of the bytes done (for progress), and the file is ``total`` bytes long (sparse).
-    segments: list[list[int]] | None = None
-
-
-@dataclass
-class DownloadOutcome:
-    path: str
-    size: int
-    sha256: str
-    total: int | None
-    etag: str | None
-    url: str
-    mime: str | None
-    resumed_from: int  # bytes kept from earlier attempts
-    transferred: int  # bytes received in this attempt
-    connections: int = 1  # the most connections used at once
-
-
-class Stopped(Exception):
-    """The caller asked the download to stop (pause, cancel, shutdown); the partial file is kept."""
-
-    def __init__(self, message: str, offset: int = 0) -> None:
-        super().__init__(message)
-        self.offset = offset  # bytes safely on disk
 
 
 Heartbeat = Callable[[ResumeState], None]
-
-
-def state_path(part: Path) -> Path:
-    return part.with_name(part.name + ".json")
-
-
-def load_state(part: Path) -> ResumeState | None:
-    try:
-        return ResumeState(**json.loads(state_path(part).read_text()))
-    except (OSError, ValueError, TypeError):
-        return None
-
-
-def fresher(heartbeat: ResumeState | None, saved: ResumeState | None) -> ResumeState | None:
-    """The more advanced of two records of the same partial file.
-
-    The state file is written at every heartbeat call; the heartbeat RPC is throttled, so after
-    a crash the file is usually ahead. A record of another resource (different URL or validator)
-    never replaces the heartbeat's.
-    """
-    if heartbeat is None or saved is None:
-        return heartbeat or saved
-    same = (saved.url, saved.etag, saved.last_modified) == (heartbeat.url, heartbeat.etag, heartbeat.last_modified)
-    return saved if same and saved.offset > heartbeat.offset else heartbeat
-
-
-def save_state(part: Path, state: object) -> None:
-    """Write a download's state record (a dataclass: :class:`ResumeState`, an HLS state) beside
-    ``part``, replacing the old one at once so a crash never leaves half a record."""
-    tmp = state_path(part).with_suffix(".tmp")
-    tmp.write_text(json.dumps(asdict(state)))
-    os.replace(tmp, state_path(part))
-
-
-def discard(part: Path) -> None:
-    """Remove a partial file and its state."""
-    for path in (part, state_path(part)):
-        try:
-            path.unlink()
-        except FileNotFoundError:
-            pass
 
 
 class Downloader:
@@ -187,6 +117,30 @@ class Downloader:
         self.split_after_s = split_after_s
         self._restarts = 0
         self._single_only = False
+
+    @classmethod
+    def from_settings(cls, client: httpx.Client, settings: DownloadSettings, *, heartbeat: Heartbeat,
+                      should_stop: Callable[[], bool], platform: str = "", quality: int = 0, limit_rate: int = 0,
+                      host_slots: HostSlots | None = None) -> Downloader:
+        """A downloader as ``settings`` set it up for one asset: the constructor every downloader of
+        :data:`trawl.download.DOWNLOADERS` shares (``quality`` is for HLS, unused here).
+
+        Args:
+            platform: the item's platform (its own ``segments`` setting, if any).
+            limit_rate: the crawl's rate limit in bytes per second; 0: ``settings.limit_rate``.
+            host_slots: the process's cap on extra connections per host.
+        """
+        return cls(client, max_file_size=settings.max_file_size, heartbeat=heartbeat, should_stop=should_stop,
+                   segments=settings.segments_for(platform), segment_min_size=settings.segment_min_size,
+                   host_slots=host_slots, limit_rate=limit_rate or settings.limit_rate,
+                   split_after_s=settings.split_after.total_seconds())
+
+    @staticmethod
+    def previous_state(details: object, urls: list[str]) -> ResumeState | None:
+        """The last attempt's state in its heartbeat ``details``, when it is of one of ``urls``: an
+        activity that downloads several files in turn (small_item) heartbeats each one's state."""
+        state = ResumeState.of(details)
+        return state if state is not None and state.url in urls else None
 
     def download(
         self,
@@ -309,7 +263,7 @@ class Downloader:
                 discard(part)
                 raise TooLarge(f"{url} is {limit_total} bytes, over max_file_size {self.max_file_size}")
             new_state = ResumeState(offset, total, etag, last_modified, url)
-            digest = _hash_prefix(part, offset)
+            digest = hash_prefix(part, offset)
             transferred = self._stream(chunks, part, digest, new_state, raw)
         if new_state.total is not None and new_state.offset < new_state.total:
             raise Truncated(f"{url}: body ended at byte {new_state.offset} of {new_state.total}")
@@ -319,8 +273,6 @@ class Downloader:
         self, url: str, part: Path, headers: dict[str, str], state: ResumeState, first: httpx.Response | None,
         expected_size: int | None,
     ) -> DownloadOutcome:
-        from trawl.segmented import Fallback, RestartAll, SegmentedRun
-
         resumed = state.offset
         headers = {k: v for k, v in headers.items() if k.lower() not in ("range", "if-range")}
         run = SegmentedRun(self, url, part, headers, state, first)
@@ -354,7 +306,7 @@ class Downloader:
         save_state(part, fresh)
         return self._attempt(url, part, headers, fresh, expected_size, restarted=True)
 
-    def _stream(self, chunks: Iterable[bytes], part: Path, digest: "hashlib._Hash", state: ResumeState,
+    def _stream(self, chunks: Iterable[bytes], part: Path, digest: hashlib._Hash, state: ResumeState,
                 raw: RawBody | None = None) -> int:
         """Append the body to ``part``; the state advances only over bytes written to the file.
 
@@ -372,8 +324,9 @@ class Downloader:
                 if state.offset:
                     os.ftruncate(fd, state.offset)
                 writeback = Writeback(fd, state.offset)
-                batches = (self._raw_batches(raw, fd, state.offset) if raw is not None
-                           else _batches(chunks, self.heartbeat_every, self._batch_bytes))
+                batches = (raw_batches(raw, fd, state.offset, batch_bytes=self._batch_bytes,
+                                       max_wait=self.heartbeat_every, max_file_size=self.max_file_size)
+                           if raw is not None else _batches(chunks, self.heartbeat_every, self._batch_bytes))
                 try:
                     # A failing body still yields what arrived before the failure: good data in
                     # order, kept; the batch source raises the failure after it.
@@ -387,7 +340,7 @@ class Downloader:
                         # offset never lags the bytes received by more than one interval.
                         if now - last_beat >= self.heartbeat_every:
                             last_beat = now
-                            self._beat(part, state)
+                            self.record(part, state)
                             if self.should_stop():
                                 raise Stopped(f"stopped at byte {state.offset}", state.offset)
                 finally:
@@ -401,46 +354,13 @@ class Downloader:
         finally:
             hasher.finish()
             if part.exists():
-                self._beat(part, state)
+                self.record(part, state)
         return transferred
 
     @property
     def _batch_bytes(self) -> int:
         # Throttled, bytes pass a small batch at a time: an even pace, not 1 MiB then a long wait.
         return min(WRITE_BATCH, self.throttle.batch_bytes) if self.throttle is not None else WRITE_BATCH
-
-    def _raw_batches(self, raw: RawBody, fd: int, offset: int) -> Iterator[tuple[list[memoryview], int, Callable[[], None]]]:
-        """The body in buffers of up to :data:`WRITE_BATCH` bytes, each already written at its
-        place in ``fd`` piece by piece as it arrived (see :meth:`RawBody.fill`); the caller hashes
-        the buffer and records it."""
-        # Buffers no larger than the body, made only while the hash thread holds all the others:
-        # for a file of a few kB, zeroing four 1 MiB buffers cost more CPU than the rest of its download.
-        size = max(1, min(self._batch_bytes, raw.left))
-
-        def write(piece: memoryview, start: int) -> None:
-            at = offset + start
-            if at + len(piece) > self.max_file_size:
-                raise TooLarge(f"{raw.url}: body passed max_file_size {self.max_file_size}")
-            pwrite_all(fd, [piece], at)
-
-        free: queue.Queue[bytearray] = queue.Queue()
-        made = 0
-        while not raw.done:
-            try:
-                buffer = free.get_nowait()  # the hash thread gives each buffer back once it has hashed it
-            except queue.Empty:
-                if made < RAW_BUFFERS:
-                    buffer, made = bytearray(size), made + 1
-                else:
-                    buffer = free.get()
-            filled, error = raw.fill(buffer, self.heartbeat_every, on_piece=write)
-            offset += filled
-            if filled:
-                yield [memoryview(buffer)[:filled]], filled, (lambda b=buffer: free.put(b))
-            else:
-                free.put(buffer)
-            if error is not None:
-                raise error
 
     def _write(self, fd: int, hasher: _HashThread, batch: list, size: int, state: ResumeState,
                release: Callable[[], None] | None = None, written: bool = False) -> int:
@@ -455,11 +375,12 @@ class Downloader:
 
     def _throttled(self, part: Path, state: ResumeState) -> None:
         """While a rate limit holds the download: heartbeat, and stop when asked to."""
-        self._beat(part, state)
+        self.record(part, state)
         if self.should_stop():
             raise Stopped(f"stopped at byte {state.offset}", state.offset)
 
-    def _beat(self, part: Path, state: ResumeState) -> None:
+    def record(self, part: Path, state: ResumeState) -> None:
+        """Save ``state`` beside ``part`` and heartbeat it."""
         try:
             save_state(part, state)
         except OSError:
@@ -468,10 +389,10 @@ class Downloader:
 
     def _finish(
         self, part: Path, url: str, size: int, total: int | None, etag: str | None, mime: str | None,
-        resumed_from: int, transferred: int, digest: "hashlib._Hash | None" = None,
+        resumed_from: int, transferred: int, digest: hashlib._Hash | None = None,
     ) -> DownloadOutcome:
         if digest is None:
-            digest = _hash_prefix(part, size)
+            digest = hash_prefix(part, size)
         return DownloadOutcome(str(part), size, digest.hexdigest(), total, etag, url, mime, resumed_from, transferred)
 
 
@@ -479,7 +400,7 @@ class _HashThread:
     """Feeds a digest from its own thread: hashlib releases the GIL on large buffers, so hashing
     overlaps with receiving and writing instead of adding to them. The queue bounds memory."""
 
-    def __init__(self, digest: "hashlib._Hash", depth: int = 8) -> None:
+    def __init__(self, digest: hashlib._Hash, depth: int = 8) -> None:
         self.digest = digest
         self.queue: queue.Queue[tuple[list, Callable[[], None] | None] | None] = queue.Queue(maxsize=depth)
         self.thread = threading.Thread(target=self._run, name="sha256", daemon=True)
@@ -526,113 +447,6 @@ def _batches(chunks: Iterable[bytes], every: float, most: int = WRITE_BATCH) -> 
         yield batch, batched, None
 
 
-def widen_http_reads(size: int = HTTP_READ_SIZE) -> None:
-    """Let httpcore read HTTP/1.1 bodies ``size`` bytes per call instead of 64 KiB.
-
-    Every read goes through h11 and a few Python frames; at a GiB per second on loopback that
-    per-read cost was about 40 % of the download's CPU time. The setting is httpcore's class
-    attribute, so it holds for every connection of the process (a read returns what the socket
-    has, so small answers are unaffected; a read holds at most ``size`` bytes).
-    """
-    connection = getattr(getattr(httpcore, "_sync", None), "http11", None)
-    cls = getattr(connection, "HTTP11Connection", None)
-    if cls is not None and getattr(cls, "READ_NUM_BYTES", 0) < size:
-        cls.READ_NUM_BYTES = size
-
-
-def pwrite_all(fd: int, chunks: list[bytes], offset: int) -> None:
-    """Write ``chunks`` at ``offset`` with as few system calls as the kernel allows."""
-    written = os.pwritev(fd, chunks, offset)
-    total = sum(len(c) for c in chunks)
-    if written < total:  # a short write (rare on regular files): finish it piece by piece
-        rest = memoryview(b"".join(chunks))[written:]
-        offset += written
-        while rest:
-            n = os.pwrite(fd, rest, offset)
-            rest, offset = rest[n:], offset + n
-
-
-def _libc_sync_file_range() -> Callable[[int, int, int, int], int] | None:
-    """Linux's sync_file_range(2) through ctypes (the os module lacks it); None elsewhere."""
-    try:
-        function = ctypes.CDLL(None, use_errno=True).sync_file_range
-    except (OSError, AttributeError):
-        return None
-    function.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
-    function.restype = ctypes.c_int
-    return function
-
-
-_SYNC_RANGE = _libc_sync_file_range()
-# sync_file_range flags (linux/fs.h).
-_WAIT_BEFORE, _WRITE, _WAIT_AFTER = 1, 2, 4
-
-
-class Writeback:
-    """Keeps a file's dirty pages few while it is written, so a later fsync is short.
-
-    Writeback of what was written is started every :data:`WRITEBACK_KICK` bytes
-    (``SYNC_FILE_RANGE_WRITE`` only queues it) and waited for :data:`WRITEBACK_WINDOW` behind the
-    writer: the disk writes while the network reads, instead of all at the end. Not a durability
-    promise (the commit's fsync is): where ``sync_file_range`` is missing or refused, a no-op.
-    """
-
-    def __init__(self, fd: int, start: int) -> None:
-        self.fd = fd
-        self.kicked = self.waited = start
-        self.enabled = _SYNC_RANGE is not None
-
-    def written(self, end: int, final: bool = False) -> None:
-        if not self.enabled:
-            return
-        if end - self.kicked >= WRITEBACK_KICK or (final and end > self.kicked):
-            self._call(self.kicked, end - self.kicked, _WRITE)
-            self.kicked = end
-        if self.kicked - self.waited >= 2 * WRITEBACK_WINDOW:
-            upto = self.kicked - WRITEBACK_WINDOW
-            self._call(self.waited, upto - self.waited, _WAIT_BEFORE | _WRITE | _WAIT_AFTER)
-            self.waited = upto
-
-    def _call(self, offset: int, length: int, flags: int) -> None:
-        if self.enabled and _SYNC_RANGE(self.fd, offset, length, flags) != 0:
-            self.enabled = False  # a file system that refuses it: the fsync at commit does it all
-
-
-class HostSlots:
-    """Caps the extra connections that segmented downloads open to one host, across downloads."""
-
-    def __init__(self, per_host: int) -> None:
-        self.per_host = per_host
-        self._used: dict[str, int] = {}
-        self._lock = threading.Lock()
-
-    def take(self, host: str) -> bool:
-        with self._lock:
-            if self._used.get(host, 0) >= self.per_host:
-                return False
-            self._used[host] = self._used.get(host, 0) + 1
-            return True
-
-    def give(self, host: str) -> None:
-        with self._lock:
-            self._used[host] = max(0, self._used.get(host, 0) - 1)
-
-    def in_use(self, host: str) -> int:
-        with self._lock:
-            return self._used.get(host, 0)
-
-
-def strong_validator(etag: str | None, last_modified: str | None) -> str | None:
-    """What If-Range may carry: a strong ETag, else Last-Modified, else None."""
-    return etag if etag and not etag.startswith("W/") else last_modified
-
-
-def plan_segments(total: int, count: int) -> list[list[int]]:
-    """``count`` nearly equal ``[start, end, 0]`` segments covering ``total`` bytes."""
-    bounds = [total * i // count for i in range(count + 1)]
-    return [[bounds[i], bounds[i + 1], 0] for i in range(count) if bounds[i + 1] > bounds[i]]
-
-
 def _read_range(part: Path, start: int, length: int) -> bytes:
     with open(part, "rb") as src:
         src.seek(start)
@@ -662,34 +476,3 @@ def _content_length(resp: httpx.Response) -> int | None:
     value = resp.headers.get("content-length")
     return int(value) if value and value.isdigit() else None
 
-
-def _hash_prefix(part: Path, length: int) -> "hashlib._Hash":
-    """sha256 of the first ``length`` bytes of ``part`` (the kept prefix of a resumed file)."""
-    digest = hashlib.sha256()
-    if length == 0:
-        return digest
-    with open(part, "rb") as src:
-        hash_into(digest, src, length)
-    return digest
-
-
-def hash_into(digest: "hashlib._Hash", src: BinaryIO, length: int | None = None) -> int:
-    """Feed ``digest`` from ``src`` (up to ``length`` bytes) through one reused buffer."""
-    buffer = bytearray(HASH_CHUNK)
-    view = memoryview(buffer)
-    done = 0
-    while length is None or done < length:
-        want = HASH_CHUNK if length is None else min(HASH_CHUNK, length - done)
-        n = src.readinto(view[:want])
-        if not n:
-            break
-        digest.update(view[:n])
-        done += n
-    return done
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as src:
-        hash_into(digest, src)
-    return digest.hexdigest()

@@ -14,8 +14,7 @@ with WBI keys from ``x/web-interface/nav``. A ``durl`` answer gives one asset pe
 ``dash`` answer gives a video and an audio asset, merged at commit when ffmpeg exists.
 
 Any non-zero ``code`` in an answer is an error carrying the code, Bilibili's message and the
-URL given (:func:`trawl.errors.classify_bilibili_code`); the code table comes from the public
-API documentation, and only the -412/-352 bodies are real captures.
+URL given (:mod:`trawl.platforms.bilibili.errors`, which says where the code table comes from).
 """
 
 from __future__ import annotations
@@ -43,7 +42,8 @@ from trawl.platforms.base import (
     require,
     str_or_none,
 )
-from trawl.settings import BilibiliSettings
+from trawl.platforms.bilibili.config import BilibiliSettings
+from trawl.platforms.bilibili.errors import ANSWERS
 
 # av <-> BV: a fixed, documented permutation (XOR, base58, two swapped position pairs).
 _ALPHABET = "FcwAPNKTMug3GV5Lj7EJnHpWsx4tb8haYeviqBz6rkCy12mUSDQX9RdoZf"
@@ -133,6 +133,7 @@ class VideoRef:
 class BilibiliResolver(Resolver):
     name = "bilibili:video"
     platform = "bilibili"
+    answers = ANSWERS
 
     def __init__(self, config: BilibiliSettings) -> None:
         self.config = config
@@ -437,3 +438,10 @@ def _urls(primary: Any, backups: Any) -> list[str]:
 
 def resolvers(config: BilibiliSettings) -> list[Resolver]:
     return [BilibiliResolver(config)]
+
+
+def uploader_listing(resolver: Resolver, ctx: ResolveContext, mid: str, max_pages: int,
+                     enough: Callable[[list[str]], bool] | None) -> list[str]:
+    """Source kind ``bilibili_uploader`` (id: the uploader's mid), with the registry's resolver."""
+    assert isinstance(resolver, BilibiliResolver)
+    return resolver.uploader_video_urls(ctx, mid, max_pages, enough)

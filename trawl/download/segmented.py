@@ -1,7 +1,7 @@
 """One file over several connections, each fetching its own byte range into the same file.
 
 Throttled CDNs limit each connection, not each client; N ranges in parallel go about N times
-as fast. :class:`trawl.download.Downloader` starts a run once a ``Range: bytes=0-`` request was
+as fast. :class:`trawl.download.http.Downloader` starts a run once a ``Range: bytes=0-`` request was
 answered 206 with the size and a strong validator; the first connection keeps that answer for
 segment 0, the others ask ``Range: bytes=<from>-<to>`` with ``If-Range``.
 
@@ -22,8 +22,11 @@ segment 0, the others ask ``Range: bytes=<from>-<to>`` with ``If-Range``.
   a 200 of the same resource raises :class:`Fallback` (go on over one connection from the
   contiguous prefix). A segment that fails for a transient reason is asked again a few times
   in place; a permanent failure (404, expired URL...) stops the run and is raised as is.
-- Extra connections take a slot from :class:`trawl.download.HostSlots`; without a free slot
-  the run uses fewer connections (the first one never waits).
+- Extra connections take a slot from :class:`HostSlots`; without a free slot the run uses
+  fewer connections (the first one never waits).
+
+A run asks of the downloader that starts it only what :class:`Owner` lists, so this module never
+imports the single-connection downloader.
 """
 
 from __future__ import annotations
@@ -33,18 +36,17 @@ import hashlib
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 from urllib.parse import urlsplit
 
 import httpx
 
+from trawl.download.fastpath import PIECE, RawBody
+from trawl.download.state import WRITE_BATCH, ResumeState, Stopped, Writeback, pwrite_all, strong_validator
 from trawl.errors import NetworkError, Truncated, TrawlError, classify_exception, classify_response
 from trawl.ranges import parse_content_range
-from trawl.rawbody import PIECE, RawBody
-
-if TYPE_CHECKING:
-    from trawl.download import Downloader, ResumeState
 
 SEGMENT_RETRIES = 3  # transient failures of one segment retried in place before the run fails
 TICK = 0.1  # seconds between the coordinator's checks for stop and errors
@@ -68,13 +70,55 @@ class _Aborted(Exception):
     """The run is stopping; a segment thread leaves without writing."""
 
 
+class HostSlots:
+    """Caps the extra connections that segmented downloads open to one host, across downloads."""
+
+    def __init__(self, per_host: int) -> None:
+        self.per_host = per_host
+        self._used: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def take(self, host: str) -> bool:
+        with self._lock:
+            if self._used.get(host, 0) >= self.per_host:
+                return False
+            self._used[host] = self._used.get(host, 0) + 1
+            return True
+
+    def give(self, host: str) -> None:
+        with self._lock:
+            self._used[host] = max(0, self._used.get(host, 0) - 1)
+
+    def in_use(self, host: str) -> int:
+        with self._lock:
+            return self._used.get(host, 0)
+
+
+class Owner(Protocol):
+    """What a run uses of the downloader that starts it (:class:`trawl.download.http.Downloader`)."""
+
+    client: httpx.Client
+    segments: int  # connections wanted
+    split_after_s: float
+    heartbeat_every: float
+    host_slots: HostSlots | None
+    should_stop: Callable[[], bool]
+
+    def record(self, part: Path, state: ResumeState) -> None:
+        """Save ``state`` beside ``part`` and heartbeat it."""
+
+
+def plan_segments(total: int, count: int) -> list[list[int]]:
+    """``count`` nearly equal ``[start, end, 0]`` segments covering ``total`` bytes."""
+    bounds = [total * i // count for i in range(count + 1)]
+    return [[bounds[i], bounds[i + 1], 0] for i in range(count) if bounds[i + 1] > bounds[i]]
+
+
 class SegmentedRun:
     """Downloads ``state.segments`` of ``url`` into ``part`` and returns the file's sha256."""
 
-    def __init__(self, downloader: Downloader, url: str, part: Path, headers: dict[str, str], state: ResumeState,
+    def __init__(self, downloader: Owner, url: str, part: Path, headers: dict[str, str], state: ResumeState,
                  first: httpx.Response | None) -> None:
-        from trawl.download import strong_validator
-
         self.dl = downloader
         self.url = url
         self.host = urlsplit(url).netloc
@@ -104,8 +148,6 @@ class SegmentedRun:
     # -- the coordinator (the caller's thread) ---------------------------------------------
     def run(self) -> hashlib._Hash:
         """Raises: Stopped, RestartAll, Fallback, or the TrawlError that failed a segment."""
-        from trawl.download import Stopped
-
         fresh = not any(seg[2] for seg in self.segments)
         self.fd = os.open(self.part, os.O_RDWR | os.O_CREAT, 0o644)
         if fresh:
@@ -187,7 +229,7 @@ class SegmentedRun:
         os.fdatasync(self.fd)
         self.state.segments = snapshot
         self.state.offset = sum(d for _, _, d in snapshot)
-        self.dl._beat(self.part, self.state)
+        self.dl.record(self.part, self.state)
 
     def _close_when_idle(self) -> None:
         # Called with the lock held; workers still alive close the file when they leave.
@@ -297,8 +339,6 @@ class SegmentedRun:
 
     def _consume(self, index: int, response: httpx.Response, pos: int) -> None:
         """Write the body at ``pos`` up to the segment's end; raises Truncated when it ends early."""
-        from trawl.download import WRITE_BATCH, Writeback
-
         end = self._seg(index)[1]
         writeback = Writeback(self.fd, pos)
         raw = RawBody.of(response)
@@ -380,8 +420,6 @@ class SegmentedRun:
             return index + 1, end
 
     def _write(self, index: int, batch: list[bytes], pos: int, size: int) -> None:
-        from trawl.download import pwrite_all
-
         # Under the lock: once the coordinator aborts, no segment writes another byte, so the
         # state it records last is final (the kernel serialises writes to one file anyway).
         with self.cond:

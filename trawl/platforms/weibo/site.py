@@ -63,8 +63,10 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
-from trawl.platforms.weibo import mid_to_mblogid
-from trawl.settings import WeiboSettings
+from trawl.platforms.platform import PlatformDemo
+from trawl.platforms.weibo.config import WeiboSettings
+from trawl.platforms.weibo.resolver import mid_to_mblogid
+from trawl.simulator.demo import DemoCase
 from trawl.simulator.media import MediaFile
 from trawl.simulator.references import reference_bytes, reference_json
 from trawl.simulator.server import FileBehaviour, Request, Response, Simulator
@@ -479,3 +481,15 @@ def _json(doc: Any) -> Response:
 
 def _html(body: bytes) -> Response:
     return Response(200, {"Content-Type": "text/html; charset=utf-8"}, body)
+
+
+def install_demo(sim: Simulator) -> PlatformDemo:
+    """The site with the demo's cases: a video post under two URL forms, pictures, a text-only post."""
+    site = install_weibo_site(sim)
+    video, pictures, text_only = site.posts["playback"], site.posts["pictures"], site.posts["novideo"]
+    return PlatformDemo(settings=site.settings(requests_per_second=20), failures="a Weibo post without media", cases=[
+        DemoCase(sim.url(f"/{video.uid}/{video.mblogid}"), "committed", "Weibo video post", "weibo"),
+        DemoCase(sim.url(f"/detail/{video.mid}"), "committed", "same post, m.weibo.cn form by mid", "weibo"),
+        DemoCase(sim.url(f"/{pictures.uid}/{pictures.mblogid}"), "committed", "Weibo post with two pictures"),
+        DemoCase(sim.url(f"/{text_only.uid}/{text_only.mblogid}"), "unsupported_url", "Weibo post without media"),
+    ])

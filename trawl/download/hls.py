@@ -34,17 +34,19 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import httpx
 
-from trawl.download import DownloadOutcome, Stopped, discard, file_sha256, hash_into, save_state, state_path
+from trawl.download.state import DownloadOutcome, Stopped, discard, file_sha256, hash_into, save_state, state_path
+from trawl.download.throttle import Throttle
 from trawl.errors import (
     ContentCorrupt,
     Http5xx,
@@ -71,11 +73,13 @@ from trawl.hls import (
     parse_playlist,
     require_vod,
 )
-from trawl.logs import get_logger
 from trawl.http import read_limited
+from trawl.logs import get_logger
 from trawl.ranges import parse_content_range
 from trawl.sniff import SNIFF_BYTES, ffmpeg_input, sniff
-from trawl.throttle import Throttle
+
+if TYPE_CHECKING:
+    from trawl.settings import DownloadSettings
 
 log = get_logger("trawl.hls")
 
@@ -206,9 +210,34 @@ class HlsDownloader:
         self._keys: dict[str, bytes] = {}
         self._last_beat = 0.0
 
+    @classmethod
+    def from_settings(cls, client: httpx.Client, settings: DownloadSettings, *, heartbeat: Heartbeat,
+                      should_stop: Callable[[], bool], platform: str = "", quality: int = 0, limit_rate: int = 0,
+                      host_slots: object = None) -> HlsDownloader:
+        """A downloader as ``settings`` set it up for one stream: the constructor every downloader of
+        :data:`trawl.download.DOWNLOADERS` shares (``platform`` and ``host_slots`` are for plain
+        HTTP's segments, unused here); the result is remuxed by the ``ffmpeg`` on the PATH, if any.
+
+        Args:
+            quality: the crawl's height; 0: ``settings.hls_quality``.
+            limit_rate: the crawl's rate limit in bytes per second; 0: ``settings.limit_rate``.
+        """
+        return cls(client, max_file_size=settings.max_file_size, quality=quality or settings.hls_quality,
+                   heartbeat=heartbeat, should_stop=should_stop, ffmpeg=shutil.which("ffmpeg"),
+                   limit_rate=limit_rate or settings.limit_rate)
+
+    @staticmethod
+    def previous_state(details: object, urls: list[str]) -> HlsState | None:
+        """The last attempt's state in its heartbeat ``details`` (checked against the playlist, not
+        ``urls``: the state names the media playlist, which a master playlist URL leads to)."""
+        return HlsState.of(details)
+
     def download(self, urls: list[str], part: Path, *, headers: dict[str, str] | None = None,
-                 previous: HlsState | None = None) -> DownloadOutcome:
+                 expected_size: int | None = None, previous: HlsState | None = None) -> DownloadOutcome:
         """Download the stream of the first playlist URL that works into ``part`` (or its remux).
+
+        ``expected_size`` is taken for the shape every downloader shares and not used: a stream's
+        size is known only from its playlist.
 
         Raises:
             TrawlError: classified; :class:`UrlExpired` wins so the caller fetches fresh URLs.

@@ -29,7 +29,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from trawl.settings import FacebookSettings
+from trawl.platforms.facebook.config import FacebookSettings
+from trawl.platforms.platform import PlatformDemo
+from trawl.simulator.demo import DemoCase
 from trawl.simulator.media import MediaFile
 from trawl.simulator.server import FileBehaviour, Request, Response, Simulator
 from trawl.simulator.signed import SignedMedia
@@ -47,8 +49,8 @@ CLASSIC_ID, REEL_ID = "1029384756473829", "2847561930284756"
 # Post pages (path and query as served) -> the ids of the videos attached to them, in order.
 POSTS: dict[str, tuple[str, ...]] = {
     "/harbourcouncil/posts/pfbid02Harbour7LightsAtDusk9x": (CLASSIC_ID,),  # one video
-    f"/groups/tidewatchers/posts/4048563708499330": (REEL_ID,),
-    f"/groups/tidewatchers/permalink/4048563708499331": (CLASSIC_ID,),
+    "/groups/tidewatchers/posts/4048563708499330": (REEL_ID,),
+    "/groups/tidewatchers/permalink/4048563708499331": (CLASSIC_ID,),
     "/permalink.php?story_fbid=pfbid0TwoClipsOfTheHarbour1&id=100064102938475": (CLASSIC_ID, REEL_ID),  # two
     "/events/1509582499515440": (REEL_ID,),  # the event's cover video
     "/harbourcouncil/posts/3141592653589793": (),  # a photo post: no video
@@ -327,3 +329,15 @@ class FacebookSite:
 def install_facebook_site(sim: Simulator) -> FacebookSite:
     """Register Facebook's routes on ``sim``; tests resolve against ``site.settings()``."""
     return FacebookSite(sim)
+
+
+def install_demo(sim: Simulator) -> PlatformDemo:
+    """The site with the demo's cases: a video under two URL forms, a reel, a login wall."""
+    site = install_facebook_site(sim)
+    classic, reel = VIDEOS[0], VIDEOS[1]
+    return PlatformDemo(settings=site.settings(requests_per_second=20), failures="a Facebook login wall", cases=[
+        DemoCase(sim.url(f"/watch/?v={classic.id}"), "committed", "Facebook video, HD + SD", "fb"),
+        DemoCase(site.short_url("aBc12XyZ9"), "committed", "same video by fb.watch link", "fb"),
+        DemoCase(sim.url(f"/reel/{reel.id}"), "committed", "Facebook reel"),
+        DemoCase(sim.url(f"/watch/?v={LOGIN_WALL_ID}"), "login_required", "Facebook login wall"),
+    ])

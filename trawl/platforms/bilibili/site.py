@@ -29,8 +29,10 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from trawl.platforms.bilibili import wbi_sign
-from trawl.settings import BilibiliSettings
+from trawl.platforms.bilibili.config import BilibiliSettings
+from trawl.platforms.bilibili.resolver import wbi_sign
+from trawl.platforms.platform import PlatformDemo
+from trawl.simulator.demo import DemoCase
 from trawl.simulator.media import MediaFile
 from trawl.simulator.references import reference_json
 from trawl.simulator.server import FileBehaviour, Request, Response, Simulator
@@ -270,3 +272,15 @@ def install_bilibili_site(sim: Simulator, *, rewrite_media: bool = True) -> Bili
     sim.add_route(r"/b23/(?P<code>[A-Za-z0-9]+)/?", site.short_link)
     sim.add_route(r"(?:/m)?/video/.+|/read/.+", site.page)
     return site
+
+
+def install_demo(sim: Simulator) -> PlatformDemo:
+    """The site with the demo's cases: one video under three URL forms, a part, a deleted video."""
+    site = install_bilibili_site(sim)
+    return PlatformDemo(settings=site.settings(requests_per_second=20), failures="a deleted Bilibili video", cases=[
+        DemoCase(site.url("BV117411r7R1"), "committed", "Bilibili DASH: video + audio", "bili"),
+        DemoCase(sim.url("/video/av85440373"), "committed", "same video by av number", "bili"),
+        DemoCase(sim.url(f"/b23/{SHORT_LINK}"), "committed", "same video by b23.tv short link", "bili"),
+        DemoCase(site.url("BV1GJ411x7h7", page=2), "committed", "Bilibili part 2, two durl segments"),
+        DemoCase(site.url("BV17x411w7KC"), "not_found", "Bilibili code -404"),
+    ])

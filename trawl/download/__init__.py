@@ -1,0 +1,75 @@
+"""Downloads to a ``.part`` file, resumably, one downloader per protocol (yt-dlp's downloader map).
+
+An asset says which protocol its URLs need (:attr:`trawl.models.Asset.protocol`);
+:func:`downloader_for` picks the downloader from :data:`DOWNLOADERS`. Each is built the same way
+(``from_settings``), reads its own state back from heartbeat details (``previous_state``) and
+downloads with ``download(urls, part, headers=, expected_size=, previous=)`` to a
+:class:`DownloadOutcome`, raising :class:`Stopped` when asked to stop.
+
+Modules, each importing only those listed before it:
+
+- :mod:`~trawl.download.state`: what they share: resume state, the state record and partial
+  file beside each other, writing and hashing, :class:`Stopped`, :class:`DownloadOutcome`.
+- :mod:`~trawl.download.throttle`: the bandwidth limit.
+- :mod:`~trawl.download.fastpath`: bodies read straight from the socket and wider httpcore reads,
+  on private library internals, behind one switch (:data:`trawl.download.fastpath.ENABLED`).
+- :mod:`~trawl.download.segmented`: one file over several connections (a plain HTTP download
+  that finds it worth it hands over to it).
+- :mod:`~trawl.download.http`: plain HTTP, one file (``http``).
+- :mod:`~trawl.download.hls`: an HLS stream into one file (``hls``); it shares the primitives
+  and imports nothing of the HTTP downloaders. The playlists it reads are :mod:`trawl.hls`'s.
+"""
+
+from __future__ import annotations
+
+from trawl.download.hls import HlsDownloader, HlsState, discard_hls
+from trawl.download.http import Downloader
+from trawl.download.segmented import HostSlots
+from trawl.download.state import (
+    DownloadOutcome,
+    ResumeState,
+    Stopped,
+    discard,
+    file_sha256,
+    load_state,
+    save_state,
+    state_path,
+)
+from trawl.errors import UnsupportedUrl
+
+# Protocol (``Asset.protocol``) -> the downloader of its URLs.
+DOWNLOADERS: dict[str, type[Downloader] | type[HlsDownloader]] = {
+    "http": Downloader,
+    "hls": HlsDownloader,
+}
+
+
+def downloader_for(protocol: str) -> type[Downloader] | type[HlsDownloader]:
+    """The downloader of ``protocol``'s URLs.
+
+    Raises:
+        UnsupportedUrl: no downloader speaks it (a resolver named a protocol trawl lacks).
+    """
+    try:
+        return DOWNLOADERS[protocol]
+    except KeyError:
+        raise UnsupportedUrl(f"no downloader for protocol {protocol!r} (known: {', '.join(DOWNLOADERS)})") from None
+
+
+__all__ = [
+    "DOWNLOADERS",
+    "DownloadOutcome",
+    "Downloader",
+    "HlsDownloader",
+    "HlsState",
+    "HostSlots",
+    "ResumeState",
+    "Stopped",
+    "discard",
+    "discard_hls",
+    "downloader_for",
+    "file_sha256",
+    "load_state",
+    "save_state",
+    "state_path",
+]

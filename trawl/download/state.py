@@ -1,0 +1,217 @@
+"""What every downloader shares: resume state, partial files, hashing, the stop and outcome types.
+
+A download writes ``<work_dir>/<workflow>/<asset>.part`` and keeps its state record beside it
+(``<asset>.part.json``, :func:`state_path`): a :class:`ResumeState` for HTTP, the HLS
+downloader's own dataclass for a stream. The record is replaced at once (:func:`save_state`), so
+a crash never leaves half of one. The bytes are written with :func:`pwrite_all`, their writeback
+started as they are written (:class:`Writeback`) so committing the file (an fsync) is short, and
+the kept prefix of a resumed file is hashed again (:func:`hash_prefix`) so the streamed sha256
+covers the whole file.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+HASH_CHUNK = 1 << 20
+WRITE_BATCH = 1 << 20
+# Writeback of a file being written is started every KICK bytes and waited for WINDOW behind.
+WRITEBACK_KICK = 8 << 20
+WRITEBACK_WINDOW = 64 << 20
+
+
+@dataclass
+class ResumeState:
+    """What is known about a partial file; sent as heartbeat details and kept beside the file."""
+
+    offset: int = 0
+    total: int | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    url: str | None = None
+    # Downloads in segments: ``[start, end (exclusive), bytes done]`` each; ``offset`` is then the
+    # sum of the bytes done (for progress), and the file is ``total`` bytes long (sparse).
+    segments: list[list[int]] | None = None
+
+    @property
+    def estimated_total(self) -> int | None:
+        """The file's size as far as known (for progress; the HLS state extrapolates its own)."""
+        return self.total
+
+    @classmethod
+    def of(cls, details: object) -> ResumeState | None:
+        """The state in heartbeat details, or None when they hold no (or another kind of) state."""
+        if not isinstance(details, dict):
+            return None
+        try:
+            return cls(**details)
+        except TypeError:
+            return None
+
+
+@dataclass
+class DownloadOutcome:
+    path: str
+    size: int
+    sha256: str
+    total: int | None
+    etag: str | None
+    url: str
+    mime: str | None
+    resumed_from: int  # bytes kept from earlier attempts
+    transferred: int  # bytes received in this attempt
+    connections: int = 1  # the most connections used at once
+
+
+class Stopped(Exception):
+    """The caller asked the download to stop (pause, cancel, shutdown); the partial file is kept."""
+
+    def __init__(self, message: str, offset: int = 0) -> None:
+        super().__init__(message)
+        self.offset = offset  # bytes safely on disk
+
+
+# -- state records beside the partial file ------------------------------------------------------
+def state_path(part: Path) -> Path:
+    return part.with_name(part.name + ".json")
+
+
+def load_state(part: Path) -> ResumeState | None:
+    try:
+        return ResumeState(**json.loads(state_path(part).read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def fresher(heartbeat: ResumeState | None, saved: ResumeState | None) -> ResumeState | None:
+    """The more advanced of two records of the same partial file.
+
+    The state file is written at every heartbeat call; the heartbeat RPC is throttled, so after
+    a crash the file is usually ahead. A record of another resource (different URL or validator)
+    never replaces the heartbeat's.
+    """
+    if heartbeat is None or saved is None:
+        return heartbeat or saved
+    same = (saved.url, saved.etag, saved.last_modified) == (heartbeat.url, heartbeat.etag, heartbeat.last_modified)
+    return saved if same and saved.offset > heartbeat.offset else heartbeat
+
+
+def save_state(part: Path, state: object) -> None:
+    """Write a download's state record (a dataclass: :class:`ResumeState`, an HLS state) beside
+    ``part``, replacing the old one at once so a crash never leaves half a record."""
+    tmp = state_path(part).with_suffix(".tmp")
+    tmp.write_text(json.dumps(asdict(state)))
+    os.replace(tmp, state_path(part))
+
+
+def discard(part: Path) -> None:
+    """Remove a partial file and its state."""
+    for path in (part, state_path(part)):
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+
+
+def strong_validator(etag: str | None, last_modified: str | None) -> str | None:
+    """What If-Range may carry: a strong ETag, else Last-Modified, else None."""
+    return etag if etag and not etag.startswith("W/") else last_modified
+
+
+# -- writing the partial file -------------------------------------------------------------------
+def pwrite_all(fd: int, chunks: list[bytes], offset: int) -> None:
+    """Write ``chunks`` at ``offset`` with as few system calls as the kernel allows."""
+    written = os.pwritev(fd, chunks, offset)
+    total = sum(len(c) for c in chunks)
+    if written < total:  # a short write (rare on regular files): finish it piece by piece
+        rest = memoryview(b"".join(chunks))[written:]
+        offset += written
+        while rest:
+            n = os.pwrite(fd, rest, offset)
+            rest, offset = rest[n:], offset + n
+
+
+def _libc_sync_file_range() -> Callable[[int, int, int, int], int] | None:
+    """Linux's sync_file_range(2) through ctypes (the os module lacks it); None elsewhere."""
+    try:
+        function = ctypes.CDLL(None, use_errno=True).sync_file_range
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+    function.restype = ctypes.c_int
+    return function
+
+
+_SYNC_RANGE = _libc_sync_file_range()
+# sync_file_range flags (linux/fs.h).
+_WAIT_BEFORE, _WRITE, _WAIT_AFTER = 1, 2, 4
+
+
+class Writeback:
+    """Keeps a file's dirty pages few while it is written, so a later fsync is short.
+
+    Writeback of what was written is started every :data:`WRITEBACK_KICK` bytes
+    (``SYNC_FILE_RANGE_WRITE`` only queues it) and waited for :data:`WRITEBACK_WINDOW` behind the
+    writer: the disk writes while the network reads, instead of all at the end. Not a durability
+    promise (the commit's fsync is): where ``sync_file_range`` is missing or refused, a no-op.
+    """
+
+    def __init__(self, fd: int, start: int) -> None:
+        self.fd = fd
+        self.kicked = self.waited = start
+        self.enabled = _SYNC_RANGE is not None
+
+    def written(self, end: int, final: bool = False) -> None:
+        if not self.enabled:
+            return
+        if end - self.kicked >= WRITEBACK_KICK or (final and end > self.kicked):
+            self._call(self.kicked, end - self.kicked, _WRITE)
+            self.kicked = end
+        if self.kicked - self.waited >= 2 * WRITEBACK_WINDOW:
+            upto = self.kicked - WRITEBACK_WINDOW
+            self._call(self.waited, upto - self.waited, _WAIT_BEFORE | _WRITE | _WAIT_AFTER)
+            self.waited = upto
+
+    def _call(self, offset: int, length: int, flags: int) -> None:
+        if self.enabled and _SYNC_RANGE(self.fd, offset, length, flags) != 0:
+            self.enabled = False  # a file system that refuses it: the fsync at commit does it all
+
+
+# -- hashing ------------------------------------------------------------------------------------
+def hash_into(digest: hashlib._Hash, src: BinaryIO, length: int | None = None) -> int:
+    """Feed ``digest`` from ``src`` (up to ``length`` bytes) through one reused buffer."""
+    buffer = bytearray(HASH_CHUNK)
+    view = memoryview(buffer)
+    done = 0
+    while length is None or done < length:
+        want = HASH_CHUNK if length is None else min(HASH_CHUNK, length - done)
+        n = src.readinto(view[:want])
+        if not n:
+            break
+        digest.update(view[:n])
+        done += n
+    return done
+
+
+def hash_prefix(part: Path, length: int) -> hashlib._Hash:
+    """sha256 of the first ``length`` bytes of ``part`` (the kept prefix of a resumed file)."""
+    digest = hashlib.sha256()
+    if length == 0:
+        return digest
+    with open(part, "rb") as src:
+        hash_into(digest, src, length)
+    return digest
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as src:
+        hash_into(digest, src)
+    return digest.hexdigest()

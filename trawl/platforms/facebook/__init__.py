@@ -1,0 +1,24 @@
+"""Facebook: videos, reels and the videos of posts, read from the JSON their pages embed.
+
+The package holds everything trawl knows about Facebook: its settings (:mod:`.config`), its
+resolver (:mod:`.resolver`), what its pages state instead of a video (:mod:`.errors`) and its
+simulated site (:mod:`.site`); :data:`PLATFORM` is what the registry lists.
+"""
+
+from trawl.platforms.facebook import site
+from trawl.platforms.facebook.config import FacebookSettings
+from trawl.platforms.facebook.resolver import resolvers
+from trawl.platforms.platform import Platform
+
+PLATFORM = Platform(
+    name="facebook",
+    title="Facebook",
+    settings=FacebookSettings,
+    resolvers=resolvers,
+    # Its refusals are HTML pages the resolver reads (.errors); nothing for classify_response.
+    errors=None,
+    cookie_domains=("facebook.com", "fb.watch", "fbcdn.net"),
+    demo=site.install_demo,
+)
+
+__all__ = ["PLATFORM", "FacebookSettings"]

@@ -1,0 +1,14 @@
+"""``[platforms.facebook]``: the real site's addresses, the browser it passes for, a gentler rate."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from trawl.platforms.platform import BROWSER_UA, PlatformSettings
+
+
+class FacebookSettings(PlatformSettings):
+    page_base: str = "https://www.facebook.com"
+    short_base: str = "https://fb.watch"
+    user_agent: str = BROWSER_UA
+    requests_per_second: float = Field(default=0.5, gt=0)
