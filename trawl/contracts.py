@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from temporalio.common import RetryPolicy, SearchAttributeKey
 
@@ -23,6 +23,9 @@ from trawl.errors import BY_CLASS, NON_RETRYABLE
 from trawl.models import Asset, MoreItem, Resolved
 from trawl.storage.blobs import blob_key
 from trawl.storage.records import CatalogItem
+
+if TYPE_CHECKING:
+    from trawl.platforms.registry import Registry
 
 # -- search attributes of the item and crawl workflows (registered by trawl.starter.embedded) ---
 PLATFORM = SearchAttributeKey.for_keyword("Platform")
@@ -107,6 +110,9 @@ class ItemOptions:
     # A crawl's own choices (`trawl crawl -f`, `--limit-rate`); 0: the worker's settings.
     quality: int = 0  # the tallest video wanted, in lines (720 = 720p)
     limit_rate: int = 0  # bytes per second for each download
+    audio: str = ""  # lossless, dolby or aac: where a platform offers several kinds (-f ...+ba[acodec=...])
+    # Keep what the platform offers only as a preview, under a key of its own (download.keep_previews).
+    keep_previews: bool = False
 
     def fetch_queue(self, platform: str) -> str:
         return fetch_queue(self.queue_prefix, platform)
@@ -153,6 +159,8 @@ class FetchInput:
     # no media URLs, and another URL form may have committed the item meanwhile.
     fresh_urls: bool = False
     quality: int = 0  # the crawl's -f as a height; 0: the platform's setting
+    keep_previews: bool = False  # ItemOptions.keep_previews
+    audio: str = ""  # ItemOptions.audio
     # The stage's attempt limit from the item's options (one source for the whole policy, whichever
     # worker runs it); None: the worker's own setting (runs started before the options carried it).
     stage_attempts: int | None = None
@@ -323,6 +331,23 @@ class CrawlItem:
     url: str
     platform: str
     workflow_id: str
+    # A listing URL (a profile, a collection, a feed): the source it stands for
+    # (trawl.sources.source_definition's shape), expanded by the crawl into its items.
+    listing: dict[str, Any] | None = None
+
+
+def crawl_item(registry: Registry, url: str) -> CrawlItem:
+    """``url`` as a crawl carries it, routed offline: a listing to expand, or an item.
+
+    Raises:
+        TrawlError: no resolver takes it (``unsupported_url``), or it is a listing form only a
+            logged-in account can list (``login_required``).
+    """
+    listing = registry.listing_for(url)
+    if listing is not None:
+        return CrawlItem(listing.url, listing.platform, listing.workflow_id, listing=listing.definition())
+    route = registry.route(url)
+    return CrawlItem(url.strip(), route.platform, route.workflow_id)
 
 
 @dataclass
@@ -371,6 +396,9 @@ class CrawlState:
     runs: int = 1
     # Items in flight that another crawl or command started: this crawl only waits for them.
     joined: list[str] = field(default_factory=list)
+    # The listings expanded so far (their CrawlItem.workflow_id): each once, even when a feed or
+    # another listing names it again.
+    listed: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -405,3 +433,6 @@ class CrawlStats:
     cancelled: bool
     runs: int
     error: str | None = None  # why the crawl failed: its source could not be expanded
+    # The latest refusals, each "URL: why" (a URL no resolver takes, a listing that could not be
+    # read); ``refused`` counts them all.
+    refusals: list[str] = field(default_factory=list)

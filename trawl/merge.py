@@ -37,8 +37,10 @@ def merge_dash(video: Path, audio: Path, out: Path, timeout: float = 3600) -> bo
             return False
         inputs += ffmpeg_input(stream, DASH_DEMUXERS[found])
     out.unlink(missing_ok=True)
+    # -strict experimental: ffmpeg before 6.0 calls FLAC in MP4 (how a platform may serve Hi-Res audio)
+    # experimental and refuses to write it otherwise; nothing else here is.
     cmd = [ffmpeg, "-y", "-nostdin", "-v", "error", *inputs,
-           "-map", "0:v:0", "-map", "1:a:0", "-c", "copy", "-f", "mp4", f"file:{out}"]
+           "-map", "0:v:0", "-map", "1:a:0", "-c", "copy", "-strict", "experimental", "-f", "mp4", f"file:{out}"]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=timeout, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -105,6 +105,21 @@ def compact(metadata: dict[str, Any]) -> dict[str, Any]:
     """``metadata`` without the fields the platform did not give (None, "", [])."""
     return {k: v for k, v in metadata.items() if v is not None and v != "" and v != []}
 
+
+
+PREVIEW_KEY_SUFFIX = ":preview"
+
+
+def as_preview(resolved: Resolved) -> Resolved:
+    """A preview kept as an item of its own: its key is the item's with ``:preview`` after it, so
+    the real item keeps its key; ``metadata.preview`` says why it is one. Unchanged when no file
+    of ``resolved`` is a preview."""
+    reason = next((asset.preview for asset in resolved.assets if asset.preview), "")
+    if not reason:
+        return resolved
+    return replace(resolved, canonical_key=resolved.canonical_key + PREVIEW_KEY_SUFFIX,
+                   assets=[replace(asset, preview="") for asset in resolved.assets],
+                   metadata={**resolved.metadata, "preview": reason})
 
 
 def refuse_previews(resolved: Resolved) -> None:

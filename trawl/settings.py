@@ -188,6 +188,11 @@ class DownloadSettings(_Section):
     # (30 files of 8 MiB) from 1.05-1.07x aria2c's time to about 1.0x; the price is that a retry
     # landing on another host downloads up to 16 MiB again.
     small_item_size: ByteSize = Field(default=16 * MiB, ge=0)
+    # What a platform offers only as a preview or trailer (a supporter-only video's free minutes)
+    # fails as preview_only by default: stored under the video's key it would make the real video
+    # a duplicate for ever. True keeps it under a key of its own (<key>:preview), marked as a
+    # preview in its metadata and in `trawl items` (`trawl crawl --keep-previews` for one crawl).
+    keep_previews: bool = False
     # HLS: the variant of a master playlist is the tallest at or below this many lines (1080 =
     # 1080p), else the lowest; variants without a RESOLUTION rank by bandwidth.
     hls_quality: int = Field(default=1080, ge=1)

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from trawl.errors import UnsupportedUrl
 from trawl.platforms.base import ResolveContext
-from trawl.platforms.registry import Registry, listing_platform
+from trawl.platforms.registry import ListingRoute, Registry, listing_platform
 from trawl.settings import Settings, SourceSettings
 
 # URLs of one listing page -> True when the catalog holds every one of them.
@@ -94,6 +94,11 @@ def expand(source: SourceSettings, settings: Settings, registry: Registry, ctx: 
             raise SourceError(f"source {source.name!r}: the {platform.name} platform is disabled")
         return platform.listings[source.kind](resolver, ctx, source.id, source.max_pages, enough)
     raise UnsupportedUrl(f"source {source.name!r}: unknown kind {source.kind!r}")
+
+
+def listing_source(route: ListingRoute) -> SourceSettings:
+    """The source a listing URL stands for (``trawl.platforms.registry.Registry.listing_for``)."""
+    return source_from_definition(route.definition())
 
 
 def describe(source: SourceSettings) -> str:

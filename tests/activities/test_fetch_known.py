@@ -21,7 +21,7 @@ from trawl.platforms.base import ResolveContext
 from trawl.platforms.registry import build_registry
 from trawl.settings import PlatformsSettings
 from trawl.simulator import MediaFile, Simulator
-from trawl.platforms.bilibili.site import install_bilibili_site
+from trawl.platforms.bilibili.site import HIRES_VIDEO, install_bilibili_site
 from trawl.simulator.demo import og_page
 from trawl.storage.catalog import Catalog, CommittedAsset
 
@@ -117,3 +117,21 @@ def test_all_known_says_whether_a_listing_page_holds_only_stored_items(sim: Simu
     assert not all_known(catalog, registry, [sim.url("/f/b.mp3")])
     assert not all_known(catalog, registry, ["ftp://nope/x"])
     assert requests(sim) == 0
+
+
+def test_the_crawl_s_audio_choice_reaches_the_resolver(sim: Simulator, catalog: Catalog) -> None:
+    """`-f ...+ba[acodec=...]` rides in the item's options to whichever worker fetches it."""
+    site = install_bilibili_site(sim, rewrite_media=False)
+    registry = build_registry(PlatformsSettings(bilibili=site.settings()))
+    dash = site.videos[HIRES_VIDEO].playurl[4001]["data"]["dash"]
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(env.info, activity_type="fetch", workflow_id="wf-a",
+                                   heartbeat_timeout=timedelta(seconds=10))
+    with httpx.Client() as http:
+        activities = FetchActivities(registry, ResolveContext(http, 5 << 20), catalog, timedelta(seconds=5))
+        chosen = {audio: next(a for a in env.run(activities.fetch, FetchInput(site.url(HIRES_VIDEO), "wf-a",
+                                                                                 audio=audio)).resolved.assets
+                              if a.kind == "audio").urls[0]
+                  for audio in ("", "aac")}
+    assert chosen[""] == dash["flac"]["audio"]["baseUrl"]  # the setting's default: lossless first
+    assert chosen["aac"] == max(dash["audio"], key=lambda a: a["bandwidth"])["baseUrl"]

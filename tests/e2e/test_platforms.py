@@ -140,6 +140,21 @@ def test_a_supporter_only_preview_is_never_stored_as_the_video(bili, tmp_path: P
     assert not any(SUPPORTER_ONLY in path and s.requests for path, s in bili.sim.stats.items())  # no preview byte
 
 
+def test_a_kept_preview_is_an_item_of_its_own(bili, tmp_path: Path, temporal_address: str) -> None:
+    env = trawl_env(tmp_path, temporal_address, **platform_env("bilibili", bili.settings()))
+    url = bili.url(SUPPORTER_ONLY)
+    kept = run(["crawl", "--json", "--keep-previews", url], env, tmp_path)
+    assert kept.returncode == 0, kept.stderr
+    [item] = records(kept.stdout)
+    assert (item["outcome"], item["canonical_key"]) == ("committed", f"bilibili:{SUPPORTER_ONLY}:preview")
+    [stored] = records(run(["items", "--json"], env, tmp_path).stdout)
+    assert stored["preview"] and "preview" in stored["preview"], stored
+    assert "[preview]" in run(["items"], env, tmp_path).stdout
+    # The video's own key stays free: without the flag it still fails, never a duplicate of the preview.
+    again = run(["crawl", "--json", url], env, tmp_path)
+    assert (records(again.stdout)[0]["outcome"], records(again.stdout)[0]["error_class"]) == ("failed", "preview_only")
+
+
 # Few, quick fetch attempts: an answer misread as retryable fails as that class instead of hanging.
 QUICK_FETCH = {"TRAWL_RETRY__FETCH__MAXIMUM_ATTEMPTS": "2", "TRAWL_RETRY__FETCH__INITIAL_INTERVAL": "100ms",
                "TRAWL_RETRY__FETCH__MAXIMUM_INTERVAL": "200ms"}

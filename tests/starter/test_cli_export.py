@@ -10,7 +10,7 @@ import pytest
 
 from trawl.cli import build_parser, yt_dlp_aliases
 from trawl.cli.crawl import read_urls
-from trawl.cli.export import crawl_choices, crawl_settings, quality_height, split_cookies
+from trawl.cli.export import crawl_choices, crawl_settings, quality_audio, quality_height, split_cookies
 from trawl.starter.client import CrawlChoices, item_options
 from trawl.cli.output import CommandError
 from trawl.platforms.bilibili.resolver import qn_for_height
@@ -30,6 +30,17 @@ www.facebook.com\tFALSE\t/\tTRUE\t0\tc_user\t1234
 ])
 def test_quality_specs(spec: str, qn: int, height: int) -> None:
     assert quality_height(spec) == height and qn_for_height(height) == qn
+
+
+@pytest.mark.parametrize("spec, audio, height", [
+    ("bv*+ba[acodec=flac]", "lossless", 100_000), ("bestvideo[height<=720]+ba[acodec=ec-3]", "dolby", 720),
+    ("ba[acodec^=mp4a]", "aac", 100_000), ("720p", "", 720),
+])
+def test_an_audio_selector_picks_the_audio_and_leaves_the_height(spec: str, audio: str, height: int) -> None:
+    wanted, video = quality_audio(spec)
+    assert (wanted, quality_height(video)) == (audio, height)
+    with pytest.raises(CommandError, match="the audio codec is one of flac"):
+        quality_audio("bv*+ba[acodec=opus]")
 
 
 def test_a_spec_not_understood_says_what_is(tmp_path: Path) -> None:

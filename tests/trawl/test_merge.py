@@ -16,14 +16,15 @@ pytestmark = pytest.mark.skipif(shutil.which("ffmpeg") is None or shutil.which("
                                 reason="ffmpeg/ffprobe are not installed (.ci/run installs them)")
 
 
-def dash_streams(work: Path) -> tuple[Path, Path]:
-    """A video-only and an audio-only MP4, as a DASH answer gives them."""
+def dash_streams(work: Path, audio_codec: str = "aac") -> tuple[Path, Path]:
+    """A video-only and an audio-only MP4, as a DASH answer gives them (Hi-Res audio: FLAC in MP4)."""
     work.mkdir(parents=True, exist_ok=True)
     video, audio = work / "video.m4s", work / "audio.m4s"
     subprocess.run(["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=32x32:rate=5", "-t", "2",
                     "-c:v", "mpeg4", "-f", "mp4", str(video)], check=True, capture_output=True, timeout=60)
     subprocess.run(["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=8000", "-t", "2",
-                    "-c:a", "aac", "-f", "mp4", str(audio)], check=True, capture_output=True, timeout=60)
+                    "-c:a", audio_codec, "-strict", "experimental", "-f", "mp4", str(audio)],
+                   check=True, capture_output=True, timeout=60)
     return video, audio
 
 
@@ -33,8 +34,9 @@ def streams_of(path: Path) -> list[str]:
     return probe.stdout.split()
 
 
-def test_dash_video_and_audio_are_merged(tmp_path: Path) -> None:
-    video, audio = dash_streams(tmp_path / "dash")
+@pytest.mark.parametrize("audio_codec", ["aac", "flac"])
+def test_dash_video_and_audio_are_merged(tmp_path: Path, audio_codec: str) -> None:
+    video, audio = dash_streams(tmp_path / "dash", audio_codec)
     out = tmp_path / "merged.mp4.part"
     assert merge_dash(video, audio, out)
     assert sorted(streams_of(out)) == ["audio", "video"]

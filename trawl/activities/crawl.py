@@ -26,7 +26,7 @@ from trawl.platforms.registry import Registry
 from trawl.settings import Settings
 from trawl.sources import SourceError, expand, find_source, source_from_definition
 
-from trawl.contracts import CrawlItem, ExpandInput, ExpandResult, JoinInput, JoinResult  # noqa: F401
+from trawl.contracts import CrawlItem, ExpandInput, ExpandResult, JoinInput, JoinResult, crawl_item  # noqa: F401
 
 if TYPE_CHECKING:  # the catalog (SQLAlchemy) is built by the worker and handed in
     from trawl.storage.catalog import Catalog
@@ -37,11 +37,9 @@ def route_items(registry: Registry, urls: list[str]) -> tuple[list[CrawlItem], l
     items, refused = [], []
     for url in urls:
         try:
-            route = registry.route(url)
+            items.append(crawl_item(registry, url))
         except TrawlError as err:
             refused.append(f"{url}: {err.error_class}: {err.message}")
-            continue
-        items.append(CrawlItem(url.strip(), route.platform, route.workflow_id))
     return items, refused
 
 
@@ -112,7 +110,7 @@ class CrawlActivities:
                                        stage_attempts=stage_attempts(inp, self.settings.retry.fetch.maximum_attempts)
                                        ) from None
         items, refused = route_items(self.registry, urls)
-        known = known_urls(self.catalog, self.registry, [item.url for item in items])
+        known = known_urls(self.catalog, self.registry, [item.url for item in items if item.listing is None])
         return ExpandResult([item for item in items if item.url not in known], refused,
                             [item.url for item in items if item.url in known])
 

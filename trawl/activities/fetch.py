@@ -18,7 +18,7 @@ from trawl.activities.errors import classified
 from trawl.activities.liveness import heartbeating
 from trawl.contracts import FetchInput, FetchResult, stored_assets
 from trawl.errors import TrawlError
-from trawl.models import MoreItem, Resolved, refuse_previews
+from trawl.models import MoreItem, Resolved, as_preview, refuse_previews
 from trawl.platforms.base import ResolveContext
 from trawl.platforms.registry import Registry
 from trawl.storage.records import CatalogItem
@@ -65,8 +65,12 @@ class FetchActivities:
             return FetchResult(resolved=resolved, committed=True, stored=stored_assets(known))
         # Not known, or known but what else the URL stands for (its other parts) is not: ask.
         resolver = self.registry.resolver_for(inp.url)
-        context = dataclasses.replace(self.context, quality=inp.quality) if inp.quality else self.context
+        context = self.context
+        if inp.quality or inp.audio:
+            context = dataclasses.replace(context, quality=inp.quality or context.quality, audio=inp.audio)
         resolved = resolver.resolve(inp.url, context)
+        if inp.keep_previews:
+            resolved = as_preview(resolved)
         refuse_previews(resolved)
         resolved.more = self._routed([m.url for m in resolved.more], inp.workflow_id)
         existing = self.catalog.get(resolved.canonical_key)

@@ -143,6 +143,8 @@ class Item(BaseModel):
     published_at: str | None
     created_at: str
     assets: list[Asset]
+    preview: str | None = Field(default=None, description="why this is only the platform's preview of an item "
+                                                          "(download.keep_previews): its key ends in :preview")
 
 
 class ItemPage(BaseModel):

@@ -32,8 +32,8 @@ from trawl.cli.output import (
 from trawl.cli.progress import SAMPLE_EVERY_S, CrawlProgress, CrawlSpeed
 from trawl.starter.client import CrawlChoices, crawl_handle, item_result, start_crawl, start_item, unreachable
 from trawl.starter.views import crawl_dict, crawl_state, item_dict, result_dict, status_name
-from trawl.errors import TrawlError
-from trawl.platforms.registry import PLATFORMS, Registry, build_registry
+from trawl.errors import TrawlError, UnsupportedUrl
+from trawl.platforms.registry import PLATFORMS, ListingRoute, Registry, build_registry
 from trawl.settings import Settings
 from trawl.storage.blobs import open_blob_store
 from trawl.contracts import CRAWL_WORKFLOW, ItemResult
@@ -126,6 +126,16 @@ async def crawl_urls(client: Client, settings: Settings, registry: Registry, url
 
     async def start(url: str) -> None:
         try:
+            listing = registry.listing_for(url)
+            if listing is not None:  # a profile, a collection, a feed: its items, each once
+                if listing.workflow_id not in started_ids:
+                    started_ids.add(listing.workflow_id)
+                    entries = await asyncio.to_thread(listing_urls, settings, registry, listing)
+                    if progress is not None:
+                        progress.total += len(entries) - 1
+                    for entry in entries:
+                        await start(entry)
+                return
             started = await start_item(client, settings, registry, url, choices=choices)
         except TrawlError as err:
             finished(ItemResult("-", url, "failed", error_class=err.error_class, error=err.message))
@@ -164,11 +174,31 @@ async def crawl_urls(client: Client, settings: Settings, registry: Registry, url
 
 
 def source_urls(settings: Settings, registry: Registry, name: str) -> list[str]:
+    from trawl.sources import find_source
+
+    return _expanded(settings, registry, find_source(settings, name))
+
+
+def listing_urls(settings: Settings, registry: Registry, listing: ListingRoute) -> list[str]:
+    """The item URLs of a listing given as a URL, read here as a named source's are.
+
+    Raises:
+        TrawlError: the listing could not be read (its class says why: ``not_found``,
+            ``login_required``, ...), or it is a listing of a disabled platform (``unsupported_url``).
+    """
+    from trawl.sources import SourceError, listing_source
+
+    try:
+        return _expanded(settings, registry, listing_source(listing))
+    except SourceError as err:
+        raise UnsupportedUrl(f"{listing.url}: {err}") from None
+
+
+def _expanded(settings: Settings, registry: Registry, source: Any) -> list[str]:
     from trawl.http import make_client
     from trawl.platforms.base import ResolveContext
-    from trawl.sources import expand, find_source
+    from trawl.sources import expand
 
-    source = find_source(settings, name)
     with make_client(settings.net) as http:
         return expand(source, settings, registry, ResolveContext(http, settings.net.max_page_bytes))
 
@@ -236,6 +266,23 @@ def resolved_record(url: str, item: Any) -> dict[str, Any]:
             "metadata": item.metadata, "more": [m.url for m in item.more]}
 
 
+def print_listing(registry: Registry, listing: ListingRoute, entries: list[str], as_json: bool) -> None:
+    """A listing's entries without downloading, as ``yt-dlp --flat-playlist``: one JSON object per
+    entry (``-j``) with its URL and, where the URL holds it, its key; else a line each and a count."""
+    for entry in entries:
+        try:
+            key = registry.resolver_for(entry).offline_key(entry)
+        except TrawlError:
+            key = None
+        if as_json:
+            print(json.dumps({"url": entry, "outcome": "listed", "canonical_key": key, "listing": listing.url,
+                              "listing_kind": listing.kind}, ensure_ascii=False), flush=True)
+        else:
+            print(f"{key or '-':<32} {clean(entry, 100)}", flush=True)
+    if not as_json:
+        print(f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'} in {listing.kind} {listing.id}", flush=True)
+
+
 def cmd_resolve(args: argparse.Namespace, settings: Settings) -> int:
     """Resolve without downloading, like ``yt-dlp -j``."""
     from trawl.http import make_client
@@ -248,6 +295,10 @@ def cmd_resolve(args: argparse.Namespace, settings: Settings) -> int:
         ctx = ResolveContext(http, settings.net.max_page_bytes)
         for url in args.urls:
             try:
+                listing = registry.listing_for(url)
+                if listing is not None:
+                    print_listing(registry, listing, listing_urls(settings, registry, listing), args.json)
+                    continue
                 item = registry.resolver_for(url).resolve(url.strip(), ctx)
                 refuse_previews(item)  # as a crawl would: a preview is never the item
             except TrawlError as err:
@@ -349,6 +400,8 @@ async def cmd_crawl_status(args: argparse.Namespace, settings: Settings) -> int:
         if stats:
             running = desc.status == WorkflowExecutionStatus.RUNNING
             print(stats_line(stats, speed.speed if running else None, speed.eta if running else None))
+            for refusal in stats.refusals:
+                print(f"refused   {printable(refusal)}")
     return 0
 
 

@@ -53,6 +53,29 @@ EXPORT_NOTES = (
 _HEIGHT = re.compile(r"(?:(?:best|bv\*?|b|bestvideo)\*?\[height<=\??(\d+)\](?:\+.*|/.*)?|(\d+)p?)")
 
 
+# yt-dlp's audio selectors -> the audio a platform that offers several kinds takes
+# (ResolveContext.audio): Hi-Res FLAC, Dolby (E-AC-3), or plain AAC.
+_AUDIO = re.compile(r"\+?(?:ba|bestaudio)\[acodec\^?=([\w.-]+)\]")
+AUDIO_CODECS = {"flac": "lossless", "ec-3": "dolby", "eac3": "dolby", "mp4a": "aac", "aac": "aac"}
+
+
+def quality_audio(spec: str) -> tuple[str, str]:
+    """``-f``'s audio selector (``bv*+ba[acodec=flac]``) as the audio wanted, and the spec without it.
+
+    Raises:
+        CommandError: an audio codec this does not know.
+    """
+    text = spec.strip().lower()
+    match = _AUDIO.search(text)
+    if match is None:
+        return "", spec
+    audio = AUDIO_CODECS.get(match[1])
+    if audio is None:
+        raise CommandError(f"-f {spec!r}: the audio codec is one of {', '.join(AUDIO_CODECS)}")
+    rest = (text[:match.start()] + text[match.end():]).strip("+/")
+    return audio, rest if rest not in ("", "bv", "bv*", "bestvideo") else "best"
+
+
 def quality_height(spec: str) -> int:
     """``-f``: the tallest video wanted, in lines (a platform maps it to its own quality, HLS picks
     the variant at or below it).
@@ -136,7 +159,9 @@ def crawl_choices(args: argparse.Namespace) -> CrawlChoices:
             limit_rate = parse_size(args.limit_rate)
         except ValueError as err:
             raise CommandError(f"--limit-rate: {err}") from None
-    return CrawlChoices(quality=quality_height(args.quality) if args.quality else 0, limit_rate=limit_rate)
+    audio, video = quality_audio(args.quality) if args.quality else ("", "")
+    return CrawlChoices(quality=quality_height(video) if video else 0, limit_rate=limit_rate, audio=audio,
+                        keep_previews=True if getattr(args, "keep_previews", False) else None)
 
 
 def crawl_settings(args: argparse.Namespace, settings: Settings) -> Settings:
@@ -327,9 +352,13 @@ def add_crawl_flags(crawl: argparse.ArgumentParser) -> None:
     crawl.add_argument("--cookies", metavar="FILE",
                        help="a Netscape cookies.txt; each platform gets the cookies of its own domains")
     crawl.add_argument("--limit-rate", "-r", metavar="RATE", help="bytes per second per download, e.g. 500K, 2M")
+    crawl.add_argument("--keep-previews", action="store_true",
+                       help="keep what a platform offers only as a preview (a supporter-only video's free "
+                            "minutes) as an item of its own, <key>:preview, instead of failing it")
     crawl.add_argument("-f", "--quality", metavar="SPEC",
                        help="best, worst, a height (720p) or bestvideo[height<=720]: a platform's quality and "
-                            "the HLS variant")
+                            "the HLS variant; +ba[acodec=flac|ec-3|mp4a]: the audio, where a platform offers "
+                            "lossless, Dolby and AAC")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

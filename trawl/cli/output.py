@@ -151,7 +151,8 @@ def item_line(item: CatalogItem) -> str:
     """A catalog item under :data:`ITEMS_HEADER` (``trawl items``)."""
     size = sum(a.size for a in item.assets)
     sha = item.assets[0].sha256[:12] if item.assets else "-"
-    return (f"{item.platform:<10} {pad(clean(item.title, TITLE_COLUMNS), TITLE_COLUMNS)} {human_size(size):>10}  "
+    title = ("[preview] " if item.metadata.get("preview") else "") + (item.title or "")
+    return (f"{item.platform:<10} {pad(clean(title, TITLE_COLUMNS), TITLE_COLUMNS)} {human_size(size):>10}  "
             f"{sha:<12}  {item.canonical_key}")
 
 

@@ -21,6 +21,7 @@ class ResolveContext:
     client: httpx.Client
     max_page_bytes: int
     quality: int = 0  # the tallest video wanted, in lines (a crawl's -f); 0: the platform's setting
+    audio: str = ""  # lossless, dolby or aac (a crawl's -f ...+ba[acodec=...]); "": the platform's setting
 
 
 @dataclass

@@ -16,7 +16,7 @@ from trawl.hls import MediaPlaylist, is_hls_type, is_hls_url, parse_playlist, re
 from trawl.models import Asset, Resolved
 from trawl.ranges import parse_content_range
 from trawl.platforms.base import Page, ResolveContext, Resolver, float_or_none, int_or_none, read_limited
-from trawl.platforms.platform import Platform, PlatformDemo, PlatformSettings
+from trawl.platforms.platform import ListingForm, Platform, PlatformDemo, PlatformSettings
 from trawl.simulator.demo import install_demo_site
 from trawl.simulator.server import Simulator
 from trawl.urls import canonicalize, validate_url, web_key
@@ -311,11 +311,24 @@ def _demo(sim: Simulator) -> PlatformDemo:
 
 # Every site no other platform claims, so last in the registry; its settings are
 # [platforms.generic], whose shared rate is higher because it covers every other site at once.
+# An RSS or Atom feed, told by its address alone (yt-dlp tells feeds by their content; trawl must
+# decide offline whether a URL is one item or a listing): a path ending in .rss, .atom or .xml, or
+# in /rss, /rss2, /atom, /feed or /feeds (optionally .xml, .php, .asp, .aspx), /podcast/rss. A feed
+# at any other address is a named source of kind feed. The shapes it reads: trawl.feeds.
+FEED_URL = re.compile(r"(?i)https?://[^?#]+?(?:\.(?:rss|atom|xml)|/(?:rss2?|atom|feeds?)(?:\.(?:xml|php|aspx?))?"
+                      r"|/podcast/rss)/?(?:[?#]|$)")
+
+
+def _feed_forms(config: PlatformSettings) -> list[ListingForm]:
+    return [ListingForm("feed", FEED_URL, listing_id=lambda match: match.string)]
+
+
 PLATFORM = Platform(
     name="generic",
     title="generic pages and files",
     settings=PlatformSettings,
     defaults={"requests_per_second": 20},
     resolvers=lambda config: [GenericResolver(config)],
+    listing_forms=_feed_forms,
     demo=_demo,
 )

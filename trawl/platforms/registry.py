@@ -36,6 +36,12 @@ class Route:
         return self.resolver.platform
 
 
+# Pages a listing given as a URL reads at most: all of a listing, as a pasted profile URL means
+# (100 pages is the most a named source may set; paging still stops at the first page the
+# catalog holds entirely, so a re-crawl reads one page).
+LISTING_URL_MAX_PAGES = 100
+
+
 @dataclass(frozen=True)
 class ListingRoute:
     """A listing URL, recognised offline: expanded as a source of ``kind`` listing ``id``."""
@@ -45,7 +51,7 @@ class ListingRoute:
     kind: str
     id: str
 
-    def definition(self, max_pages: int, full_listing: bool = False) -> dict[str, Any]:
+    def definition(self, max_pages: int = LISTING_URL_MAX_PAGES, full_listing: bool = False) -> dict[str, Any]:
         """The source a crawl carries for it (:func:`trawl.sources.source_definition`'s shape)."""
         argument = {"url": self.url} if self.kind == "feed" else {"id": self.id}
         return {"name": self.url, "kind": self.kind, **argument, "max_pages": max_pages, "full_listing": full_listing}

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trawl.simulator.media import MediaFile
-from trawl.simulator.server import Simulator
+from trawl.simulator.server import Response, Simulator
 
 MiB = 1024 * 1024
 
@@ -67,6 +67,11 @@ def install_demo_site(sim: Simulator) -> list[DemoCase]:
     sim.add_page("/watch/gull", og_page("A gull, up close", "/cdn/v/gull-720.mp4"))
     sim.add_page("/watch/tide", og_page("Low tide", "/cdn/v/tide-480.mp4", image="/cdn/img/tide.jpg"))
     sim.add_page("/photo/lighthouse", og_page("The lighthouse", None, image="/cdn/img/lighthouse.png"))
+    # A listing: the site's RSS 2.0 feed (channel/item, an enclosure or else the link, as yt-dlp's
+    # generic extractor reads feeds), newest first. Not a demo case: `trawl resolve` or `trawl
+    # crawl` it by its URL (the README's "Listings").
+    feed = FEED.replace("{base}", sim.base_url).encode()
+    sim.add_exact("/feeds/harbour.xml", lambda req: Response(200, {"Content-Type": "application/rss+xml"}, feed))
     return [
         DemoCase(sim.url(path), expect, note, group) for path, expect, note, group in (
             ("/media/harbour-timelapse.mp4", "committed", "direct mp4", None),
@@ -82,3 +87,13 @@ def install_demo_site(sim: Simulator) -> list[DemoCase]:
         )
     ]
 
+
+FEED = """<?xml version="1.0" encoding="UTF-8"?>
+<rss version="2.0"><channel><title>Harbour clips</title><link>{base}/</link>
+  <description>What the harbour cameras saw this week</description>
+  <item><title>Low tide</title><link>{base}/watch/tide</link><pubDate>Tue, 24 Nov 2026 07:10:00 GMT</pubDate></item>
+  <item><title>A gull, up close</title><link>{base}/watch/gull</link><pubDate>Mon, 23 Nov 2026 16:45:00 GMT</pubDate></item>
+  <item><title>Field recording</title><link>{base}/listen/field</link><pubDate>Sun, 22 Nov 2026 05:30:00 GMT</pubDate>
+    <enclosure url="{base}/media/field-recording.mp3" type="audio/mpeg" length="2097152"/></item>
+</channel></rss>
+"""

@@ -36,7 +36,7 @@ from trawl.contracts import StoredAsset
 from trawl.worker.runtime import ONE_SHOT_MARK, core_logging
 from trawl.contracts import (
     ADD_URLS, CRAWL_ID, CRAWL_WORKFLOW, ITEM_WORKFLOW, PLATFORM, PROGRESS, STATS, CrawlInput, CrawlItem, CrawlState,
-    CrawlStats, ItemInput, ItemOptions, ItemResult, Progress, StagePolicy, download_queue, workflow_queue)
+    CrawlStats, ItemInput, ItemOptions, ItemResult, Progress, StagePolicy, crawl_item, download_queue, workflow_queue)
 
 
 _log = get_logger("trawl.client")
@@ -189,6 +189,8 @@ class CrawlChoices:
 
     quality: int = 0  # the tallest video wanted, in lines
     limit_rate: int = 0  # bytes per second for each download
+    keep_previews: bool | None = None  # None: the settings' download.keep_previews
+    audio: str = ""  # lossless, dolby or aac; "": the platform's setting
 
 
 def item_options(settings: Settings, choices: CrawlChoices | None = None) -> ItemOptions:
@@ -206,6 +208,8 @@ def item_options(settings: Settings, choices: CrawlChoices | None = None) -> Ite
         small_item_size=settings.download.small_item_size,
         quality=choices.quality,
         limit_rate=choices.limit_rate,
+        audio=choices.audio,
+        keep_previews=settings.download.keep_previews if choices.keep_previews is None else choices.keep_previews,
     )
 
 
@@ -222,7 +226,15 @@ async def start_item(client: Client, settings: Settings, registry: Registry, url
 
     The Web UI's list reads the item from the start: its summary is the platform and URL, and
     Platform (and CrawlId) are set with the start, so the workflow need not upsert them.
+
+    Raises:
+        UnsupportedUrl: ``url`` is a listing (it stands for many items: crawl it), or no
+            resolver takes it.
     """
+    listing = registry.listing_for(url)
+    if listing is not None:
+        raise UnsupportedUrl(f"{listing.url} is a listing ({listing.kind} {listing.id}), many items: crawl it "
+                             "(`trawl crawl URL`, POST /api/v1/crawls)")
     route = registry.route(url)
     attrs = [SearchAttributePair(PLATFORM, route.platform)]
     if crawl_id:
@@ -404,11 +416,9 @@ def route_urls(registry: Registry, urls: list[str]) -> tuple[list[CrawlItem], li
     refusals: list[Refusal] = []
     for index, url in enumerate(urls):
         try:
-            route = registry.route(url)
+            items.append(crawl_item(registry, url))
         except TrawlError as err:
             refusals.append(Refusal(index, url, err.error_class, err.message))
-            continue
-        items.append(CrawlItem(url.strip(), route.platform, route.workflow_id))
     return items, refusals
 
 

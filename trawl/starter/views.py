@@ -66,6 +66,7 @@ def item_dict(item: CatalogItem, blobs: Blobs = None) -> dict[str, Any]:
         "title": item.title, "uploader": item.uploader, "duration": item.duration,
         "published_at": item.published_at, "created_at": item.created_at,
         "assets": [_asset(a.kind, a.name, a.sha256, a.size, a.key, a.mime, blobs) for a in item.assets],
+        "preview": item.metadata.get("preview") or None,
     }
 
 

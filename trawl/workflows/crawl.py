@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -30,7 +31,7 @@ from temporalio.workflow import ParentClosePolicy
 with workflow.unsafe.imports_passed_through():
     from trawl.activities.crawl import CrawlActivities
     from trawl.contracts import (  # noqa: F401 - the crawl's types, imported from here by clients too
-        SOURCE_FAILED, CrawlInput, CrawlItem, CrawlState, CrawlStats, ExpandInput, JoinInput, JoinResult)
+        SOURCE_FAILED, CrawlInput, CrawlItem, CrawlState, CrawlStats, ExpandInput, ExpandResult, JoinInput, JoinResult)
     from trawl.models import MoreItem
     from trawl.contracts import ADD_URLS, CANCEL_CRAWL, CRAWL_ID, CRAWL_WORKFLOW, OUTCOME, PAUSE, RESUME, STATS
     from trawl.workflows.media_item import MediaItemWorkflow
@@ -38,6 +39,9 @@ with workflow.unsafe.imports_passed_through():
     # the items' results (their field types are looked up in it).
     from trawl.contracts import ItemInput
     from trawl.contracts import workflow_queue
+
+
+SHOWN_REFUSALS = 10  # the latest refusals a crawl's stats name (all are counted)
 
 
 @workflow.defn(name=CRAWL_WORKFLOW)
@@ -81,7 +85,8 @@ class CrawlWorkflow:
         return CrawlStats(
             queued=len(s.pending), running=len(self._running), finished=sum(s.outcomes.values()),
             outcomes=dict(s.outcomes), bytes=s.bytes, refused=len(s.refused), started_at=s.started_at,
-            finished_at=self._finished_at, paused=s.paused, cancelled=s.cancelled, runs=s.runs, error=self._error)
+            finished_at=self._finished_at, paused=s.paused, cancelled=s.cancelled, runs=s.runs, error=self._error,
+            refusals=s.refused[-SHOWN_REFUSALS:])
 
     # -- the run ---------------------------------------------------------------------------
     @workflow.run
@@ -136,6 +141,9 @@ class CrawlWorkflow:
                 break
             if self._can_start():
                 item = state.pending.pop(0)
+                if item.listing is not None:
+                    await self._expand_listing(item)
+                    continue
                 if item.workflow_id in self._running:
                     self._count("duplicate", 0)  # the same item twice in one crawl
                     continue
@@ -165,11 +173,33 @@ class CrawlWorkflow:
 
     async def _expand(self, source: str) -> str | None:
         """Queue the source's items; returns why it could not be expanded (None once it is)."""
+        expanded = await self._expansion(f"source {source}", source, self._inp.source_definition)
+        self._state.source_expanded = True
+        if isinstance(expanded, str):
+            return expanded
+        self._queue_expanded(expanded)
+        return None
+
+    async def _expand_listing(self, item: CrawlItem) -> None:
+        """Queue a listing's items (a profile, a collection, a feed given as a URL), once per crawl;
+        a listing that cannot be expanded counts as one failed URL, its reason among the refused."""
+        if item.workflow_id in self._state.listed:
+            self._count("duplicate", 0)
+            return
+        self._state.listed.append(item.workflow_id)
+        expanded = await self._expansion(f"listing {item.url}", item.url, item.listing)
+        if isinstance(expanded, str):
+            self._state.refused.append(expanded)
+            self._count("failed", 0)
+            return
+        self._queue_expanded(expanded)
+
+    async def _expansion(self, what: str, source: str, definition: dict[str, Any] | None) -> ExpandResult | str:
+        """A source's or a listing's items, by activity; or why they could not be had."""
         try:
-            expanded = await workflow.execute_activity_method(
+            return await workflow.execute_activity_method(
                 CrawlActivities.expand_source,
-                ExpandInput(source, stage_attempts=self._inp.options.fetch.maximum_attempts,
-                            definition=self._inp.source_definition),
+                ExpandInput(source, stage_attempts=self._inp.options.fetch.maximum_attempts, definition=definition),
                 task_queue=self._inp.options.download_queue,
                 start_to_close_timeout=timedelta(minutes=10),
                 heartbeat_timeout=timedelta(seconds=self._inp.options.heartbeat_timeout_s),
@@ -177,15 +207,14 @@ class CrawlWorkflow:
                 retry_policy=self._inp.options.fetch.retry_policy(),
             )
         except ActivityError as err:
-            self._state.source_expanded = True
             cause = err.cause
-            return f"source {source}: {cause.message if isinstance(cause, ApplicationError) else cause or err}"
+            return f"{what}: {cause.message if isinstance(cause, ApplicationError) else cause or err}"
+
+    def _queue_expanded(self, expanded: ExpandResult) -> None:
         self._state.pending.extend(expanded.items)
         self._state.refused.extend(expanded.refused)
         for _ in expanded.known:  # committed items the catalog knows offline: no item workflow
             self._count("duplicate", 0)
-        self._state.source_expanded = True
-        return None
 
     def _fail(self, reason: str) -> None:
         """End the crawl failed before any item started (the URLs it was given count as not started):

@@ -294,7 +294,8 @@ class MediaItemWorkflow:
             return await workflow.execute_activity_method(
                 FetchActivities.fetch,
                 FetchInput(self._inp.url, workflow.info().workflow_id, self._inp.platform, fresh_urls,
-                           self._opts.quality, stage_attempts=self._opts.fetch.maximum_attempts),
+                           self._opts.quality, self._opts.keep_previews, self._opts.audio,
+                           stage_attempts=self._opts.fetch.maximum_attempts),
                 task_queue=self._opts.fetch_queue(self._inp.platform),
                 start_to_close_timeout=self._opts.fetch.start_to_close,
                 schedule_to_close_timeout=self._opts.fetch.schedule_to_close,

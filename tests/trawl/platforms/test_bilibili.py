@@ -10,6 +10,7 @@ import pytest
 from trawl.errors import PreviewOnly, TrawlError
 from trawl.models import refuse_previews
 from trawl.platforms.base import ResolveContext
+from trawl.platforms.bilibili.listings import uploader_listing
 from trawl.platforms.bilibili.resolver import BilibiliResolver, av_to_bv, bv_to_av, wbi_sign
 from trawl.platforms.bilibili import BilibiliSettings
 from trawl.simulator import Simulator
@@ -219,8 +220,9 @@ def test_playurl_without_a_valid_signature_is_refused(verbatim, client: httpx.Cl
 
 def test_uploader_source_lists_videos(verbatim) -> None:
     site, resolver, ctx = verbatim
-    assert resolver.uploader_video_urls(ctx, UPLOADER_MID) == [site.url("BV117411r7R1"), site.url("BV1GJ411x7h7")]
-    assert resolver.uploader_video_urls(ctx, "1") == []
+    assert uploader_listing(resolver, ctx, UPLOADER_MID, 5, None) == [site.url("BV117411r7R1"),
+                                                                      site.url("BV1GJ411x7h7")]
+    assert uploader_listing(resolver, ctx, "1", 5, None) == []
 
 
 def test_rewritten_media_needs_the_referer(sim: Simulator, client: httpx.Client) -> None:

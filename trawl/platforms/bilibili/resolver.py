@@ -1,17 +1,20 @@
 """Bilibili videos: ``/video/BV...``, ``/video/av...``, ``?p=N`` parts, ``m.`` pages, b23.tv links,
-festival pages (``/festival/<name>?bvid=BV...``) and the player embed
-(``player.bilibili.com/player.html?aid=...&cid=...&page=N``, or ``bvid=``).
+festival pages (``/festival/<name>?bvid=BV...``), the player embed
+(``player.bilibili.com/player.html?aid=...&cid=...&page=N``, or ``bvid=``) and a list player
+pinned to one of its videos (``/list/<id>?...&bvid=BV...``, ``/medialist/play/<id>?...&bvid=``).
 
 A bare URL of a multi-part video is part 1 (key ``bilibili:<BV>``, as before parts were crawled)
 and names parts 2..N (``?p=N``, key ``bilibili:<BV>_p<N>``) in ``Resolved.more``, so whoever
 started it crawls every part as its own item; a URL naming a part (``?p=N``, ``?p=1``, the
 player's ``page=``) is that part alone. Each part's streams come from its own ``cid``
-(``pages[]`` of the view answer). The view answer's ``ugc_season`` (a collection of videos) is
-not expanded: no captured answer shows its shape.
+(``pages[]`` of the view answer). A video in a collection (the view answer's ``ugc_season``) is
+that video alone: the collection is a listing of its own (:mod:`.listings`).
 
 Metadata comes from ``x/web-interface/view``; streams from ``x/player/wbi/playurl``, signed
 with WBI keys from ``x/web-interface/nav``. A ``durl`` answer gives one asset per segment; a
-``dash`` answer gives a video and an audio asset, merged at commit when ffmpeg exists.
+``dash`` answer gives a video and an audio asset, merged at commit when ffmpeg exists. The video
+stream is the quality asked (:func:`_pick_video`); the audio is chosen among ``dash.audio``,
+``dash.dolby.audio`` and ``dash.flac.audio`` (:func:`_pick_audio`).
 
 Any non-zero ``code`` in an answer is an error carrying the code, Bilibili's message and the
 URL given (:mod:`trawl.platforms.bilibili.errors`, which says where the code table comes from).
@@ -23,7 +26,6 @@ import hashlib
 import re
 import time
 import urllib.parse
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -58,8 +60,9 @@ MIXIN_KEY_TABLE = (
     12, 38, 41, 13, 37, 48, 7, 16, 24, 55, 40, 61, 26, 17, 0, 1, 60, 51, 30, 4, 22, 25, 54, 21, 56, 59, 6, 63,
     57, 62, 11, 36, 20, 34, 44, 52,
 )
-# fnval bits: 16 DASH, 64 HDR, 128 4K, 256 Dolby audio, 1024 8K, 2048 AV1 -> ask for everything DASH.
-FNVAL_DASH = 16 | 64 | 128 | 256 | 1024 | 2048
+# fnval bits: 16 DASH, 64 HDR, 128 4K, 256 Dolby audio, 512 Dolby Vision, 1024 8K, 2048 AV1 -> ask
+# for everything DASH (4048, as yt-dlp does); what is kept is chosen from the answer.
+FNVAL_DASH = 16 | 64 | 128 | 256 | 512 | 1024 | 2048
 # Why a 试看 answer fails the item: the preview stored as the video would make the video a duplicate.
 PREVIEW_REASON = ("supporter-only video (充电专属): the play URL gives a preview (试看) only; give the "
                   "cookies of an account with access in platforms.bilibili.cookies_file")
@@ -74,6 +77,12 @@ def qn_for_height(height: int) -> int:
 
 # Codec preference among streams of one quality: AVC plays everywhere, then HEVC, then AV1.
 CODEC_RANK = {7: 0, 12: 1, 13: 2}
+# Qualities only one codec family plays: Dolby Vision (its streams need a Dolby Vision decoder).
+# A quality offered in HEVC alone (HDR 125 in the captured support_formats) counts too.
+DOLBY_VISION = 126
+HEVC = 12
+# DASH audio ids (bilibili-API-collect docs/video/videostream_url.md): Dolby Atmos, Hi-Res lossless.
+AUDIO_DOLBY, AUDIO_LOSSLESS = 30250, 30251
 
 
 def av_to_bv(aid: int) -> str:
@@ -145,6 +154,8 @@ class BilibiliResolver(Resolver):
             re.compile(rf"{short}/(?P<code>[A-Za-z0-9]+)/?(?:[?#].*)?$"),
             re.compile(rf"{video}/festival/[^/?#]+/?\?(?:[^#]*&)?bvid=(?P<id>{BVID})(?:[&#].*)?$"),
             re.compile(rf"{player}/player\.html\?(?:[^#]*&)?(?:aid=(?P<aid>\d+)|bvid=(?P<id>{BVID}))(?:[&#].*)?$"),
+            # a list (series, favourites, watch later) playing one of its videos: that video
+            re.compile(rf"{video}/(?:list|medialist/play)/[^/?#]+/?\?(?:[^#]*&)?bvid=(?P<id>{BVID})(?:[&#].*)?$"),
         )
         self._wbi: tuple[str, str, float] | None = None  # img_key, sub_key, fetched at
 
@@ -152,7 +163,7 @@ class BilibiliResolver(Resolver):
     def ref(self, url: str) -> VideoRef | None:
         """The video and part a long URL names; None for short links."""
         query = parse_qs(urlsplit(url).query)
-        match = self.url_patterns[0].match(url) or self.url_patterns[2].match(url)
+        match = self.url_patterns[0].match(url) or self.url_patterns[2].match(url) or self.url_patterns[4].match(url)
         if match:
             raw = match.group("id")
             if raw.lower().startswith("av"):
@@ -290,7 +301,8 @@ class BilibiliResolver(Resolver):
             raise ParseError(f"bilibili: {url}: playurl answer has no data")
         media_headers = {"Referer": self.config.referer, "User-Agent": self.config.user_agent}
         if isinstance(data.get("dash"), dict):
-            streams = self._dash(url, data["dash"], media_headers, qn)
+            # The crawl's audio choice, once the crawl carries one (ResolveContext.audio), else the setting.
+            streams = self._dash(url, data["dash"], media_headers, qn, ctx.audio)
         elif segments := [s for s in _list(data.get("durl")) if isinstance(s, dict)]:
             streams = self._durl(url, segments, media_headers)
         else:
@@ -311,7 +323,8 @@ class BilibiliResolver(Resolver):
                                 expected_size=int_or_none(segment.get("size")), mime="video/x-flv"))
         return assets
 
-    def _dash(self, url: str, dash: dict, headers: dict[str, str], qn: int | None = None) -> list[Asset]:
+    def _dash(self, url: str, dash: dict, headers: dict[str, str], qn: int | None = None,
+              audio_choice: str = "") -> list[Asset]:
         videos = [v for v in _list(dash.get("video")) if isinstance(v, dict) and int_or_none(v.get("id"))]
         require(videos, self.platform, url, "data.dash.video")
         best = _pick_video(videos, self.config.quality if qn is None else qn)
@@ -319,9 +332,8 @@ class BilibiliResolver(Resolver):
         require(video_urls, self.platform, url, "data.dash.video[].baseUrl")
         assets = [Asset(name="video", kind="video", urls=video_urls, headers=dict(headers),
                         mime=str_or_none(best.get("mimeType") or best.get("mime_type")))]
-        audios = [a for a in _list(dash.get("audio")) if isinstance(a, dict)]
-        if audios:
-            audio = max(audios, key=lambda a: (int_or_none(a.get("bandwidth")) or 0, int_or_none(a.get("id")) or 0))
+        audio = _pick_audio(dash, audio_choice or self.config.audio)
+        if audio is not None:
             audio_urls = _urls(audio.get("baseUrl") or audio.get("base_url"),
                                audio.get("backupUrl") or audio.get("backup_url"))
             if audio_urls:
@@ -329,45 +341,56 @@ class BilibiliResolver(Resolver):
                                     mime=str_or_none(audio.get("mimeType") or audio.get("mime_type"))))
         return assets
 
-    # -- sources -----------------------------------------------------------------------------
-    def uploader_video_urls(self, ctx: ResolveContext, mid: str, max_pages: int = 5,
-                            enough: Callable[[list[str]], bool] | None = None) -> list[str]:
-        """Video URLs of an uploader, newest first, from ``x/space/wbi/arc/search`` pages.
 
-        ``enough(page_urls)`` true after a page stops the listing there (its items are known).
-        """
-        headers = self._headers()
-        img, sub = self._wbi_keys(ctx, headers)
-        urls: list[str] = []
-        api = self.config.api_base.rstrip("/")
-        for page in range(1, max_pages + 1):
-            params = wbi_sign({"mid": mid, "pn": page, "ps": 30, "order": "pubdate"}, img, sub)
-            doc = get_json(self, f"{api}/x/space/wbi/arc/search?{urllib.parse.urlencode(params)}", ctx, headers)
-            vlist = _list(dig(doc, "data", "list", "vlist"))
-            found = [v.get("bvid") for v in vlist if isinstance(v, dict) and isinstance(v.get("bvid"), str)]
-            if not found:
-                break
-            page_urls = [f"{self.config.page_base.rstrip('/')}/video/{bvid}" for bvid in found]
-            urls += page_urls
-            if enough is not None and enough(page_urls):
-                break
-            count = int_or_none(dig(doc, "data", "page", "count"))
-            if count is not None and page * 30 >= count:
-                break
-        return urls
+def _restricted(videos: list[dict], quality: int) -> bool:
+    """Whether only one codec family plays the streams of ``quality``: Dolby Vision, or a quality
+    offered in HEVC alone (no AVC, no AV1 stream of it)."""
+    codecs = {int_or_none(v.get("codecid")) for v in videos if int_or_none(v.get("id")) == quality}
+    return quality == DOLBY_VISION or codecs == {HEVC}
 
 
 def _pick_video(videos: list[dict], wanted: int) -> dict:
     """The stream closest to ``wanted`` (a ``qn``): the best at or below it, else the lowest above.
 
     Asking for less than anything offered means "as small as possible", so it never picks the
-    best stream. Among streams of the chosen quality, AVC is preferred (see CODEC_RANK).
+    best stream. A quality only one codec family plays (:func:`_restricted`: Dolby Vision, an
+    HEVC-only HDR) is a candidate only when ``wanted`` names it exactly, unless nothing else is
+    offered. Among streams of the chosen quality, AVC is preferred (see CODEC_RANK).
     """
-    ids = {int_or_none(v.get("id")) or 0 for v in videos}
+    offered = {int_or_none(v.get("id")) or 0 for v in videos}
+    ids = {i for i in offered if i == wanted or not _restricted(videos, i)} or offered
     at_or_below = [i for i in ids if i <= wanted]
     chosen = max(at_or_below) if at_or_below else min(ids)
     return min((v for v in videos if (int_or_none(v.get("id")) or 0) == chosen),
                key=lambda v: CODEC_RANK.get(int_or_none(v.get("codecid")) or 0, 9))
+
+
+def _pick_audio(dash: dict[str, Any], choice: str) -> dict | None:
+    """The audio stream to keep among ``dash.audio[]`` (AAC), ``dash.dolby.audio[]`` (Dolby,
+    E-AC-3) and ``dash.flac.audio`` (one Hi-Res FLAC stream, not a list); None when the video has
+    no audio (``dash.audio`` null and nothing else) or no stream has a URL.
+
+    ``choice`` (``platforms.bilibili.audio``): ``best`` takes lossless over lossy, then the
+    highest bitrate; ``lossless``, ``dolby`` and ``aac`` take the best of that kind when offered,
+    else fall back to ``best``.
+    """
+    def streams(value: Any) -> list[dict]:
+        found = value if isinstance(value, list) else [value]
+        return [a for a in found if isinstance(a, dict) and (a.get("baseUrl") or a.get("base_url"))]
+
+    aac = streams(dash.get("audio"))
+    dolby = streams(dig(dash, "dolby", "audio"))
+    lossless = streams(dig(dash, "flac", "audio"))
+    kinds = {"aac": aac, "dolby": dolby, "lossless": lossless}
+
+    def bitrate(a: dict) -> tuple[int, int]:
+        return int_or_none(a.get("bandwidth")) or 0, int_or_none(a.get("id")) or 0
+
+    if kinds.get(choice):
+        return max(kinds[choice], key=bitrate)
+    if lossless:
+        return max(lossless, key=bitrate)
+    return max(aac + dolby, key=bitrate, default=None)
 
 
 def _is_preview(play: dict[str, Any]) -> bool:
@@ -439,9 +462,3 @@ def _urls(primary: Any, backups: Any) -> list[str]:
 def resolvers(config: BilibiliSettings) -> list[Resolver]:
     return [BilibiliResolver(config)]
 
-
-def uploader_listing(resolver: Resolver, ctx: ResolveContext, mid: str, max_pages: int,
-                     enough: Callable[[list[str]], bool] | None) -> list[str]:
-    """Source kind ``bilibili_uploader`` (id: the uploader's mid), with the registry's resolver."""
-    assert isinstance(resolver, BilibiliResolver)
-    return resolver.uploader_video_urls(ctx, mid, max_pages, enough)

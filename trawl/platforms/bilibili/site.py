@@ -1,6 +1,11 @@
 """Bilibili at its real paths, answering with the real response shapes.
 
 ``BV117411r7R1`` is the captured ``view`` answer with the captured DASH ``playurl`` answer;
+:data:`HIRES_VIDEO` the same DASH answer with lossless, Dolby, 4K, HDR and Dolby Vision streams;
+the uploader :data:`LIST_MID`'s forty videos are listed by the list APIs (uploads, a collection,
+a hidden-mode collection, a series, a public and a private favourites folder), each a copy of
+the captured view and ``durl`` answers (:mod:`.listing_site` says where each list answer's
+shape comes from);
 ``BV1GJ411x7h7`` is a two-part video built from the same shapes whose streams come as
 ``durl`` (part 2 in two segments); :data:`TEN_PARTS` is the ten-part video of the derived
 ``bilibili_view_10pages_derived.json`` (the captured view answer with ``pages[]`` grown to ten;
@@ -30,6 +35,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trawl.platforms.bilibili.config import BilibiliSettings
+from trawl.platforms.bilibili.listing_site import (
+    COLLECTION_ID,
+    FAVORITES_ID,
+    HIDDEN_COLLECTION_ID,
+    HIRES_VIDEO,
+    LIST_MID,
+    PRIVATE_FAVORITES_ID,
+    SERIES_ID,
+    ListingAnswers,
+    expected_urls,
+    hires_video,
+    pool_bvid,
+    pool_videos,
+)
 from trawl.platforms.bilibili.resolver import wbi_sign
 from trawl.platforms.platform import PlatformDemo
 from trawl.simulator.demo import DemoCase
@@ -81,10 +100,18 @@ class BilibiliSite:
     _recent: deque[float] = field(default_factory=deque)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def __post_init__(self) -> None:
+        self.lists = ListingAnswers(self.videos)
+
     def settings(self, **overrides: Any) -> BilibiliSettings:
         base = self.sim.base_url
         return BilibiliSettings(**{"page_base": base, "mobile_base": f"{base}/m", "api_base": base,
-                                   "short_base": f"{base}/b23", "requests_per_second": 1000, **overrides})
+                                   "short_base": f"{base}/b23", "space_base": f"{base}/space",
+                                   "requests_per_second": 1000, **overrides})
+
+    def space_url(self, path: str) -> str:
+        """A space page on the simulator: ``space_url(f"{LIST_MID}/video")``."""
+        return self.sim.url(f"/space/{path.lstrip('/')}")
 
     def url(self, bvid: str, page: int = 1) -> str:
         return self.sim.url(f"/video/{bvid}" + (f"?p={page}" if page > 1 else ""))
@@ -127,6 +154,8 @@ class BilibiliSite:
         ten = reference_json("bilibili_view_10pages_derived.json")
         self.videos[TEN_PARTS] = Video(TEN_PARTS, ten, {page["cid"]: copy.deepcopy(durl)
                                                         for page in ten["data"]["pages"]})
+        for bvid, listed, answers in [*pool_videos(view, durl), hires_video(view, dash)]:
+            self.videos[bvid] = Video(bvid, listed, answers)
         if self.rewrite_media:
             for video in self.videos.values():
                 for cid, answer in video.playurl.items():
@@ -158,8 +187,12 @@ class BilibiliSite:
             segment["backup_url"] = [self.media.url(f"{name}.backup")]
             segment["size"] = media.size
         dash = data.get("dash") or {}
+        flac = (dash.get("flac") or {}).get("audio")
+        streams = {"video": dash.get("video") or [],
+                   "audio": [*(dash.get("audio") or []), *((dash.get("dolby") or {}).get("audio") or []),
+                             *([flac] if flac else [])]}
         for kind, fmt in (("video", "mp4"), ("audio", "mp4")):  # audio .m4s: an ISO brand, not M4A
-            for index, stream in enumerate(dash.get(kind) or []):
+            for index, stream in enumerate(streams[kind]):
                 size = (400_000 if kind == "video" else 120_000) + 1009 * index
                 media = MediaFile(fmt, f"{stem}-{kind}-{index}", size)
                 name = f"{prefix}/{kind}-{stream.get('id')}-{index}.m4s"
@@ -233,15 +266,20 @@ class BilibiliSite:
         return _json(video.playurl[cid])
 
     def arc_search(self, req: Request) -> Response:
+        if self._limited():
+            return _json(reference_json("bilibili_error_-352_vvoucher.json"), headers={"Bili-Status-Code": "-352"})
         if not self._signed_ok(req):
             return _json({"code": -403, "message": "访问权限不足", "ttl": 1})
-        page = int(req.arg("pn") or 1)
-        listed = [{"bvid": v.bvid, "aid": v.view["data"]["aid"], "title": v.view["data"]["title"]}
-                  for v in self.videos.values() if str(v.view["data"]["owner"]["mid"]) == req.arg("mid")]
-        size = int(req.arg("ps") or 30)
-        chunk = listed[(page - 1) * size: page * size]
-        return _json({"code": 0, "message": "0", "ttl": 1, "data": {
-            "list": {"vlist": chunk}, "page": {"pn": page, "ps": size, "count": len(listed)}}})
+        return _json(self.lists.arc_search(req))
+
+    def seasons_archives_list(self, req: Request) -> Response:
+        return _json(self.lists.seasons_archives_list(req))
+
+    def series_archives(self, req: Request) -> Response:
+        return _json(self.lists.series_archives(req))
+
+    def fav_resource_list(self, req: Request) -> Response:
+        return _json(self.lists.fav_resource_list(req))
 
     def short_link(self, req: Request) -> Response:
         code = req.match.group("code") if req.match else ""
@@ -269,6 +307,9 @@ def install_bilibili_site(sim: Simulator, *, rewrite_media: bool = True) -> Bili
     sim.add_exact("/x/web-interface/nav", site.nav)
     sim.add_exact("/x/player/wbi/playurl", site.playurl)
     sim.add_exact("/x/space/wbi/arc/search", site.arc_search)
+    sim.add_exact("/x/polymer/web-space/seasons_archives_list", site.seasons_archives_list)
+    sim.add_exact("/x/series/archives", site.series_archives)
+    sim.add_exact("/x/v3/fav/resource/list", site.fav_resource_list)
     sim.add_route(r"/b23/(?P<code>[A-Za-z0-9]+)/?", site.short_link)
     sim.add_route(r"(?:/m)?/video/.+|/read/.+", site.page)
     return site
@@ -284,3 +325,11 @@ def install_demo(sim: Simulator) -> PlatformDemo:
         DemoCase(site.url("BV1GJ411x7h7", page=2), "committed", "Bilibili part 2, two durl segments"),
         DemoCase(site.url("BV17x411w7KC"), "not_found", "Bilibili code -404"),
     ])
+
+
+__all__ = [
+    "COLLECTION_ID", "FAVORITES_ID", "HIDDEN_COLLECTION_ID", "HIRES_VIDEO", "LIST_MID", "PRIVATE_FAVORITES_ID",
+    "PRIVATE_VIDEO", "SERIES_ID", "SHORT_LINK", "SHORT_LINK_NOT_VIDEO", "SUPPORTER_ONLY", "TEN_PARTS",
+    "UNLISTED_CODE", "UNLISTED_CODE_VIDEO", "UPLOADER_MID", "VIEW_ERRORS", "BilibiliSite", "expected_urls",
+    "install_bilibili_site", "install_demo", "pool_bvid",
+]

@@ -1,12 +1,15 @@
-"""Facebook: videos, reels and the videos of posts, read from the JSON their pages embed.
+"""Facebook: videos, reels and the videos of posts, read from the JSON their pages embed; photos;
+a profile's videos, photos and albums and a photo set as listings.
 
 The package holds everything trawl knows about Facebook: its settings (:mod:`.config`), its
-resolver (:mod:`.resolver`), what its pages state instead of a video (:mod:`.errors`) and its
-simulated site (:mod:`.site`); :data:`PLATFORM` is what the registry lists.
+resolvers (:mod:`.resolver` for videos and posts, :mod:`.photo` for photos), its listings and their
+URL forms (:mod:`.listings`), what its pages state instead of a video (:mod:`.errors`) and its
+simulated site (:mod:`.site`, :mod:`.listing_site`); :data:`PLATFORM` is what the registry lists.
 """
 
 from trawl.platforms.facebook import site
 from trawl.platforms.facebook.config import FacebookSettings
+from trawl.platforms.facebook.listings import LISTINGS, listing_forms
 from trawl.platforms.facebook.resolver import resolvers
 from trawl.platforms.platform import Platform
 
@@ -15,6 +18,8 @@ PLATFORM = Platform(
     title="Facebook",
     settings=FacebookSettings,
     resolvers=resolvers,
+    listings=LISTINGS,
+    listing_forms=listing_forms,
     # Its refusals are HTML pages the resolver reads (.errors); nothing for classify_response.
     errors=None,
     cookie_domains=("facebook.com", "fb.watch", "fbcdn.net"),

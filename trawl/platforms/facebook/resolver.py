@@ -1,7 +1,8 @@
 """Facebook videos and reels, read from the JSON the video page embeds.
 
 URL forms: ``/<page>/videos/[<slug>/]<id>``, ``/watch/?v=<id>``, ``/watch/live/?v=<id>``,
-``/video.php?v=<id>``, ``/video/embed?video_id=<id>``, ``/reel/<id>`` on ``www.``, ``m.``, ``web.``
+``/video.php?v=<id>``, ``/photo.php?v=<id>`` (the old viewer; with ``fbid=`` it is a photo, see
+:mod:`.photo`), ``/video/embed?video_id=<id>``, ``/reel/<id>`` on ``www.``, ``m.``, ``web.``
 and locale (``de-de.``) hosts; short links ``/share/v/<code>/``, ``/share/r/<code>/`` and
 ``https://fb.watch/<code>/`` are followed; the embed player ``/plugins/video.php?href=<URL>``
 stands for the URL in its ``href``.
@@ -98,6 +99,8 @@ class FacebookResolver(Resolver):
             re.compile(rf"{site}/[^/?#]+/videos/(?:[^/?#]+/)?(?P<id>\d+){_END}", re.IGNORECASE),
             re.compile(rf"{site}/(?:watch(?:/live)?/?|(?:video/)?video\.php)\?(?:[^#]*&)?v=(?P<id>\d+)(?:[&#].*)?$",
                        re.IGNORECASE),
+            # The old photo viewer named videos too (yt-dlp takes photo.php?v=); with fbid= it is a photo.
+            re.compile(rf"{site}/photo\.php\?(?![^#]*\bfbid=)(?:[^#]*&)?v=(?P<id>\d+)(?:[&#].*)?$", re.IGNORECASE),
             re.compile(rf"{site}/video/embed/?\?(?:[^#]*&)?video_id=(?P<id>\d+)(?:[&#].*)?$", re.IGNORECASE),
             re.compile(rf"{site}/reel/(?P<id>\d+){_END}", re.IGNORECASE),
         )
@@ -157,14 +160,7 @@ class FacebookResolver(Resolver):
         return f"facebook:{video_id}" if video_id else None
 
     def _headers(self) -> dict[str, str]:
-        # English pages, so the login and "not available" markers below can be recognised.
-        headers = {"User-Agent": self.config.user_agent, "Accept-Language": "en-US,en;q=0.9",
-                   **self.config.headers}
-        # Read on every resolve so a refreshed cookies file is used without restarting workers.
-        cookies = load_cookies(self.config.cookies_file)
-        if cookies:
-            headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
-        return headers
+        return page_headers(self.config)
 
     # -- resolving ---------------------------------------------------------------------------
     def resolve(self, url: str, ctx: ResolveContext) -> Resolved:
@@ -264,6 +260,17 @@ class FacebookResolver(Resolver):
                 "webpage_url": canonical_url(video_id),
             }),
         )
+
+
+def page_headers(config: FacebookSettings) -> dict[str, str]:
+    """The headers of a page request: a browser, English pages (so the login and "not available"
+    markers can be recognised), the settings' extra headers and the cookies file's cookies."""
+    headers = {"User-Agent": config.user_agent, "Accept-Language": "en-US,en;q=0.9", **config.headers}
+    # Read on every request so a refreshed cookies file is used without restarting workers.
+    cookies = load_cookies(config.cookies_file)
+    if cookies:
+        headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
+    return headers
 
 
 def json_blocks(text: str) -> list[Any]:
@@ -401,5 +408,11 @@ def _where(url: str, page_url: str, video_id: str) -> str:
 
 
 def resolvers(config: FacebookSettings) -> list[Resolver]:
-    """The Facebook resolvers built from the platform's settings."""
-    return [FacebookResolver(config)]
+    """The Facebook resolvers built from the platform's settings: videos (and posts), then photos.
+
+    The video resolver comes first: the registry hands the first resolver of a platform to its
+    listings (:mod:`.listings`).
+    """
+    from trawl.platforms.facebook.photo import FacebookPhotoResolver
+
+    return [FacebookResolver(config), FacebookPhotoResolver(config)]

@@ -5,6 +5,8 @@ names PLATFORMS.md documents: several ``<script type="application/json" data-sjs
 video node nested a few levels deep inside ``require`` arrays the way real pages nest their
 Relay payloads, a neighbouring video's node (which a resolver must not take), and OpenGraph tags.
 
+Photos, photo sets and the profile tabs listings read are in :mod:`.listing_site`.
+
 Posts (:data:`POSTS`): a post's page carries its videos where public downloaders read them, the
 story's ``attachments[].styles.attachment.media`` (one video) or
 ``...attachment.all_subattachments.nodes[].media`` (several), an event's
@@ -125,6 +127,8 @@ class FacebookSite:
             pages answer with the login wall (the real site's soft ban); None: never.
         page_requests: video page requests served, anonymous or not.
         cdn: the signed media host (``oe`` hex expiry, ``oh`` signature).
+        media: photo pages, photo sets and the profile tabs
+            (:class:`trawl.platforms.facebook.listing_site.FacebookMediaSite`).
     """
 
     def __init__(self, sim: Simulator) -> None:
@@ -155,11 +159,17 @@ class FacebookSite:
         sim.add_route(rf"{re.escape(SHORT_PREFIX)}/(?P<code>[\w-]+)/?", self._serve_short)
         for video in VIDEOS:  # a page's own profile: no video on it
             sim.add_page(f"/{video.page}", f"<html><head><title>{video.uploader or video.page}</title></head></html>")
+        # Photo pages, photo sets and profile tabs (videos, photos, albums).
+        from trawl.platforms.facebook.listing_site import FacebookMediaSite
+
+        self.media = FacebookMediaSite(sim, self)
 
     # -- what tests use ----------------------------------------------------------------------
     def settings(self, **overrides: Any) -> FacebookSettings:
-        """Settings whose page and short-link bases point at this simulator."""
-        return FacebookSettings(page_base=self.sim.base_url, short_base=self.sim.url(SHORT_PREFIX), **overrides)
+        """Settings whose page and short-link bases point at this simulator, asked at the pace a
+        local simulator takes (20 requests per second; the real site's default is 0.5)."""
+        return FacebookSettings(**{"page_base": self.sim.base_url, "short_base": self.sim.url(SHORT_PREFIX),
+                                   "requests_per_second": 20.0, **overrides})
 
     def short_url(self, code: str) -> str:
         """The simulator's stand-in for ``https://fb.watch/<code>/``."""

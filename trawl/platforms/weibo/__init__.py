@@ -1,22 +1,28 @@
-"""Weibo: posts (statuses) with their video or pictures, and a user's posts as a source.
+"""Weibo: posts (statuses) with their video or pictures, and a user's posts (all of them, their
+videos, their pictures) as sources and as listing URLs.
 
-The package holds everything trawl knows about Weibo: its settings (:mod:`.config`), its
-resolver and listing (:mod:`.resolver`), what its answers state (:mod:`.errors`) and its
-simulated site (:mod:`.site`); :data:`PLATFORM` is what the registry lists.
+The package holds everything trawl knows about Weibo: its settings (:mod:`.config`), its URL
+forms (:mod:`.forms`), its resolver (:mod:`.resolver`) and listings (:mod:`.listings`), what its
+answers state (:mod:`.errors`) and its simulated site (:mod:`.site`); :data:`PLATFORM` is what
+the registry lists.
 """
 
 from trawl.platforms.platform import Platform
 from trawl.platforms.weibo import site
 from trawl.platforms.weibo.config import WeiboSettings
 from trawl.platforms.weibo.errors import ANSWERS
-from trawl.platforms.weibo.resolver import resolvers, user_listing
+from trawl.platforms.weibo.forms import listing_forms
+from trawl.platforms.weibo.listings import album_listing, user_listing, video_listing
+from trawl.platforms.weibo.resolver import resolvers
 
 PLATFORM = Platform(
     name="weibo",
     title="Weibo",
     settings=WeiboSettings,
     resolvers=resolvers,
-    listings={"weibo_user": user_listing},
+    # Every kind's id: the uid, n:<screen name> or custom:<personal domain>.
+    listings={"weibo_user": user_listing, "weibo_videos": video_listing, "weibo_album": album_listing},
+    listing_forms=listing_forms,
     errors=ANSWERS,
     cookie_domains=("weibo.com", "weibo.cn", "sina.com.cn", "sinaimg.cn"),
     demo=site.install_demo,

@@ -1,7 +1,9 @@
 """Weibo posts (statuses): their video or pictures, from the desktop JSON API with a mobile fallback.
 
-URL forms: ``weibo.com/<uid>/<mblogid|mid>``, ``m.weibo.cn/status|detail/<mblogid|mid>``,
-``weibo.com/tv/show/1034:<oid>`` and ``video.weibo.com/show?fid=1034:<oid>``. The canonical key is
+URL forms (every one is listed in :mod:`trawl.platforms.weibo.forms`): ``weibo.com/<uid>/<mblogid|mid>``,
+``m.weibo.cn/status|detail/<mblogid|mid>``, ``weibo.cn/detail/<mid>``, ``weibo.com/detail/<mid>``,
+``weibo.com/u/<uid>?tabtype=newVideo&layerid=<mid>``, ``weibo.com/tv/show/1034:<oid>`` and
+``video.weibo.com/show?fid=1034:<oid>``. The canonical key is
 ``weibo:<numeric mid>``; the canonical URL is always on the real host,
 ``https://weibo.com/<uid>/<mblogid>``, so an item keeps one URL whichever base URL fetched it.
 
@@ -57,7 +59,6 @@ from trawl.models import Asset, Resolved, compact, count_or_none, upload_date
 from trawl.platforms.base import (
     ResolveContext,
     Resolver,
-    base_pattern,
     dig,
     float_or_none,
     get_json,
@@ -70,15 +71,11 @@ from trawl.platforms.base import (
 )
 from trawl.platforms.weibo.config import WeiboSettings
 from trawl.platforms.weibo.errors import ANSWERS, classify_answer, classify_redirect
+from trawl.platforms.weibo.forms import MID, refusals, status_patterns
 
 NAME = "weibo"
 REAL_HOST = "https://weibo.com"
 BASE62 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-_MID = r"\d{16}"
-_MBLOGID = r"[0-9A-Za-z]{8,10}"
-# A video object id: 1034:<16+ digits> or 1034:<32 hex digits> (newer videos).
-_FID = r"\d+(?::|%3[Aa])(?:[0-9a-f]{32}|\d+)"
-_TAIL = r"/?(?:[?#].*)?\Z"
 # Older API fields with a video URL, best quality first (the 720p field, then HD, then LD).
 _LEGACY_VIDEO_FIELDS = (
     ("media_info", "mp4_720p_mp4"), ("urls", "mp4_720p_mp4"),
@@ -148,7 +145,7 @@ def _from_base62(code: str) -> int:
 
 def _mid_of(ident: str) -> str | None:
     """The mid named by a URL id (a 16-digit mid or an mblogid), or None when it is neither."""
-    if re.fullmatch(_MID, ident):
+    if re.fullmatch(MID, ident):
         return _digits(ident)  # drops leading zeros, as the API's answer will
     try:
         return mblogid_to_mid(ident)
@@ -174,23 +171,18 @@ class WeiboResolver(Resolver):
 
     def __init__(self, config: WeiboSettings) -> None:
         self.config = config
-        desktop = "(?i:" + base_pattern(r"(?:www\.)?weibo\.com", config.page_base) + ")"
-        mobile = "(?i:" + base_pattern(r"m\.weibo\.cn", config.mobile_base) + ")"
-        video = "(?i:" + base_pattern(r"(?:h5\.)?video\.weibo\.com", config.video_base) + ")"
-        # Instance attribute on purpose: the configured base URLs (the simulator's) are claimed too.
-        self.url_patterns = (  # type: ignore[misc]
-            re.compile(rf"{desktop}/\d+/(?P<id>{_MID}|{_MBLOGID}){_TAIL}"),
-            re.compile(rf"{mobile}/(?:status|detail)/(?P<id>{_MID}|{_MBLOGID}){_TAIL}"),
-            re.compile(rf"{desktop}/tv/show/(?P<id>{_FID}){_TAIL}"),
-            re.compile(rf"{video}/show/?\?(?:[^#]*&)?fid=(?P<id>{_FID})(?:[&#].*)?\Z"),
-        )
+        self._refusals = refusals(config)
+        # Instance attribute on purpose: the configured base URLs (the simulator's) are claimed
+        # too. The refused pages come last: claimed only to say at once why they are not crawled.
+        patterns = (*status_patterns(config), *(pattern for pattern, _ in self._refusals))
+        self.url_patterns = patterns  # type: ignore[misc]
         self._cookies: dict[str, str] | None = None
 
     # -- routing -----------------------------------------------------------------------------
     def offline_key(self, url: str) -> str | None:
         """``weibo:<mid>`` for post URLs; None for video page URLs (their id is not the mid)."""
         found = self.match(url)
-        if found is None or _is_fid(found.group("id")):
+        if found is None or self._refusal(found) or _is_fid(found.group("id")):
             return None
         mid = _mid_of(found.group("id"))
         return f"weibo:{mid}" if mid else None
@@ -199,6 +191,9 @@ class WeiboResolver(Resolver):
         found = self.match(url)
         if found is None:
             raise UnsupportedUrl(f"{url}: not a Weibo post URL")
+        why = self._refusal(found)
+        if why:
+            raise UnsupportedUrl(f"{url}: not a Weibo post: this page {why}")
         ident = found.group("id")
         if _is_fid(ident):
             ident = wanted = self.mid_for_video(unquote(ident), url, ctx)
@@ -213,6 +208,10 @@ class WeiboResolver(Resolver):
         if got != wanted:
             raise ParseError(f"{NAME}: {url}: asked for status {wanted}, the answer is status {got}")
         return item
+
+    def _refusal(self, found: re.Match[str]) -> str | None:
+        """Why the page ``found`` matched is refused, when it is one of :func:`refusals`."""
+        return next((why for pattern, why in self._refusals if found.re is pattern), None)
 
     # -- fetching ----------------------------------------------------------------------------
     def api_headers(self, referer: str) -> dict[str, str]:
@@ -386,13 +385,6 @@ class WeiboResolver(Resolver):
 def resolvers(config: WeiboSettings) -> list[Resolver]:
     """The Weibo resolvers built from the platform's settings (the registry calls this)."""
     return [WeiboResolver(config)]
-
-
-def user_listing(resolver: Resolver, ctx: ResolveContext, uid: str, max_pages: int,
-                 enough: Callable[[list[str]], bool] | None) -> list[str]:
-    """Source kind ``weibo_user`` (id: the user's uid), with the settings of the registry's resolver."""
-    assert isinstance(resolver, WeiboResolver)
-    return user_post_urls(resolver.config, ctx, uid, max_pages, enough)
 
 
 def user_post_urls(config: WeiboSettings, ctx: ResolveContext, uid: str, max_pages: int = 5,

@@ -32,6 +32,29 @@ wording) for unknown ids on both APIs; the video page API ``POST /tv/api/compone
 ``tv/show`` and ``video.weibo.com/show`` pages, which are bare JavaScript shells as on the real
 site; the visitor-cookie redirect page.
 
+User listings, at the real paths, paged by ``page_size`` (``add_posts`` gives a user more posts
+to page through; its clones are synthetic). None of these is a capture of trawl's own: the
+shapes are the ones yt-dlp's and gallery-dl's code reads, with the third-party captures the
+listing spec (issue 26) quotes:
+
+- ``GET /api/container/getIndex?containerid=107603<uid>&page=N`` (m.weibo.cn's post list):
+  ``data.cardlistInfo`` and ``data.cards[]`` of ``card_type`` 9 with the ``mblog`` and its
+  ``scheme``, as in the third-party capture the spec reproduces; past the end
+  ``{"ok": 0, "msg": "这里还没有内容"}``.
+- ``GET /ajax/profile/info?screen_name=|custom=|uid=``: ``{"ok": 1, "data": {"user": {"id",
+  "idstr", "screen_name", "profile_url", "location"}}}``, the fields gallery-dl's tests record
+  for ``data.user``; an unknown user is ``{"ok": 0, "msg": "用户不存在"}`` (modelled). The
+  playback author has the personal domain ``trawlsim`` (:data:`CUSTOM_DOMAIN`; synthetic).
+- ``GET /ajax/profile/getWaterFallContent?uid=&cursor=`` (yt-dlp's ``WeiboUserIE``): the user's
+  own video posts as full desktop statuses in ``data.list``, ``data.next_cursor`` the last
+  listed mid minus one (a string, as in the spec's third-party mock), ``-1`` on the last page.
+- ``GET /ajax/profile/getImageWall?uid=&sinceid=`` (gallery-dl's ``WeiboAlbumExtractor``): one
+  ``{"pid", "mid", "type": "pic"}`` per picture of the user's own posts in ``data.list``;
+  ``data.since_id`` an opaque string (its real format is unknown), ``0`` on the last page; the
+  first page also has ``album_list[]`` (``containerid`` in the format of gallery-dl's test).
+
+The desktop ajax APIs (statuses, profile info, both walls) answer 403 without the Referer.
+
 Refusals (:class:`WeiboSite` attributes switch them on), none of them captured:
 
 - rate limiting: ``{"ok": -100, "errno": "-100", "msg": "", "url": "https://m.weibo.cn/captcha?...",
@@ -56,6 +79,7 @@ import hashlib
 import html
 import json
 import posixpath
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -78,6 +102,8 @@ RATE_LIMITED = {"ok": -100, "errno": "-100", "msg": "", "url": "https://m.weibo.
                 "extra": ""}
 LOGIN_PAGE = "https://passport.weibo.com/sso/signin?entry=wapsso&source=wapssowb&url="
 NO_MORE_POSTS = {"ok": 0, "msg": "这里还没有内容", "data": {"cards": []}}
+NO_SUCH_USER = {"ok": 0, "msg": "用户不存在"}
+CUSTOM_DOMAIN = "trawlsim"
 MID_EPOCH = 515483463  # (mid >> 22) + MID_EPOCH = post time, Unix seconds
 _CHINA = timezone(timedelta(hours=8))
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
@@ -130,7 +156,9 @@ class WeiboSite:
             so do media URLs (with the value it had when the site was built).
         signed: the signed-media server behind rewritten URLs (None when media is not rewritten).
         login_redirect: the desktop API redirects to the visitor-cookie page instead of answering.
-        page_size: posts per page of the profile feed.
+        page_size: posts per page of the profile feed and the video tab, pictures per page of
+            the picture wall.
+        users: screen names by uid; custom_domains: uid by personal domain.
     """
 
     def __init__(self, sim: Simulator, *, rewrite_media: bool = True) -> None:
@@ -144,6 +172,9 @@ class WeiboSite:
         self.page_size = 10
         self.posts = {post.key: post for post in _posts()}
         self._ids = {i: p for p in self.posts.values() for i in (p.mid, p.mblogid)}
+        # Screen names by uid (from the posts), and personal domains (synthetic: no capture has one).
+        self.users = {p.uid: p.uploader or p.uid for p in self.posts.values()}
+        self.custom_domains = {CUSTOM_DOMAIN: self.posts["playback"].uid}
         self._lock = threading.Lock()
         self._recent: collections.deque[float] = collections.deque()
         self._files: dict[str, MediaFile] = {}  # media host + path -> generated file
@@ -158,6 +189,25 @@ class WeiboSite:
         base = self.sim.base_url
         values = {"page_base": base, "mobile_base": base, "video_base": base, "referer": self.referer}
         return WeiboSettings(**{**values, **overrides})
+
+    def add_posts(self, like: str, count: int) -> list[WeiboPost]:
+        """``count`` more posts by the author of ``posts[like]``, with its media, an hour apart and
+        newer than it (keys ``<like>-1``, ``<like>-2``...; synthetic, for listings that page).
+
+        A clone's text ends in `` #<n>``, its video (if any) has an object id of its own; its
+        media URLs are the template's, so it downloads the same bytes.
+        """
+        template = self.posts[like]
+        born = (int(template.mid) >> 22) + MID_EPOCH
+        added = []
+        for n in range(1, count + 1):
+            key = f"{like}-{n}"
+            mid = _mid_at(born + 3600 * n, 4_000_000 + n)
+            post = _clone(template, key, mid, n)
+            self.posts[key] = post
+            self._ids.update({post.mid: post, post.mblogid: post})
+            added.append(post)
+        return added
 
     def expire_media(self) -> int:
         """Make every media URL issued so far answer 403 ``URL signature expired``.
@@ -186,6 +236,9 @@ class WeiboSite:
         self.sim.add_exact("/ajax/statuses/show", self._desktop)
         self.sim.add_exact("/statuses/show", self._mobile)
         self.sim.add_exact("/api/container/getIndex", self._feed)
+        self.sim.add_exact("/ajax/profile/info", self._profile_info)
+        self.sim.add_exact("/ajax/profile/getWaterFallContent", self._video_wall)
+        self.sim.add_exact("/ajax/profile/getImageWall", self._image_wall)
         self.sim.add_exact("/tv/api/component", self._component)
         self.sim.add_route(r"/tv/show/[^/]+", lambda req: _html(SHELL_PAGE))
         self.sim.add_exact("/show", lambda req: _html(SHELL_PAGE))
@@ -193,11 +246,9 @@ class WeiboSite:
         return self
 
     def _desktop(self, req: Request) -> Response:
-        refused = self._refused(req, "desktop")
+        refused = self._desktop_refused(req)
         if refused is not None:
             return refused
-        if not req.headers.get("referer", "").startswith(self.referer):
-            return Response(403, {"Content-Type": "text/html"}, b"<html><body>403 Forbidden</body></html>")
         if self.login_redirect:
             back = self.sim.url(f"/ajax/statuses/show?{urlencode({'id': req.arg('id') or ''})}")
             query = urlencode({"entry": "miniblog", "a": "enter", "url": back})
@@ -217,16 +268,28 @@ class WeiboSite:
         return _json(self._answer(post.mobile))
 
     def _feed(self, req: Request) -> Response:
-        """The profile feed ``containerid=107603<uid>``: post cards, newest first."""
+        """The profile's post list: post cards, newest first.
+
+        Containers: ``107603<uid>`` and ``230413<uid>_-_WEIBO_SECOND_PROFILE_WEIBO`` (every post,
+        ``_ORI`` too: the simulated users repost nothing of others but the repost), ``..._VIDEO``
+        (posts with their own video), ``..._PIC`` (posts with pictures). Paged by ``page=N`` or by
+        ``since_id`` (the mid of the page's first post, which ``cardlistInfo.since_id`` names, as
+        in the third-party capture; absent on the last page).
+        """
         refused = self._refused(req, "mobile")
         if refused is not None:
             return refused
         container = req.arg("containerid") or ""
-        page_arg = req.arg("page") or "1"
+        found = re.fullmatch(r"(?:107603(\d+)|230413(\d+)_-_WEIBO_SECOND_PROFILE_WEIBO(|_ORI|_VIDEO|_PIC))", container)
+        uid = (found.group(1) or found.group(2)) if found else None
+        tab = (found.group(3) or "") if found else ""
+        mine = [p for p in self._by_user(uid) if {"_VIDEO": p.oid is not None,
+                                                 "_PIC": bool(p.desktop.get("pic_ids"))}.get(tab, True)]
+        page_arg, since = req.arg("page") or "1", req.arg("since_id") or ""
         page = int(page_arg) if page_arg.isdigit() else 1
-        uid = container.removeprefix("107603") if container.startswith("107603") else None
-        mine = sorted((p for p in self.posts.values() if p.uid == uid), key=lambda p: int(p.mid), reverse=True)
-        chunk = mine[(page - 1) * self.page_size:page * self.page_size] if page >= 1 else []
+        start = (page - 1) * self.page_size if not since.isdigit() else \
+            next((i for i, p in enumerate(mine) if int(p.mid) <= int(since)), len(mine))
+        chunk = mine[start:start + self.page_size] if start >= 0 else []
         if not chunk:
             return _json(NO_MORE_POSTS)
         cards = [{
@@ -235,9 +298,11 @@ class WeiboSite:
             "scheme": f"https://m.weibo.cn/status/{p.mblogid}?mblogid={p.mblogid}&luicode=10000011&lfid={container}",
             "mblog": p.mobile["data"],
         } for p in chunk]
-        more = page * self.page_size < len(mine)
-        info = {"containerid": container, "v_p": 42, "show_style": 1, "total": len(mine),
-                "page": page + 1 if more else None}
+        following = mine[start + self.page_size:start + self.page_size + 1]
+        info: dict[str, Any] = {"containerid": container, "v_p": 42, "show_style": 1, "total": len(mine),
+                                "page": page + 1 if following and not since else None}
+        if following:
+            info["since_id"] = int(following[0].mid)
         return _json(self._answer({"ok": 1, "data": {"cardlistInfo": info, "cards": cards, "scheme": ""}}))
 
     def _component(self, req: Request) -> Response:
@@ -259,7 +324,71 @@ class WeiboSite:
                 "urls": urls}
         return _json(self._answer({"code": "100000", "msg": "succ", "data": {"Component_Play_Playinfo": info}}))
 
+    def _profile_info(self, req: Request) -> Response:
+        """A user by ``screen_name``, ``custom`` (personal domain) or ``uid``: ``data.user``."""
+        refused = self._desktop_refused(req)
+        if refused is not None:
+            return refused
+        uid = (self.custom_domains.get(req.arg("custom") or "")
+               or next((u for u, name in self.users.items() if name == req.arg("screen_name")), None)
+               or (req.arg("uid") if req.arg("uid") in self.users else None))
+        if uid is None:
+            return _json(NO_SUCH_USER)
+        domain = next((d for d, u in self.custom_domains.items() if u == uid), None)
+        user = {"id": int(uid), "idstr": uid, "screen_name": self.users[uid],
+                "profile_url": f"/{domain}" if domain else f"/u/{uid}", "location": "其他"}
+        return _json({"ok": 1, "data": {"user": user}})
+
+    def _video_wall(self, req: Request) -> Response:
+        """The video tab: the user's own video posts, newest first, ``next_cursor`` paging."""
+        refused = self._desktop_refused(req)
+        if refused is not None:
+            return refused
+        cursor = int(req.arg("cursor") or "0") if (req.arg("cursor") or "0").lstrip("-").isdigit() else 0
+        mine = [p for p in self._by_user(req.arg("uid")) if p.oid]
+        rest = [p for p in mine if cursor <= 0 or int(p.mid) <= cursor]
+        chunk, more = rest[:self.page_size], len(rest) > self.page_size
+        following: int | str = str(int(chunk[-1].mid) - 1) if more else -1
+        statuses = [{k: v for k, v in p.desktop.items() if k != "ok"} for p in chunk]
+        return _json(self._answer({"ok": 1, "data": {"list": statuses, "next_cursor": following}}))
+
+    def _image_wall(self, req: Request) -> Response:
+        """The picture wall: one entry per picture of the user's own posts, newest post first,
+        ``page_size`` pictures a page; ``since_id`` (opaque: ``<mid>_<picture>`` of the next
+        page's first picture) pages on, ``0`` on the last page."""
+        refused = self._desktop_refused(req)
+        if refused is not None:
+            return refused
+        uid = req.arg("uid") or ""
+        pictures = [{"pid": pid, "mid": p.mid, "type": "pic"}
+                    for p in self._by_user(uid) for pid in p.desktop.get("pic_ids") or []]
+        since = req.arg("sinceid") or "0"
+        start = next((i for i, pic in enumerate(pictures) if f"{pic['mid']}_{pic['pid']}" == since), 0)
+        chunk = pictures[start:start + self.page_size]
+        after = pictures[start + self.page_size:start + self.page_size + 1]
+        data: dict[str, Any] = {"since_id": f"{after[0]['mid']}_{after[0]['pid']}" if after else 0, "list": chunk}
+        if start == 0 and pictures:  # the first page also names the sub-albums
+            first = pictures[0]["pid"]
+            data["album_list"] = [{
+                "containerid": (f"231826{uid}_-_pc_profile_album_-_photo_-_camera_-_0_-_"
+                                "%E5%BE%AE%E5%8D%9A%E9%85%8D%E5%9B%BE"),
+                "pic": f"https://wx1.sinaimg.cn/webp720/{first}.jpg", "pic_title": "微博配图"}]
+        return _json(self._answer({"ok": 1, "data": data}))
+
     # -- helpers -----------------------------------------------------------------------------
+    def _by_user(self, uid: str | None) -> list[WeiboPost]:
+        """The posts ``uid`` wrote, newest first."""
+        return sorted((p for p in self.posts.values() if p.uid == uid), key=lambda p: int(p.mid), reverse=True)
+
+    def _desktop_refused(self, req: Request) -> Response | None:
+        """What the desktop ajax API answers instead, if anything: a refusal, or 403 without the Referer."""
+        refused = self._refused(req, "desktop")
+        if refused is not None:
+            return refused
+        if not req.headers.get("referer", "").startswith(self.referer):
+            return Response(403, {"Content-Type": "text/html"}, b"<html><body>403 Forbidden</body></html>")
+        return None
+
     def _refused(self, req: Request, api: str) -> Response | None:
         """The throttling, rate-limit or login-wall answer this request gets, if any."""
         if self.throttle_status is not None:
@@ -417,6 +546,26 @@ def _repost_post(template: dict[str, Any], original: WeiboPost, mid: str) -> Wei
     return WeiboPost(key="repost", mid=mid, mblogid=bid, uid=uid, title=title, uploader=name,
                      asset_count=original.asset_count, duration=original.duration, source="synthetic",
                      desktop=desktop, mobile={"ok": 1, "data": data})
+
+
+def _clone(template: WeiboPost, key: str, mid: str, n: int) -> WeiboPost:
+    """A post like ``template`` under another mid, its text marked `` #<n>`` (see ``add_posts``)."""
+    bid = mid_to_mblogid(mid)
+    oid = f"1034:{int(template.oid.split(':')[1]) + n}" if template.oid else None
+    desktop, mobile = copy.deepcopy(template.desktop), copy.deepcopy(template.mobile)
+    data = mobile["data"]
+    desktop.update(id=int(mid), idstr=mid, mid=mid, mblogid=bid, created_at=_created_at(mid))
+    data.update(id=mid, mid=mid, bid=bid, created_at=_created_at(mid))
+    for status in (desktop, data):
+        for field_name in ("text", "text_raw", "raw_text"):
+            if isinstance(status.get(field_name), str):
+                status[field_name] += f" #{n}"
+        if oid and isinstance(status.get("page_info"), dict):
+            status["page_info"]["object_id"] = oid
+    title = f"{template.title} #{n}" if template.title and template.key != "repost" else template.title
+    return WeiboPost(key=key, mid=mid, mblogid=bid, uid=template.uid, title=title, uploader=template.uploader,
+                     asset_count=template.asset_count, duration=template.duration, source="synthetic", oid=oid,
+                     desktop=desktop, mobile=mobile)
 
 
 def _pictures_post(mid: str, uid: str, name: str) -> WeiboPost:
