@@ -100,7 +100,7 @@ async def test_a_watch_of_a_listing_url_crawls_its_new_entries(
     feed = install_feed_site(sim, 2)
     env = env_for(settings, tmp_path)
     async with running_worker(temporal_client, settings):
-        added = await cli(["watch", "add", "listing", feed.url, "--every", "1h", "--paused"], env, tmp_path)
+        added = await cli(["watch", "add", "listing", "--url", feed.url, "--every", "1h", "--paused"], env, tmp_path)
         assert added.returncode == 0, added.stderr
         first = await triggered_run(temporal_client, settings, "listing", env, tmp_path)
         feed.add_entry("new", MediaFile("mp4", "listing-new", 41_000))

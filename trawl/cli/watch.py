@@ -47,7 +47,8 @@ async def cmd_add(args: argparse.Namespace, settings: Settings) -> int:
     registry = build_registry(settings.platforms)
     async with session(settings, worker=False) as client:
         try:
-            watch, refused = await add_watch(client, settings, registry, args.name, source=args.source, urls=args.urls,
+            watch, refused = await add_watch(client, settings, registry, args.name, source=args.source,
+                                             urls=[*args.urls, *(args.url or [])],
                                              every=args.every, jitter=args.jitter, concurrency=args.concurrency,
                                              paused=args.paused)
         except WatchError as err:
@@ -130,7 +131,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     add = actions.add_parser("add", help="watch a source from the settings, or URLs, every DURATION")
     add.add_argument("name", help="the watch's name (letters, digits, '.', '_', '-')")
-    add.add_argument("urls", nargs="*", help="URLs to crawl each run (or --source)")
+    add.add_argument("urls", nargs="*", help="URLs to crawl each run (or --source): items, or listings such as "
+                     "a profile, a collection or a feed, expanded at each run")
+    add.add_argument("--url", action="append", metavar="URL", help="one more URL (the same as giving it after NAME)")
     add.add_argument("--source", help="a source named in the settings ([[sources]]): the watch carries its "
                      "definition, expanded by a worker at each run (a url_file needs an absolute path)")
     add.add_argument("--every", required=True, help="interval between runs, e.g. 30m, 1h, 1d")
