@@ -45,6 +45,7 @@ PAUSE = "pause"  # signal, item and crawl: stop at the next step, downloads keep
 RESUME = "resume"  # signal, item and crawl
 CANCEL_CRAWL = "cancel"  # signal, crawl (an item is cancelled through Temporal cancellation)
 ADD_URLS = "add_urls"  # signal, crawl: list[CrawlItem]
+FRONTIER_ADDED = "frontier_added"  # signal, crawl: FrontierGrew, what a client added to its frontier
 DOWNLOAD_PROGRESS = "download_progress"  # signal, item: DownloadProgress, sent by the download activity
 PROGRESS = "progress"  # query, item -> Progress
 STATS = "stats"  # query, crawl -> CrawlStats
@@ -357,15 +358,55 @@ class ExpandInput:
     # The source's definition (trawl.sources.source_definition) when the crawl carries it; None:
     # the source of that name in the worker's settings.
     definition: dict[str, Any] | None = None
+    # The crawl whose frontier takes the items (none come back in the result); None: they come back.
+    crawl_id: str | None = None
 
 
 @dataclass
 class ExpandResult:
-    items: list[CrawlItem] = field(default_factory=list)
+    items: list[CrawlItem] = field(default_factory=list)  # none when the expansion went to a frontier
     refused: list[str] = field(default_factory=list)  # URLs no resolver takes, with the reason
     # URLs of committed items, known without a request: duplicates that need no item workflow
     # (nor a slot of their platform's rate-limited fetch queue).
     known: list[str] = field(default_factory=list)
+    # Into a crawl's frontier (ExpandInput.crawl_id): entries added, and URLs it held already.
+    added: int = 0
+    repeated: int = 0
+
+
+@dataclass
+class FrontierGrew:
+    """Entries a client added to a crawl's frontier, and URLs it gave that the frontier held already
+    (the same item twice in one crawl: a duplicate)."""
+
+    added: int = 0
+    repeated: int = 0
+    refused: list[str] = field(default_factory=list)  # URLs refused offline, "URL: why" (the latest few)
+
+
+@dataclass
+class FrontierAdd:
+    """Entries for a crawl's frontier (a watch run's URLs, carried in its input)."""
+
+    crawl_id: str
+    items: list[CrawlItem] = field(default_factory=list)
+
+
+@dataclass
+class FrontierRead:
+    crawl_id: str
+    after: int  # the cursor: the last entry read
+    limit: int = 200
+
+
+@dataclass
+class FrontierPage:
+    """The next entries of a crawl's frontier: those to start, and the known ones only counted."""
+
+    items: list[CrawlItem] = field(default_factory=list)
+    known: int = 0  # committed items the catalog knows offline: duplicates, no item workflow
+    read: int = 0  # entries read (items, known ones, listings); 0: nothing after the cursor
+    cursor: int = 0  # the last entry read
 
 
 @dataclass
@@ -399,6 +440,14 @@ class CrawlState:
     # The listings expanded so far (their CrawlItem.workflow_id): each once, even when a feed or
     # another listing names it again.
     listed: list[str] = field(default_factory=list)
+    # Refusals counted but no longer kept (``refused`` keeps the latest KEPT_REFUSALS).
+    refused_dropped: int = 0
+    # A crawl whose URLs live in the catalog's frontier (CrawlInput.frontier): entries added and
+    # read so far, the cursor (the last entry read), and whether the last read found none.
+    frontier_added: int = 0
+    frontier_read: int = 0
+    cursor: int = 0
+    exhausted: bool = False
 
 
 @dataclass
@@ -414,8 +463,14 @@ class CrawlInput:
     # worker expands it whatever its settings hold. None: the source named ``source`` in the
     # settings of the worker that expands it.
     source_definition: dict[str, Any] | None = None
+    # The crawl's URLs live in the catalog's frontier (table crawl_frontier, under the crawl's
+    # workflow id), read page by page: no payload grows with the crawl. ``items`` are added to it
+    # first; ``frontier_added`` counts what the starter put there already.
+    frontier: bool = False
+    frontier_added: int = 0
 
 
+KEPT_REFUSALS = 100  # the latest refusals a crawl carries (all are counted)
 SOURCE_FAILED = "source_failed"  # the type of the failure of a crawl whose source was not expanded
 
 
@@ -433,6 +488,7 @@ class CrawlStats:
     cancelled: bool
     runs: int
     error: str | None = None  # why the crawl failed: its source could not be expanded
+    frontier: bool = False  # its URLs live in the catalog's frontier (CrawlInput.frontier)
     # The latest refusals, each "URL: why" (a URL no resolver takes, a listing that could not be
     # read); ``refused`` counts them all.
     refusals: list[str] = field(default_factory=list)

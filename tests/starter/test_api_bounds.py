@@ -17,7 +17,7 @@ import pytest
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from trawl.starter.client import MAX_CRAWL_BYTES, MAX_CRAWL_URLS
+from trawl.starter.client import MAX_URLS_PER_REQUEST
 from trawl.api.limits import RateLimit
 from tests.conftest import make_settings
 from tests.starter.test_api import TOKEN, free_port, serving
@@ -171,58 +171,40 @@ async def test_a_crawl_of_refused_urls_is_refused_with_a_reason_per_url(
         assert added.status_code == 422 and added.json()["detail"][0]["input"] == "gopher://x/"
 
 
-async def test_the_schema_states_the_real_crawl_limit(temporal_client: Client, tmp_path: Path,
-                                                      temporal_address: str) -> None:
-    """30,000 short URLs used to reach Temporal and come back as 503 "Blob data size exceeds
-    limit"; the schema promised 100,000."""
+async def test_a_list_too_long_for_one_request_is_413_saying_how_to_send_it_in_parts(
+        temporal_client: Client, tmp_path: Path, temporal_address: str) -> None:
+    """A crawl holds any number of URLs; one request carries at most MAX_URLS_PER_REQUEST, and
+    api.max_body_bytes: beyond either, 413 saying how to send the rest."""
     settings = api_settings(tmp_path, temporal_address, token=TOKEN, max_body_bytes=4 * 1024 * 1024)
     async with api_at(temporal_client, settings) as api:
         schema = (await api.get("/openapi.json")).json()["components"]["schemas"]
-        assert schema["CrawlCreate"]["properties"]["urls"]["maxItems"] == MAX_CRAWL_URLS
-        assert schema["UrlsAdd"]["properties"]["urls"]["maxItems"] == MAX_CRAWL_URLS
+        assert f"At most {MAX_URLS_PER_REQUEST} URLs per request" in schema["CrawlCreate"]["properties"]["urls"][
+            "description"]
         many = await api.post("/api/v1/crawls", json={"urls": [f"http://127.0.0.1:9/{i}" for i in range(30_000)]})
-        assert many.status_code == 422, many.text
-        assert f"at most {MAX_CRAWL_URLS} items" in many.text
-        # Few URLs but long ones: over Temporal's 2 MiB payload limit once encoded.
-        long = [f"http://127.0.0.1:9/{i}/" + "a" * 8000 for i in range(300)]
+        assert many.status_code == 413, many.text
+        assert "then POST the rest to /api/v1/crawls/{id}/urls" in many.json()["detail"]
+        long = [f"http://127.0.0.1:9/{i}/" + "a" * 8000 for i in range(600)]  # 4.8 MB of body
         big = await api.post("/api/v1/crawls", json={"urls": long})
         assert big.status_code == 413, big.text
-        assert f"at most {MAX_CRAWL_BYTES} bytes" in big.json()["detail"]
+        assert "send a long list of URLs in parts" in big.json()["detail"]
 
 
-async def test_a_crawl_takes_urls_up_to_its_limit_and_refuses_more(
+async def test_a_crawl_takes_more_urls_than_any_payload_could_carry_in_parts(
         temporal_client: Client, tmp_path: Path, temporal_address: str, sim: Simulator) -> None:
-    """Up to MAX_CRAWL_URLS queued or running at once, in one request or added later; beyond
-    that (or beyond MAX_CRAWL_BYTES carried) 413 naming the limit, before anything is sent."""
+    """What used to be refused (over 2,000 URLs, over 1 MiB of them) goes to the crawl's frontier."""
     settings = api_settings(tmp_path, temporal_address, token=TOKEN, max_body_bytes=4 * 1024 * 1024)
-    for name in ("slow", "slow2"):  # one per crawl: a cancelled crawl cancels its item
-        sim.add_file(f"/{name}.mp4", MediaFile("mp4", f"bounds-{name}", 4_000_000), FileBehaviour(throttle_bps=100_000))
+    sim.add_file("/slow.mp4", MediaFile("mp4", "bounds-slow", 4_000_000), FileBehaviour(throttle_bps=100_000))
     async with api_at(temporal_client, settings, worker=True) as api:
-        urls = [sim.url("/slow.mp4")] + [f"{UNUSED}/{i}" for i in range(MAX_CRAWL_URLS - 2)]
+        urls = [sim.url("/slow.mp4")] + [f"{UNUSED}/{i}" for i in range(MAX_URLS_PER_REQUEST - 1)]
         created = await api.post("/api/v1/crawls", json={"urls": urls, "concurrency": 1})
         assert created.status_code == 202, created.text
         crawl_id = created.json()["id"]
         try:
-            assert created.json()["stats"]["queued"] + created.json()["stats"]["running"] == MAX_CRAWL_URLS - 1
-            one = await api.post(f"/api/v1/crawls/{crawl_id}/urls", json={"urls": [f"{UNUSED}/last"]})
-            assert one.status_code == 202, one.text
-            over = await api.post(f"/api/v1/crawls/{crawl_id}/urls", json={"urls": [f"{UNUSED}/over"]})
-            assert over.status_code == 413 and f"at most {MAX_CRAWL_URLS} URLs" in over.json()["detail"], over.text
-        finally:
-            await api.post(f"/api/v1/crawls/{crawl_id}/cancel")
-
-        # Bytes: two additions that each fit, but not together.
-        created = await api.post("/api/v1/crawls", json={"urls": [sim.url("/slow2.mp4")], "concurrency": 1})
-        crawl_id = created.json()["id"]
-        try:
-            half = [f"{UNUSED}/{i}/" + "b" * 8000 for i in range(MAX_CRAWL_BYTES // 8200 // 2 + 10)]
-            first = await api.post(f"/api/v1/crawls/{crawl_id}/urls", json={"urls": half})
-            assert first.status_code == 202, first.text
-            second = await api.post(f"/api/v1/crawls/{crawl_id}/urls", json={"urls": [u + "c" for u in half]})
-            assert second.status_code == 413, second.text
-            assert f"at most {MAX_CRAWL_BYTES} bytes" in second.json()["detail"]
+            long = [f"{UNUSED}/{i}/" + "b" * 4000 for i in range(400)]  # 1.6 MB more
+            added = await api.post(f"/api/v1/crawls/{crawl_id}/urls", json={"urls": long})
+            assert added.status_code == 202, added.text
             stats = (await api.get(f"/api/v1/crawls/{crawl_id}")).json()["stats"]
-            assert stats["queued"] + stats["running"] == 1 + len(half)
+            assert stats["queued"] + stats["running"] == MAX_URLS_PER_REQUEST + len(long), stats
         finally:
             await api.post(f"/api/v1/crawls/{crawl_id}/cancel")
 
@@ -231,19 +213,15 @@ async def test_the_shared_start_helper_refuses_before_starting(temporal_client: 
                                                                temporal_address: str) -> None:
     """``trawl crawl --detach`` shares start_crawl with the API: the same refusals, as
     UnsupportedUrl (which the CLI prints, exit code 2), and no crawl started."""
-    from trawl.starter.client import CrawlRefused, CrawlTooLarge, start_crawl
+    from trawl.starter.client import CrawlRefused, start_crawl
     from trawl.errors import UnsupportedUrl
     from trawl.platforms.registry import default_registry
 
     settings = api_settings(tmp_path, temporal_address)
-    for urls, error, says in (
-            (["ftp://x/y", "notaurl"], CrawlRefused, "every URL was refused: ftp://x/y: unsupported_url"),
-            ([f"{UNUSED}/{i}" for i in range(MAX_CRAWL_URLS + 1)], CrawlTooLarge, f"at most {MAX_CRAWL_URLS} URLs"),
-            ([f"{UNUSED}/{i}/" + "a" * 8000 for i in range(300)], CrawlTooLarge, f"at most {MAX_CRAWL_BYTES} bytes")):
-        crawl_id = f"crawl-refused-{len(urls)}-{tmp_path.name}"
-        with pytest.raises(error, match=says) as raised:
-            await start_crawl(temporal_client, settings, default_registry(), urls, crawl_id=crawl_id)
-        assert isinstance(raised.value, UnsupportedUrl)
-        with pytest.raises(RPCError) as missing:
-            await temporal_client.get_workflow_handle(crawl_id).describe()
-        assert missing.value.status == RPCStatusCode.NOT_FOUND
+    crawl_id = f"crawl-refused-{tmp_path.name}"
+    with pytest.raises(CrawlRefused, match="every URL was refused: ftp://x/y: unsupported_url") as raised:
+        await start_crawl(temporal_client, settings, default_registry(), ["ftp://x/y", "notaurl"], crawl_id=crawl_id)
+    assert isinstance(raised.value, UnsupportedUrl)
+    with pytest.raises(RPCError) as missing:
+        await temporal_client.get_workflow_handle(crawl_id).describe()
+    assert missing.value.status == RPCStatusCode.NOT_FOUND

@@ -30,12 +30,13 @@ from temporalio.testing import WorkflowEnvironment
 
 from trawl.activities.crawl import route_items
 from trawl.contracts import SEARCH_ATTRIBUTES
-from trawl.starter.client import cancel_crawl, item_result, start_crawl, start_item
+from trawl.starter.client import add_to_crawl, cancel_crawl, item_result, start_crawl, start_item
 from trawl.platforms.registry import build_registry
 from trawl.settings import CatalogSettings, NetSettings, PlatformsSettings, Settings, TemporalSettings
 from trawl.simulator import FileBehaviour, MediaFile, Request, Response, Simulator
 from trawl.platforms.bilibili.site import TEN_PARTS, install_bilibili_site
 from trawl.simulator.demo import og_page
+from trawl.simulator.feed import FeedSite
 from trawl.simulator.hls import install_hls_site
 from trawl.worker.main import running_worker
 from trawl.workflows.crawl import CrawlWorkflow
@@ -233,6 +234,20 @@ async def crawl_source_failed(r: Recorder) -> list[WorkflowHandle]:
     return [handle]
 
 
+async def crawl_frontier(r: Recorder) -> list[WorkflowHandle]:
+    """A crawl reading its URLs from the catalog's frontier: one given twice, more added while it
+    runs, a listing (a feed) expanded into it, a continue-as-new on the way."""
+    urls = _files(r, "cfront", 6, throttle=2_000_000)
+    feed = FeedSite(r.sim, "/cfront/feed.xml")
+    feed.add_entry("f1", MediaFile("mp4", "h-cfront-f1", 30_000))
+    handle, _ = await start_crawl(r.client, r.settings, r.registry, [*urls[:3], urls[0], feed.url], concurrency=2,
+                                  history_limit=40)
+    await add_to_crawl(r.client, r.settings, r.registry, handle.id, urls[2:])
+    await asyncio.wait_for(handle.result(), 180)
+    runs = sorted([w async for w in r.client.list_workflows(f"WorkflowId='{handle.id}'")], key=lambda w: w.start_time)
+    return [r.client.get_workflow_handle(handle.id, run_id=w.run_id) for w in runs]
+
+
 SCENARIOS: dict[str, Scenario] = {
     "item_committed": committed, "item_duplicate": duplicate, "item_failed_not_found": failed_not_found,
     "item_failed_after_retries": failed_after_retries, "item_url_expired_refetched": url_expired,
@@ -243,6 +258,8 @@ SCENARIOS: dict[str, Scenario] = {
     "item_hls_committed": hls_committed, "crawl_multipart": crawl_multipart,
     "crawl_source_failed": crawl_source_failed, "crawl_joined_items_left_alone": crawl_joined_items_left_alone,
     # Recorded after the baseline (each new one says which patch it guards):
+    # the frontier (CrawlInput.frontier: a new input, no patch; the old path keeps its histories).
+    "crawl_frontier": crawl_frontier,
 }
 
 

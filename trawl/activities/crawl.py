@@ -10,7 +10,8 @@ already (by the key their URL gives offline, or a URL form it remembers) is the 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
 from temporalio.client import Client, WorkflowFailureError
@@ -26,7 +27,9 @@ from trawl.platforms.registry import Registry
 from trawl.settings import Settings
 from trawl.sources import SourceError, expand, find_source, source_from_definition
 
-from trawl.contracts import CrawlItem, ExpandInput, ExpandResult, JoinInput, JoinResult, crawl_item  # noqa: F401
+from trawl.contracts import (  # noqa: F401 - CrawlItem: imported from here by tools
+    CrawlItem, ExpandInput, ExpandResult, FrontierAdd, FrontierGrew, FrontierPage, FrontierRead, JoinInput, JoinResult,
+    crawl_item)
 
 if TYPE_CHECKING:  # the catalog (SQLAlchemy) is built by the worker and handed in
     from trawl.storage.catalog import Catalog
@@ -86,6 +89,14 @@ def all_known(catalog: Catalog, registry: Registry, urls: list[str]) -> bool:
     return len(keys) == len(set(urls)) and catalog.committed_keys(list(keys.values())) >= set(keys.values())
 
 
+# The refusals an expansion into a frontier carries back (the latest ones; a crawl shows ten).
+MAX_REFUSALS_CARRIED = 20
+
+
+def _entries(items: list[CrawlItem]) -> Iterator[tuple[str, str, str, dict[str, Any] | None]]:
+    return ((item.url, item.platform, item.workflow_id, item.listing) for item in items)
+
+
 class CrawlActivities:
     def __init__(self, client: Client, settings: Settings, registry: Registry, catalog: Catalog) -> None:
         self.client = client
@@ -110,9 +121,30 @@ class CrawlActivities:
                                        stage_attempts=stage_attempts(inp, self.settings.retry.fetch.maximum_attempts)
                                        ) from None
         items, refused = route_items(self.registry, urls)
+        if inp.crawl_id is not None:  # into the crawl's frontier: the result stays small, whatever the size
+            added = self.catalog.frontier_add(inp.crawl_id, _entries(items))
+            return ExpandResult(refused=refused[-MAX_REFUSALS_CARRIED:], added=added, repeated=len(items) - added)
         known = known_urls(self.catalog, self.registry, [item.url for item in items if item.listing is None])
         return ExpandResult([item for item in items if item.url not in known], refused,
                             [item.url for item in items if item.url in known])
+
+    @activity.defn(name="frontier_add")
+    def frontier_add(self, inp: FrontierAdd) -> FrontierGrew:
+        """Add items (a watch run's URLs) to a crawl's frontier."""
+        added = self.catalog.frontier_add(inp.crawl_id, _entries(inp.items))
+        return FrontierGrew(added, len(inp.items) - added)
+
+    @activity.defn(name="frontier_next")
+    def frontier_next(self, inp: FrontierRead) -> FrontierPage:
+        """The next page of a crawl's frontier after its cursor. Items the catalog knows committed
+        (offline key or a remembered URL form) are counted, not returned: they start nothing and
+        take no fetch slot. Reading is idempotent: the cursor moves only in the workflow."""
+        entries = self.catalog.frontier_page(inp.crawl_id, inp.after, inp.limit)
+        items = [CrawlItem(e.url, e.platform, e.workflow_id, listing=e.listing) for e in entries]
+        known = known_urls(self.catalog, self.registry, [item.url for item in items if item.listing is None])
+        return FrontierPage([item for item in items if item.listing is not None or item.url not in known],
+                            known=sum(1 for item in items if item.listing is None and item.url in known),
+                            read=len(entries), cursor=entries[-1].seq if entries else inp.after)
 
     @activity.defn(name="join_item")
     async def join_item(self, inp: JoinInput) -> JoinResult:

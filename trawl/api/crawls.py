@@ -16,7 +16,8 @@ from trawl.starter import views
 from trawl.api.errors import already_closed, declared, finished
 from trawl.api.models import Action, Crawl, CrawlCreate, CrawlPage, UrlsAdd
 from trawl.api.state import ApiState, api_state, bearer
-from trawl.starter.client import CrawlRefused, add_to_crawl, cancel_crawl, crawl_handle, route_urls, start_crawl
+from trawl.starter.client import (MAX_URLS_PER_REQUEST, CrawlRefused, add_to_crawl, cancel_crawl, crawl_handle,
+                                  route_urls, start_crawl)
 from trawl.starter.views import crawl_failure
 from trawl.contracts import CRAWL_WORKFLOW, CrawlStats, workflow_queue
 
@@ -37,9 +38,16 @@ async def create_crawl(body: CrawlCreate, state: ApiState = Depends(api_state)) 
     listed in ``refused`` (all of them refused: 422, one reason per URL)."""
     if body.source and not any(s.name == body.source for s in state.settings.sources):
         raise HTTPException(422, f"no source named {body.source!r}")
+    _one_part(body.urls, "start the crawl with the first part, then POST the rest to /api/v1/crawls/{id}/urls")
     handle, refused = await start_crawl(state.client, state.settings, state.registry, body.urls,
                                         source=body.source, concurrency=body.concurrency)
     return await crawl_view(state, handle.id, refused)
+
+
+def _one_part(urls: list[str], how: str) -> None:
+    if len(urls) > MAX_URLS_PER_REQUEST:
+        raise HTTPException(413, f"{len(urls)} URLs: a request carries at most {MAX_URLS_PER_REQUEST} "
+                                 f"(a crawl holds any number): {how}, each of at most {MAX_URLS_PER_REQUEST}")
 
 
 @router.get("", response_model=CrawlPage, responses=declared(422))
@@ -66,6 +74,7 @@ async def get_crawl(crawl_id: str, state: ApiState = Depends(api_state)) -> Craw
              responses=declared(403, 404, 409, 413, 422))
 async def add_crawl_urls(crawl_id: str, body: UrlsAdd, state: ApiState = Depends(api_state)) -> Crawl:
     """Queue more URLs on a running crawl."""
+    _one_part(body.urls, f"POST them to /api/v1/crawls/{crawl_id}/urls in parts")
     handle = crawl_handle(state.client, crawl_id)
     desc = await handle.describe()
     if desc.status != WorkflowExecutionStatus.RUNNING:
@@ -76,7 +85,7 @@ async def add_crawl_urls(crawl_id: str, body: UrlsAdd, state: ApiState = Depends
         raise finished("crawl", crawl_id, desc.status, "add URLs to")
     async with state.adding:
         try:
-            refused = await add_to_crawl(state.client, state.registry, crawl_id, body.urls)
+            refused = await add_to_crawl(state.client, state.settings, state.registry, crawl_id, body.urls)
         except RPCError as err:
             if not already_closed(err):
                 raise

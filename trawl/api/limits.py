@@ -38,13 +38,17 @@ class BodySizeLimit:
         self.app = app
         self.limit = limit
 
+    def _too_big(self) -> str:
+        return (f"request body over {self.limit} bytes (api.max_body_bytes): send a long list of URLs in parts, "
+                "the first to POST /api/v1/crawls, the rest to POST /api/v1/crawls/{id}/urls")
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            await _json_error(send, 413, f"request body over {self.limit} bytes")
+            await _json_error(send, 413, self._too_big())
             return
         messages: list[Message] = []
         size = 0
@@ -55,7 +59,7 @@ class BodySizeLimit:
                 break
             size += len(message.get("body") or b"")
             if size > self.limit:
-                await _json_error(send, 413, f"request body over {self.limit} bytes")
+                await _json_error(send, 413, self._too_big())
                 return
             if not message.get("more_body"):
                 break

@@ -6,16 +6,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from trawl.starter.client import MAX_CRAWL_BYTES, MAX_CRAWL_CONCURRENCY, MAX_CRAWL_URLS
+from trawl.starter.client import MAX_CRAWL_CONCURRENCY, MAX_URLS_PER_REQUEST
 from trawl.errors import TrawlError
 from trawl.urls import MAX_URL_LENGTH, validate_url
 from trawl.contracts import CrawlStats
 
 JobStatus = Literal["PENDING", "PROCESSING", "COMPLETED", "FAILED", "CANCELLED", "PAUSED"]
 Action = Literal["pause", "resume", "cancel"]
-CRAWL_URLS_LIMITS = (f"At most {MAX_CRAWL_URLS} URLs: a crawl holds at most {MAX_CRAWL_URLS} queued or running "
-                     f"at once and {MAX_CRAWL_BYTES} bytes of them once encoded (413 beyond that); "
-                     "a bigger list goes in several crawls, or is added as the crawl drains.")
+CRAWL_URLS_LIMITS = (f"At most {MAX_URLS_PER_REQUEST} URLs per request, within api.max_body_bytes (413 beyond "
+                     "either); a crawl holds any number: start it with the first part, then POST the rest to "
+                     "/api/v1/crawls/{id}/urls in parts.")
 
 
 # -- errors ----------------------------------------------------------------------------------------
@@ -94,7 +94,7 @@ class Job(BaseModel):
 
 # -- crawls ----------------------------------------------------------------------------------------
 class CrawlCreate(BaseModel):
-    urls: list[str] = Field(default_factory=list, max_length=MAX_CRAWL_URLS, description=CRAWL_URLS_LIMITS)
+    urls: list[str] = Field(default_factory=list, description=CRAWL_URLS_LIMITS)
     source: str | None = Field(default=None, max_length=200)
     concurrency: int = Field(default=8, ge=1, le=MAX_CRAWL_CONCURRENCY)
 
@@ -106,7 +106,7 @@ class CrawlCreate(BaseModel):
 
 
 class UrlsAdd(BaseModel):
-    urls: list[str] = Field(min_length=1, max_length=MAX_CRAWL_URLS, description=CRAWL_URLS_LIMITS)
+    urls: list[str] = Field(min_length=1, description=CRAWL_URLS_LIMITS)
 
 
 class Crawl(BaseModel):

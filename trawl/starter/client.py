@@ -7,7 +7,7 @@ import dataclasses
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -35,7 +35,7 @@ from trawl.sources import SourceError, find_source, source_definition
 from trawl.contracts import StoredAsset
 from trawl.worker.runtime import ONE_SHOT_MARK, core_logging
 from trawl.contracts import (
-    ADD_URLS, CRAWL_ID, CRAWL_WORKFLOW, ITEM_WORKFLOW, PLATFORM, PROGRESS, STATS, CrawlInput, CrawlItem, CrawlState,
+    ADD_URLS, CRAWL_ID, CRAWL_WORKFLOW, FRONTIER_ADDED, ITEM_WORKFLOW, KEPT_REFUSALS, FrontierGrew, PLATFORM, PROGRESS, STATS, CrawlInput, CrawlItem, CrawlState,
     CrawlStats, ItemInput, ItemOptions, ItemResult, Progress, StagePolicy, crawl_item, download_queue, workflow_queue)
 
 
@@ -378,6 +378,10 @@ async def _cancelled_result(handle: WorkflowHandle, url: str) -> ItemResult:
 MAX_CRAWL_URLS = 2_000
 MAX_CRAWL_BYTES = 1024 * 1024
 MAX_CRAWL_CONCURRENCY = 256  # items in flight at once in one crawl (the CLI, the API, a watch's runs)
+# URLs one API request may carry (a crawl holds any number: send a long list in parts). Routing and
+# writing 10,000 URLs to the frontier takes about a second on the reference machine, so a request
+# stays short, and 10,000 URLs of 100 characters fit the default api.max_body_bytes (1 MiB).
+MAX_URLS_PER_REQUEST = 10_000
 _REFUSED_KEPT_CHARS = 300  # a crawl's state keeps each refusal this short; callers get them whole
 
 
@@ -452,31 +456,73 @@ def _definition(settings: Settings, source: str | None) -> dict[str, Any] | None
         return None
 
 
-async def start_crawl(client: Client, settings: Settings, registry: Registry, urls: list[str], *,
+# Refusals a start reports back whole (the CLI prints them); more are counted.
+MAX_REFUSALS_REPORTED = 1000
+
+
+@dataclass
+class Filled:
+    """What adding URLs to a crawl's frontier did."""
+
+    routed: int = 0  # URLs a resolver or a listing form takes
+    added: int = 0  # entries new to the frontier (an item or listing the crawl holds is not added twice)
+    refused: int = 0  # URLs refused offline (the first MAX_REFUSALS_REPORTED in ``refusals``)
+    refusals: list[Refusal] = dataclasses.field(default_factory=list)
+
+
+def fill_frontier(settings: Settings, registry: Registry, crawl_id: str, urls: Iterable[str]) -> Filled:
+    """Route ``urls`` offline and add them to the crawl's frontier in the catalog, in batches, as
+    they come (a file of a million lines is never held whole)."""
+    from trawl.storage.catalog import Catalog  # here: only the commands that start a crawl need it
+
+    filled = Filled()
+
+    def entries() -> Iterator[tuple[str, str, str, dict[str, Any] | None]]:
+        for index, url in enumerate(urls):
+            try:
+                item = crawl_item(registry, url)
+            except TrawlError as err:
+                filled.refused += 1
+                if len(filled.refusals) < MAX_REFUSALS_REPORTED:
+                    filled.refusals.append(Refusal(index, url, err.error_class, err.message))
+                continue
+            filled.routed += 1
+            yield item.url, item.platform, item.workflow_id, item.listing
+
+    catalog = Catalog(settings.catalog_url)
+    try:
+        catalog.create_schema()
+        filled.added = catalog.frontier_add(crawl_id, entries())
+    finally:
+        catalog.close()
+    return filled
+
+
+async def start_crawl(client: Client, settings: Settings, registry: Registry, urls: Iterable[str], *,
                       source: str | None = None, concurrency: int = 8, crawl_id: str | None = None,
                       history_limit: int = 10_000,
                       choices: CrawlChoices | None = None) -> tuple[WorkflowHandle, list[str]]:
-    """Start a CrawlWorkflow; returns its handle and the URLs refused before starting.
+    """Start a CrawlWorkflow over ``urls`` (any number: they go to the crawl's frontier in the
+    catalog, not into its input); returns its handle and the URLs refused before starting (the
+    first MAX_REFUSALS_REPORTED; the crawl's stats count them all).
 
     Raises:
         CrawlRefused: every URL was refused and there is no source (nothing was started).
-        CrawlTooLarge: more than MAX_CRAWL_URLS URLs or MAX_CRAWL_BYTES bytes (nothing was started).
     """
-    if len(urls) > MAX_CRAWL_URLS:
-        raise _too_many(len(urls))
-    items, refusals = await asyncio.to_thread(route_urls, registry, urls)
-    if not items and not source:
-        raise CrawlRefused(refusals)
+    crawl_id = crawl_id or f"crawl-{uuid.uuid4().hex[:12]}"
+    filled = await asyncio.to_thread(fill_frontier, settings, registry, crawl_id, urls)
+    if not filled.routed and not source:
+        raise CrawlRefused(filled.refusals)
+    kept = [str(r)[:_REFUSED_KEPT_CHARS] for r in filled.refusals[-KEPT_REFUSALS:]]
     # The refusals go into the state the workflow starts from (the state continue-as-new carries,
     # with ``runs`` one short: the run counts itself), so its ``stats.refused`` counts them too.
-    state = CrawlState(pending=items, started_at=datetime.now(timezone.utc).isoformat(), runs=0,
-                       refused=[str(r)[:_REFUSED_KEPT_CHARS] for r in refusals])
+    repeated = filled.routed - filled.added  # the same item given twice: one entry, one duplicate
+    state = CrawlState(started_at=datetime.now(timezone.utc).isoformat(), runs=0, refused=kept,
+                       refused_dropped=filled.refused - len(kept), frontier_added=filled.added,
+                       outcomes={"duplicate": repeated} if repeated else {})
     inp = CrawlInput(source=source, concurrency=concurrency, options=item_options(settings, choices),
-                     history_limit=history_limit, state=state, source_definition=_definition(settings, source))
-    size = await encoded_size(client, inp)
-    if size > MAX_CRAWL_BYTES:
-        raise _too_big(size)
-    crawl_id = crawl_id or f"crawl-{uuid.uuid4().hex[:12]}"
+                     history_limit=history_limit, state=state, source_definition=_definition(settings, source),
+                     frontier=True)
     handle = await client.start_workflow(
         CRAWL_WORKFLOW,
         inp,
@@ -484,29 +530,37 @@ async def start_crawl(client: Client, settings: Settings, registry: Registry, ur
         id=crawl_id,
         task_queue=workflow_queue(settings.temporal.task_queue_prefix),
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-        static_summary=f"crawl of {len(items)} URL(s)" + (f" and source {source}" if source else ""),
+        static_summary=f"crawl of {filled.routed} URL(s)" + (f" and source {source}" if source else ""),
     )
-    return handle, [str(r) for r in refusals]
+    return handle, [str(r) for r in filled.refusals]
 
 
-async def add_to_crawl(client: Client, registry: Registry, crawl_id: str, urls: list[str]) -> list[str]:
-    """Queue more URLs on a running crawl (signal ``add_urls``); returns the refused ones.
+async def add_to_crawl(client: Client, settings: Settings, registry: Registry, crawl_id: str,
+                       urls: Iterable[str]) -> list[str]:
+    """Queue more URLs on a running crawl; returns the refused ones (the first MAX_REFUSALS_REPORTED).
 
-    The crawl's limits count what it carries already: its queued and running items (its
-    ``stats``) and, for bytes, everything its current run was given (its input, the URLs added
-    since, a source's expansion), an upper bound of what the next continue-as-new carries.
-    Concurrent additions to one crawl must be serialised by the caller for the bound to hold.
+    A crawl reading a frontier gets them there (any number; the same URL twice is queued once)
+    and a ``frontier_added`` signal; a crawl started before frontiers gets them by signal
+    ``add_urls``, within the limits its payloads allow (MAX_CRAWL_URLS, MAX_CRAWL_BYTES).
 
     Raises:
         CrawlRefused: every URL was refused (nothing was added).
-        CrawlTooLarge: the crawl would hold more than MAX_CRAWL_URLS or MAX_CRAWL_BYTES.
+        CrawlTooLarge: a crawl without a frontier would hold more than it can carry.
         RPCError: no such crawl (NOT_FOUND), or Temporal is unreachable.
     """
-    items, refusals = await asyncio.to_thread(route_urls, registry, urls)
-    if not items:
-        raise CrawlRefused(refusals)
     handle = crawl_handle(client, crawl_id)
     stats = await handle.query(STATS, result_type=CrawlStats)
+    if stats.frontier:
+        filled = await asyncio.to_thread(fill_frontier, settings, registry, crawl_id, urls)
+        if not filled.routed:
+            raise CrawlRefused(filled.refusals)
+        await handle.signal(FRONTIER_ADDED, FrontierGrew(
+            filled.added, filled.routed - filled.added,
+            [str(r)[:_REFUSED_KEPT_CHARS] for r in filled.refusals[-KEPT_REFUSALS:]]))
+        return [str(r) for r in filled.refusals]
+    items, refusals = await asyncio.to_thread(route_urls, registry, list(urls))
+    if not items:
+        raise CrawlRefused(refusals)
     held = stats.queued + stats.running
     if held + len(items) > MAX_CRAWL_URLS:
         raise _too_many(len(items), held)

@@ -217,8 +217,9 @@ async def add_watch(client: Client, settings: Settings, registry: Registry, name
     items, refusals = await asyncio.to_thread(route_urls, registry, urls)
     if urls and not items:
         raise CrawlRefused(refusals)
+    # Each run puts its URLs and what its source expands to into its own frontier, read page by page.
     inp = CrawlInput(items=items, source=source, concurrency=concurrency, options=item_options(settings),
-                     source_definition=definition)
+                     source_definition=definition, frontier=True)
     # The schedule hands this input to every run: it must fit in one Temporal payload.
     if await encoded_size(client, inp) > MAX_CRAWL_BYTES:
         raise CrawlTooLarge(f"the watch's URLs make more than {MAX_CRAWL_BYTES} bytes: put them in a url_file "

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from datetime import UTC, datetime
 from typing import Any
@@ -16,6 +17,7 @@ from sqlalchemy import (
     DateTime,
     Float,
     ForeignKey,
+    Index,
     Integer,
     String,
     Text,
@@ -91,6 +93,37 @@ class UrlAlias(Base):
     url: Mapped[str] = mapped_column(Text)
     canonical_key: Mapped[str] = mapped_column(String(255), index=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
+
+
+class FrontierRow(Base):
+    """One URL of a crawl, in the order it was added (migration 0003)."""
+
+    __tablename__ = "crawl_frontier"
+    __table_args__ = (UniqueConstraint("crawl_id", "workflow_id", name="uq_crawl_frontier_item"),
+                      Index("ix_crawl_frontier_crawl_id_id", "crawl_id", "id"))
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True)
+    crawl_id: Mapped[str] = mapped_column(String(255))
+    workflow_id: Mapped[str] = mapped_column(String(512))
+    url: Mapped[str] = mapped_column(Text)
+    platform: Mapped[str] = mapped_column(String(32))
+    listing: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
+
+
+@dataclasses.dataclass(frozen=True)
+class FrontierEntry:
+    """A frontier row as the crawl reads it: ``seq`` orders it (the cursor), the rest routes it."""
+
+    seq: int
+    url: str
+    platform: str
+    workflow_id: str
+    listing: dict[str, Any] | None = None
+
+
+# Rows per INSERT: well under SQLite's 32,766 bound parameters (6 a row) and PostgreSQL's 65,535.
+FRONTIER_INSERT_ROWS = 1000
 
 
 def alias_form(url: str) -> str | None:
@@ -293,6 +326,53 @@ class Catalog:
                         UrlAlias.url_sha1.in_(batch))):
                     found.update(dict.fromkeys(by_hash[sha], key))
         return found
+
+    # -- a crawl's frontier ---------------------------------------------------------------------
+    def frontier_add(self, crawl_id: str, entries: Iterable[tuple[str, str, str, dict[str, Any] | None]]) -> int:
+        """Append ``(url, platform, workflow_id, listing)`` entries to a crawl's frontier, in order,
+        in batches; an entry the crawl holds already (its workflow id) is left out. Idempotent: a
+        retried call adds nothing twice. Returns how many rows were added."""
+        insert = postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert
+        added = 0
+        batch: list[dict[str, Any]] = []
+
+        def flush() -> int:
+            if not batch:
+                return 0
+            with _storage_errors("catalog write failed"), self._session.begin() as session:
+                stmt = insert(FrontierRow).values(batch).on_conflict_do_nothing(
+                    index_elements=["crawl_id", "workflow_id"]).returning(FrontierRow.id)
+                count = len(session.execute(stmt).all())
+            batch.clear()
+            return count
+
+        seen: set[str] = set()  # one statement may not hold the same conflict key twice (PostgreSQL)
+        for url, platform, workflow_id, listing in entries:
+            if workflow_id in seen:
+                continue
+            seen.add(workflow_id)
+            batch.append(dict(crawl_id=crawl_id, workflow_id=workflow_id, url=url, platform=platform,
+                              listing=listing, created_at=_now()))
+            if len(batch) >= FRONTIER_INSERT_ROWS:
+                added += flush()
+                seen.clear()
+        return added + flush()
+
+    def frontier_page(self, crawl_id: str, after: int, limit: int) -> list[FrontierEntry]:
+        """The crawl's next ``limit`` entries after cursor ``after`` (an entry's ``seq``), in order."""
+        with _storage_errors("catalog read failed"), self._session() as session:
+            rows = session.execute(
+                select(FrontierRow.id, FrontierRow.url, FrontierRow.platform, FrontierRow.workflow_id,
+                       FrontierRow.listing)
+                .where(FrontierRow.crawl_id == crawl_id, FrontierRow.id > after)
+                .order_by(FrontierRow.id).limit(limit)).all()
+        return [FrontierEntry(*row) for row in rows]
+
+    def frontier_size(self, crawl_id: str, after: int = 0) -> int:
+        """How many entries the crawl's frontier holds after cursor ``after``."""
+        with _storage_errors("catalog read failed"), self._session() as session:
+            return session.scalar(select(func.count()).select_from(FrontierRow).where(
+                FrontierRow.crawl_id == crawl_id, FrontierRow.id > after)) or 0
 
     def get(self, canonical_key: str) -> CatalogItem | None:
         with _storage_errors("catalog read failed"), self._session() as session:

@@ -116,7 +116,8 @@ async def running_worker(
         # host-local work and joins had queues of their own, every stage and their joins.
         Worker(client, task_queue=download_queue(prefix),
                activities=[host.claim_host, download.download, download.discard, verify.verify, commit.commit,
-                           crawl.expand_source, crawl.join_item, small.small_item],
+                           crawl.expand_source, crawl.frontier_add, crawl.frontier_next, crawl.join_item,
+                           small.small_item],
                activity_executor=executor, max_concurrent_activities=download_slots, **common),
         # This host's own queue: the work that needs the partial files under its work_dir.
         Worker(client, task_queue=host_queue(prefix, settings.host_id),

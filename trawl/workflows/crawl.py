@@ -33,7 +33,9 @@ with workflow.unsafe.imports_passed_through():
     from trawl.contracts import (  # noqa: F401 - the crawl's types, imported from here by clients too
         SOURCE_FAILED, CrawlInput, CrawlItem, CrawlState, CrawlStats, ExpandInput, ExpandResult, JoinInput, JoinResult)
     from trawl.models import MoreItem
-    from trawl.contracts import ADD_URLS, CANCEL_CRAWL, CRAWL_ID, CRAWL_WORKFLOW, OUTCOME, PAUSE, RESUME, STATS
+    from trawl.contracts import (
+        ADD_URLS, CANCEL_CRAWL, CRAWL_ID, CRAWL_WORKFLOW, FRONTIER_ADDED, KEPT_REFUSALS, OUTCOME, PAUSE, RESUME, STATS,
+        FrontierAdd, FrontierGrew, FrontierPage, FrontierRead)
     from trawl.workflows.media_item import MediaItemWorkflow
     # Imported here, not only through media_item, so the sandbox knows the module that decodes
     # the items' results (their field types are looked up in it).
@@ -42,6 +44,9 @@ with workflow.unsafe.imports_passed_through():
 
 
 SHOWN_REFUSALS = 10  # the latest refusals a crawl's stats name (all are counted)
+# Entries a crawl reads from its frontier at once: what it carries queued (about 75 kB) and one
+# activity per page (6 history events), so 20,000 URLs cost 40 pages.
+FRONTIER_PAGE = 500
 
 
 @workflow.defn(name=CRAWL_WORKFLOW)
@@ -61,6 +66,12 @@ class CrawlWorkflow:
     def add_urls(self, items: list[CrawlItem]) -> None:
         """Queue more (already routed) items."""
         self._state.pending.extend(items)
+
+    @workflow.signal(name=FRONTIER_ADDED)
+    def frontier_added(self, grew: FrontierGrew) -> None:
+        """A client added entries to this crawl's frontier: read on."""
+        self._grew(grew.added, grew.repeated)
+        self._refuse(grew.refused)
 
     @workflow.signal(name=PAUSE)
     async def pause(self) -> None:
@@ -82,11 +93,12 @@ class CrawlWorkflow:
     @workflow.query(name=STATS)
     def stats(self) -> CrawlStats:
         s = self._state
+        unread = max(0, s.frontier_added - s.frontier_read) if self._inp.frontier and not s.cancelled else 0
         return CrawlStats(
-            queued=len(s.pending), running=len(self._running), finished=sum(s.outcomes.values()),
-            outcomes=dict(s.outcomes), bytes=s.bytes, refused=len(s.refused), started_at=s.started_at,
-            finished_at=self._finished_at, paused=s.paused, cancelled=s.cancelled, runs=s.runs, error=self._error,
-            refusals=s.refused[-SHOWN_REFUSALS:])
+            queued=len(s.pending) + unread, running=len(self._running), finished=sum(s.outcomes.values()),
+            outcomes=dict(s.outcomes), bytes=s.bytes, refused=len(s.refused) + s.refused_dropped,
+            started_at=s.started_at, finished_at=self._finished_at, paused=s.paused, cancelled=s.cancelled,
+            runs=s.runs, error=self._error, frontier=self._inp.frontier, refusals=s.refused[-SHOWN_REFUSALS:])
 
     # -- the run ---------------------------------------------------------------------------
     @workflow.run
@@ -101,10 +113,14 @@ class CrawlWorkflow:
             self._state.paused |= early.paused
             self._state.cancelled |= early.cancelled
         else:
-            self._state.pending[:0] = inp.items
+            if not inp.frontier:
+                self._state.pending[:0] = inp.items
+            self._state.frontier_added += inp.frontier_added
             self._state.started_at = workflow.now().isoformat()
         workflow.upsert_search_attributes([CRAWL_ID.value_set(workflow.info().workflow_id)])
         state = self._state
+        if inp.frontier and inp.state is None and inp.items:
+            await self._seed(inp.items)
         if inp.source and not state.source_expanded:
             failure = await self._expand(inp.source)
             if failure is not None:
@@ -130,13 +146,16 @@ class CrawlWorkflow:
     async def _loop(self) -> None:
         state = self._state
         while True:
-            await workflow.wait_condition(lambda: self._can_start() or self._idle() or state.cancelled
-                                          or self._history_full())
+            await workflow.wait_condition(lambda: self._can_start() or self._should_read() or self._idle()
+                                          or state.cancelled or self._history_full())
             if state.cancelled:
                 await self._cancel_all()
                 break
             if self._history_full():
                 await self._continue_as_new()
+            if self._should_read():
+                await self._read_frontier()
+                continue
             if self._idle():
                 break
             if self._can_start():
@@ -154,7 +173,45 @@ class CrawlWorkflow:
         return bool(state.pending) and not state.paused and len(self._running) < max(1, self._inp.concurrency)
 
     def _idle(self) -> bool:
-        return not self._state.pending and not self._running
+        return not self._state.pending and not self._running and (not self._inp.frontier or self._state.exhausted)
+
+    def _should_read(self) -> bool:
+        """The window has room, nothing is queued here, and the frontier may hold more."""
+        state = self._state
+        return (self._inp.frontier and not state.pending and not state.exhausted and not state.paused
+                and len(self._running) < max(1, self._inp.concurrency))
+
+    async def _seed(self, items: list[CrawlItem]) -> None:
+        """The URLs given in the input (a watch's run) into the frontier, before anything is read."""
+        grew: FrontierGrew = await workflow.execute_activity_method(
+            CrawlActivities.frontier_add, FrontierAdd(workflow.info().workflow_id, items),
+            task_queue=self._inp.options.download_queue, start_to_close_timeout=timedelta(minutes=2),
+            retry_policy=self._inp.options.commit.retry_policy())
+        self._grew(grew.added, grew.repeated)
+
+    def _grew(self, added: int, repeated: int) -> None:
+        """The frontier took ``added`` entries; ``repeated`` URLs were items it held already (the
+        same item twice in one crawl: counted as duplicates, as a repeated queued item is)."""
+        self._state.frontier_added += added
+        if added:
+            self._state.exhausted = False
+        if repeated:
+            self._count("duplicate", 0, repeated)
+
+    async def _read_frontier(self) -> None:
+        """The next page of the frontier: its items queued, the ones the catalog knows counted."""
+        state = self._state
+        page: FrontierPage = await workflow.execute_activity_method(
+            CrawlActivities.frontier_next,
+            FrontierRead(workflow.info().workflow_id, state.cursor, FRONTIER_PAGE),
+            task_queue=self._inp.options.download_queue, start_to_close_timeout=timedelta(minutes=2),
+            retry_policy=self._inp.options.commit.retry_policy())
+        state.pending.extend(page.items)
+        state.cursor = page.cursor
+        state.frontier_read += page.read
+        state.exhausted = page.read == 0
+        if page.known:
+            self._count("duplicate", 0, page.known)
 
     def _history_full(self) -> bool:
         info = workflow.info()
@@ -169,7 +226,8 @@ class CrawlWorkflow:
         self._state.joined = [wid for wid in self._running if wid in self._joined]
         workflow.continue_as_new(CrawlInput(
             source=self._inp.source, concurrency=self._inp.concurrency, options=self._inp.options,
-            history_limit=self._inp.history_limit, state=self._state, source_definition=self._inp.source_definition))
+            history_limit=self._inp.history_limit, state=self._state, source_definition=self._inp.source_definition,
+            frontier=self._inp.frontier))
 
     async def _expand(self, source: str) -> str | None:
         """Queue the source's items; returns why it could not be expanded (None once it is)."""
@@ -189,7 +247,7 @@ class CrawlWorkflow:
         self._state.listed.append(item.workflow_id)
         expanded = await self._expansion(f"listing {item.url}", item.url, item.listing)
         if isinstance(expanded, str):
-            self._state.refused.append(expanded)
+            self._refuse([expanded])
             self._count("failed", 0)
             return
         self._queue_expanded(expanded)
@@ -199,7 +257,8 @@ class CrawlWorkflow:
         try:
             return await workflow.execute_activity_method(
                 CrawlActivities.expand_source,
-                ExpandInput(source, stage_attempts=self._inp.options.fetch.maximum_attempts, definition=definition),
+                ExpandInput(source, stage_attempts=self._inp.options.fetch.maximum_attempts, definition=definition,
+                            crawl_id=workflow.info().workflow_id if self._inp.frontier else None),
                 task_queue=self._inp.options.download_queue,
                 start_to_close_timeout=timedelta(minutes=10),
                 heartbeat_timeout=timedelta(seconds=self._inp.options.heartbeat_timeout_s),
@@ -211,10 +270,20 @@ class CrawlWorkflow:
             return f"{what}: {cause.message if isinstance(cause, ApplicationError) else cause or err}"
 
     def _queue_expanded(self, expanded: ExpandResult) -> None:
-        self._state.pending.extend(expanded.items)
-        self._state.refused.extend(expanded.refused)
-        for _ in expanded.known:  # committed items the catalog knows offline: no item workflow
-            self._count("duplicate", 0)
+        state = self._state
+        state.pending.extend(expanded.items)
+        self._grew(expanded.added, expanded.repeated)  # into the frontier, read from there
+        self._refuse(expanded.refused)
+        if expanded.known:  # committed items the catalog knows offline: no item workflow
+            self._count("duplicate", 0, len(expanded.known))
+
+    def _refuse(self, refusals: list[str]) -> None:
+        """Count refusals, keeping the latest few (the crawl's state must not grow with them)."""
+        state = self._state
+        state.refused.extend(refusals)
+        if len(state.refused) > KEPT_REFUSALS:
+            state.refused_dropped += len(state.refused) - KEPT_REFUSALS
+            del state.refused[:-KEPT_REFUSALS]
 
     def _fail(self, reason: str) -> None:
         """End the crawl failed before any item started (the URLs it was given count as not started):
@@ -237,21 +306,22 @@ class CrawlWorkflow:
                                           self._items.pop(item.workflow_id, None),
                                           self._joined.discard(item.workflow_id)))
 
-    def _count(self, outcome: str, size: int) -> None:
-        """One URL's outcome; ``bytes`` counts what was downloaded (a duplicate's stored size is not)."""
-        self._state.outcomes[outcome] = self._state.outcomes.get(outcome, 0) + 1
+    def _count(self, outcome: str, size: int, urls: int = 1) -> None:
+        """One URL's outcome (or ``urls`` URLs'); ``bytes`` counts what was downloaded (a duplicate's
+        stored size is not)."""
+        self._state.outcomes[outcome] = self._state.outcomes.get(outcome, 0) + urls
         if outcome == "committed":
             self._state.bytes += size
         self._show_counts()
 
     def _show_counts(self) -> None:
         """The crawl's live counts in the Web UI's details line."""
-        s = self._state
+        s = self.stats()
         counts = ", ".join(f"{n} {outcome}" for outcome, n in sorted(s.outcomes.items()))
         state = "cancelled" if s.cancelled else ("paused" if s.paused else "running")
-        workflow.set_current_details(f"{state}: {len(s.pending)} queued, {len(self._running)} running"
+        workflow.set_current_details(f"{state}: {s.queued} queued, {s.running} running"
                                      + (f", {counts}" if counts else "") + f"; {s.bytes / 1048576:.1f} MiB downloaded"
-                                     + (f"; {len(s.refused)} refused" if s.refused else ""))
+                                     + (f"; {s.refused} refused" if s.refused else ""))
 
     async def _child(self, item: CrawlItem) -> None:
         options = self._inp.options

@@ -95,7 +95,7 @@ def test_a_catalog_from_before_migrations_is_adopted(catalog_url: str) -> None:
     catalog.create_schema()
     with catalog.engine.connect() as connection:
         assert "alembic_version" in inspect(connection).get_table_names()
-        assert connection.execute(text("select version_num from alembic_version")).scalar() == "0002"
+        assert connection.execute(text("select version_num from alembic_version")).scalar() == "0003"
     assert catalog.count() == 1
     catalog.close()
 

@@ -1,0 +1,85 @@
+"""Crawls of any size: the URLs live in the catalog's frontier, read page by page; known URLs start
+nothing; the same URL twice is crawled once, across continue-as-new and additions."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from temporalio.client import Client
+
+from tests.workflows.test_crawl import files, settings, worker  # noqa: F401 - fixtures
+from trawl.platforms.registry import default_registry
+from trawl.settings import Settings
+from trawl.simulator import MediaFile, Simulator
+from trawl.simulator.feed import FeedSite
+from trawl.starter.client import add_to_crawl, start_crawl
+from trawl.storage.catalog import Catalog
+from trawl.storage.records import CommittedAsset
+from trawl.worker.main import running_worker
+
+
+def known_to_the_catalog(catalog: Catalog, urls: list[str]) -> None:
+    """Every URL a known form of one committed item (a crawl of them starts nothing), cheaply."""
+    catalog.commit_item(canonical_key="web:known", platform="generic", canonical_url=urls[0], source_url=urls[0],
+                        title="known", uploader=None, duration=None, published_at=None, metadata={},
+                        workflow_id="wf-known",
+                        assets=[CommittedAsset("video", "video", "a" * 64, 10, "video/mp4", "sha256/aa/aa/" + "a" * 64)])
+    for start in range(0, len(urls), 2000):
+        catalog.remember_urls(urls[start:start + 2000], "web:known")
+
+
+async def test_twenty_thousand_urls_mostly_known_start_only_the_new_ones(
+        temporal_client: Client, settings: Settings, sim: Simulator, worker: None) -> None:  # noqa: F811
+    new = files(sim, 10, size=2_000, tag="big")
+    known = [f"http://127.0.0.1:9/known/{i}" for i in range(19_990)]  # never fetched: known offline
+    catalog = Catalog(settings.catalog_url)
+    catalog.create_schema()
+    known_to_the_catalog(catalog, known)
+    handle, refused = await start_crawl(temporal_client, settings, default_registry(), [*known, *new], concurrency=8)
+    stats = await asyncio.wait_for(handle.result(), 240)
+    assert refused == [] and stats.frontier
+    assert stats.outcomes == {"committed": 10, "duplicate": 19_990} and stats.queued == 0
+    children = [w async for w in temporal_client.list_workflows(f"CrawlId = '{handle.id}' AND "
+                                                                "WorkflowType = 'MediaItemWorkflow'")]
+    assert len(children) == 10  # the known URLs started no item workflow
+    history = await handle.fetch_history()
+    assert len(history.events) < 1_000  # pages of the frontier, not one event per URL
+
+
+async def test_each_url_once_across_additions_repeats_and_continue_as_new(
+        temporal_client: Client, settings: Settings, sim: Simulator, worker: None) -> None:  # noqa: F811
+    urls = files(sim, 30, size=3_000, tag="once")
+    registry = default_registry()
+    # A history this short continues as new several times while pages and children are in flight.
+    handle, _ = await start_crawl(temporal_client, settings, registry, [*urls[:20], urls[0]], concurrency=3,
+                                  history_limit=60)
+    refused = await add_to_crawl(temporal_client, settings, registry, handle.id, [*urls[10:], "notaurl"])
+    assert refused and "notaurl" in refused[0]
+    stats = await asyncio.wait_for(handle.result(), 240)
+    # 30 different items, each committed once; the 11 given again (once in the start, ten in the
+    # addition) are the crawl's duplicates.
+    assert stats.outcomes == {"committed": 30, "duplicate": 11}, stats
+    assert stats.runs > 1 and stats.refused == 1 and "notaurl" in stats.refusals[0]
+    assert Catalog(settings.catalog_url).count() == 30
+    assert all(sim.stats[urlsplit(u).path].requests >= 1 for u in urls)
+
+
+async def test_a_feed_too_big_for_one_payload_expands_into_the_frontier(
+        temporal_client: Client, settings: Settings, sim: Simulator, tmp_path: Path) -> None:  # noqa: F811
+    """4,000 entries with long enclosure URLs: 2.4 MB of URLs, over Temporal's 2 MiB payload limit as
+    one expansion result. Known to the catalog, they are counted without an item workflow."""
+    feed = FeedSite(sim, "/big/feed.xml")
+    tail = "x" * 550
+    urls = [feed.add_entry(f"e{i}-{tail}", MediaFile("mp4", f"big-{i}", 1_000), title=f"Entry {i}")
+            for i in range(4_000)]
+    assert sum(map(len, urls)) > 2 * 1024 * 1024
+    catalog = Catalog(settings.catalog_url)
+    catalog.create_schema()
+    known_to_the_catalog(catalog, urls)
+    settings.net.max_page_bytes = 16 * 1024 * 1024  # the feed itself is 7.7 MB
+    async with running_worker(temporal_client, settings):
+        handle, _ = await start_crawl(temporal_client, settings, default_registry(), [feed.url], concurrency=4)
+        stats = await asyncio.wait_for(handle.result(), 240)
+    assert stats.outcomes == {"duplicate": 4_000} and stats.refused == 0, stats
