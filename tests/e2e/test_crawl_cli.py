@@ -82,3 +82,20 @@ async def test_pause_resume_cancel_a_crawl_by_id(temporal_client: Client, settin
     assert status["status"] == "CANCELLED" and status["stats"], status
     assert status["stats"]["cancelled"] is True and status["stats"]["queued"] == 0
     assert not list(settings.work_dir.rglob("*.part"))
+
+
+async def test_a_known_url_is_a_duplicate_at_once_without_an_item_workflow(
+        temporal_client: Client, settings: Settings, sim: Simulator, tmp_path: Path) -> None:
+    sim.add_file("/k/once.mp4", MediaFile("mp4", "known-once", 30_000))
+    url = sim.url("/k/once.mp4")
+    env = env_for(settings, tmp_path)
+    first = await cli(["crawl", "--json", url], env, tmp_path)
+    assert first.returncode == 0, first.stderr
+    [committed] = records(first.stdout)
+    again = await cli(["crawl", "--json", url, url], env, tmp_path)
+    assert again.returncode == 0, again.stderr
+    results = records(again.stdout)
+    assert [(r["outcome"], r["canonical_key"], r["id"]) for r in results] == [
+        ("duplicate", committed["canonical_key"], committed["id"])] * 2
+    runs = [w async for w in temporal_client.list_workflows(f"WorkflowId = '{committed['id']}'")]
+    assert len(runs) == 1  # the first crawl's run only: the known URL started nothing

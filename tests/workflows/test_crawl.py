@@ -170,9 +170,11 @@ async def test_temporal_cancellation_cancels_the_items(temporal_client: Client, 
     await handle.cancel()
     with pytest.raises(Exception):
         await asyncio.wait_for(handle.result(), 60)
-    running = [w async for w in temporal_client.list_workflows(
-        f"CrawlId = '{handle.id}' AND ExecutionStatus = 'Running'")]
-    assert running == []
+
+    async def none_running() -> bool:  # visibility catches up with the children's cancellation
+        return not [w async for w in temporal_client.list_workflows(
+            f"CrawlId = '{handle.id}' AND ExecutionStatus = 'Running'")]
+    await until(none_running, 30)
     assert not list(settings.work_dir.rglob("*.part"))
 
 

@@ -4,6 +4,7 @@ nothing; the same URL twice is crawled once, across continue-as-new and addition
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -17,6 +18,7 @@ from trawl.simulator.feed import FeedSite
 from trawl.starter.client import add_to_crawl, start_crawl
 from trawl.storage.catalog import Catalog
 from trawl.storage.records import CommittedAsset
+from trawl.worker.cleanup import clean_frontiers
 from trawl.worker.main import running_worker
 
 
@@ -83,3 +85,22 @@ async def test_a_feed_too_big_for_one_payload_expands_into_the_frontier(
         handle, _ = await start_crawl(temporal_client, settings, default_registry(), [feed.url], concurrency=4)
         stats = await asyncio.wait_for(handle.result(), 240)
     assert stats.outcomes == {"duplicate": 4_000} and stats.refused == 0, stats
+
+
+async def test_the_frontier_of_an_ended_crawl_is_removed_once_old(
+        temporal_client: Client, settings: Settings, sim: Simulator, worker: None) -> None:  # noqa: F811
+    done = files(sim, 2, size=2_000, tag="gone")
+    slow = files(sim, 1, size=3_000_000, throttle=200_000, tag="slow")
+    registry = default_registry()
+    ended, _ = await start_crawl(temporal_client, settings, registry, done)
+    await asyncio.wait_for(ended.result(), 60)
+    running, _ = await start_crawl(temporal_client, settings, registry, slow)
+    catalog = Catalog(settings.catalog_url)
+    catalog.frontier_add("crawl-never-started", [("http://127.0.0.1:9/x", "generic", "url-x", None)])
+    try:
+        assert await clean_frontiers(temporal_client, catalog, timedelta(hours=1)) == []  # all too recent
+        removed = await clean_frontiers(temporal_client, catalog, timedelta(0))
+        assert sorted(removed) == sorted([ended.id, "crawl-never-started"])
+        assert catalog.frontier_size(ended.id) == 0 and catalog.frontier_size(running.id) == 1
+    finally:
+        await running.cancel()

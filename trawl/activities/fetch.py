@@ -18,6 +18,7 @@ from trawl.activities.errors import classified
 from trawl.activities.liveness import heartbeating
 from trawl.contracts import FetchInput, FetchResult, stored_assets
 from trawl.errors import TrawlError
+from trawl.known import known_item
 from trawl.models import MoreItem, Resolved, as_preview, refuse_previews
 from trawl.platforms.base import ResolveContext
 from trawl.platforms.registry import Registry
@@ -25,15 +26,6 @@ from trawl.storage.records import CatalogItem
 
 if TYPE_CHECKING:  # the catalog (SQLAlchemy) is built by the worker and handed in
     from trawl.storage.catalog import Catalog
-
-
-def known_item(catalog: Catalog, registry: Registry, url: str) -> CatalogItem | None:
-    """The committed catalog item ``url`` stands for, when that is known without a request."""
-    key = registry.resolver_for(url).offline_key(url) or catalog.key_for_url(url)
-    if key is None:
-        return None
-    item = catalog.get(key)
-    return item if item is not None and item.status == "committed" else None
 
 
 def as_resolved(item: CatalogItem) -> Resolved:

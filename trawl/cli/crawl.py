@@ -99,7 +99,8 @@ async def crawl_urls(client: Client, settings: Settings, registry: Registry, url
                      on_result: Callable[[ItemResult], None] | None = None, *, line: StatusLine | None = None,
                      awaited: Awaited | None = None, expand: bool = True,
                      choices: CrawlChoices | None = None) -> list[ItemResult]:
-    """Start one item workflow per URL, wait for all; results in completion order.
+    """Start one item workflow per URL, wait for all; results in completion order. A URL the
+    catalog knows committed (offline, as fetch would) is a duplicate at once: no item workflow.
 
     With ``line`` (a terminal's status line), live progress is drawn on it while waiting;
     ``awaited`` lets the caller see which items are still running (when interrupted, say).
@@ -113,6 +114,7 @@ async def crawl_urls(client: Client, settings: Settings, registry: Registry, url
     outage = OutageNotice(settings.temporal.address, line)
     waiting = (awaited or Awaited()).waiting
     progress = CrawlProgress(client, len(urls), line) if line is not None and line.enabled else None
+    known = KnownItems(settings, registry)
 
     def finished(result: ItemResult) -> None:
         waiting.pop(result.workflow_id, None)
@@ -136,6 +138,13 @@ async def crawl_urls(client: Client, settings: Settings, registry: Registry, url
                     for entry in entries:
                         await start(entry)
                 return
+            duplicate = await asyncio.to_thread(known.result, url)
+            if duplicate is not None:
+                finished(duplicate)
+                if duplicate.workflow_id not in started_ids:
+                    started_ids.add(duplicate.workflow_id)
+                    await start_more(duplicate)
+                return
             started = await start_item(client, settings, registry, url, choices=choices)
         except TrawlError as err:
             finished(ItemResult("-", url, "failed", error_class=err.error_class, error=err.message))
@@ -143,6 +152,14 @@ async def crawl_urls(client: Client, settings: Settings, registry: Registry, url
         started_ids.add(started.workflow_id)
         waiting[started.workflow_id] = (started.handle, url)
         pending.add(asyncio.create_task(item_result(started.handle, url, outage.unreachable)))
+
+    async def start_more(result: ItemResult) -> None:
+        for more in result.more if expand else []:
+            if more.workflow_id in started_ids:
+                continue  # given too, or named by another result: crawled once
+            if progress is not None:
+                progress.total += 1
+            await start(more.url)
 
     for url in urls:
         await start(url)
@@ -156,12 +173,7 @@ async def crawl_urls(client: Client, settings: Settings, registry: Registry, url
                 pending.discard(task)
                 result = task.result()
                 finished(result)
-                for more in result.more if expand else []:
-                    if more.workflow_id in started_ids:
-                        continue  # given too, or named by another result: crawled once
-                    if progress is not None:
-                        progress.total += 1
-                    await start(more.url)
+                await start_more(result)
     finally:
         for watcher in watchers:
             watcher.cancel()
@@ -170,7 +182,54 @@ async def crawl_urls(client: Client, settings: Settings, registry: Registry, url
             task.cancel()
         if line is not None:
             line.close()
+        known.close()
     return results
+
+
+class KnownItems:
+    """The catalog asked, before an item workflow starts, whether a URL's item is committed."""
+
+    def __init__(self, settings: Settings, registry: Registry) -> None:
+        self.settings = settings
+        self.registry = registry
+        self._catalog: Any = None
+
+    def result(self, url: str) -> ItemResult | None:
+        """A duplicate's result when the catalog knows ``url`` committed (and what else it stands
+        for, parts 2..N, without a request); None to let the item workflow find out. A catalog
+        that does not answer leaves it to the workflow too."""
+        from trawl.contracts import stored_assets
+        from trawl.errors import StorageError
+        from trawl.known import known_item
+        from trawl.models import MoreItem
+
+        try:
+            if self._catalog is None:
+                from trawl.storage.catalog import Catalog
+
+                self._catalog = Catalog(self.settings.catalog_url)
+            item = known_item(self._catalog, self.registry, url)
+        except StorageError:
+            return None
+        if item is None:
+            return None
+        route = self.registry.route(url)
+        others = route.resolver.more_offline(url, item.metadata)
+        if others is None:
+            return None  # only the platform can tell what else it stands for
+        more = []
+        for other in others:
+            try:
+                routed = self.registry.route(other)
+            except TrawlError:
+                continue
+            more.append(MoreItem(other, routed.platform, routed.workflow_id))
+        return ItemResult(route.workflow_id, url, "duplicate", item.canonical_key, item.platform, item.title,
+                          assets=stored_assets(item), more=more)
+
+    def close(self) -> None:
+        if self._catalog is not None:
+            self._catalog.close()
 
 
 def source_urls(settings: Settings, registry: Registry, name: str) -> list[str]:

@@ -23,6 +23,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     create_engine,
+    delete,
     event,
     func,
     select,
@@ -373,6 +374,17 @@ class Catalog:
         with _storage_errors("catalog read failed"), self._session() as session:
             return session.scalar(select(func.count()).select_from(FrontierRow).where(
                 FrontierRow.crawl_id == crawl_id, FrontierRow.id > after)) or 0
+
+    def frontier_idle_crawls(self, before: datetime, limit: int = 100) -> list[str]:
+        """Crawls whose frontier got its last entry before ``before`` (candidates for clean-up)."""
+        with _storage_errors("catalog read failed"), self._session() as session:
+            return list(session.scalars(select(FrontierRow.crawl_id).group_by(FrontierRow.crawl_id)
+                                        .having(func.max(FrontierRow.created_at) < before).limit(limit)))
+
+    def frontier_drop(self, crawl_id: str) -> int:
+        """Remove a crawl's frontier; returns how many entries it held."""
+        with _storage_errors("catalog write failed"), self._session.begin() as session:
+            return session.execute(delete(FrontierRow).where(FrontierRow.crawl_id == crawl_id)).rowcount or 0
 
     def get(self, canonical_key: str) -> CatalogItem | None:
         with _storage_errors("catalog read failed"), self._session() as session:

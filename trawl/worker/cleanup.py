@@ -1,17 +1,22 @@
-"""The workers' clean-up of partial files that no running item needs any more."""
+"""The workers' clean-up: partial files that no running item needs any more, and the frontiers of
+crawls that ended."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
 from trawl.logs import get_logger
 from trawl.workdirs import idle_work_dirs, remove_work_dir
+
+if TYPE_CHECKING:
+    from trawl.storage.catalog import Catalog
 
 log = get_logger("trawl.cleanup")
 MAX_INTERVAL_S = 600.0
@@ -42,12 +47,38 @@ async def clean_work_dir(client: Client, work_dir: Path, keep: timedelta) -> lis
     return removed
 
 
-async def clean_periodically(client: Client, work_dir: Path, keep: timedelta) -> None:
-    """Run :func:`clean_work_dir` now and then every ``keep / 4`` (at most ten minutes)."""
+async def clean_frontiers(client: Client, catalog: Catalog, keep: timedelta) -> list[str]:
+    """Remove the frontiers of crawls that ended, once their last entry is ``keep`` old.
+
+    The age matters: a starter writes a crawl's frontier before the crawl exists, so a frontier the
+    server does not know is an ended crawl's (or an abandoned start's) only once it is old. A
+    running crawl (continued as new or not) keeps its frontier. Returns the crawl ids removed.
+    """
+    removed: list[str] = []
+    idle = await asyncio.to_thread(catalog.frontier_idle_crawls, datetime.now(UTC) - keep)
+    for crawl_id in idle:
+        try:
+            described = await client.get_workflow_handle(crawl_id).describe()
+            if described.status == WorkflowExecutionStatus.RUNNING:
+                continue
+        except RPCError as err:
+            if err.status != RPCStatusCode.NOT_FOUND:
+                continue  # the server cannot tell now: ask again next round
+        entries = await asyncio.to_thread(catalog.frontier_drop, crawl_id)
+        removed.append(crawl_id)
+        log.info("removed the frontier of an ended crawl", task_id=crawl_id, stage="cleanup", entries=entries)
+    return removed
+
+
+async def clean_periodically(client: Client, work_dir: Path, keep: timedelta, catalog: Catalog | None = None) -> None:
+    """Run :func:`clean_work_dir` (and :func:`clean_frontiers`) now and then every ``keep / 4``
+    (at most ten minutes)."""
     interval = max(1.0, min(keep.total_seconds() / 4, MAX_INTERVAL_S))
     while True:
         try:
             await clean_work_dir(client, work_dir, keep)
+            if catalog is not None:
+                await clean_frontiers(client, catalog, keep)
         except Exception as exc:  # noqa: BLE001 - a clean-up must never stop a worker
-            log.warning("partial-file clean-up failed", error=str(exc))
+            log.warning("clean-up failed", error=str(exc))
         await asyncio.sleep(interval)

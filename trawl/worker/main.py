@@ -134,7 +134,8 @@ async def running_worker(
                               activity_executor=executor, max_concurrent_activities=FETCH_CONCURRENCY,
                               max_task_queue_activities_per_second=rate, **common))
     tasks = [asyncio.create_task(worker.run()) for worker in workers]
-    cleanup = asyncio.create_task(clean_periodically(client, settings.work_dir, settings.download.keep_failed_partials))
+    cleanup = asyncio.create_task(clean_periodically(client, settings.work_dir, settings.download.keep_failed_partials,
+                                                     catalog))
     try:
         yield workers
     finally:

@@ -413,10 +413,14 @@ class CrawlWorkflow:
             await self._steer(wid, name)
 
     async def _cancel_all(self) -> None:
-        # Every URL is counted once: those never started count as not_started.
-        for _ in self._state.pending:
-            self._count("not_started", 0)
-        self._state.pending.clear()
+        # Every URL is counted once: those never started count as not_started, the frontier's
+        # unread entries too.
+        state = self._state
+        unread = max(0, state.frontier_added - state.frontier_read) if self._inp.frontier else 0
+        if state.pending or unread:
+            self._count("not_started", 0, len(state.pending) + unread)
+        state.pending.clear()
+        state.frontier_read += unread
         steered = self._steered()
         for wid, task in list(self._running.items()):
             if wid in steered:
