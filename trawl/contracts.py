@@ -471,6 +471,9 @@ class CrawlInput:
 
 
 KEPT_REFUSALS = 100  # the latest refusals a crawl carries (all are counted)
+# The type of the failure of a crawl whose frontier entries its workers' catalog does not hold
+# (the starter wrote them to another catalog).
+FRONTIER_MISSING = "frontier_missing"
 SOURCE_FAILED = "source_failed"  # the type of the failure of a crawl whose source was not expanded
 
 

@@ -16,6 +16,7 @@ from trawl.settings import Settings
 from trawl.simulator import MediaFile, Simulator
 from trawl.simulator.feed import FeedSite
 from trawl.starter.client import add_to_crawl, start_crawl
+from trawl.starter.views import crawl_failure
 from trawl.storage.catalog import Catalog
 from trawl.storage.records import CommittedAsset
 from trawl.worker.cleanup import clean_frontiers
@@ -104,3 +105,14 @@ async def test_the_frontier_of_an_ended_crawl_is_removed_once_old(
         assert catalog.frontier_size(ended.id) == 0 and catalog.frontier_size(running.id) == 1
     finally:
         await running.cancel()
+
+
+async def test_a_crawl_whose_frontier_is_in_another_catalog_fails_saying_so(
+        temporal_client: Client, settings: Settings, sim: Simulator, worker: None, tmp_path: Path) -> None:  # noqa: F811
+    urls = files(sim, 2, size=2_000, tag="elsewhere")
+    starter = settings.model_copy(update={"catalog": settings.catalog.model_copy(
+        update={"url": f"sqlite:///{tmp_path / 'another.db'}"})})
+    handle, _ = await start_crawl(temporal_client, starter, default_registry(), urls)
+    error, stats = await asyncio.wait_for(crawl_failure(handle), 60)
+    assert error and "not in its workers' catalog" in error and "the same catalog.url" in error
+    assert stats is not None and stats.outcomes == {"not_started": 2}

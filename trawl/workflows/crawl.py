@@ -34,7 +34,8 @@ with workflow.unsafe.imports_passed_through():
         SOURCE_FAILED, CrawlInput, CrawlItem, CrawlState, CrawlStats, ExpandInput, ExpandResult, JoinInput, JoinResult)
     from trawl.models import MoreItem
     from trawl.contracts import (
-        ADD_URLS, CANCEL_CRAWL, CRAWL_ID, CRAWL_WORKFLOW, FRONTIER_ADDED, KEPT_REFUSALS, OUTCOME, PAUSE, RESUME, STATS,
+        ADD_URLS, CANCEL_CRAWL, CRAWL_ID, CRAWL_WORKFLOW, FRONTIER_ADDED, FRONTIER_MISSING, KEPT_REFUSALS, OUTCOME, PAUSE,
+        RESUME, STATS,
         FrontierAdd, FrontierGrew, FrontierPage, FrontierRead)
     from trawl.workflows.media_item import MediaItemWorkflow
     # Imported here, not only through media_item, so the sandbox knows the module that decodes
@@ -206,6 +207,13 @@ class CrawlWorkflow:
             FrontierRead(workflow.info().workflow_id, state.cursor, FRONTIER_PAGE),
             task_queue=self._inp.options.download_queue, start_to_close_timeout=timedelta(minutes=2),
             retry_policy=self._inp.options.commit.retry_policy())
+        if page.read == 0 and state.frontier_read < state.frontier_added and not self._running:
+            # Entries the starter wrote are not there: it wrote them to another catalog.
+            missing = state.frontier_added - state.frontier_read
+            state.frontier_read = state.frontier_added
+            self._fail(f"the {missing} URL(s) queued for this crawl are not in its workers' catalog: whoever starts "
+                       "crawls (trawl crawl --detach, the API) and the workers must use the same catalog.url",
+                       FRONTIER_MISSING, missing)
         state.pending.extend(page.items)
         state.cursor = page.cursor
         state.frontier_read += page.read
@@ -285,18 +293,18 @@ class CrawlWorkflow:
             state.refused_dropped += len(state.refused) - KEPT_REFUSALS
             del state.refused[:-KEPT_REFUSALS]
 
-    def _fail(self, reason: str) -> None:
-        """End the crawl failed before any item started (the URLs it was given count as not started):
-        a failed run, its reason in the failure's message (the Web UI shows it), its counts in the
-        failure's details."""
-        for _ in self._state.pending:
-            self._count("not_started", 0)
+    def _fail(self, reason: str, kind: str = SOURCE_FAILED, not_started: int = 0) -> None:
+        """End the crawl failed before any item started (the URLs it was given, and ``not_started``
+        more, count as not started): a failed run, its reason in the failure's message (the Web UI
+        shows it), its counts in the failure's details."""
+        if self._state.pending or not_started:
+            self._count("not_started", 0, len(self._state.pending) + not_started)
         self._state.pending.clear()
         self._error = reason
         self._finished_at = workflow.now().isoformat()
         workflow.set_current_details(f"failed: {reason}"[:1000])
         workflow.upsert_search_attributes([OUTCOME.value_set("failed")])
-        raise ApplicationError(reason, self.stats(), type=SOURCE_FAILED, non_retryable=True)
+        raise ApplicationError(reason, self.stats(), type=kind, non_retryable=True)
 
     def _track(self, item: CrawlItem, work) -> None:  # noqa: ANN001 - a coroutine
         self._items[item.workflow_id] = item
