@@ -13,13 +13,14 @@ importing the workflows and their activities.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from temporalio.common import RetryPolicy, SearchAttributeKey
 
-from trawl.errors import BY_CLASS, NON_RETRYABLE
+from trawl.errors import BY_CLASS, NON_RETRYABLE, TrawlError
 from trawl.models import Asset, MoreItem, Resolved
 from trawl.storage.blobs import blob_key
 from trawl.storage.records import CatalogItem
@@ -335,6 +336,38 @@ class CrawlItem:
     # A listing URL (a profile, a collection, a feed): the source it stands for
     # (trawl.sources.source_definition's shape), expanded by the crawl into its items.
     listing: dict[str, Any] | None = None
+
+
+@dataclass
+class Refusal:
+    """A URL refused offline (no resolver takes it, or a login-only listing), and why; ``index``
+    is where it stood in the list given."""
+
+    index: int
+    url: str
+    error_class: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.url}: {self.error_class}: {self.message}"
+
+
+def routed(registry: Registry, urls: Iterable[str]) -> Iterator[CrawlItem | Refusal]:
+    """Each URL as a crawl carries it (:func:`crawl_item`), or its refusal, in order, as they come."""
+    for index, url in enumerate(urls):
+        try:
+            yield crawl_item(registry, url)
+        except TrawlError as err:
+            yield Refusal(index, url, err.error_class, err.message)
+
+
+def route_all(registry: Registry, urls: Iterable[str]) -> tuple[list[CrawlItem], list[Refusal]]:
+    """:func:`routed`, the items and the refusals apart."""
+    items: list[CrawlItem] = []
+    refusals: list[Refusal] = []
+    for routed_url in routed(registry, urls):
+        (refusals if isinstance(routed_url, Refusal) else items).append(routed_url)  # type: ignore[arg-type]
+    return items, refusals
 
 
 def crawl_item(registry: Registry, url: str) -> CrawlItem:

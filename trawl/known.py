@@ -1,9 +1,12 @@
-"""What the catalog knows of a URL without a request: the committed item it stands for."""
+"""What the catalog knows of a URL without a request: the committed item it stands for, and the
+other items it stands for besides (parts 2..N of a video), routed."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from trawl.errors import TrawlError
+from trawl.models import MoreItem
 from trawl.platforms.registry import Registry
 from trawl.storage.records import CatalogItem
 
@@ -19,3 +22,27 @@ def known_item(catalog: Catalog, registry: Registry, url: str) -> CatalogItem | 
         return None
     item = catalog.get(key)
     return item if item is not None and item.status == "committed" else None
+
+
+def known_with_more(catalog: Catalog, registry: Registry, url: str) -> tuple[CatalogItem, list[str]] | None:
+    """The committed item ``url`` stands for and the URLs of the other items it stands for, when
+    both are known without a request (from what the item was committed with); None otherwise."""
+    item = known_item(catalog, registry, url)
+    if item is None:
+        return None
+    more = registry.resolver_for(url).more_offline(url, item.metadata)
+    return None if more is None else (item, more)
+
+
+def route_more(registry: Registry, urls: list[str], own_workflow_id: str) -> list[MoreItem]:
+    """The other items' URLs routed offline, each item once; URLs no resolver takes, and the item
+    itself (``own_workflow_id``), drop out."""
+    routed: dict[str, MoreItem] = {}
+    for url in urls:
+        try:
+            route = registry.route(url)
+        except TrawlError:
+            continue
+        if route.workflow_id != own_workflow_id:
+            routed.setdefault(route.workflow_id, MoreItem(url, route.platform, route.workflow_id))
+    return list(routed.values())

@@ -102,7 +102,7 @@ async def test_the_frontier_of_an_ended_crawl_is_removed_once_old(
         assert await clean_frontiers(temporal_client, catalog, timedelta(hours=1)) == []  # all too recent
         removed = await clean_frontiers(temporal_client, catalog, timedelta(0))
         assert sorted(removed) == sorted([ended.id, "crawl-never-started"])
-        assert catalog.frontier_size(ended.id) == 0 and catalog.frontier_size(running.id) == 1
+        assert catalog.frontier_page(ended.id, 0, 10) == [] and len(catalog.frontier_page(running.id, 0, 10)) == 1
     finally:
         await running.cancel()
 
@@ -116,3 +116,12 @@ async def test_a_crawl_whose_frontier_is_in_another_catalog_fails_saying_so(
     error, stats = await asyncio.wait_for(crawl_failure(handle), 60)
     assert error and "not in its workers' catalog" in error and "the same catalog.url" in error
     assert stats is not None and stats.outcomes == {"not_started": 2}
+
+
+async def test_urls_in_the_frontier_of_a_crawl_whose_source_fails_count_as_not_started(
+        temporal_client: Client, settings: Settings, sim: Simulator, worker: None) -> None:  # noqa: F811
+    urls = files(sim, 2, size=2_000, tag="srcfail")
+    handle, _ = await start_crawl(temporal_client, settings, default_registry(), urls, source="absent")
+    error, stats = await asyncio.wait_for(crawl_failure(handle), 60)
+    assert error and "absent" in error
+    assert stats is not None and stats.outcomes == {"not_started": 2} and stats.queued == 0

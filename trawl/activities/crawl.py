@@ -29,7 +29,7 @@ from trawl.sources import SourceError, expand, find_source, source_from_definiti
 
 from trawl.contracts import (  # noqa: F401 - CrawlItem: imported from here by tools
     CrawlItem, ExpandInput, ExpandResult, FrontierAdd, FrontierGrew, FrontierPage, FrontierRead, JoinInput, JoinResult,
-    crawl_item)
+    route_all)
 
 if TYPE_CHECKING:  # the catalog (SQLAlchemy) is built by the worker and handed in
     from trawl.storage.catalog import Catalog
@@ -37,13 +37,8 @@ if TYPE_CHECKING:  # the catalog (SQLAlchemy) is built by the worker and handed 
 
 def route_items(registry: Registry, urls: list[str]) -> tuple[list[CrawlItem], list[str]]:
     """Route URLs offline; the refused ones come back as ``"url: reason"``."""
-    items, refused = [], []
-    for url in urls:
-        try:
-            items.append(crawl_item(registry, url))
-        except TrawlError as err:
-            refused.append(f"{url}: {err.error_class}: {err.message}")
-    return items, refused
+    items, refusals = route_all(registry, urls)
+    return items, [str(r) for r in refusals]
 
 
 def _keys_known_offline(catalog: Catalog, registry: Registry, urls: list[str]) -> dict[str, str]:

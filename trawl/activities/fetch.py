@@ -17,9 +17,8 @@ from temporalio import activity
 from trawl.activities.errors import classified
 from trawl.activities.liveness import heartbeating
 from trawl.contracts import FetchInput, FetchResult, stored_assets
-from trawl.errors import TrawlError
-from trawl.known import known_item
-from trawl.models import MoreItem, Resolved, as_preview, refuse_previews
+from trawl.known import known_with_more, route_more
+from trawl.models import Resolved, as_preview, refuse_previews
 from trawl.platforms.base import ResolveContext
 from trawl.platforms.registry import Registry
 from trawl.storage.records import CatalogItem
@@ -48,13 +47,12 @@ class FetchActivities:
     @classified(lambda self: self.max_delay)
     @heartbeating
     def fetch(self, inp: FetchInput) -> FetchResult:
-        known = None if inp.fresh_urls else known_item(self.catalog, self.registry, inp.url)
-        # What else the URL stands for (parts 2..N), from what the item was committed with.
-        more = self.registry.resolver_for(inp.url).more_offline(inp.url, known.metadata) if known else None
-        if known is not None and more is not None:
-            resolved = as_resolved(known)
-            resolved.more = self._routed(more, inp.workflow_id)
-            return FetchResult(resolved=resolved, committed=True, stored=stored_assets(known))
+        known = None if inp.fresh_urls else known_with_more(self.catalog, self.registry, inp.url)
+        if known is not None:
+            item, more = known
+            resolved = as_resolved(item)
+            resolved.more = route_more(self.registry, more, inp.workflow_id)
+            return FetchResult(resolved=resolved, committed=True, stored=stored_assets(item))
         # Not known, or known but what else the URL stands for (its other parts) is not: ask.
         resolver = self.registry.resolver_for(inp.url)
         context = self.context
@@ -64,7 +62,7 @@ class FetchActivities:
         if inp.keep_previews:
             resolved = as_preview(resolved)
         refuse_previews(resolved)
-        resolved.more = self._routed([m.url for m in resolved.more], inp.workflow_id)
+        resolved.more = route_more(self.registry, [m.url for m in resolved.more], inp.workflow_id)
         existing = self.catalog.get(resolved.canonical_key)
         if existing is None or existing.status != "committed":
             return FetchResult(resolved=resolved, committed=False)
@@ -72,16 +70,3 @@ class FetchActivities:
         # (A bare URL of a video committed before its parts were recorded asks every time.)
         self.catalog.remember_urls([inp.url], resolved.canonical_key)
         return FetchResult(resolved=resolved, committed=True, stored=stored_assets(existing))
-
-    def _routed(self, urls: list[str], own_workflow_id: str) -> list[MoreItem]:
-        """Route the other items' URLs offline; URLs no resolver takes, and this item, drop out."""
-        routed: dict[str, MoreItem] = {}
-        for url in urls:
-            try:
-                route = self.registry.route(url)
-            except TrawlError:
-                continue
-            if route.workflow_id != own_workflow_id:
-                routed.setdefault(route.workflow_id, MoreItem(url, route.platform, route.workflow_id))
-        return list(routed.values())
-

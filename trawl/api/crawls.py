@@ -17,9 +17,9 @@ from trawl.api.errors import already_closed, declared, finished
 from trawl.api.models import Action, Crawl, CrawlCreate, CrawlPage, UrlsAdd
 from trawl.api.state import ApiState, api_state, bearer
 from trawl.starter.client import (MAX_URLS_PER_REQUEST, CrawlRefused, add_to_crawl, cancel_crawl, crawl_handle,
-                                  route_urls, start_crawl)
+                                  start_crawl)
 from trawl.starter.views import crawl_failure
-from trawl.contracts import CRAWL_WORKFLOW, CrawlStats, workflow_queue
+from trawl.contracts import CRAWL_WORKFLOW, CrawlStats, route_all, workflow_queue
 
 MAX_CRAWLS_PAGE = 100
 MAX_CRAWLS_OFFSET = 10_000
@@ -40,7 +40,7 @@ async def create_crawl(body: CrawlCreate, state: ApiState = Depends(api_state)) 
         raise HTTPException(422, f"no source named {body.source!r}")
     _one_part(body.urls, "start the crawl with the first part, then POST the rest to /api/v1/crawls/{id}/urls")
     handle, refused = await start_crawl(state.client, state.settings, state.registry, body.urls,
-                                        source=body.source, concurrency=body.concurrency)
+                                        source=body.source, concurrency=body.concurrency, catalog=state.catalog)
     return await crawl_view(state, handle.id, refused)
 
 
@@ -79,13 +79,14 @@ async def add_crawl_urls(crawl_id: str, body: UrlsAdd, state: ApiState = Depends
     desc = await handle.describe()
     if desc.status != WorkflowExecutionStatus.RUNNING:
         # A list that is refused whatever the crawl's state is a 422 first, as for a running one.
-        items, refusals = await asyncio.to_thread(route_urls, state.registry, body.urls)
+        items, refusals = await asyncio.to_thread(route_all, state.registry, body.urls)
         if not items:
             raise CrawlRefused(refusals)
         raise finished("crawl", crawl_id, desc.status, "add URLs to")
     async with state.adding:
         try:
-            refused = await add_to_crawl(state.client, state.settings, state.registry, crawl_id, body.urls)
+            refused = await add_to_crawl(state.client, state.settings, state.registry, crawl_id, body.urls,
+                                         state.catalog)
         except RPCError as err:
             if not already_closed(err):
                 raise

@@ -200,32 +200,22 @@ class KnownItems:
         that does not answer leaves it to the workflow too."""
         from trawl.contracts import stored_assets
         from trawl.errors import StorageError
-        from trawl.known import known_item
-        from trawl.models import MoreItem
+        from trawl.known import known_with_more, route_more
 
         try:
             if self._catalog is None:
                 from trawl.storage.catalog import Catalog
 
                 self._catalog = Catalog(self.settings.catalog_url)
-            item = known_item(self._catalog, self.registry, url)
+            known = known_with_more(self._catalog, self.registry, url)
         except StorageError:
             return None
-        if item is None:
+        if known is None:
             return None
+        item, others = known
         route = self.registry.route(url)
-        others = route.resolver.more_offline(url, item.metadata)
-        if others is None:
-            return None  # only the platform can tell what else it stands for
-        more = []
-        for other in others:
-            try:
-                routed = self.registry.route(other)
-            except TrawlError:
-                continue
-            more.append(MoreItem(other, routed.platform, routed.workflow_id))
         return ItemResult(route.workflow_id, url, "duplicate", item.canonical_key, item.platform, item.title,
-                          assets=stored_assets(item), more=more)
+                          assets=stored_assets(item), more=route_more(self.registry, others, route.workflow_id))
 
     def close(self) -> None:
         if self._catalog is not None:

@@ -10,7 +10,7 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from temporalio.api.common.v1 import Payloads
 from temporalio.api.enums.v1 import EventType, IndexedValueType, TaskQueueType
@@ -26,7 +26,7 @@ from temporalio.envconfig import ClientConfigProfile
 from temporalio.service import RPCError, RPCStatusCode, TLSConfig
 
 from trawl.starter.embedded import SEARCH_ATTRIBUTES
-from trawl.errors import TrawlError, UnsupportedUrl
+from trawl.errors import UnsupportedUrl
 from trawl.logs import get_logger
 from trawl.models import MoreItem
 from trawl.platforms.registry import Registry
@@ -34,9 +34,13 @@ from trawl.settings import Settings, StageRetry
 from trawl.sources import SourceError, find_source, source_definition
 from trawl.contracts import StoredAsset
 from trawl.worker.runtime import ONE_SHOT_MARK, core_logging
+
+if TYPE_CHECKING:  # SQLAlchemy loads only in the commands that open the catalog
+    from trawl.storage.catalog import Catalog
 from trawl.contracts import (
-    ADD_URLS, CRAWL_ID, CRAWL_WORKFLOW, FRONTIER_ADDED, ITEM_WORKFLOW, KEPT_REFUSALS, FrontierGrew, PLATFORM, PROGRESS, STATS, CrawlInput, CrawlItem, CrawlState,
-    CrawlStats, ItemInput, ItemOptions, ItemResult, Progress, StagePolicy, crawl_item, download_queue, workflow_queue)
+    ADD_URLS, CRAWL_ID, CRAWL_WORKFLOW, FRONTIER_ADDED, ITEM_WORKFLOW, KEPT_REFUSALS, PLATFORM, PROGRESS, STATS,
+    CrawlInput, CrawlState, CrawlStats, FrontierGrew, ItemInput, ItemOptions, ItemResult, Progress, Refusal,
+    StagePolicy, download_queue, route_all, routed, workflow_queue)
 
 
 _log = get_logger("trawl.client")
@@ -401,31 +405,6 @@ class CrawlTooLarge(UnsupportedUrl):
     error_class = "too_large"
 
 
-@dataclass
-class Refusal:
-    """A URL refused before any crawl starts, and why."""
-
-    index: int
-    url: str
-    error_class: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.url}: {self.error_class}: {self.message}"
-
-
-def route_urls(registry: Registry, urls: list[str]) -> tuple[list[CrawlItem], list[Refusal]]:
-    """Route URLs offline (like ``trawl.activities.crawl.route_items``), keeping where each refusal was."""
-    items: list[CrawlItem] = []
-    refusals: list[Refusal] = []
-    for index, url in enumerate(urls):
-        try:
-            items.append(crawl_item(registry, url))
-        except TrawlError as err:
-            refusals.append(Refusal(index, url, err.error_class, err.message))
-    return items, refusals
-
-
 async def encoded_size(client: Client, value: Any) -> int:
     """Bytes of ``value`` as Temporal receives it (the client's converter and codec)."""
     return Payloads(payloads=await client.data_converter.encode([value])).ByteSize()
@@ -470,38 +449,46 @@ class Filled:
     refusals: list[Refusal] = dataclasses.field(default_factory=list)
 
 
-def fill_frontier(settings: Settings, registry: Registry, crawl_id: str, urls: Iterable[str]) -> Filled:
+def fill_frontier(settings: Settings, registry: Registry, crawl_id: str, urls: Iterable[str],
+                  catalog: Catalog | None = None) -> Filled:
     """Route ``urls`` offline and add them to the crawl's frontier in the catalog, in batches, as
-    they come (a file of a million lines is never held whole)."""
-    from trawl.storage.catalog import Catalog  # here: only the commands that start a crawl need it
-
+    they come (a file of a million lines is never held whole). ``catalog``: the caller's (the
+    API's); None: the settings' catalog, opened (and brought to the newest schema) for this call."""
     filled = Filled()
 
     def entries() -> Iterator[tuple[str, str, str, dict[str, Any] | None]]:
-        for index, url in enumerate(urls):
-            try:
-                item = crawl_item(registry, url)
-            except TrawlError as err:
+        for item in routed(registry, urls):
+            if isinstance(item, Refusal):
                 filled.refused += 1
                 if len(filled.refusals) < MAX_REFUSALS_REPORTED:
-                    filled.refusals.append(Refusal(index, url, err.error_class, err.message))
+                    filled.refusals.append(item)
                 continue
             filled.routed += 1
             yield item.url, item.platform, item.workflow_id, item.listing
 
-    catalog = Catalog(settings.catalog_url)
-    try:
-        catalog.create_schema()
+    if catalog is not None:
         filled.added = catalog.frontier_add(crawl_id, entries())
+        return filled
+    from trawl.storage.catalog import Catalog  # here: only the commands that start a crawl need it
+
+    own = Catalog(settings.catalog_url)
+    try:
+        own.create_schema()
+        filled.added = own.frontier_add(crawl_id, entries())
     finally:
-        catalog.close()
+        own.close()
     return filled
+
+
+def _kept(refusals: list[Refusal]) -> list[str]:
+    """The refusals a crawl's state keeps: the latest, each cut short (callers get them whole)."""
+    return [str(r)[:_REFUSED_KEPT_CHARS] for r in refusals[-KEPT_REFUSALS:]]
 
 
 async def start_crawl(client: Client, settings: Settings, registry: Registry, urls: Iterable[str], *,
                       source: str | None = None, concurrency: int = 8, crawl_id: str | None = None,
-                      history_limit: int = 10_000,
-                      choices: CrawlChoices | None = None) -> tuple[WorkflowHandle, list[str]]:
+                      history_limit: int = 10_000, choices: CrawlChoices | None = None,
+                      catalog: Catalog | None = None) -> tuple[WorkflowHandle, list[str]]:
     """Start a CrawlWorkflow over ``urls`` (any number: they go to the crawl's frontier in the
     catalog, not into its input); returns its handle and the URLs refused before starting (the
     first MAX_REFUSALS_REPORTED; the crawl's stats count them all).
@@ -510,10 +497,10 @@ async def start_crawl(client: Client, settings: Settings, registry: Registry, ur
         CrawlRefused: every URL was refused and there is no source (nothing was started).
     """
     crawl_id = crawl_id or f"crawl-{uuid.uuid4().hex[:12]}"
-    filled = await asyncio.to_thread(fill_frontier, settings, registry, crawl_id, urls)
+    filled = await asyncio.to_thread(fill_frontier, settings, registry, crawl_id, urls, catalog)
     if not filled.routed and not source:
         raise CrawlRefused(filled.refusals)
-    kept = [str(r)[:_REFUSED_KEPT_CHARS] for r in filled.refusals[-KEPT_REFUSALS:]]
+    kept = _kept(filled.refusals)
     # The refusals go into the state the workflow starts from (the state continue-as-new carries,
     # with ``runs`` one short: the run counts itself), so its ``stats.refused`` counts them too.
     repeated = filled.routed - filled.added  # the same item given twice: one entry, one duplicate
@@ -536,7 +523,7 @@ async def start_crawl(client: Client, settings: Settings, registry: Registry, ur
 
 
 async def add_to_crawl(client: Client, settings: Settings, registry: Registry, crawl_id: str,
-                       urls: Iterable[str]) -> list[str]:
+                       urls: Iterable[str], catalog: Catalog | None = None) -> list[str]:
     """Queue more URLs on a running crawl; returns the refused ones (the first MAX_REFUSALS_REPORTED).
 
     A crawl reading a frontier gets them there (any number; the same URL twice is queued once)
@@ -551,14 +538,14 @@ async def add_to_crawl(client: Client, settings: Settings, registry: Registry, c
     handle = crawl_handle(client, crawl_id)
     stats = await handle.query(STATS, result_type=CrawlStats)
     if stats.frontier:
-        filled = await asyncio.to_thread(fill_frontier, settings, registry, crawl_id, urls)
+        filled = await asyncio.to_thread(fill_frontier, settings, registry, crawl_id, urls, catalog)
         if not filled.routed:
             raise CrawlRefused(filled.refusals)
         await handle.signal(FRONTIER_ADDED, FrontierGrew(
             filled.added, filled.routed - filled.added,
-            [str(r)[:_REFUSED_KEPT_CHARS] for r in filled.refusals[-KEPT_REFUSALS:]]))
+            _kept(filled.refusals)))
         return [str(r) for r in filled.refusals]
-    items, refusals = await asyncio.to_thread(route_urls, registry, list(urls))
+    items, refusals = await asyncio.to_thread(route_all, registry, list(urls))
     if not items:
         raise CrawlRefused(refusals)
     held = stats.queued + stats.running

@@ -66,14 +66,13 @@ from trawl.starter.client import (
     crawl_handle,
     encoded_size,
     item_options,
-    route_urls,
 )
 from trawl.starter.views import crawl_failure, crawl_state, crawl_status
 from trawl.durations import parse_duration
 from trawl.platforms.registry import Registry
 from trawl.settings import Settings
 from trawl.sources import SourceError, describe, find_source, source_definition
-from trawl.contracts import CRAWL_WORKFLOW, CrawlInput, workflow_queue
+from trawl.contracts import CRAWL_WORKFLOW, CrawlInput, route_all, workflow_queue
 
 WATCH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
 # A run's counts come from its worker (a query) while it runs; a worker that cannot answer within
@@ -214,7 +213,7 @@ async def add_watch(client: Client, settings: Settings, registry: Registry, name
     if len(urls) > MAX_CRAWL_URLS:
         raise CrawlTooLarge(f"a watch carries at most {MAX_CRAWL_URLS} URLs (got {len(urls)}): put them in a "
                             "url_file source and watch that")
-    items, refusals = await asyncio.to_thread(route_urls, registry, urls)
+    items, refusals = await asyncio.to_thread(route_all, registry, urls)
     if urls and not items:
         raise CrawlRefused(refusals)
     # Each run puts its URLs and what its source expands to into its own frontier, read page by page.

@@ -369,12 +369,6 @@ class Catalog:
                 .order_by(FrontierRow.id).limit(limit)).all()
         return [FrontierEntry(*row) for row in rows]
 
-    def frontier_size(self, crawl_id: str, after: int = 0) -> int:
-        """How many entries the crawl's frontier holds after cursor ``after``."""
-        with _storage_errors("catalog read failed"), self._session() as session:
-            return session.scalar(select(func.count()).select_from(FrontierRow).where(
-                FrontierRow.crawl_id == crawl_id, FrontierRow.id > after)) or 0
-
     def frontier_idle_crawls(self, before: datetime, limit: int = 100) -> list[str]:
         """Crawls whose frontier got its last entry before ``before`` (candidates for clean-up)."""
         with _storage_errors("catalog read failed"), self._session() as session:

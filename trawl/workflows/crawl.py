@@ -94,9 +94,8 @@ class CrawlWorkflow:
     @workflow.query(name=STATS)
     def stats(self) -> CrawlStats:
         s = self._state
-        unread = max(0, s.frontier_added - s.frontier_read) if self._inp.frontier and not s.cancelled else 0
         return CrawlStats(
-            queued=len(s.pending) + unread, running=len(self._running), finished=sum(s.outcomes.values()),
+            queued=len(s.pending) + self._unread(), running=len(self._running), finished=sum(s.outcomes.values()),
             outcomes=dict(s.outcomes), bytes=s.bytes, refused=len(s.refused) + s.refused_dropped,
             started_at=s.started_at, finished_at=self._finished_at, paused=s.paused, cancelled=s.cancelled,
             runs=s.runs, error=self._error, frontier=self._inp.frontier, refusals=s.refused[-SHOWN_REFUSALS:])
@@ -176,6 +175,21 @@ class CrawlWorkflow:
     def _idle(self) -> bool:
         return not self._state.pending and not self._running and (not self._inp.frontier or self._state.exhausted)
 
+    def _unread(self) -> int:
+        """Entries added to the frontier and not read yet (0 for a crawl without one)."""
+        return max(0, self._state.frontier_added - self._state.frontier_read) if self._inp.frontier else 0
+
+    def _drop_queued(self) -> None:
+        """Count every URL queued and not started, here or unread in the frontier, as not_started
+        (every URL is counted once), and queue nothing more."""
+        state = self._state
+        dropped = len(state.pending) + self._unread()
+        if dropped:
+            self._count("not_started", 0, dropped)
+        state.pending.clear()
+        state.frontier_read = max(state.frontier_read, state.frontier_added)
+        state.exhausted = True
+
     def _should_read(self) -> bool:
         """The window has room, nothing is queued here, and the frontier may hold more."""
         state = self._state
@@ -207,13 +221,11 @@ class CrawlWorkflow:
             FrontierRead(workflow.info().workflow_id, state.cursor, FRONTIER_PAGE),
             task_queue=self._inp.options.download_queue, start_to_close_timeout=timedelta(minutes=2),
             retry_policy=self._inp.options.commit.retry_policy())
-        if page.read == 0 and state.frontier_read < state.frontier_added and not self._running:
+        if page.read == 0 and self._unread() and not self._running:
             # Entries the starter wrote are not there: it wrote them to another catalog.
-            missing = state.frontier_added - state.frontier_read
-            state.frontier_read = state.frontier_added
-            self._fail(f"the {missing} URL(s) queued for this crawl are not in its workers' catalog: whoever starts "
-                       "crawls (trawl crawl --detach, the API) and the workers must use the same catalog.url",
-                       FRONTIER_MISSING, missing)
+            self._fail(f"the {self._unread()} URL(s) queued for this crawl are not in its workers' catalog: whoever "
+                       "starts crawls (trawl crawl --detach, the API) and the workers must use the same catalog.url",
+                       FRONTIER_MISSING)
         state.pending.extend(page.items)
         state.cursor = page.cursor
         state.frontier_read += page.read
@@ -293,13 +305,11 @@ class CrawlWorkflow:
             state.refused_dropped += len(state.refused) - KEPT_REFUSALS
             del state.refused[:-KEPT_REFUSALS]
 
-    def _fail(self, reason: str, kind: str = SOURCE_FAILED, not_started: int = 0) -> None:
-        """End the crawl failed before any item started (the URLs it was given, and ``not_started``
-        more, count as not started): a failed run, its reason in the failure's message (the Web UI
-        shows it), its counts in the failure's details."""
-        if self._state.pending or not_started:
-            self._count("not_started", 0, len(self._state.pending) + not_started)
-        self._state.pending.clear()
+    def _fail(self, reason: str, kind: str = SOURCE_FAILED) -> None:
+        """End the crawl failed before any item started (the URLs it was given count as not
+        started): a failed run, its reason in the failure's message (the Web UI shows it), its
+        counts in the failure's details."""
+        self._drop_queued()
         self._error = reason
         self._finished_at = workflow.now().isoformat()
         workflow.set_current_details(f"failed: {reason}"[:1000])
@@ -421,14 +431,7 @@ class CrawlWorkflow:
             await self._steer(wid, name)
 
     async def _cancel_all(self) -> None:
-        # Every URL is counted once: those never started count as not_started, the frontier's
-        # unread entries too.
-        state = self._state
-        unread = max(0, state.frontier_added - state.frontier_read) if self._inp.frontier else 0
-        if state.pending or unread:
-            self._count("not_started", 0, len(state.pending) + unread)
-        state.pending.clear()
-        state.frontier_read += unread
+        self._drop_queued()
         steered = self._steered()
         for wid, task in list(self._running.items()):
             if wid in steered:
