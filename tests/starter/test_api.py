@@ -15,6 +15,8 @@ import uvicorn
 from temporalio.client import Client
 
 from trawl.api import create_app
+from trawl.starter import views
+from trawl.starter.client import crawl_handle
 from trawl.starter.binding import ApiConfigError, require_safe_binding
 from tests.conftest import make_settings
 from trawl.settings import ApiSettings, Settings, SourceSettings
@@ -197,3 +199,22 @@ async def test_body_size_and_rate_limits(temporal_client: Client, tmp_path: Path
             assert (await other.get("/healthz")).status_code == 401
         async with httpx.AsyncClient(base_url=base) as anonymous:
             assert (await anonymous.get("/healthz")).status_code == 200
+
+
+async def test_a_crawl_no_worker_answers_is_a_503_saying_to_start_one(
+        temporal_client: Client, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a worker, a running crawl's query would hang ~30 s and read as "server unreachable"."""
+    monkeypatch.setattr(views, "RUNNING_QUERY_PATIENCE_S", 1.0)
+    async with serving(settings, temporal_client):  # and no worker
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api.port}",
+                                     headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+            created = await client.post("/api/v1/crawls", json={"urls": ["http://127.0.0.1:9/a.mp4"]})
+            assert created.status_code == 202, created.text  # started: its counts come with a worker
+            crawl_id = created.json()["id"]
+            assert (created.json()["status"], created.json()["stats"]) == ("RUNNING", None)
+            shown = await client.get(f"/api/v1/crawls/{crawl_id}")
+    assert shown.status_code == 503
+    assert "no worker answered it within 1 s: start one (`trawl worker`" in shown.json()["detail"]
+    with pytest.raises(views.Unanswered):
+        await views.crawl_state(crawl_handle(temporal_client, crawl_id))
+    await crawl_handle(temporal_client, crawl_id).terminate()

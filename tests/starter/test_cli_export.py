@@ -95,7 +95,13 @@ def test_dash_j_is_resolve_json_and_batch_files_skip_comments(tmp_path: Path) ->
     batch = tmp_path / "urls.txt"
     batch.write_text("# a comment\n; another\nhttps://a.test/1\n\n  ;indented\nhttps://a.test/2\n")
     args = build_parser().parse_args(["crawl", "-a", str(batch)])
-    assert read_urls(args.urls, args.file) == ["https://a.test/1", "https://a.test/2"]
+    urls = read_urls(["https://a.test/0"], args.file)
+    assert len(urls) == 3 and list(urls) == ["https://a.test/0", "https://a.test/1", "https://a.test/2"]
+    assert list(urls) == list(urls)  # the file is read again, line by line, each time
+    broken = tmp_path / "broken.txt"
+    broken.write_bytes(b"https://a.test/1\n" * 1000 + b"https://a.test/\xff\n")
+    with pytest.raises(CommandError, match="cannot read .*broken.txt.*give a text file of URLs"):
+        read_urls([], str(broken))  # before anything starts, not after a thousand items
     assert build_parser().parse_args(["crawl", "--batch-file", "x"]).file == "x"
 
 

@@ -41,7 +41,7 @@ async def create_crawl(body: CrawlCreate, state: ApiState = Depends(api_state)) 
     _one_part(body.urls, "start the crawl with the first part, then POST the rest to /api/v1/crawls/{id}/urls")
     handle, refused = await start_crawl(state.client, state.settings, state.registry, body.urls,
                                         source=body.source, concurrency=body.concurrency, catalog=state.catalog)
-    return await crawl_view(state, handle.id, refused)
+    return await crawl_view(state, handle.id, refused, written=True)
 
 
 def _one_part(urls: list[str], how: str) -> None:
@@ -91,7 +91,7 @@ async def add_crawl_urls(crawl_id: str, body: UrlsAdd, state: ApiState = Depends
             if not already_closed(err):
                 raise
             raise finished("crawl", crawl_id, (await handle.describe()).status, "add URLs to") from None
-    return await crawl_view(state, crawl_id, refused)
+    return await crawl_view(state, crawl_id, refused, written=True)
 
 
 @router.post("/{crawl_id}/{action}", response_model=Crawl,
@@ -111,12 +111,22 @@ async def steer_crawl(crawl_id: str, action: Action, state: ApiState = Depends(a
         if not already_closed(err):
             raise
         raise finished("crawl", crawl_id, (await handle.describe()).status, action) from None
-    return await crawl_view(state, crawl_id)
+    return await crawl_view(state, crawl_id, written=True)
 
 
-async def crawl_view(state: ApiState, crawl_id: str, refused: list[str] | None = None) -> Crawl:
+async def crawl_view(state: ApiState, crawl_id: str, refused: list[str] | None = None, *,
+                     written: bool = False) -> Crawl:
+    """A crawl as the API shows it. ``written``: this request started it or added to it, which
+    stands even when no worker answers for its counts yet (they are then left out), as a steering
+    signal sent does."""
     handle = crawl_handle(state.client, crawl_id)
-    return Crawl(**views.crawl_dict(crawl_id, *await _crawl_state(handle)), refused=refused or [])
+    try:
+        desc, stats = await _crawl_state(handle)
+    except views.Unanswered:
+        if not written:
+            raise
+        desc, stats = await handle.describe(), None
+    return Crawl(**views.crawl_dict(crawl_id, desc, stats), refused=refused or [])
 
 
 async def _crawl_state(handle) -> tuple[object, CrawlStats | None]:  # noqa: ANN001 - a workflow handle

@@ -26,7 +26,7 @@ from temporalio.service import RPCError
 
 from trawl.api.models import Error, RequestInvalid
 from trawl.starter.client import CrawlRefused, CrawlTooLarge
-from trawl.starter.views import status_name
+from trawl.starter.views import Unanswered, status_name
 from trawl.errors import StorageError
 
 WHY = {
@@ -87,6 +87,10 @@ def install(app: FastAPI) -> None:
     async def _unanswered(_: Request, exc: WorkflowQueryFailedError) -> JSONResponse:
         # The workflow exists but its worker cannot answer now (a failing or unpicked task).
         return JSONResponse({"detail": f"the workflow cannot answer now: {exc}"}, status_code=503)
+
+    @app.exception_handler(Unanswered)
+    async def _no_worker(_: Request, exc: Unanswered) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=503)
 
     @app.exception_handler(CrawlRefused)
     async def _refused(_: Request, exc: CrawlRefused) -> JSONResponse:

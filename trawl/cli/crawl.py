@@ -7,8 +7,9 @@ import asyncio
 import dataclasses
 import json
 import sys
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sized
+from typing import IO, Any
 
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError
@@ -31,7 +32,7 @@ from trawl.cli.output import (
 )
 from trawl.cli.progress import SAMPLE_EVERY_S, CrawlProgress, CrawlSpeed
 from trawl.starter.client import CrawlChoices, crawl_handle, item_result, start_crawl, start_item, unreachable
-from trawl.starter.views import crawl_dict, crawl_state, item_dict, result_dict, status_name
+from trawl.starter.views import Unanswered, crawl_dict, crawl_state, item_dict, result_dict, status_name
 from trawl.errors import TrawlError, UnsupportedUrl
 from trawl.platforms.registry import PLATFORMS, ListingRoute, Registry, build_registry
 from trawl.settings import Settings
@@ -39,20 +40,66 @@ from trawl.storage.blobs import open_blob_store
 from trawl.contracts import CRAWL_WORKFLOW, ItemResult
 
 
-def read_urls(args_urls: Iterable[str], file: str | None) -> list[str]:
-    urls = [u for u in args_urls if u.strip()]
-    if file:
+def _url_lines(lines: Iterable[str]) -> Iterator[str]:
+    for line in lines:
+        text = line.strip()
+        if text and not text.startswith(("#", ";")):
+            yield text
+
+
+class UrlList:
+    """The URLs a crawl command was given: its arguments, a file's lines, a source's URLs, in that
+    order. A file is read twice, once up front (its count, and any error before anything starts)
+    and again line by line as the crawl takes them: a file of a million lines is never held whole.
+    Standard input cannot be read twice and is held."""
+
+    def __init__(self, args_urls: Iterable[str], file: str | None) -> None:
+        self.given = [u.strip() for u in args_urls if u.strip()]
+        self.file = file
+        self.more: list[str] = []
+        self._held: list[str] | None = None
+        self._file_count = 0
+        if file:
+            with self._open() as source:
+                if file == "-":
+                    self._held = list(self._read(source))
+                    self._file_count = len(self._held)
+                else:
+                    self._file_count = sum(1 for _ in self._read(source))
+
+    def _open(self) -> IO[str]:
+        assert self.file is not None
         try:
-            source = sys.stdin if file == "-" else open(file, encoding="utf-8")
+            return sys.stdin if self.file == "-" else open(self.file, encoding="utf-8")
         except OSError as err:
-            raise CommandError(f"cannot read {file}: {err.strerror or err}; give a file of URLs, one a line "
+            raise CommandError(f"cannot read {self.file}: {err.strerror or err}; give a file of URLs, one a line "
                                "('-' for stdin)") from None
-        with source:
-            try:
-                urls += [line.strip() for line in source if line.strip() and not line.lstrip().startswith(("#", ";"))]
-            except (OSError, UnicodeDecodeError) as err:
-                raise CommandError(f"cannot read {file}: {err}; give a text file of URLs, one a line") from None
-    return urls
+
+    def _read(self, source: IO[str]) -> Iterator[str]:
+        try:
+            yield from _url_lines(source)
+        except (OSError, UnicodeDecodeError) as err:
+            raise CommandError(f"cannot read {self.file}: {err}; give a text file of URLs, one a line") from None
+
+    def extend(self, urls: Iterable[str]) -> None:
+        self.more.extend(urls)
+
+    def __len__(self) -> int:
+        return len(self.given) + self._file_count + len(self.more)
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.given
+        if self._held is not None:
+            yield from self._held
+        elif self.file:
+            with self._open() as source:
+                yield from self._read(source)
+        yield from self.more
+
+
+def read_urls(args_urls: Iterable[str], file: str | None) -> UrlList:
+    """The URLs of ``trawl crawl URL... -a FILE``; iterate it to read them."""
+    return UrlList(args_urls, file)
 
 
 # Failures that stall items without failing them: the operator must hear of them while waiting.
@@ -95,13 +142,22 @@ class Awaited:
         self.waiting: dict[str, tuple[Any, str]] = {}
 
 
-async def crawl_urls(client: Client, settings: Settings, registry: Registry, urls: list[str],
+# Item workflows an attached crawl has started and awaits at most: the rest of its URLs wait in
+# their file, so a crawl of a million lines starts as fast and holds as little as one of a thousand.
+CRAWL_WINDOW = 1000
+
+
+async def crawl_urls(client: Client, settings: Settings, registry: Registry, urls: Iterable[str],
                      on_result: Callable[[ItemResult], None] | None = None, *, line: StatusLine | None = None,
                      awaited: Awaited | None = None, expand: bool = True,
-                     choices: CrawlChoices | None = None) -> list[ItemResult]:
+                     choices: CrawlChoices | None = None, keep: bool = True,
+                     window: int = CRAWL_WINDOW) -> list[ItemResult]:
     """Start one item workflow per URL, wait for all; results in completion order. A URL the
     catalog knows committed (offline, as fetch would) is a duplicate at once: no item workflow.
 
+    URLs are taken from ``urls`` as the ``window`` of items awaited has room, so a long file is
+    read as the crawl goes. ``keep`` false returns no results (``on_result`` sees each one): the
+    command's memory then stays flat but for the ids of the items started (one string each).
     With ``line`` (a terminal's status line), live progress is drawn on it while waiting;
     ``awaited`` lets the caller see which items are still running (when interrupted, say).
     With ``expand``, the other items a URL stands for (parts 2..N of a bare multi-part video URL)
@@ -111,14 +167,18 @@ async def crawl_urls(client: Client, settings: Settings, registry: Registry, url
     results: list[ItemResult] = []
     pending: set[asyncio.Task[ItemResult]] = set()
     started_ids: set[str] = set()
+    queued: deque[str] = deque()  # a listing's entries, the parts a result names: before the rest
+    given = iter(urls)
     outage = OutageNotice(settings.temporal.address, line)
     waiting = (awaited or Awaited()).waiting
-    progress = CrawlProgress(client, len(urls), line) if line is not None and line.enabled else None
+    total = len(urls) if isinstance(urls, Sized) else 0
+    progress = CrawlProgress(client, total, line) if line is not None and line.enabled else None
     known = KnownItems(settings, registry)
 
     def finished(result: ItemResult) -> None:
         waiting.pop(result.workflow_id, None)
-        results.append(result)
+        if keep:
+            results.append(result)
         if progress is not None:
             progress.finished(result)
         if on_result:
@@ -135,15 +195,13 @@ async def crawl_urls(client: Client, settings: Settings, registry: Registry, url
                     entries = await asyncio.to_thread(listing_urls, settings, registry, listing)
                     if progress is not None:
                         progress.total += len(entries) - 1
-                    for entry in entries:
-                        await start(entry)
+                    queued.extendleft(reversed(entries))
                 return
             duplicate = await asyncio.to_thread(known.result, url)
             if duplicate is not None:
                 finished(duplicate)
-                if duplicate.workflow_id not in started_ids:
-                    started_ids.add(duplicate.workflow_id)
-                    await start_more(duplicate)
+                started_ids.add(duplicate.workflow_id)
+                queue_more(duplicate)
                 return
             started = await start_item(client, settings, registry, url, choices=choices)
         except TrawlError as err:
@@ -153,16 +211,27 @@ async def crawl_urls(client: Client, settings: Settings, registry: Registry, url
         waiting[started.workflow_id] = (started.handle, url)
         pending.add(asyncio.create_task(item_result(started.handle, url, outage.unreachable)))
 
-    async def start_more(result: ItemResult) -> None:
+    def queue_more(result: ItemResult) -> None:
         for more in result.more if expand else []:
             if more.workflow_id in started_ids:
                 continue  # given too, or named by another result: crawled once
+            started_ids.add(more.workflow_id)
             if progress is not None:
                 progress.total += 1
-            await start(more.url)
+            queued.append(more.url)
 
-    for url in urls:
-        await start(url)
+    async def fill() -> None:
+        """Start URLs until the window is full or none is left."""
+        while len(pending) < max(1, window):
+            if queued:
+                await start(queued.popleft())
+                continue
+            url = next(given, None)
+            if url is None:
+                return
+            await start(url)
+
+    await fill()
     watchers = [asyncio.create_task(report_stalls(waiting, line))]
     if progress is not None:
         watchers.append(asyncio.create_task(progress.follow(waiting)))
@@ -173,7 +242,8 @@ async def crawl_urls(client: Client, settings: Settings, registry: Registry, url
                 pending.discard(task)
                 result = task.result()
                 finished(result)
-                await start_more(result)
+                queue_more(result)
+            await fill()
     finally:
         for watcher in watchers:
             watcher.cancel()
@@ -276,7 +346,7 @@ async def cmd_crawl(args: argparse.Namespace, settings: Settings) -> int:
     settings = export.crawl_settings(args, settings)  # --cookies: this command's worker
     if args.source:
         try:
-            urls += await asyncio.to_thread(source_urls, settings, registry, args.source)
+            urls.extend(await asyncio.to_thread(source_urls, settings, registry, args.source))
         except (SourceError, TrawlError) as err:
             raise CommandError(f"source {args.source}: {err}") from None
     if not urls:
@@ -291,10 +361,17 @@ async def cmd_crawl(args: argparse.Namespace, settings: Settings) -> int:
             exporting.on_result(result)
 
     awaited = Awaited()
+    failed = False
+
+    def emit_counted(result: ItemResult) -> None:
+        nonlocal failed
+        failed |= result.outcome == "failed"
+        emit(result)
+
     async with session(settings, worker=not args.no_worker, registry=registry, one_shot=True) as client:
         try:
-            results = await crawl_urls(client, settings, registry, urls, emit, line=line, awaited=awaited,
-                                       choices=choices)
+            await crawl_urls(client, settings, registry, urls, emit_counted, line=line, awaited=awaited,
+                             choices=choices, keep=False)
         except asyncio.CancelledError:  # Ctrl-C: say it before the worker takes its time to stop
             line.close()
             say("crawl", interrupted_message(list(awaited.waiting)))
@@ -303,7 +380,7 @@ async def cmd_crawl(args: argparse.Namespace, settings: Settings) -> int:
             if blobs is not None:
                 blobs.close()
     exported = await exporting.finish() if exporting is not None else 0
-    return EXIT_FAILED_ITEMS if any(r.outcome == "failed" for r in results) else exported
+    return EXIT_FAILED_ITEMS if failed else exported
 
 
 def resolved_record(url: str, item: Any) -> dict[str, Any]:
@@ -377,7 +454,7 @@ def cmd_resolve(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_FAILED_ITEMS if failed else 0
 
 
-async def detach_crawl(args: argparse.Namespace, settings: Settings, registry: Registry, urls: list[str],
+async def detach_crawl(args: argparse.Namespace, settings: Settings, registry: Registry, urls: Iterable[str],
                        choices: CrawlChoices | None = None) -> int:
     """Start a CrawlWorkflow (workers elsewhere do the work) and print its id."""
     if not urls and not args.source:
@@ -395,18 +472,26 @@ async def detach_crawl(args: argparse.Namespace, settings: Settings, registry: R
 async def cmd_crawls(args: argparse.Namespace, settings: Settings) -> int:
     async with session(settings, worker=False) as client:
         found = 0
+        unanswered: Unanswered | None = None
         async for execution in client.list_workflows(f"WorkflowType = '{CRAWL_WORKFLOW}'", limit=args.limit):
             found += 1
             handle = crawl_handle(client, execution.id)
-            try:
-                _, stats = await crawl_state(handle)
-            except RPCError:
-                stats = None
+            stats = None
+            running = execution.status == WorkflowExecutionStatus.RUNNING
+            if not (running and unanswered):  # one unanswered query is enough to know no worker runs
+                try:
+                    _, stats = await crawl_state(handle)
+                except RPCError:
+                    pass
+                except Unanswered as err:
+                    unanswered = err
             status = status_name(execution.status).lower()
             started = execution.start_time.strftime("%Y-%m-%d %H:%M:%S") if execution.start_time else "-"
             print(f"{execution.id:<20} {started}  {status:<10} {stats_line(stats) if stats else ''}")
         if not found:
             print("no crawls", file=sys.stderr)
+        if unanswered is not None:
+            say("crawls", f"running crawls are shown without counts: {unanswered}")
     return 0
 
 
@@ -442,6 +527,8 @@ async def cmd_crawl_status(args: argparse.Namespace, settings: Settings) -> int:
                 raise CommandError(f"the Temporal server at {settings.temporal.address} is unreachable "
                                    f"({err.message}); try again when it is back", EXIT_FAILED_ITEMS) from None
             raise CommandError(f"no crawl {args.id!r}: {err.message}") from None
+        except Unanswered as err:
+            raise CommandError(str(err), EXIT_FAILED_ITEMS) from None
         if args.json:
             print(json.dumps(crawl_dict(handle.id, desc, stats)))
             return 0

@@ -26,6 +26,12 @@ from trawl.storage.records import CatalogItem
 from trawl.contracts import STATS, CrawlStats, ItemInput, ItemResult
 
 CLOSED_QUERY_PATIENCE_S = 5.0
+# How long a running crawl's query may wait for a worker; without one, Temporal holds it ~30 s.
+RUNNING_QUERY_PATIENCE_S = 10.0
+
+
+class Unanswered(TimeoutError):
+    """A running workflow's query went unanswered: no worker polls its task queue (or all are busy)."""
 
 
 class _Locates(Protocol):
@@ -74,10 +80,19 @@ async def crawl_state(handle: Any) -> tuple[Any, CrawlStats | None]:
     """A crawl workflow's description and its stats: queried while it runs, its result once
     completed; a failed crawl's from its failure (a source that could not be expanded: ``error``
     says why); a cancelled crawl (which has no result) is queried too, which needs a worker to
-    answer: None when none does (and for terminated crawls, and failures that carry no counts)."""
+    answer: None when none does (and for terminated crawls, and failures that carry no counts).
+
+    Raises:
+        Unanswered: the crawl runs, and no worker answered its query in time.
+    """
     desc = await handle.describe()
     if desc.status == WorkflowExecutionStatus.RUNNING:
-        return desc, await handle.query(STATS, result_type=CrawlStats)
+        try:
+            return desc, await asyncio.wait_for(handle.query(STATS, result_type=CrawlStats), RUNNING_QUERY_PATIENCE_S)
+        except asyncio.TimeoutError:
+            raise Unanswered(f"{handle.id} is running, but no worker answered it within {RUNNING_QUERY_PATIENCE_S:.0f} s: "
+                             "start one (`trawl worker`, or `trawl up`) with the same Temporal address and task "
+                             "queue prefix, or wait if the workers are busy") from None
     if desc.status == WorkflowExecutionStatus.COMPLETED:
         return desc, await handle.result()
     if desc.status == WorkflowExecutionStatus.FAILED:
