@@ -56,13 +56,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from trawl.errors import ContentCorrupt
+from trawl.naming import DEFAULT_TEMPLATE, FIELDS, LINK_MODES  # noqa: F401 - named here by tools
 from trawl.storage.blobs import READ_CHUNK, BlobStore
 from trawl.storage.records import CatalogItem, CommittedAsset
 
 if TYPE_CHECKING:  # the caller opens the catalog
     from trawl.storage.catalog import Catalog
 
-DEFAULT_TEMPLATE = "{platform}/{uploader}/{title} [{id}].{ext}"
 MAX_COMPONENT_BYTES = 255  # NAME_MAX of Linux, macOS and the usual filesystems, in bytes
 NA = "NA"  # a field the catalog does not have, as yt-dlp writes it
 MANIFEST = ".trawl-export.json"
@@ -70,23 +70,6 @@ INFO_SUFFIX = ".info.json"
 STAGING_SUFFIX = ".trawl-tmp"
 STALE_STAGING_S = 24 * 3600  # where locks do not work: a staging file untouched this long is a dead export's
 LinkMode = Literal["hardlink", "copy", "symlink"]
-LINK_MODES: tuple[str, ...] = ("hardlink", "copy", "symlink")
-
-FIELDS: dict[str, str] = {
-    "platform": "the platform's name (generic for a site no platform claims)",
-    "id": "the platform's id (the canonical key without its platform prefix)",
-    "key": "the canonical key, <platform>:<id>",
-    "title": "the title",
-    "uploader": "the uploader's name",
-    "uploader_id": "the uploader's id, when the platform gives it",
-    "upload_date": "YYYYMMDD",
-    "part": "the part number of a multi-part video",
-    "duration": "the length in whole seconds",
-    "kind": "the asset's kind: video, audio, image, thumbnail",
-    "asset": "the asset's name within its item: video, audio, image-2, thumbnail",
-    "ext": "the extension of the asset's sniffed type: mp4, m4a, flv, ts, jpg, ...",
-    "sha256": "the first 16 hex digits of the file's sha256",
-}
 
 # Extensions by the MIME type verify recorded from the sniffed bytes.
 EXT_BY_MIME = {

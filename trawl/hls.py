@@ -26,8 +26,6 @@ from functools import cached_property
 from urllib.parse import urlsplit
 
 import m3u8
-from cryptography.hazmat.primitives import padding
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 from trawl.errors import ContentCorrupt, ParseError, TooLarge, UnsupportedUrl
 
@@ -233,6 +231,10 @@ class Aes128Decryptor:
     def __init__(self, key: bytes, iv: bytes, where: str = "") -> None:
         if len(key) != AES_BLOCK:
             raise ContentCorrupt(f"{where}: AES-128 key is {len(key)} bytes, not 16")
+        # Here, not at the top: every process that routes URLs imports this module, few decrypt.
+        from cryptography.hazmat.primitives import padding
+        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
         self._cipher = Cipher(algorithms.AES(key), modes.CBC(iv)).decryptor()
         self._unpad = padding.PKCS7(AES_BLOCK * 8).unpadder()
         self.where = where

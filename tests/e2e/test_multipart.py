@@ -96,7 +96,7 @@ def test_resolve_lists_the_parts(sim: Simulator, tmp_path: Path, temporal_addres
     import argparse
     import json
 
-    from trawl.cli.crawl import cmd_resolve
+    from trawl.cli.resolve import cmd_resolve
 
     site = install_bilibili_site(sim)
     settings = make_settings(tmp_path, temporal_address, platforms=PlatformsSettings(bilibili=site.settings()))

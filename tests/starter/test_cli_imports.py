@@ -8,8 +8,11 @@ workflows by the names in ``trawl.contracts``.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import uuid
+from pathlib import Path
 
 HEAVY = ("sqlalchemy", "alembic", "trawl.storage.catalog")
 WORKER = ("trawl.worker.main", "trawl.workflows", "trawl.activities", "temporalio.worker")
@@ -41,3 +44,35 @@ def test_clients_load_without_the_worker() -> None:
 
 def test_the_worker_probe_sees_the_worker() -> None:
     assert loaded_after("import trawl.worker.main", WORKER) == list(WORKER)
+
+
+# What `trawl --version` and `--help` must not load: they are answered by trawl.cli.args alone.
+STARTUP = ("temporalio", "pydantic", "trawl.settings", "trawl.platforms", "httpx", "structlog")
+
+
+def ran(argv: list[str], probed: tuple[str, ...], env: dict[str, str] | None = None) -> list[str]:
+    """The probed modules loaded by running ``trawl ARGV`` in a fresh interpreter."""
+    code = ("import contextlib, io, sys\nfrom trawl.cli import main\n"
+            "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    main({argv!r})\n"
+            f"print(' '.join(m for m in {probed!r} if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **(env or {})})
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+def test_version_and_help_load_nothing_but_the_parser() -> None:
+    for argv in (["--version"], ["--help"], ["crawl", "--help"], ["export", "--help"], ["watch", "add", "--help"]):
+        assert ran(argv, STARTUP) == [], argv
+    # The probe is not vacuous: a command that runs loads what it needs.
+    assert set(ran(["logs", "triage", os.devnull], STARTUP)) >= {"pydantic", "trawl.settings"}
+
+
+def test_resolve_and_a_detached_crawl_load_no_worker(tmp_path: Path, temporal_address: str) -> None:
+    env = {"TRAWL_DATA_DIR": str(tmp_path / "data"), "TRAWL_TEMPORAL__ADDRESS": temporal_address,
+           "TRAWL_TEMPORAL__EMBEDDED": "false", "TRAWL_NET__ALLOW_PRIVATE": "true",
+           "TRAWL_TEMPORAL__TASK_QUEUE_PREFIX": f"imports-{uuid.uuid4().hex[:8]}"}
+    # Port 9 on loopback: nothing answers, the resolver fails at once.
+    assert ran(["resolve", "http://127.0.0.1:9/clip.mp4"], WORKER, env) == []
+    assert ran(["crawl", "--detach", "http://127.0.0.1:9/clip.mp4"], WORKER, env) == []

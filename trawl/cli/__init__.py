@@ -1,8 +1,11 @@
 """The ``trawl`` command: argument parsing, logging set-up and dispatch.
 
-The commands live in one module per group, each with a ``register(subparsers)``:
+Every command and flag is declared in :mod:`trawl.cli.args`, which imports nothing heavy, so
+``--version`` and ``--help`` answer at once; a command's module is imported only when it runs.
+The commands live in one module per group:
 
-- :mod:`trawl.cli.crawl`: ``crawl``, ``resolve``, ``crawls``, ``crawl-status``, ``items``, ``fsck``
+- :mod:`trawl.cli.crawl`: ``crawl``, ``crawls``, ``crawl-status``, ``items``, ``fsck``
+- :mod:`trawl.cli.resolve`: ``resolve`` (and the URLs of a source or a listing)
 - :mod:`trawl.cli.steering`: ``status``, ``pause``, ``resume``, ``cancel``
 - :mod:`trawl.cli.serve`: ``server``, ``worker``, ``up``, ``api``, ``setup``, ``demo``, ``simulator``
 - :mod:`trawl.cli.logs`: ``logs triage``
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import logging
 import os
 import signal
@@ -27,42 +31,30 @@ import sys
 import traceback
 from typing import Any
 
-from temporalio.service import RPCError
+from trawl.cli.args import build_parser
+from trawl.cli.exits import EXIT_INTERRUPTED, EXIT_USAGE
 
-from trawl.starter.binding import ApiConfigError
-from trawl.cli import crawl, export, logs, serve, steering, watch
-from trawl.cli.common import connect_failed, only_reading, session, stopped_by_signal, unreachable_error
-from trawl.cli.crawl import crawl_urls, read_urls
-from trawl.cli.output import (
-    EXIT_FAILED_ITEMS,
-    EXIT_INTERRUPTED,
-    EXIT_USAGE,
-    AroundStatusLine,
-    CommandError,
-    crawl_progress_line,
-    format_eta,
-    format_speed,
-    is_terminal,
-    progress_bar,
-    result_line,
-    stats_line,
-)
-from trawl.starter.embedded import ServerError
-from trawl.errors import BlockedAddress, StorageError, UnsupportedUrl
-from trawl.logs import configure_logging, default_worker_name, quiet_stream, stdout_for_logs
-from trawl.settings import ConfigError, load_settings
-from trawl.worker.runtime import install_core_logging
+# Names other modules and tests take from ``trawl.cli``, loaded when first asked for (PEP 562):
+# ``trawl --version`` and ``--help`` import none of them.
+_LAZY = {
+    "crawl_urls": "trawl.cli.crawl", "read_urls": "trawl.cli.crawl", "session": "trawl.cli.common",
+    "EXIT_FAILED_ITEMS": "trawl.cli.exits", "crawl_progress_line": "trawl.cli.output",
+    "format_eta": "trawl.cli.output", "format_speed": "trawl.cli.output", "progress_bar": "trawl.cli.output",
+    "result_line": "trawl.cli.output", "stats_line": "trawl.cli.output",
+}
 
-__all__ = [
-    "EXIT_FAILED_ITEMS", "EXIT_USAGE", "build_parser", "console_main", "crawl_progress_line", "crawl_urls",
-    "format_eta", "format_speed", "main", "progress_bar", "read_urls", "result_line", "session", "stats_line",
-]
-
+__all__ = ["EXIT_USAGE", "build_parser", "console_main", "main", "yt_dlp_aliases", *_LAZY]
 
 # The commands that only read: they never start a Temporal server nor create a catalog or any
 # other file (trawl.cli.common.session, open_catalog); in the wrong directory they say where
 # they looked. The one list, so the command modules need not repeat it.
 READ_ONLY_COMMANDS = frozenset({"status", "crawls", "crawl-status", "items", "watch list", "logs triage"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def full_command(args: argparse.Namespace) -> str:
@@ -71,23 +63,10 @@ def full_command(args: argparse.Namespace) -> str:
     return f"{args.command} {sub}" if sub else args.command
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="trawl", description="A durable media crawler on Temporal.")
-    parser.add_argument("--log-level", default=None, help="log level (default WARNING for one-shot commands)")
-    parser.add_argument("--version", action="version", version=f"trawl {_version()}")
-    sub = parser.add_subparsers(dest="command", required=True)
-    for group in (crawl, steering, serve, logs, watch, export):
-        group.register(sub)
-    return parser
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("trawl")
-    except PackageNotFoundError:
-        return "unknown"
+def command_function(args: argparse.Namespace) -> Any:
+    """The function that runs the parsed command (``"crawl:cmd_crawl"``), its module imported now."""
+    module, name = args.func.split(":")
+    return getattr(importlib.import_module(f"trawl.cli.{module}"), name)
 
 
 def yt_dlp_aliases(argv: list[str]) -> list[str]:
@@ -100,7 +79,16 @@ def yt_dlp_aliases(argv: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(yt_dlp_aliases(sys.argv[1:] if argv is None else argv))
     name = getattr(args, "command_name", args.command)
-    only_reading(full_command(args) in READ_ONLY_COMMANDS)
+    # What every command needs, once its arguments parse (never for --version or --help); the
+    # rest loads with the command's own module.
+    from trawl.cli.output import AroundStatusLine, is_terminal
+    from trawl.logs import configure_logging, default_worker_name, quiet_stream, stdout_for_logs
+    from trawl.settings import ConfigError, load_settings
+
+    if full_command(args) in READ_ONLY_COMMANDS:
+        from trawl.cli.common import only_reading
+
+        only_reading()
     try:
         settings = load_settings()
     except ConfigError as err:
@@ -128,38 +116,61 @@ def main(argv: list[str] | None = None) -> int:
 
             make_client(settings.net).close()  # a refused proxy is said once here, not by every child
             return supervise(settings, processes)
-        if not asyncio.iscoroutinefunction(args.func):
-            return args.func(args, settings)
+        func = command_function(args)
+        if not asyncio.iscoroutinefunction(func):
+            return func(args, settings)
+        from trawl.worker.runtime import install_core_logging
+
         install_core_logging()  # before any client connects: the core's lines become log records
-        return asyncio.run(args.func(args, settings))
+        return asyncio.run(func(args, settings))
     except BrokenPipeError:
         # The reader of our output went away (`trawl logs triage | head`): stop writing, quietly,
         # with the status a shell shows for a tool that SIGPIPE stopped.
         quiet_stream(sys.stdout)
         return 128 + signal.SIGPIPE
-    except CommandError as err:
-        print(f"trawl {name}: {err.message}", file=sys.stderr)
-        return err.code
-    except (ServerError, UnsupportedUrl, ApiConfigError, BlockedAddress) as err:
-        print(f"trawl {name}: {err}", file=sys.stderr)
-        return EXIT_USAGE
-    except StorageError as err:  # a catalog that cannot be opened at start-up (`trawl up`'s worker)
-        print(f"trawl {name}: {str(err).strip().splitlines()[0]}", file=sys.stderr)
-        return EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except asyncio.CancelledError:
-        if not stopped_by_signal():
+        if not _loaded_instance(None, "trawl.cli.common") or not _call("trawl.cli.common", "stopped_by_signal"):
             raise
         return 0  # SIGINT or SIGTERM while it started: what had started is torn down, as asked
-    except RPCError as err:
-        print(f"trawl {name}: Temporal: {err.message}", file=sys.stderr)
-        return EXIT_USAGE
-    except RuntimeError as err:
-        if not connect_failed(err):
+    except Exception as err:  # noqa: BLE001 - what is not a person's mistake is raised again
+        said = _mistake(err, settings)
+        if said is None:
             raise
-        print(f"trawl {name}: {unreachable_error(settings, err).message}", file=sys.stderr)
-        return EXIT_USAGE
+        print(f"trawl {name}: {said[0]}", file=sys.stderr)
+        return said[1]
+
+
+def _loaded_instance(err: BaseException | None, module: str, *names: str) -> bool:
+    """Whether ``module`` is loaded (and ``err`` an instance of one of its classes ``names``), without
+    importing it: an exception cannot come from a module this command never imported."""
+    loaded = sys.modules.get(module)
+    if loaded is None:
+        return False
+    return err is None or isinstance(err, tuple(getattr(loaded, n) for n in names))
+
+
+def _call(module: str, name: str, *args: Any) -> Any:
+    return getattr(sys.modules[module], name)(*args)
+
+
+def _mistake(err: Exception, settings: Any) -> tuple[str, int] | None:
+    """A person's mistake or a condition they can fix, as ``(one line, exit status)``; None for a bug."""
+    if _loaded_instance(err, "trawl.cli.output", "CommandError"):
+        return err.message, err.code  # type: ignore[attr-defined]
+    if (_loaded_instance(err, "trawl.errors", "UnsupportedUrl", "BlockedAddress")
+            or _loaded_instance(err, "trawl.starter.embedded", "ServerError")
+            or _loaded_instance(err, "trawl.starter.binding", "ApiConfigError")):
+        return str(err), EXIT_USAGE
+    if _loaded_instance(err, "trawl.errors", "StorageError"):  # a catalog that cannot be opened at start-up
+        return str(err).strip().splitlines()[0], EXIT_USAGE
+    if _loaded_instance(err, "temporalio.service", "RPCError"):
+        return f"Temporal: {err.message}", EXIT_USAGE  # type: ignore[attr-defined]
+    if isinstance(err, RuntimeError) and _loaded_instance(None, "trawl.cli.common") \
+            and _call("trawl.cli.common", "connect_failed", err):
+        return _call("trawl.cli.common", "unreachable_error", settings, err).message, EXIT_USAGE
+    return None
 
 
 def console_main() -> None:
@@ -179,6 +190,8 @@ def console_main() -> None:
         if not isinstance(exit_.code, (int, type(None))):
             print(exit_.code, file=sys.stderr)
     except BrokenPipeError:  # raised outside main's commands (argparse's help, a usage error)
+        from trawl.logs import quiet_stream
+
         quiet_stream(sys.stdout)
         code = 128 + signal.SIGPIPE
     except KeyboardInterrupt:
@@ -191,6 +204,8 @@ def console_main() -> None:
         try:
             stream.flush()
         except BrokenPipeError:  # what was still buffered for a reader that went away
+            from trawl.logs import quiet_stream
+
             quiet_stream(stream)
             code = code or 128 + signal.SIGPIPE
     os._exit(code)

@@ -17,9 +17,6 @@ from trawl.cli.output import EXIT_FAILED_ITEMS, CommandError, say
 from trawl.starter.client import CrawlChoices
 from trawl.errors import TrawlError
 from trawl.export import (
-    DEFAULT_TEMPLATE,
-    FIELDS,
-    LINK_MODES,
     MANIFEST,
     Exporter,
     ExportStats,
@@ -37,18 +34,6 @@ from trawl.contracts import ItemResult
 PLATFORM_DOMAINS = {p.name: p.cookie_domains for p in PLATFORMS if p.cookie_domains}
 
 # What `trawl export --help` ends with: what a person must know before touching the files.
-EXPORT_NOTES = (
-    "WARNING: with --link hardlink (the default) an exported file is the same file as the stored blob, "
-    "not a copy: a program that edits it in place (a tag editor, `>>`, an editor saving over it) changes the "
-    "blob in the store too, and trawl fsck then reports that blob as corrupt. Export with --link copy what "
-    "you mean to edit. "
-    "Files are written only into real directories inside DIR: a file whose directory there is a symbolic link "
-    "(or a file) is not written, one line says which, the others are exported and the exit code is 1. "
-    "A name in use by another file (another item's, or one trawl did not write) is never overwritten, "
-    "NAME.info.json included: the next free name ' (2)', ' (3)', ... is taken. "
-    "Staging files (.*.trawl-tmp) an interrupted export left are removed when no other export is running "
-    "in DIR.")
-
 # yt-dlp's -f as trawl understands it: a height (720p, 1080), best, worst, or ...[height<=N].
 _HEIGHT = re.compile(r"(?:(?:best|bv\*?|b|bestvideo)\*?\[height<=\??(\d+)\](?:\+.*|/.*)?|(\d+)p?)")
 
@@ -330,49 +315,4 @@ def export_and_show(settings: Settings, root: Path) -> None:
         print(line)
 
 
-def add_naming_flags(parser: argparse.ArgumentParser) -> None:
-    """The flags ``export`` and ``crawl --export`` share."""
-    parser.add_argument("--link", choices=LINK_MODES, default=None,
-                        help="hardlink (default; a copy where the store is remote or on another filesystem: "
-                             "the file IS the stored blob, do not edit it in place), symlink (local stores) or "
-                             "copy (files you mean to edit)")
-    parser.add_argument("--windows-names", "--windows-filenames", dest="windows_names", action="store_true",
-                        help='names valid on Windows too: <>:"|?* replaced, collisions compared without case')
-    parser.add_argument("--write-info-json", action="store_true",
-                        help="write NAME.info.json (the item's metadata, assets, sizes, hashes) beside the media")
-
-
-def add_crawl_flags(crawl: argparse.ArgumentParser) -> None:
-    """``trawl crawl``'s flags from yt-dlp's habits."""
-    crawl.add_argument("--export", metavar="DIR", help="export each item as named files under DIR as it commits")
-    crawl.add_argument("-o", "--output", metavar="TEMPLATE",
-                       help=f"the name template for --export (alone: export here), {{field}} or yt-dlp's "
-                            f"%%(field)s (%%(title)s [%%(id)s].%%(ext)s); default {DEFAULT_TEMPLATE!r}")
-    add_naming_flags(crawl)
-    crawl.add_argument("--cookies", metavar="FILE",
-                       help="a Netscape cookies.txt; each platform gets the cookies of its own domains")
-    crawl.add_argument("--limit-rate", "-r", metavar="RATE", help="bytes per second per download, e.g. 500K, 2M")
-    crawl.add_argument("--keep-previews", action="store_true",
-                       help="keep what a platform offers only as a preview (a supporter-only video's free "
-                            "minutes) as an item of its own, <key>:preview, instead of failing it")
-    crawl.add_argument("-f", "--quality", metavar="SPEC",
-                       help="best, worst, a height (720p) or bestvideo[height<=720]: a platform's quality and "
-                            "the HLS variant; +ba[acodec=flac|ec-3|mp4a]: the audio, where a platform offers "
-                            "lossless, Dolby and AAC")
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    export = sub.add_parser("export", help="write the catalog's items as named files (Uploader/Title [id].mp4)",
-                            description="Fields: " + ", ".join(f"{{{name}}} ({what})" for name, what in FIELDS.items()),
-                            epilog=EXPORT_NOTES)
-    export.add_argument("dir", help="the directory to export into (created when missing)")
-    export.add_argument("-o", "--template", "--output", dest="template", metavar="TEMPLATE",
-                        help=f"name template, {{field}} or yt-dlp's %%(field)s (%%(title)s [%%(id)s].%%(ext)s), "
-                             f"'/' makes directories (default {DEFAULT_TEMPLATE!r})")
-    add_naming_flags(export)
-    export.add_argument("--platform", help="only this platform's items")
-    export.set_defaults(func=cmd_export)
-
-
-__all__ = ["CrawlExport", "add_crawl_flags", "crawl_export", "crawl_choices", "crawl_settings", "quality_height", "register",
-           "split_cookies"]
+__all__ = ["CrawlExport", "crawl_export", "crawl_choices", "crawl_settings", "quality_height", "split_cookies"]

@@ -27,15 +27,3 @@ def cmd_logs(args: argparse.Namespace, settings: Settings) -> int:
         report = triage(source, since=since, recent=recent)
     print(json.dumps(report.to_json(), indent=2) if args.json else render(report))
     return 0
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    logs = sub.add_parser("logs", help="read trawl's JSON logs")
-    logs_sub = logs.add_subparsers(dest="logs_command", required=True)
-    tri = logs_sub.add_parser("triage", help="what is failing, where, and since when")
-    tri.add_argument("file", nargs="?", default="-", help="log file ('-' or nothing: stdin)")
-    tri.add_argument("--since", help="only lines newer than this (e.g. 30m, 2h)")
-    tri.add_argument("--recent", default="5m", help="a group seen this close to the newest line, with no "
-                                                    "success after it, is still failing (default 5m)")
-    tri.add_argument("--json", action="store_true")
-    tri.set_defaults(func=cmd_logs, command_name="logs triage")

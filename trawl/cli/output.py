@@ -10,16 +10,15 @@ import math
 import os
 import sys
 from collections import deque
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from wcwidth import wcswidth, wcwidth
 
-from trawl.storage.records import CatalogItem
-from trawl.contracts import ItemResult
+from trawl.cli.exits import EXIT_FAILED_ITEMS, EXIT_INTERRUPTED, EXIT_USAGE  # noqa: F401 - the commands take them here
 
-EXIT_FAILED_ITEMS = 1
-EXIT_USAGE = 2  # usage and configuration errors
-EXIT_INTERRUPTED = 130
+if TYPE_CHECKING:  # Temporal's client loads only in the commands that talk to it
+    from trawl.contracts import ItemResult
+    from trawl.storage.records import CatalogItem
 
 
 class CommandError(Exception):

@@ -182,29 +182,3 @@ def cmd_simulator(args: argparse.Namespace, settings: Settings) -> int:
         while not stop.wait(1.0):
             pass
     return 0
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    server = sub.add_parser("server", help="run only the embedded Temporal server (foreground)")
-    server.set_defaults(func=cmd_server, long_running=True)
-    setup = sub.add_parser("setup", help="register search attributes on a Temporal server and create the "
-                                         "catalog tables")
-    setup.set_defaults(func=cmd_setup)
-    worker = sub.add_parser("worker", help="run only a worker (foreground)")
-    worker.add_argument("--processes", type=int, help="worker processes to supervise (default worker.processes)")
-    # A supervised child waits for an unreachable server instead of exiting.
-    worker.add_argument("--supervised", action="store_true", help=argparse.SUPPRESS)
-    worker.set_defaults(func=cmd_worker, long_running=True)
-    up = sub.add_parser("up", help="run the embedded server, a worker and the HTTP API (foreground)")
-    up.set_defaults(func=cmd_up, long_running=True)
-    api = sub.add_parser("api", help="run the HTTP API (foreground)")
-    api.set_defaults(func=cmd_api, long_running=True)
-    for cmd in (up, api):
-        cmd.add_argument("--host", help="listen address (default api.host, 127.0.0.1)")
-        cmd.add_argument("--port", type=int, help="listen port (default api.port, 8000)")
-    demo = sub.add_parser("demo", help="crawl the built-in simulated site end to end")
-    demo.add_argument("--sim-port", type=int, default=18765)
-    demo.set_defaults(func=cmd_demo, log_level_default="ERROR")  # the demo prints its own table
-    sim = sub.add_parser("simulator", help="serve the demo site on loopback (foreground)")
-    sim.add_argument("--port", type=int, default=18765)
-    sim.set_defaults(func=cmd_simulator)

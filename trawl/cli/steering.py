@@ -179,20 +179,3 @@ async def cmd_signal(args: argparse.Namespace, settings: Settings) -> int:
                                f"nothing to {args.command}", EXIT_FAILED_ITEMS) from None
     print(f"{args.command}: {handle.id}")
     return 0
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    status = sub.add_parser("status", help="show an item workflow (id or URL); live, with speed and ETA, "
-                                           "on a terminal")
-    status.add_argument("id")
-    status.add_argument("--json", action="store_true")
-    status.add_argument("--once", action="store_true", help="print once instead of following on a terminal")
-    status.set_defaults(func=cmd_status)
-    for name, text in (("pause", "pause an item or a crawl"), ("resume", "resume a paused item or crawl"),
-                       ("cancel", "cancel an item or a crawl")):
-        cmd = sub.add_parser(name, help=text)
-        cmd.add_argument("id", help="item workflow id, item URL, or crawl id")
-        cmd.set_defaults(func=cmd_signal)
-
-
-__all__ = ["register"]

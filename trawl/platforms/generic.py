@@ -7,6 +7,7 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
+from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
 import httpx
@@ -17,9 +18,10 @@ from trawl.models import Asset, Resolved
 from trawl.ranges import parse_content_range
 from trawl.platforms.base import Page, ResolveContext, Resolver, float_or_none, int_or_none, read_limited
 from trawl.platforms.platform import ListingForm, Platform, PlatformDemo, PlatformSettings
-from trawl.simulator.demo import install_demo_site
-from trawl.simulator.server import Simulator
 from trawl.urls import canonicalize, validate_url, web_key
+
+if TYPE_CHECKING:
+    from trawl.simulator.server import Simulator
 
 VIDEO_EXTS = frozenset({".mp4", ".m4v", ".webm", ".mkv", ".mov", ".flv", ".ts", ".ogv"})
 AUDIO_EXTS = frozenset({".mp3", ".m4a", ".aac", ".ogg", ".opus", ".flac", ".wav"})
@@ -306,6 +308,8 @@ class GenericResolver(Resolver):
 
 
 def _demo(sim: Simulator) -> PlatformDemo:
+    from trawl.simulator.demo import install_demo_site  # the demo's process only
+
     return PlatformDemo(settings=None, cases=install_demo_site(sim), failures="a 404")
 
 

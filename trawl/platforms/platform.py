@@ -10,6 +10,7 @@ answers of unknown origin, the cookie domains of ``--cookies``, the demo.
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -73,6 +74,17 @@ class ListingForm:
     pattern: re.Pattern[str]
     listing_id: Callable[[re.Match[str]], str] = _id_group
     login_required: str = ""
+
+
+def imported_when_called(target: str) -> Callable[..., Any]:
+    """``"package.module:function"``, its module imported at the first call: a platform's simulated
+    site (the demo's) loads only in the process that runs the demo, not in every command."""
+    module, name = target.split(":")
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    return call
 
 
 @dataclass(frozen=True)

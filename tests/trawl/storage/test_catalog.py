@@ -1,6 +1,8 @@
 """The catalog on SQLite and, when TRAWL_TEST_POSTGRES_URL is set, on PostgreSQL."""
 
 import contextlib
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -82,6 +84,23 @@ def test_migrations_build_exactly_the_models_schema(catalog_url: str) -> None:
         diff = compare_metadata(MigrationContext.configure(connection), Base.metadata)
     assert diff == []
     catalog.close()
+
+
+def test_a_catalog_at_the_newest_revision_opens_without_alembic(tmp_path: Path) -> None:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    from trawl.storage.catalog import MIGRATIONS, newest_revision
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    assert newest_revision() == ScriptDirectory.from_config(config).get_current_head()  # the naming holds
+    url = f"sqlite:///{tmp_path / 'catalog.db'}"
+    Catalog(url).create_schema()  # the first time: Alembic migrates
+    probe = ("import sys\nfrom trawl.storage.catalog import Catalog\n"
+             f"Catalog({url!r}).create_schema()\nprint('alembic' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "False", done.stderr
 
 
 def test_a_catalog_from_before_migrations_is_adopted(catalog_url: str) -> None:

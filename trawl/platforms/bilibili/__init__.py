@@ -7,12 +7,11 @@ answers state (:mod:`.errors`) and its simulated site (:mod:`.site`); :data:`PLA
 the registry lists.
 """
 
-from trawl.platforms.bilibili import site
 from trawl.platforms.bilibili.config import BilibiliSettings
 from trawl.platforms.bilibili.errors import ANSWERS
 from trawl.platforms.bilibili.listings import LISTINGS, listing_forms
 from trawl.platforms.bilibili.resolver import resolvers
-from trawl.platforms.platform import Platform
+from trawl.platforms.platform import Platform, imported_when_called
 
 PLATFORM = Platform(
     name="bilibili",
@@ -23,7 +22,7 @@ PLATFORM = Platform(
     listing_forms=listing_forms,
     errors=ANSWERS,
     cookie_domains=("bilibili.com", "b23.tv", "bilivideo.com", "hdslb.com"),
-    demo=site.install_demo,
+    demo=imported_when_called("trawl.platforms.bilibili.site:install_demo"),
 )
 
 __all__ = ["PLATFORM", "BilibiliSettings"]

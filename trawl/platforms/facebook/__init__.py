@@ -7,11 +7,10 @@ URL forms (:mod:`.listings`), what its pages state instead of a video (:mod:`.er
 simulated site (:mod:`.site`, :mod:`.listing_site`); :data:`PLATFORM` is what the registry lists.
 """
 
-from trawl.platforms.facebook import site
 from trawl.platforms.facebook.config import FacebookSettings
 from trawl.platforms.facebook.listings import LISTINGS, listing_forms
 from trawl.platforms.facebook.resolver import resolvers
-from trawl.platforms.platform import Platform
+from trawl.platforms.platform import Platform, imported_when_called
 
 PLATFORM = Platform(
     name="facebook",
@@ -23,7 +22,7 @@ PLATFORM = Platform(
     # Its refusals are HTML pages the resolver reads (.errors); nothing for classify_response.
     errors=None,
     cookie_domains=("facebook.com", "fb.watch", "fbcdn.net"),
-    demo=site.install_demo,
+    demo=imported_when_called("trawl.platforms.facebook.site:install_demo"),
 )
 
 __all__ = ["PLATFORM", "FacebookSettings"]

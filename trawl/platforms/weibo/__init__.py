@@ -7,8 +7,7 @@ answers state (:mod:`.errors`) and its simulated site (:mod:`.site`); :data:`PLA
 the registry lists.
 """
 
-from trawl.platforms.platform import Platform
-from trawl.platforms.weibo import site
+from trawl.platforms.platform import Platform, imported_when_called
 from trawl.platforms.weibo.config import WeiboSettings
 from trawl.platforms.weibo.errors import ANSWERS
 from trawl.platforms.weibo.forms import listing_forms
@@ -25,7 +24,7 @@ PLATFORM = Platform(
     listing_forms=listing_forms,
     errors=ANSWERS,
     cookie_domains=("weibo.com", "weibo.cn", "sina.com.cn", "sinaimg.cn"),
-    demo=site.install_demo,
+    demo=imported_when_called("trawl.platforms.weibo.site:install_demo"),
 )
 
 __all__ = ["PLATFORM", "WeiboSettings"]
