@@ -7,7 +7,9 @@ crawl --no-worker -a list`` with a worker already running (started and settled f
 `trawl up`; the crawl command's own start-up counts, as aria2c's does). Prints JSON: seconds of
 each, ``trawl_over_baseline`` (goal: <= 1.0), and the worker's stage seconds summed over the items.
 
-Usage: .venv/bin/python bench/batch.py [--files 30] [--size BYTES] [--rate BYTES_PER_S] [--jobs 16]
+With --own-worker no worker runs: the command starts its own, as a newcomer's first crawl does.
+
+Usage: .venv/bin/python bench/batch.py [--files 30] [--size BYTES] [--rate BYTES_PER_S] [--jobs 16] [--own-worker]
 """
 
 from __future__ import annotations
@@ -76,8 +78,8 @@ def baseline(stack: BatchStack, jobs: int) -> tuple[str, float]:
     return f"curl xargs -P{jobs}", timed(["sh", "-c", f"cd {out} && xargs -P{jobs} -n1 curl -sS -O < {urls}"])
 
 
-def trawl_crawl(stack: BatchStack, name: str) -> tuple[float, list[dict]]:
-    cmd = [str(BIN / "trawl"), "crawl", "--no-worker", "--json", "-a", stack.url_list(name)]
+def trawl_crawl(stack: BatchStack, name: str, own_worker: bool = False) -> tuple[float, list[dict]]:
+    cmd = [str(BIN / "trawl"), "crawl", *([] if own_worker else ["--no-worker"]), "--json", "-a", stack.url_list(name)]
     started = time.perf_counter()
     done = subprocess.run(cmd, env=stack.env, cwd=stack.tmp, capture_output=True, text=True, timeout=1800)
     elapsed = time.perf_counter() - started
@@ -92,6 +94,8 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=8 * MiB)
     parser.add_argument("--rate", type=int, default=2 * 1000 * 1000)
     parser.add_argument("--jobs", type=int, default=16, help="the baseline's downloads at once")
+    parser.add_argument("--own-worker", action="store_true",
+                        help="no worker running: the crawl command starts its own, as a newcomer's first crawl does")
     parser.add_argument("--setting", action="append", default=[], metavar="SECTION.NAME=VALUE",
                         help="a trawl setting for the workers and the crawl, e.g. download.segments=1")
     args = parser.parse_args()
@@ -103,6 +107,12 @@ def main() -> None:
                                   "rate_per_connection": args.rate, "settings": args.setting}
     try:
         figures["baseline"], figures["baseline_s"] = baseline(stack, args.jobs)
+        if args.own_worker:
+            figures["trawl_crawl_s"], records = trawl_crawl(stack, "trawl", own_worker=True)
+            figures["committed"] = sum(r.get("outcome") == "committed" for r in records)
+            figures["trawl_over_baseline"] = round(figures["trawl_crawl_s"] / figures["baseline_s"], 2)
+            print(json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in figures.items()}))
+            return
         worker = stack.start_worker()
         asyncio.run(settle(worker.pid))  # the worker's start-up is not the crawl's time
         figures["trawl_crawl_s"], records = trawl_crawl(stack, "trawl")

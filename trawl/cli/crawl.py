@@ -7,6 +7,7 @@ import asyncio
 import dataclasses
 import json
 import sys
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sized
 from typing import IO, Any
@@ -144,6 +145,7 @@ class Awaited:
 # Item workflows an attached crawl has started and awaits at most: the rest of its URLs wait in
 # their file, so a crawl of a million lines starts as fast and holds as little as one of a thousand.
 CRAWL_WINDOW = 1000
+STARTS_AT_ONCE = 16
 
 
 async def crawl_urls(client: Client, settings: Settings, registry: Registry, urls: Iterable[str],
@@ -220,15 +222,18 @@ async def crawl_urls(client: Client, settings: Settings, registry: Registry, url
             queued.append(more.url)
 
     async def fill() -> None:
-        """Start URLs until the window is full or none is left."""
+        """Start URLs until the window is full or none is left, several at once (each start is a
+        catalog lookup and a round trip to the server)."""
         while len(pending) < max(1, window):
-            if queued:
-                await start(queued.popleft())
-                continue
-            url = next(given, None)
-            if url is None:
+            batch: list[str] = []
+            while len(batch) < min(STARTS_AT_ONCE, max(1, window) - len(pending)):
+                url = queued.popleft() if queued else next(given, None)
+                if url is None:
+                    break
+                batch.append(url)
+            if not batch:
                 return
-            await start(url)
+            await asyncio.gather(*(start(url) for url in batch))
 
     await fill()
     watchers = [asyncio.create_task(report_stalls(waiting, line))]
@@ -262,6 +267,7 @@ class KnownItems:
         self.settings = settings
         self.registry = registry
         self._catalog: Any = None
+        self._opening = threading.Lock()  # several URLs are looked up at once, in threads
 
     def result(self, url: str) -> ItemResult | None:
         """A duplicate's result when the catalog knows ``url`` committed (and what else it stands
@@ -272,10 +278,11 @@ class KnownItems:
         from trawl.known import known_with_more, route_more
 
         try:
-            if self._catalog is None:
-                from trawl.storage.catalog import Catalog
+            with self._opening:
+                if self._catalog is None:
+                    from trawl.storage.catalog import Catalog
 
-                self._catalog = Catalog(self.settings.catalog_url)
+                    self._catalog = Catalog(self.settings.catalog_url)
             known = known_with_more(self._catalog, self.registry, url)
         except StorageError:
             return None
