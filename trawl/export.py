@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from trawl.errors import ContentCorrupt
-from trawl.naming import DEFAULT_TEMPLATE, FIELDS, LINK_MODES  # noqa: F401 - named here by tools
+from trawl.naming import DEFAULT_TEMPLATE, FIELDS, LINK_MODES
 from trawl.storage.blobs import READ_CHUNK, BlobStore
 from trawl.storage.records import CatalogItem, CommittedAsset
 

@@ -44,6 +44,37 @@ def trawl(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 60) 
     return subprocess.run([TRAWL, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
+def cluster_env(tmp_path: Path, port: int, catalog_url: str, **settings: str) -> dict[str, str]:
+    """The environment of workers and commands sharing one data dir, one catalog and the dev server
+    at ``port``, plus ``settings`` (``TRAWL_...`` names); nothing else of the caller's trawl settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAWL_")}
+    env.update(
+        TRAWL_DATA_DIR=str(tmp_path / "data"), TRAWL_CATALOG__URL=catalog_url,
+        TRAWL_TEMPORAL__ADDRESS=f"127.0.0.1:{port}", TRAWL_TEMPORAL__EMBEDDED="false",
+        TRAWL_NET__ALLOW_PRIVATE="true", TRAWL_WORKER__METRICS_PORT="0",
+        TRAWL_WORKER__GRACEFUL_SHUTDOWN_TIMEOUT="2s", **settings)
+    return env
+
+
+def start_workers(env: dict[str, str], tmp_path: Path, processes: int = 2) -> tuple[subprocess.Popen[bytes], Path]:
+    """``trawl worker --processes N`` (a supervisor), logging to a file; returns it and its log."""
+    log = tmp_path / "supervisor.log"
+    with open(log, "wb") as out:
+        return subprocess.Popen([TRAWL, "worker", "--processes", str(processes)], env=env, cwd=tmp_path, stdout=out,
+                                stderr=subprocess.STDOUT), log
+
+
+def stop(process: subprocess.Popen[bytes], timeout: float = 30) -> None:
+    """SIGTERM, then SIGKILL if it has not left within ``timeout``."""
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(540)
 def test_chaos_converges(tmp_path: Path) -> None:
@@ -73,14 +104,10 @@ def test_chaos_converges(tmp_path: Path) -> None:
             sim.faults.rule(r"/.*").failure_rate = 0.2
 
         catalog_url = test_catalog_url()
-        env = {k: v for k, v in os.environ.items() if not k.startswith("TRAWL_")}
-        env.update(
-            TRAWL_DATA_DIR=str(tmp_path / "data"), TRAWL_CATALOG__URL=catalog_url,
-            TRAWL_TEMPORAL__ADDRESS=f"127.0.0.1:{port}", TRAWL_TEMPORAL__EMBEDDED="false",
-            TRAWL_NET__ALLOW_PRIVATE="true", TRAWL_WORKER__METRICS_PORT="0",
-            # Timeouts stay at their defaults: a killed worker's task must move on by heartbeat
-            # timeout at every stage, not because a test shortened start-to-close.
-            TRAWL_WORKER__GRACEFUL_SHUTDOWN_TIMEOUT="2s",
+        # Timeouts stay at their defaults: a killed worker's task must move on by heartbeat
+        # timeout at every stage, not because a test shortened start-to-close.
+        env = cluster_env(
+            tmp_path, port, catalog_url,
             TRAWL_RETRY__FETCH__MAXIMUM_ATTEMPTS="30",
             TRAWL_RETRY__FETCH__MAXIMUM_INTERVAL="3s", TRAWL_RETRY__DOWNLOAD__MAXIMUM_INTERVAL="3s",
             **platform_env("bilibili", bili.settings()),
@@ -89,10 +116,7 @@ def test_chaos_converges(tmp_path: Path) -> None:
         )
         url_file = tmp_path / "urls.txt"
         url_file.write_text("\n".join(urls) + "\n")
-        supervisor_log = tmp_path / "supervisor.log"
-        with open(supervisor_log, "wb") as out:
-            supervisor = subprocess.Popen([TRAWL, "worker", "--processes", "2"], env=env, cwd=tmp_path, stdout=out,
-                                          stderr=subprocess.STDOUT)
+        supervisor, supervisor_log = start_workers(env, tmp_path)
         started = trawl(["crawl", "--detach", "--file", str(url_file), "--concurrency", "16"], env, tmp_path)
         assert started.returncode == 0, started.stderr
         crawl_id = started.stdout.strip()
@@ -150,8 +174,4 @@ def test_chaos_converges(tmp_path: Path) -> None:
             supervisor.kill()
         for sim in sims:
             sim.stop()
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop(server)

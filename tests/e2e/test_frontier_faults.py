@@ -11,7 +11,6 @@ import json
 import os
 import random
 import signal
-import subprocess
 import time
 from collections import Counter
 from pathlib import Path
@@ -20,7 +19,7 @@ import pytest
 from temporalio.client import Client
 
 from tests.conftest import postgres_mode
-from tests.e2e.test_chaos import TRAWL, start_server, trawl
+from tests.e2e.test_chaos import cluster_env, start_server, start_workers, stop, trawl
 from tests.workers.test_supervisor import free_ports, started_pids
 from tests.workflows.test_frontier import known_to_the_catalog
 from trawl.download import file_sha256
@@ -77,23 +76,15 @@ def test_the_frontier_loses_and_repeats_nothing_under_kills_and_a_server_restart
         catalog.create_schema()
         known_to_the_catalog(catalog, feed_known + file_known)
 
-        env = {k: v for k, v in os.environ.items() if not k.startswith("TRAWL_")}
-        env.update(
-            TRAWL_DATA_DIR=str(tmp_path / "data"), TRAWL_CATALOG__URL=catalog_url,
-            TRAWL_TEMPORAL__ADDRESS=f"127.0.0.1:{port}", TRAWL_TEMPORAL__EMBEDDED="false",
-            TRAWL_NET__ALLOW_PRIVATE="true", TRAWL_WORKER__METRICS_PORT="0",
-            TRAWL_WORKER__GRACEFUL_SHUTDOWN_TIMEOUT="2s", TRAWL_RETRY__FETCH__MAXIMUM_ATTEMPTS="30",
-            TRAWL_RETRY__FETCH__MAXIMUM_INTERVAL="2s", TRAWL_RETRY__DOWNLOAD__MAXIMUM_INTERVAL="2s",
-            TRAWL_RETRY__COMMIT__MAXIMUM_INTERVAL="2s")
+        env = cluster_env(tmp_path, port, catalog_url, TRAWL_RETRY__FETCH__MAXIMUM_ATTEMPTS="30",
+                          TRAWL_RETRY__FETCH__MAXIMUM_INTERVAL="2s", TRAWL_RETRY__DOWNLOAD__MAXIMUM_INTERVAL="2s",
+                          TRAWL_RETRY__COMMIT__MAXIMUM_INTERVAL="2s")
         # A listing page stops the expansion when all its items are known, even those this crawl has
         # just committed: every page must keep new entries that the file does not give.
         lines = [*file_known[:1000], *file_new, *feed_new[::SHARED], feed.url, *file_known[1000:]]
         url_file = tmp_path / "urls.txt"
         url_file.write_text("\n".join(lines) + "\n")
-        supervisor_log = tmp_path / "supervisor.log"
-        with open(supervisor_log, "wb") as out:
-            supervisor = subprocess.Popen([TRAWL, "worker", "--processes", "2"], env=env, cwd=tmp_path, stdout=out,
-                                          stderr=subprocess.STDOUT)
+        supervisor, supervisor_log = start_workers(env, tmp_path)
         started = trawl(["crawl", "--detach", "--file", str(url_file), "--concurrency", "8"], env, tmp_path)
         assert started.returncode == 0, started.stderr
         crawl_id = started.stdout.strip()
@@ -157,15 +148,7 @@ def test_the_frontier_loses_and_repeats_nothing_under_kills_and_a_server_restart
         assert not [p for p in (tmp_path / "data" / "work").rglob("*.part")]
         catalog.close()
     finally:
-        if supervisor is not None and supervisor.poll() is None:
-            supervisor.send_signal(signal.SIGTERM)
-            try:
-                supervisor.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                supervisor.kill()
+        if supervisor is not None:
+            stop(supervisor)
         sim.stop()
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop(server)

@@ -131,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except asyncio.CancelledError:
-        if not _loaded_instance(None, "trawl.cli.common") or not _call("trawl.cli.common", "stopped_by_signal"):
+        common = sys.modules.get("trawl.cli.common")
+        if common is None or not common.stopped_by_signal():
             raise
         return 0  # SIGINT or SIGTERM while it started: what had started is torn down, as asked
     except Exception as err:  # noqa: BLE001 - what is not a person's mistake is raised again
@@ -142,34 +143,28 @@ def main(argv: list[str] | None = None) -> int:
         return said[1]
 
 
-def _loaded_instance(err: BaseException | None, module: str, *names: str) -> bool:
-    """Whether ``module`` is loaded (and ``err`` an instance of one of its classes ``names``), without
-    importing it: an exception cannot come from a module this command never imported."""
+def _loaded(module: str, *names: str) -> tuple[type, ...]:
+    """Classes of ``module`` if this command imported it, else none: an exception cannot come from
+    a module the command never loaded, and checking for one must not load it."""
     loaded = sys.modules.get(module)
-    if loaded is None:
-        return False
-    return err is None or isinstance(err, tuple(getattr(loaded, n) for n in names))
-
-
-def _call(module: str, name: str, *args: Any) -> Any:
-    return getattr(sys.modules[module], name)(*args)
+    return tuple(getattr(loaded, name) for name in names) if loaded is not None else ()
 
 
 def _mistake(err: Exception, settings: Any) -> tuple[str, int] | None:
     """A person's mistake or a condition they can fix, as ``(one line, exit status)``; None for a bug."""
-    if _loaded_instance(err, "trawl.cli.output", "CommandError"):
+    if isinstance(err, _loaded("trawl.cli.output", "CommandError")):
         return err.message, err.code  # type: ignore[attr-defined]
-    if (_loaded_instance(err, "trawl.errors", "UnsupportedUrl", "BlockedAddress")
-            or _loaded_instance(err, "trawl.starter.embedded", "ServerError")
-            or _loaded_instance(err, "trawl.starter.binding", "ApiConfigError")):
+    if isinstance(err, (*_loaded("trawl.errors", "UnsupportedUrl", "BlockedAddress"),
+                        *_loaded("trawl.starter.embedded", "ServerError"),
+                        *_loaded("trawl.starter.binding", "ApiConfigError"))):
         return str(err), EXIT_USAGE
-    if _loaded_instance(err, "trawl.errors", "StorageError"):  # a catalog that cannot be opened at start-up
+    if isinstance(err, _loaded("trawl.errors", "StorageError")):  # a catalog that cannot be opened at start-up
         return str(err).strip().splitlines()[0], EXIT_USAGE
-    if _loaded_instance(err, "temporalio.service", "RPCError"):
+    if isinstance(err, _loaded("temporalio.service", "RPCError")):
         return f"Temporal: {err.message}", EXIT_USAGE  # type: ignore[attr-defined]
-    if isinstance(err, RuntimeError) and _loaded_instance(None, "trawl.cli.common") \
-            and _call("trawl.cli.common", "connect_failed", err):
-        return _call("trawl.cli.common", "unreachable_error", settings, err).message, EXIT_USAGE
+    common = sys.modules.get("trawl.cli.common")
+    if common is not None and common.connect_failed(err):
+        return common.unreachable_error(settings, err).message, EXIT_USAGE
     return None
 
 

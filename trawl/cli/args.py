@@ -162,7 +162,6 @@ def _serve(sub: argparse._SubParsersAction) -> None:
     sim.set_defaults(func="serve:cmd_simulator")
 
 
-
 def _logs(sub: argparse._SubParsersAction) -> None:
     logs = sub.add_parser("logs", help="read trawl's JSON logs")
     logs_sub = logs.add_subparsers(dest="logs_command", required=True)
@@ -173,7 +172,6 @@ def _logs(sub: argparse._SubParsersAction) -> None:
                                                     "success after it, is still failing (default 5m)")
     tri.add_argument("--json", action="store_true")
     tri.set_defaults(func="logs:cmd_logs", command_name="logs triage")
-
 
 
 def _watch(sub: argparse._SubParsersAction) -> None:
@@ -205,7 +203,6 @@ def _watch(sub: argparse._SubParsersAction) -> None:
         steer.add_argument("name")
         steer.add_argument("--json", action="store_true")
         steer.set_defaults(func="watch:cmd_steer", action=action, command_name="watch")
-
 
 
 def _export(sub: argparse._SubParsersAction) -> None:

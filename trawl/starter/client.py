@@ -34,13 +34,13 @@ from trawl.settings import Settings, StageRetry
 from trawl.sources import SourceError, find_source, source_definition
 from trawl.contracts import StoredAsset
 from trawl.worker.runtime import ONE_SHOT_MARK, core_logging
-
-if TYPE_CHECKING:  # SQLAlchemy loads only in the commands that open the catalog
-    from trawl.storage.catalog import Catalog
 from trawl.contracts import (
     ADD_URLS, CRAWL_ID, CRAWL_WORKFLOW, FRONTIER_ADDED, ITEM_WORKFLOW, KEPT_REFUSALS, PLATFORM, PROGRESS, STATS,
     CrawlInput, CrawlState, CrawlStats, FrontierGrew, ItemInput, ItemOptions, ItemResult, Progress, Refusal,
     StagePolicy, download_queue, route_all, routed, workflow_queue)
+
+if TYPE_CHECKING:  # SQLAlchemy loads only in the commands that open the catalog
+    from trawl.storage.catalog import Catalog
 
 
 _log = get_logger("trawl.client")
