@@ -4,7 +4,7 @@ From the bottom: the domain core (``trawl``'s own modules, ``trawl.storage``, ``
 ``trawl.simulator``; it never imports ``temporalio``), ``trawl.contracts`` (what crosses
 Temporal), ``trawl.activities``, ``trawl.workflows``, ``trawl.worker``, ``trawl.starter`` (the
 Temporal client side: starting, reading, the embedded server) and, on top, ``trawl.cli`` and
-``trawl.api``. A module imports its own layer and those below, lazily imported modules included.
+``trawl.api`` with the web page it serves (``trawl.web``). A module imports its own layer and those below, lazily imported modules included.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ LAYERS = ("core", "contracts", "activities", "workflows", "worker", "starter", "
 def layer(module: str) -> str:
     part = module.split(".")[1] if module.count(".") else ""
     return {"contracts": "contracts", "activities": "activities", "workflows": "workflows", "worker": "worker",
-            "starter": "starter", "cli": "top", "api": "top"}.get(part, "core")
+            "starter": "starter", "cli": "top", "api": "top", "web": "top"}.get(part, "core")
 
 
 def imports() -> dict[str, set[str]]:

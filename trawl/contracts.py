@@ -128,6 +128,11 @@ class ItemOptions:
         return join_queue(self.queue_prefix)
 
 
+# ``trawl demo`` runs on the task queue prefix with this added: its settings (loopback allowed,
+# simulated platforms) differ from the deployment's, and workers on one queue are interchangeable.
+DEMO_QUEUE_SUFFIX = "-demo"
+
+
 def workflow_queue(prefix: str) -> str:
     return f"{prefix}-workflows"
 

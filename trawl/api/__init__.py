@@ -11,6 +11,9 @@ right one, per client address otherwise (``trawl.api.limits.RateLimit``, which c
 The catalog blocks (SQLAlchemy): its calls run in threads (``ApiState.in_catalog``), never on the
 event loop, which ``trawl up`` shares with the worker; its engine bounds every connect and query.
 
+The web page for people (``trawl.web``: the library, an item, the activity) is served beside it,
+under ``/``.
+
 One router per resource: ``jobs``, ``crawls``, ``items`` (the catalog), ``watches``, ``health``; ``docs``
 serves the documentation pages, ``errors`` turns exceptions into JSON answers and declares them,
 ``models`` holds the bodies, ``state`` what the routers share. Items and crawls are rendered by
@@ -28,6 +31,7 @@ import anyio
 from fastapi import FastAPI
 from temporalio.client import Client
 
+from trawl import web
 from trawl.api import crawls, docs, errors, health, items, jobs, watches
 from trawl.api.state import CATALOG_THREADS, ApiState
 from trawl.starter.client import connect, ensure_search_attributes
@@ -41,7 +45,7 @@ __all__ = ["OPEN_PATHS", "ApiStartError", "create_app", "serve_api"]
 
 # Open without a token: the health check (for probes and load balancers) and the docs, which
 # hold nothing of the deployment's. A path ending in "/" opens what is under it.
-OPEN_PATHS = ("/healthz", "/openapi.json", "/docs", "/redoc", docs.OAUTH2_REDIRECT, f"{docs.ASSETS}/")
+OPEN_PATHS = ("/healthz", "/openapi.json", "/docs", "/redoc", docs.OAUTH2_REDIRECT, f"{docs.ASSETS}/", *web.OPEN_PATHS)
 
 
 def create_app(settings: Settings, client: Client | None = None) -> FastAPI:
@@ -67,11 +71,13 @@ def create_app(settings: Settings, client: Client | None = None) -> FastAPI:
     app.add_middleware(BodySizeLimit, limit=settings.api.max_body_bytes)
     # Outermost (added last): authenticate and count every request before its body is read.
     app.add_middleware(RateLimit, per_minute=settings.api.requests_per_minute, token=settings.api.token,
-                       read_token=settings.api.read_token, open_paths=OPEN_PATHS)
+                       read_token=settings.api.read_token, open_paths=OPEN_PATHS, cookie=web.TOKEN_COOKIE,
+                       login_path=web.LOGIN_PATH)
     errors.install(app)
     for resource in (jobs, crawls, items, watches, health):
         app.include_router(resource.router)
     docs.install(app)
+    web.install(app)  # the web page, under /
     return app
 
 
@@ -113,6 +119,8 @@ async def serve_api(settings: Settings, client: Client, stop: asyncio.Event, soc
                 raise ApiStartError(f"the API cannot listen on {host}:{port} ({err.strerror or err}); set api.port "
                                     "(TRAWL_API__PORT) to a free port") from None
             stack.callback(sock.close)
+        # Nagle off (trawl.cli.common.no_delay says why); a socket given has it from its maker.
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if ready is not None:
             ready()
         config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="off")

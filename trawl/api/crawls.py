@@ -57,7 +57,7 @@ async def list_crawls(limit: int = Query(20, ge=1, le=MAX_CRAWLS_PAGE),
     """This deployment's crawls (its task queue prefix), newest first as Temporal's visibility
     orders them: running crawls by start, newest first, then finished ones by when they finished,
     most recent first. A crawl that continued as new is listed once, as its current run."""
-    queue = _literal(workflow_queue(state.settings.temporal.task_queue_prefix))
+    queue = visibility_literal(workflow_queue(state.settings.temporal.task_queue_prefix))
     query = f"WorkflowType = '{CRAWL_WORKFLOW}' AND TaskQueue = {queue} AND ExecutionStatus != 'ContinuedAsNew'"
     wanted = offset + limit
     executions = [e async for e in state.client.list_workflows(query, limit=wanted, page_size=min(wanted, 1000))]
@@ -146,6 +146,6 @@ async def _listed(state: ApiState, execution: WorkflowExecution) -> Crawl:
     return Crawl(**views.crawl_dict(execution.id, desc, stats))
 
 
-def _literal(value: str) -> str:
+def visibility_literal(value: str) -> str:
     """A string literal for a visibility query."""
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"

@@ -113,7 +113,8 @@ def blob_response(store: BlobStore, asset: CommittedAsset, blob: BlobStat, heade
     size = blob.size
     media_type = asset.mime or "application/octet-stream"
     fallback = f"{asset.sha256[:16]}.{ext_for(asset.mime)}"  # for a name with no ASCII left, or none
-    common = {"accept-ranges": "bytes", "etag": f'"{asset.sha256}"',
+    # A blob never changes under its hash; an item's asset can only by its item being crawled anew.
+    common = {"accept-ranges": "bytes", "etag": f'"{asset.sha256}"', "cache-control": "private, max-age=3600",
               "last-modified": formatdate(blob.modified.timestamp(), usegmt=True),
               "content-disposition": content_disposition(filename or fallback, fallback)}
     requested, if_range = headers.get("range"), headers.get("if-range")

@@ -11,6 +11,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
+from urllib.parse import urlencode, urlsplit
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -81,6 +82,12 @@ class RateLimit:
     is not a read is 403. A token presented and wrong is 401 everywhere, open paths included.
     The check is here, before any route, so it covers every path the app serves or will serve.
 
+    A browser carries the token in the cookie the web page's sign-in sets (``cookie``), which
+    counts as the header does; a request that changes something on the cookie's strength alone
+    must come from this site (its ``Origin``), or any page could make the browser send it. A
+    browser asking for a page (``text/html``, outside ``/api/``) without a token is sent to
+    ``login_path`` rather than answered 401.
+
     The identity is the token when the request carries a right one, and otherwise the client
     address (an IPv6 client by its /64), however many made-up tokens it sends: a token is checked
     (in constant time) before it picks a bucket, so inventing tokens buys no fresh buckets and no
@@ -90,7 +97,7 @@ class RateLimit:
     MAX_BUCKETS = 100_000  # least recently seen identities are forgotten beyond this
 
     def __init__(self, app: App, per_minute: int, token: str = "", read_token: str = "",
-                 open_paths: tuple[str, ...] = ()) -> None:
+                 open_paths: tuple[str, ...] = (), cookie: str = "", login_path: str = "") -> None:
         self.app = app
         self.rate = per_minute / 60.0
         self.capacity = max(1.0, per_minute / 6.0)  # bursts of ten seconds' worth
@@ -98,12 +105,25 @@ class RateLimit:
         # Exact paths; one ending in "/" opens everything under it.
         self.open_paths = open_paths
         self.buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+        self.cookie = cookie.encode()
+        self.login_path = login_path
+
+    def _given(self, headers: dict[bytes, bytes]) -> tuple[bytes | None, bool]:
+        """The token a request presents (as ``Bearer`` bytes) and whether it came in the cookie."""
+        auth = headers.get(b"authorization")
+        if auth or not self.cookie:
+            return auth, False
+        for pair in (headers.get(b"cookie") or b"").split(b";"):
+            name, _, value = pair.strip().partition(b"=")
+            if name == self.cookie and value:
+                return b"Bearer " + value.strip().strip(b'"'), True
+        return None, False
 
     def identify(self, scope: Scope) -> tuple[str, str]:
         """The bucket key, and what the request may do: ``all`` or ``read`` (a right token),
         ``anonymous`` (no token presented, or none configured), ``wrong`` (a token, not a right one)."""
         address = _address_key(scope)
-        auth = dict(scope.get("headers") or []).get(b"authorization")
+        auth, _ = self._given(dict(scope.get("headers") or []))
         if not self.tokens or not auth:
             return address, "anonymous"
         scheme, _, given = auth.strip().partition(b" ")
@@ -147,13 +167,38 @@ class RateLimit:
                 await _json_error(send, 429, "too many requests",
                                   [(b"retry-after", str(max(1, math.ceil(wait))).encode())])
                 return
+        headers = dict(scope.get("headers") or [])
         if access == "wrong" or (access == "anonymous" and self.tokens and not self.is_open(scope)):
+            if self._wants_page(scope, headers):
+                target = scope.get("path") or "/"
+                if scope.get("query_string"):
+                    target += "?" + scope["query_string"].decode("latin-1")
+                location = f"{self.login_path}?{urlencode({'next': target})}".encode("latin-1", "replace")
+                await send({"type": "http.response.start", "status": 303,
+                            "headers": [(b"location", location), (b"content-length", b"0")]})
+                await send({"type": "http.response.body", "body": b""})
+                return
             await _json_error(send, 401, "missing or wrong bearer token", [(b"www-authenticate", b"Bearer")])
+            return
+        if scope["method"] not in READ_METHODS and self._given(headers)[1] and not _same_origin(headers):
+            await _json_error(send, 403, "a request on the sign-in cookie must come from this site's pages")
             return
         if access == "read" and scope["method"] not in READ_METHODS and not self.is_open(scope):
             await _json_error(send, 403, f"this token is read-only: {scope['method']} needs api.token")
             return
         await self.app(scope, receive, send)
+
+
+    def _wants_page(self, scope: Scope, headers: dict[bytes, bytes]) -> bool:
+        path = scope.get("path") or "/"
+        return bool(self.login_path) and scope["method"] in READ_METHODS and not path.startswith("/api/") \
+            and b"text/html" in (headers.get(b"accept") or b"")
+
+
+def _same_origin(headers: dict[bytes, bytes]) -> bool:
+    """The request's ``Origin`` is the host it was sent to (browsers send it with every POST)."""
+    origin = headers.get(b"origin")
+    return origin is not None and urlsplit(origin.decode("latin-1")).netloc.encode("latin-1") == headers.get(b"host")
 
 
 def _address_key(scope: Scope) -> str:

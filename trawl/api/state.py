@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -44,6 +45,8 @@ class ApiState:
     catalog_probe: asyncio.Future[int] | None = None  # /healthz's count of the catalog, while it runs
     # The crawl limits count what a crawl holds: one addition at a time.
     adding: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # Keys the web page's form token (``trawl.web.pages.form_token``); new with each process.
+    form_secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
 
     async def in_catalog(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``call`` (a blocking SQLAlchemy call) in a thread: never on the event loop, which

@@ -56,11 +56,22 @@ def listen(host: str, port: int, *, setting: str, fix: str) -> socket.socket:
     then one line naming ``setting`` and ``fix``, not a failure after servers and workers started."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
-        return socket.create_server((host, port), family=family, backlog=2048)
+        sock = socket.create_server((host, port), family=family, backlog=2048)
     except OSError as err:
         if err.errno == errno.EADDRINUSE:
             raise CommandError(f"{setting} {port} is in use on {host} (another trawl running?): {fix}") from None
         raise CommandError(f"cannot listen on {host}:{port} ({err.strerror or err}): {fix}") from None
+    no_delay(sock)
+    return sock
+
+
+def no_delay(sock: socket.socket) -> None:
+    """Nagle off for every connection ``sock`` accepts, from the first (they inherit it when their
+    handshake completes, which may be before the server accepts them). asyncio turns it off only
+    on sockets whose protocol says TCP, and socket.create_server leaves that 0: every answer after
+    the first on a kept-alive connection (a browser's thumbnails, a page's refresh, an API
+    client's calls) then waited 40 ms for the client's delayed ACK."""
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
 def _missing_sqlite_file(url: str) -> str | None:
@@ -270,3 +281,10 @@ class OutageNotice:
                 print(text, file=sys.stderr, flush=True)
         else:
             log.warning("temporal server unreachable, still waiting", address=self.address, error=message)
+
+
+def page_address(settings: Settings) -> str:
+    """The web page's address as ``trawl up`` and ``trawl api`` serve it (under ``/``)."""
+    host = settings.api.host
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{settings.api.port}/"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from trawl.cli.common import session
+from trawl.cli.common import page_address, session
 from trawl.cli.crawl import crawl_urls
 from trawl.cli.output import result_line
 from trawl.platforms.platform import Platform
@@ -13,7 +13,7 @@ from trawl.settings import Settings
 from trawl.simulator import Simulator
 from trawl.storage.blobs import BlobStore, hash_blob, open_blob_store
 from trawl.storage.catalog import Catalog
-from trawl.contracts import ItemResult
+from trawl.contracts import DEMO_QUEUE_SUFFIX, ItemResult
 
 
 def check_demo(results: list[ItemResult], expected: dict[str, tuple[str, str | None]], catalog: Catalog,
@@ -79,7 +79,7 @@ async def run_demo(settings: Settings, sim_port: int) -> int:
         # Its own task queues too: the demo's settings (loopback allowed, simulated platforms)
         # differ from a running deployment's, and workers on one queue must be interchangeable.
         temporal = settings.temporal.model_copy(
-            update={"task_queue_prefix": f"{settings.temporal.task_queue_prefix}-demo"})
+            update={"task_queue_prefix": settings.temporal.task_queue_prefix + DEMO_QUEUE_SUFFIX})
         settings = settings.model_copy(update={
             "net": settings.net.model_copy(update={"allow_private": True}), "platforms": platforms_settings,
             "temporal": temporal})
@@ -114,3 +114,10 @@ async def run_demo(settings: Settings, sim_port: int) -> int:
     print("\ndemo OK: every item is stored once, under whatever URL form it was given; the failures are the "
           f"expected ones ({', '.join(demo.failures for demo in demos)}). Run it again: all duplicates.")
     return 0
+
+
+def library_line(settings: Settings) -> str:
+    """The demo's last line: where to see what it stored."""
+    return (f"library:  {page_address(settings)} (run `trawl up`, then open it: browse, search and play what the "
+            "demo stored; its failures are under Activity)")
+

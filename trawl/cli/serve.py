@@ -21,6 +21,7 @@ from trawl.cli.common import (
     connect_or_explain,
     listen,
     open_catalog,
+    page_address,
     session,
     stop_event,
     temporal,
@@ -110,7 +111,7 @@ async def cmd_api(args: argparse.Namespace, settings: Settings) -> int:
     with _listen_api(settings) as sock:
         async with session(settings, worker=False) as client:
             await _serve_api(settings, client, stop, sock, f"trawl api on http://{settings.api.host}:"
-                             f"{settings.api.port} (docs at /docs); Ctrl-C stops")
+                             f"{settings.api.port} (the library at {page_address(settings)}, docs at /docs); Ctrl-C stops")
     return 0
 
 
@@ -121,8 +122,9 @@ async def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
         async with session(settings, worker=True, metrics=True) as client:
             metrics = metrics_url(client)
             await _serve_api(settings, client, stop, sock, f"trawl up: Temporal {settings.temporal.address}, Web UI "
-                             f"http://127.0.0.1:{settings.temporal.ui_port}, API http://{settings.api.host}:"
-                             f"{settings.api.port}/docs" + (f", metrics {metrics}" if metrics else "")
+                             f"http://127.0.0.1:{settings.temporal.ui_port}, library {page_address(settings)}, "
+                             f"API http://{settings.api.host}:{settings.api.port}/docs"
+                             + (f", metrics {metrics}" if metrics else "")
                              + f", data {settings.data_dir.resolve()}; Ctrl-C stops")
     return 0
 
@@ -148,11 +150,13 @@ async def cmd_server(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     from trawl.cli.export import export_and_show
-    from trawl.cli.demo import run_demo
+    from trawl.cli.demo import library_line, run_demo
 
     code = await run_demo(settings, sim_port=args.sim_port)
     if code != 2:  # the simulators ran: show the catalog as named files, as `trawl export` writes them
         await asyncio.to_thread(export_and_show, settings, settings.data_dir / "export")
+    if code == 0:
+        print(f"\n{library_line(settings)}")
     return code
 
 

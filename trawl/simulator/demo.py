@@ -48,13 +48,13 @@ def og_page(title: str, video: str | None, image: str | None = None, canonical: 
 def install_demo_site(sim: Simulator) -> list[DemoCase]:
     """Register the demo's files and pages; return the URLs to crawl with their expected outcome."""
     files = {
-        "/media/harbour-timelapse.mp4": MediaFile("mp4", "harbour", 6 * MiB + 123),
+        "/media/harbour-timelapse.mp4": MediaFile("mp4", "harbour", 6 * MiB + 123, playable=True),
         "/media/night-train.webm": MediaFile("webm", "night-train", 3 * MiB + 7),
-        "/media/field-recording.mp3": MediaFile("mp3", "field-recording", 2 * MiB),
+        "/media/field-recording.mp3": MediaFile("mp3", "field-recording", 2 * MiB, playable=True),
         "/media/poster.jpg": MediaFile("jpeg", "poster", 300 * 1024),
-        "/cdn/v/sunrise-1080.mp4": MediaFile("mp4", "sunrise", 8 * MiB + 1),
-        "/cdn/v/gull-720.mp4": MediaFile("mp4", "gull", 4 * MiB + 99),
-        "/cdn/v/tide-480.mp4": MediaFile("mp4", "tide", 2 * MiB + 5),
+        "/cdn/v/sunrise-1080.mp4": MediaFile("mp4", "sunrise", 8 * MiB + 1, playable=True),
+        "/cdn/v/gull-720.mp4": MediaFile("mp4", "gull", 4 * MiB + 99, playable=True),
+        "/cdn/v/tide-480.mp4": MediaFile("mp4", "tide", 2 * MiB + 5, playable=True),
         "/cdn/img/tide.jpg": MediaFile("jpeg", "tide-thumb", 64 * 1024),
         "/cdn/img/lighthouse.png": MediaFile("png", "lighthouse", 128 * 1024),
     }

@@ -1,4 +1,12 @@
-"""Generated media files: real container headers, deterministic pseudo-random payload."""
+"""Generated media files: real container headers, deterministic pseudo-random payload.
+
+Images are real pictures (``samples/``) followed by the payload, which image decoders skip
+after the picture's end, so a browser shows them. A ``playable`` MP4 is a real three-second
+clip (VP9 in MP4, which every browser plays) whose payload is a top-level ``free`` box, and a
+``playable`` MP3 a three-second tone after an ID3 tag whose private frame is the payload: the
+library page plays them. Only the demo's own files ask for that, since a file that really lasts
+three seconds fails verification against a platform that says it lasts longer.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +14,7 @@ import hashlib
 import struct
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 
 BLOCK = 1 << 20
 
@@ -21,7 +30,39 @@ def _payload_block(seed: str) -> bytes:
     return block + block  # doubled, so any window of up to BLOCK bytes is one slice
 
 
-def _header(fmt: str, size: int) -> tuple[bytes, bytes]:
+SAMPLES = Path(__file__).resolve().parent / "samples"
+REAL = {"mp4": "clip.mp4", "mp3": "tone.mp3", "jpeg": "cover.jpg", "png": "cover.png"}
+FREE_HEADER = 16  # a `free` box with a 64-bit size
+ID3_HEADERS = 20  # the ID3v2 tag's header and its PRIV frame's
+ID3_OWNER = b"trawl-simulator\x00"
+
+
+@lru_cache(maxsize=8)
+def _sample(name: str) -> bytes:
+    return (SAMPLES / name).read_bytes()
+
+
+def _real_header(fmt: str, size: int) -> tuple[bytes, bytes] | None:
+    """A real file's bytes to start with, or None when ``size`` has no room for them."""
+    sample = _sample(REAL[fmt])
+    if fmt == "mp4":
+        if size < len(sample) + FREE_HEADER:
+            return None
+        return sample + struct.pack(">I4sQ", 1, b"free", size - len(sample)), b""
+    if fmt == "mp3":
+        # An ID3v2.3 tag whose one private frame is the payload, then the real audio frames.
+        frame = size - len(sample) - ID3_HEADERS
+        if frame < len(ID3_OWNER) or size - len(sample) >= 1 << 28:
+            return None
+        tag = size - len(sample) - 10
+        syncsafe = bytes((tag >> shift) & 0x7F for shift in (21, 14, 7, 0))
+        return b"ID3\x03\x00\x00" + syncsafe + b"PRIV" + struct.pack(">I", frame) + b"\x00\x00" + ID3_OWNER, sample
+    return (sample, b"") if size >= len(sample) else None
+
+
+def _header(fmt: str, size: int, playable: bool = False) -> tuple[bytes, bytes]:
+    if (playable or fmt in ("jpeg", "png")) and fmt in REAL and (real := _real_header(fmt, size)):
+        return real
     if fmt in ("mp4", "m4a"):
         brands = b"isomiso2avc1mp41" if fmt == "mp4" else b"M4A isomiso2mp41"
         ftyp = struct.pack(">I4s4sI", 16 + len(brands), b"ftyp", brands[:4], 0x200) + brands
@@ -49,10 +90,11 @@ class MediaFile:
     seed: str
     size: int
     version: int = 0
+    playable: bool = False  # an MP4 a browser plays (see the module's docstring)
     _parts: tuple[bytes, bytes] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        head, tail = _header(self.fmt, self.size)
+        head, tail = _header(self.fmt, self.size, self.playable)
         if self.size < len(head) + len(tail):
             raise ValueError(f"{self.fmt} file must be at least {len(head) + len(tail)} bytes")
         self._parts = (head, tail)

@@ -34,6 +34,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship, selectinload, sessionmaker
 
 from trawl.errors import StorageError, TrawlError
+from trawl.storage.library import LibraryPage, LibraryQuery
+from trawl.storage.library import statements as library_statements
 from trawl.storage.records import CatalogItem, CommittedAsset
 from trawl.urls import canonicalize, url_sha1
 
@@ -54,15 +56,21 @@ class Item(Base):
     platform: Mapped[str] = mapped_column(String(32), index=True)
     canonical_url: Mapped[str] = mapped_column(Text)
     source_url: Mapped[str] = mapped_column(Text)
-    title: Mapped[str | None] = mapped_column(Text)
-    uploader: Mapped[str | None] = mapped_column(Text)
-    duration: Mapped[float | None] = mapped_column(Float)
-    published_at: Mapped[str | None] = mapped_column(String(64))
+    title: Mapped[str | None] = mapped_column(Text, index=True)
+    uploader: Mapped[str | None] = mapped_column(Text, index=True)
+    duration: Mapped[float | None] = mapped_column(Float, index=True)
+    published_at: Mapped[str | None] = mapped_column(String(64), index=True)
     metadata_json: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
     status: Mapped[str] = mapped_column(String(16), default="committed")
     workflow_id: Mapped[str | None] = mapped_column(String(512))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
+    # For the library page's filters and sorts (migration 0004 adds them and indexes every column
+    # the page filters or sorts on): the main file's kind, the files' total size, and the day it
+    # is listed under (published, else committed).
+    kind: Mapped[str | None] = mapped_column(String(16), index=True)
+    size: Mapped[int | None] = mapped_column(BigInteger, index=True)
+    day: Mapped[str | None] = mapped_column(String(10), index=True)
 
     assets: Mapped[list[AssetRow]] = relationship(back_populates="item", order_by="AssetRow.name")
 
@@ -125,6 +133,16 @@ class FrontierEntry:
 
 # Rows per INSERT: well under SQLite's 32,766 bound parameters (6 a row) and PostgreSQL's 65,535.
 FRONTIER_INSERT_ROWS = 1000
+
+
+MAIN_KINDS = ("video", "audio", "image")
+
+
+def main_kind(assets: Iterable[CommittedAsset]) -> str | None:
+    """What an item is, for the library: its video, else its audio, else its image (migration 0004
+    fills older rows the same way)."""
+    kinds = {a.kind for a in assets}
+    return next((k for k in MAIN_KINDS if k in kinds), None)
 
 
 def alias_form(url: str) -> str | None:
@@ -246,11 +264,14 @@ class Catalog:
         """
         dialect = self.engine.dialect.name
         insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+        now = _now()
         values = dict(
             canonical_key=canonical_key, platform=platform, canonical_url=canonical_url,
             source_url=source_url, title=title, uploader=uploader, duration=duration,
             published_at=published_at, metadata_json=metadata, status="committed",
-            workflow_id=workflow_id, created_at=_now(), updated_at=_now(),
+            workflow_id=workflow_id, created_at=now, updated_at=now, kind=main_kind(assets),
+            size=sum(a.size for a in assets), day=(published_at or "")[:10] if len(published_at or "") >= 10
+            else now.date().isoformat(),
         )
         with _storage_errors("catalog write failed"), self._session.begin() as session:
             stmt = insert(Item).values(**values).on_conflict_do_nothing(index_elements=["canonical_key"])
@@ -428,6 +449,19 @@ class Catalog:
     def count(self) -> int:
         with _storage_errors("catalog read failed"), self._session() as session:
             return session.scalar(select(func.count(Item.id))) or 0
+
+    def library(self, query: LibraryQuery) -> LibraryPage:
+        """A page of the library (``trawl.storage.library``): the items that match, and how many do."""
+        page, count = library_statements(Item, query, self.engine.dialect.name)
+        with _storage_errors("catalog read failed"), self._session() as session:
+            items = [_to_item(row) for row in session.scalars(page.options(selectinload(Item.assets)))]
+            return LibraryPage(items=items, total=session.scalar(count) or 0, query=query)
+
+    def url_forms(self, canonical_key: str, limit: int = 100) -> list[str]:
+        """The URL forms that led to an item (canonicalised), the first remembered first."""
+        with _storage_errors("catalog read failed"), self._session() as session:
+            return list(session.scalars(select(UrlAlias.url).where(UrlAlias.canonical_key == canonical_key)
+                                        .order_by(UrlAlias.created_at, UrlAlias.url).limit(limit)))
 
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"

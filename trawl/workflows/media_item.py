@@ -489,10 +489,14 @@ class MediaItemWorkflow:
         workflow.set_current_details(f"{shown}{amount}{kept}{title}")
 
     def _finish(self, result: ItemResult) -> ItemResult:
-        """Stage, Outcome and ErrorClass in the one upsert that ends the run; one summary line."""
+        """Stage, Outcome and ErrorClass in the one upsert that ends the run; one summary line.
+
+        A failed run keeps the stage it failed in (the web page's failures group by it); the
+        others say ``done``. The upsert is the same command either way, so recorded runs replay."""
         last_stage = self._progress.stage
         self._progress.stage = "done"
-        ended = [STAGE.value_set("done"), OUTCOME.value_set(result.outcome)]
+        failed_in = last_stage if result.outcome == "failed" and last_stage in STAGES else "done"
+        ended = [STAGE.value_set(failed_in), OUTCOME.value_set(result.outcome)]
         if result.error_class:
             ended.append(ERROR_CLASS.value_set(result.error_class[:255]))
         workflow.upsert_search_attributes(ended)

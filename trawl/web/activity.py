@@ -1,0 +1,172 @@
+"""The activity page's data: crawls with live counts, speed and ETA; watches; running items; and the
+failures, grouped from the item workflows' outcomes in Temporal's visibility (no log needed).
+
+A failed item ends with ``Outcome = 'failed'``, its ``ErrorClass``, its ``Platform`` and the
+``Stage`` it failed in (items that failed before trawl kept the stage say ``done``). Groups are
+platform x stage x error class with their count, first and last seen, and the newest example;
+they are read from the newest :data:`FAILURES_SCANNED` failures of this deployment's task queue
+prefix, its demo's included (``trawl demo`` runs on the prefix's demo queues).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from fastapi import HTTPException
+from temporalio.client import WorkflowExecution
+from temporalio.service import RPCError
+
+from trawl.api import crawls as crawl_routes
+from trawl.api.crawls import visibility_literal
+from trawl.api.models import Crawl
+from trawl.api.state import ApiState
+from trawl.contracts import DEMO_QUEUE_SUFFIX, ITEM_WORKFLOW, workflow_queue
+from trawl.errors import NON_RETRYABLE
+from trawl.starter.watches import Watch, list_watches
+
+FAILURES_SCANNED = 5000
+RUNNING_SHOWN = 50
+CRAWLS_SHOWN = 10
+# Visibility answers within this, or the page says that part is unavailable.
+VISIBILITY_WAIT_S = 10.0
+
+
+@dataclass
+class FailureGroup:
+    platform: str
+    stage: str
+    error_class: str
+    count: int = 0
+    first_seen: datetime | None = None
+    last_seen: datetime | None = None
+    example_id: str = ""
+    example_title: str = ""
+    permanent: bool = False
+
+
+@dataclass
+class CrawlLine:
+    crawl: Crawl
+    speed: float | None = None  # bytes/s since it started
+    rate: float | None = None  # items/s since it started
+    eta_s: float | None = None
+
+
+@dataclass
+class RunningItem:
+    workflow_id: str
+    platform: str
+    stage: str
+    title: str
+    started: datetime | None
+
+
+@dataclass
+class ActivityView:
+    crawls: list[CrawlLine] = field(default_factory=list)
+    watches: list[Watch] = field(default_factory=list)
+    running: list[RunningItem] = field(default_factory=list)
+    failures: list[FailureGroup] = field(default_factory=list)
+    failures_counted: int = 0
+    problems: list[str] = field(default_factory=list)  # parts that could not be read, one line each
+    at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+
+def _attr(execution: WorkflowExecution, name: str) -> str:
+    values = execution.search_attributes.get(name) if execution.search_attributes else None
+    return str(values[0]) if values else ""
+
+
+def group_failures(executions: list[WorkflowExecution]) -> list[FailureGroup]:
+    """Failed item workflows grouped by platform x stage x error class, the most recent group first."""
+    groups: dict[tuple[str, str, str], FailureGroup] = {}
+    for execution in executions:
+        error_class = _attr(execution, "ErrorClass") or "unknown"
+        key = (_attr(execution, "Platform") or "?", _attr(execution, "Stage") or "?", error_class)
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = FailureGroup(*key, permanent=error_class in NON_RETRYABLE)
+        group.count += 1
+        seen = execution.close_time or execution.start_time
+        if seen and (group.first_seen is None or seen < group.first_seen):
+            group.first_seen = seen
+        if seen and (group.last_seen is None or seen >= group.last_seen):
+            group.last_seen = seen
+            group.example_id = execution.id
+            group.example_title = _attr(execution, "Title")
+    return sorted(groups.values(), key=lambda g: g.last_seen or datetime.min.replace(tzinfo=UTC), reverse=True)
+
+
+def crawl_line(crawl: Crawl, now: datetime) -> CrawlLine:
+    """Average speed and item rate since the crawl started, and the time left at that rate."""
+    stats = crawl.stats
+    if stats is None or not stats.started_at:
+        return CrawlLine(crawl)
+    try:
+        started = datetime.fromisoformat(stats.started_at.replace("Z", "+00:00"))
+    except ValueError:
+        return CrawlLine(crawl)
+    end = now
+    if stats.finished_at:
+        try:
+            end = datetime.fromisoformat(stats.finished_at.replace("Z", "+00:00"))
+        except ValueError:
+            pass
+    elapsed = max((end - started).total_seconds(), 0.001)
+    rate = stats.finished / elapsed
+    left = stats.queued + stats.running
+    eta = left / rate if rate > 0 and crawl.status == "RUNNING" else None
+    return CrawlLine(crawl, speed=stats.bytes / elapsed, rate=rate, eta_s=eta)
+
+
+async def _listed(state: ApiState, query: str, limit: int) -> list[WorkflowExecution]:
+    return [e async for e in state.client.list_workflows(query, limit=limit, page_size=min(limit, 1000))]
+
+
+async def activity_view(state: ApiState) -> ActivityView:
+    """Everything the activity page shows, read at once; a part that cannot be read is named in
+    ``problems`` and the rest is still shown."""
+    view = ActivityView()
+
+    async def crawls() -> None:
+        page = await crawl_routes.list_crawls(limit=CRAWLS_SHOWN, offset=0, state=state)
+        view.crawls = [crawl_line(c, view.at) for c in page.crawls]
+
+    async def watches() -> None:
+        view.watches = await list_watches(state.client, state.settings)
+
+    prefix = state.settings.temporal.task_queue_prefix
+    items = (f"WorkflowType = '{ITEM_WORKFLOW}' AND TaskQueue IN "
+             f"({visibility_literal(workflow_queue(prefix))}, "
+             f"{visibility_literal(workflow_queue(prefix + DEMO_QUEUE_SUFFIX))})")
+
+    async def running() -> None:
+        found = await _listed(state, f"{items} AND ExecutionStatus = 'Running'", RUNNING_SHOWN)
+        view.running = [RunningItem(e.id, _attr(e, "Platform"), _attr(e, "Stage") or "queued", _attr(e, "Title"),
+                                    e.start_time) for e in found]
+
+    async def failures() -> None:
+        found = await _listed(state, f"{items} AND Outcome = 'failed'", FAILURES_SCANNED)
+        view.failures_counted = len(found)
+        view.failures = group_failures(found)
+
+    parts = {"crawls": crawls, "watches": watches, "running items": running, "failures": failures}
+    done = await asyncio.gather(*(asyncio.wait_for(part(), VISIBILITY_WAIT_S) for part in parts.values()),
+                                return_exceptions=True)
+    for name, outcome in zip(parts, done):
+        if isinstance(outcome, BaseException):
+            view.problems.append(f"{name}: {_reason(outcome)}")
+    return view
+
+
+def _reason(err: BaseException) -> str:
+    if isinstance(err, TimeoutError):
+        return f"Temporal did not answer within {VISIBILITY_WAIT_S:.0f} s"
+    if isinstance(err, HTTPException):
+        return str(err.detail)
+    if isinstance(err, RPCError):
+        return f"Temporal: {err.message}"
+    return (str(err).strip().splitlines() or [err.__class__.__name__])[0]
+
