@@ -138,3 +138,41 @@ def test_matches_are_counted_up_to_the_cap(catalog_url: str, monkeypatch: pytest
     narrow = catalog.library(LibraryQuery(platform="bilibili"))
     assert (narrow.total, narrow.more_than_counted) == (1, False)
     catalog.close()
+
+
+def test_long_titles_uploaders_and_descriptions_are_committed_searched_and_sorted(catalog_url: str) -> None:
+    """PostgreSQL refuses btree entries over 2704 bytes and tsvectors over 1 MB: neither limit may
+    refuse a commit (post text is a title on some platforms)."""
+    catalog = Catalog(catalog_url)
+    catalog.create_schema()
+    title, uploader = "Long " + "word " * 1200, "u" * 5000
+    assert catalog.commit_item(canonical_key="web:long", platform="generic", canonical_url="u", source_url="u",
+                               title=title, uploader=uploader, duration=None, published_at=None,
+                               metadata={"description": "many different words " * 100_000}, workflow_id=None,
+                               assets=[CommittedAsset("video", "video", "f" * 64, 1, None, "k")])
+    assert keys(catalog, text="long word") == ["web:long"]
+    assert keys(catalog, uploader=uploader) == ["web:long"]
+    assert keys(catalog, uploader=uploader[:-1]) == []  # the whole name, not its indexed beginning
+    assert keys(catalog, sort="title") == ["web:long"]
+    assert keys(catalog, text="_") == ["web:long"]  # no word: no search, everything
+    catalog.close()
+
+
+def test_the_migration_goes_down_and_up_again_keeping_every_file(catalog_url: str) -> None:
+    from alembic import command
+    from alembic.config import Config
+
+    from trawl.storage.catalog import MIGRATIONS
+
+    catalog = Catalog(catalog_url)
+    fill(catalog)
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with catalog.engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0003")
+        assert connection.execute(text("SELECT count(*) FROM assets")).scalar() == 5
+    catalog.create_schema()
+    assert keys(catalog, kind="audio", text="wind") == ["web:d"]
+    assert catalog.library(LibraryQuery(sort="largest")).items[0].canonical_key == "web:b"
+    catalog.close()

@@ -116,6 +116,11 @@ async def test_library_search_filters_pages_and_an_item(temporal_client: Client,
         assert missing.status_code == 404 and "No item" in missing.text
         css = await web.get("/static/trawl.css")
         assert css.status_code == 200 and "grid" in css.text
+        # Without a token it answers loopback names only: a site rebinding its name to 127.0.0.1
+        # is not this site.
+        rebound = await web.get("/activity", headers={"Host": f"evil.example:{open_settings.api.port}"})
+        assert rebound.status_code == 421 and "loopback" in rebound.text
+        assert (await web.get("/", headers={"Host": f"localhost:{open_settings.api.port}"})).status_code == 200
 
 
 async def wait_for(web: httpx.AsyncClient, path: str, pattern: str, timeout: float = 60) -> str:
@@ -193,10 +198,13 @@ async def test_a_token_asks_the_browser_to_sign_in_and_guards_every_form(
         signed = await web.post("/login", data={"token": TOKEN, "next": "/items/web:private"})
         assert signed.status_code == 303 and signed.headers["location"] == "/items/web:private"
         cookie = signed.headers["set-cookie"]
-        assert "trawl_token=page-token" in cookie and "HttpOnly" in cookie and "SameSite=strict" in cookie
+        name = f"trawl_session_{settings.api.port}"  # one per port: two trawls on a host keep theirs apart
+        assert cookie.startswith(f"{name}=") and "HttpOnly" in cookie and "SameSite=strict" in cookie
+        session = signed.cookies[name]
+        assert TOKEN not in cookie and len(session) == 64  # cookies go to every port: never the token
         web.cookies.clear()
 
-        jar = {"Cookie": f"trawl_token={TOKEN}"}
+        jar = {"Cookie": f"{name}={session}"}
         assert "Private film" in (await web.get("/items/web:private", headers=jar)).text
         assert (await web.get("/api/v1/items/web:private/assets/video", headers=jar)).content == VIDEO
         page = (await web.get("/activity", headers=jar)).text
@@ -212,13 +220,20 @@ async def test_a_token_asks_the_browser_to_sign_in_and_guards_every_form(
         assert (await web.post("/steer/pause/crawl/crawl-none", headers=same, data={"form_token": "x"})).status_code == 403
         steered = await web.post("/steer/pause/crawl/crawl-none", headers=same, data={"form_token": token})
         assert steered.status_code == 303  # let through: the crawl is unknown, said on the page
-        reader = {"Cookie": f"trawl_token={READ_TOKEN}", "Origin": base(settings)}
+        read = (await web.post("/login", data={"token": READ_TOKEN, "next": "/"})).cookies[name]
+        web.cookies.clear()
+        reader = {"Cookie": f"{name}={read}", "Origin": base(settings)}
         assert (await web.get("/", headers=reader)).status_code == 200
         assert (await web.post("/steer/pause/crawl/crawl-none", headers=reader, data={"form_token": token})
                 ).status_code == 403  # the read token reads only
-        assert (await web.get("/", headers={"Cookie": "trawl_token=wrong"})).status_code == 401
+        assert (await web.post("/logout", headers=reader)).status_code == 303  # but may sign out
+        assert (await web.get("/api/v1/items", headers={"Cookie": f"{name}={TOKEN}"})).status_code == 401
+        # A stale sign-in (the token changed) reaches the sign-in page, and no further.
+        stale = {"Cookie": f"{name}={'0' * 64}", **HTML}
+        assert (await web.get("/", headers=stale)).headers["location"] == "/login?next=%2F"
+        assert (await web.get("/login", headers=stale)).status_code == 200
         out = await web.post("/logout", headers=same)
-        assert out.status_code == 303 and 'trawl_token=""' in out.headers["set-cookie"]
+        assert out.status_code == 303 and f'{name}=""' in out.headers["set-cookie"]
 
 
 async def test_a_watch_is_paused_resumed_and_run_from_the_page(temporal_client: Client, open_settings: Settings,

@@ -71,7 +71,9 @@ def create_app(settings: Settings, client: Client | None = None) -> FastAPI:
     app.add_middleware(BodySizeLimit, limit=settings.api.max_body_bytes)
     # Outermost (added last): authenticate and count every request before its body is read.
     app.add_middleware(RateLimit, per_minute=settings.api.requests_per_minute, token=settings.api.token,
-                       read_token=settings.api.read_token, open_paths=OPEN_PATHS, cookie=web.TOKEN_COOKIE,
+                       read_token=settings.api.read_token, open_paths=OPEN_PATHS,
+                       cookie=web.session_cookie(settings.api.port),
+                       cookie_values=web.session_values(settings.api.token, settings.api.read_token),
                        login_path=web.LOGIN_PATH)
     errors.install(app)
     for resource in (jobs, crawls, items, watches, health):

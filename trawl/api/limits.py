@@ -82,11 +82,17 @@ class RateLimit:
     is not a read is 403. A token presented and wrong is 401 everywhere, open paths included.
     The check is here, before any route, so it covers every path the app serves or will serve.
 
-    A browser carries the token in the cookie the web page's sign-in sets (``cookie``), which
-    counts as the header does; a request that changes something on the cookie's strength alone
-    must come from this site (its ``Origin``), or any page could make the browser send it. A
-    browser asking for a page (``text/html``, outside ``/api/``) without a token is sent to
+    A browser carries, instead of the token, the cookie the web page's sign-in sets (``cookie``:
+    its name; ``cookie_values``: the value each token signs in as, never the token itself), which
+    counts as the header does; a cookie that is not a right one is ignored (a stale sign-in must
+    still reach the sign-in page). A request that changes something on the cookie's strength
+    alone must come from this site (its ``Origin``), or any page could make the browser send it.
+    A browser asking for a page (``text/html``, outside ``/api/``) without a token is sent to
     ``login_path`` rather than answered 401.
+
+    With no token configured the API serves loopback only, and then it answers only requests whose
+    ``Host`` is a loopback name (``loopback_hosts``): a page of another site whose name was made to
+    resolve to 127.0.0.1 (DNS rebinding) is refused instead of served as this site.
 
     The identity is the token when the request carries a right one, and otherwise the client
     address (an IPv6 client by its /64), however many made-up tokens it sends: a token is checked
@@ -97,7 +103,8 @@ class RateLimit:
     MAX_BUCKETS = 100_000  # least recently seen identities are forgotten beyond this
 
     def __init__(self, app: App, per_minute: int, token: str = "", read_token: str = "",
-                 open_paths: tuple[str, ...] = (), cookie: str = "", login_path: str = "") -> None:
+                 open_paths: tuple[str, ...] = (), cookie: str = "", cookie_values: dict[str, str] | None = None,
+                 login_path: str = "") -> None:
         self.app = app
         self.rate = per_minute / 60.0
         self.capacity = max(1.0, per_minute / 6.0)  # bursts of ten seconds' worth
@@ -106,24 +113,30 @@ class RateLimit:
         self.open_paths = open_paths
         self.buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
         self.cookie = cookie.encode()
+        self.cookie_values = [(value.encode(), access) for value, access in (cookie_values or {}).items()]
         self.login_path = login_path
+        self.loopback_hosts = not self.tokens
 
-    def _given(self, headers: dict[bytes, bytes]) -> tuple[bytes | None, bool]:
-        """The token a request presents (as ``Bearer`` bytes) and whether it came in the cookie."""
-        auth = headers.get(b"authorization")
-        if auth or not self.cookie:
-            return auth, False
+    def _cookie_access(self, headers: dict[bytes, bytes]) -> str | None:
+        """What the sign-in cookie allows (``all`` or ``read``); None without a right one."""
+        if not self.cookie:
+            return None
         for pair in (headers.get(b"cookie") or b"").split(b";"):
             name, _, value = pair.strip().partition(b"=")
             if name == self.cookie and value:
-                return b"Bearer " + value.strip().strip(b'"'), True
-        return None, False
+                matches = [access for right, access in self.cookie_values if hmac.compare_digest(value.strip(), right)]
+                if matches:
+                    return matches[0]
+        return None
 
     def identify(self, scope: Scope) -> tuple[str, str]:
         """The bucket key, and what the request may do: ``all`` or ``read`` (a right token),
         ``anonymous`` (no token presented, or none configured), ``wrong`` (a token, not a right one)."""
         address = _address_key(scope)
-        auth, _ = self._given(dict(scope.get("headers") or []))
+        headers = dict(scope.get("headers") or [])
+        auth = headers.get(b"authorization")
+        if self.tokens and not auth and (cookie := self._cookie_access(headers)):
+            return f"token:{cookie}", cookie
         if not self.tokens or not auth:
             return address, "anonymous"
         scheme, _, given = auth.strip().partition(b" ")
@@ -160,6 +173,11 @@ class RateLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        headers = dict(scope.get("headers") or [])
+        if self.loopback_hosts and not _loopback_host(headers.get(b"host")):
+            await _json_error(send, 421, "without api.token this trawl answers only to a loopback address or "
+                                         "localhost: open it as http://127.0.0.1:<port>/")
+            return
         key, access = self.identify(scope)
         if self.rate > 0:
             wait = self._take(key)
@@ -167,7 +185,6 @@ class RateLimit:
                 await _json_error(send, 429, "too many requests",
                                   [(b"retry-after", str(max(1, math.ceil(wait))).encode())])
                 return
-        headers = dict(scope.get("headers") or [])
         if access == "wrong" or (access == "anonymous" and self.tokens and not self.is_open(scope)):
             if self._wants_page(scope, headers):
                 target = scope.get("path") or "/"
@@ -180,7 +197,8 @@ class RateLimit:
                 return
             await _json_error(send, 401, "missing or wrong bearer token", [(b"www-authenticate", b"Bearer")])
             return
-        if scope["method"] not in READ_METHODS and self._given(headers)[1] and not _same_origin(headers):
+        if (scope["method"] not in READ_METHODS and b"authorization" not in headers and access in ("all", "read")
+                and not _same_origin(headers)):
             await _json_error(send, 403, "a request on the sign-in cookie must come from this site's pages")
             return
         if access == "read" and scope["method"] not in READ_METHODS and not self.is_open(scope):
@@ -193,6 +211,20 @@ class RateLimit:
         path = scope.get("path") or "/"
         return bool(self.login_path) and scope["method"] in READ_METHODS and not path.startswith("/api/") \
             and b"text/html" in (headers.get(b"accept") or b"")
+
+
+def _loopback_host(host: bytes | None) -> bool:
+    """A ``Host`` header naming loopback (``127.0.0.1:8000``, ``[::1]:8000``, ``localhost``); a
+    request without one (HTTP/1.0) is taken too: browsers always send it."""
+    if host is None:
+        return True
+    name = urlsplit("//" + host.decode("latin-1")).hostname or ""
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def _same_origin(headers: dict[bytes, bytes]) -> bool:

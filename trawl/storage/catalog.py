@@ -56,8 +56,8 @@ class Item(Base):
     platform: Mapped[str] = mapped_column(String(32), index=True)
     canonical_url: Mapped[str] = mapped_column(Text)
     source_url: Mapped[str] = mapped_column(Text)
-    title: Mapped[str | None] = mapped_column(Text, index=True)
-    uploader: Mapped[str | None] = mapped_column(Text, index=True)
+    title: Mapped[str | None] = mapped_column(Text)
+    uploader: Mapped[str | None] = mapped_column(Text)
     duration: Mapped[float | None] = mapped_column(Float, index=True)
     published_at: Mapped[str | None] = mapped_column(String(64), index=True)
     metadata_json: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
@@ -66,8 +66,8 @@ class Item(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
     # For the library page's filters and sorts (migration 0004 adds them and indexes every column
-    # the page filters or sorts on): the main file's kind, the files' total size, and the day it
-    # is listed under (published, else committed).
+    # the page filters or sorts on, titles and uploaders by their first 200 characters): the main
+    # file's kind, the files' total size, and the day it is listed under (published, else committed).
     kind: Mapped[str | None] = mapped_column(String(16), index=True)
     size: Mapped[int | None] = mapped_column(BigInteger, index=True)
     day: Mapped[str | None] = mapped_column(String(10), index=True)

@@ -29,6 +29,8 @@ SORTS = {
     "largest": "largest first",
 }
 KINDS = ("video", "audio", "image")
+# The indexed prefix of titles and uploaders (migration 0004: PostgreSQL's btree refuses long entries).
+PREFIX = 200
 # Matches are counted up to this many: past it the page says "10,000+", and a broad filter costs no
 # more than a narrow one (a count reads every match).
 COUNT_CAP = 10_000
@@ -61,8 +63,8 @@ class LibraryQuery:
                 raise ValueError(f"{name} must be a day as YYYY-MM-DD, not {value!r}")
 
     def words(self) -> list[str]:
-        """The query's words (letters, digits and underscores in any script), as the search takes them."""
-        return [w[:MAX_WORD] for w in re.findall(r"\w+", self.text or "")][:MAX_QUERY_WORDS]
+        """The query's words (runs of letters and digits in any script), as the search splits text."""
+        return [w[:MAX_WORD] for w in re.findall(r"[^\W_]+", self.text or "")][:MAX_QUERY_WORDS]
 
 
 @dataclass
@@ -92,7 +94,7 @@ def conditions(model: Any, query: LibraryQuery, dialect: str) -> list[ColumnElem
     if query.platform:
         where.append(column("platform") == query.platform)
     if query.uploader:
-        where.append(column("uploader") == query.uploader)
+        where += [prefix(model.uploader) == query.uploader[:PREFIX], model.uploader == query.uploader]
     if query.kind:
         where.append(column("kind") == query.kind)
     if query.since:
@@ -101,7 +103,7 @@ def conditions(model: Any, query: LibraryQuery, dialect: str) -> list[ColumnElem
         where.append(column("day") <= query.until)
     if words:
         if dialect == "postgresql":
-            # Words are \w+ only, so nothing in them is tsquery syntax; :* makes each a prefix.
+            # Words are letters and digits only, so nothing in them is tsquery syntax; :* makes each a prefix.
             where.append(text("items.search @@ to_tsquery('simple', :words)").bindparams(
                 words=" & ".join(f"{w}:*" for w in words)))
         else:
@@ -111,6 +113,11 @@ def conditions(model: Any, query: LibraryQuery, dialect: str) -> list[ColumnElem
     return where
 
 
+def prefix(column: Any) -> Any:
+    """The expression migration 0004 indexes a text column by."""
+    return func.substr(column, 1, PREFIX)
+
+
 def statements(model: Any, query: LibraryQuery, dialect: str) -> tuple[Select[Any], Select[Any]]:
     """The page's SELECT (rows of ``model``) and the matching items' count, up to ``COUNT_CAP + 1``."""
     where = and_(*conditions(model, query, dialect))
@@ -118,7 +125,7 @@ def statements(model: Any, query: LibraryQuery, dialect: str) -> tuple[Select[An
         "new": [model.id.desc()],
         "old": [model.id.asc()],
         "published": [model.day.desc(), model.id.desc()],
-        "title": [model.title.asc(), model.id.asc()],
+        "title": [prefix(model.title).asc(), model.id.asc()],
         "longest": [model.duration.desc().nulls_last(), model.id.desc()],
         "largest": [model.size.desc().nulls_last(), model.id.desc()],
     }[query.sort]

@@ -16,7 +16,7 @@ from trawl.api.state import ApiState, api_state
 from trawl.export import download_name
 from trawl.storage.library import COUNT_CAP, KINDS, SORTS, LibraryQuery
 from trawl.storage.records import CatalogItem, CommittedAsset
-from trawl.web import HERE, LOGIN_PATH, TOKEN_COOKIE
+from trawl.web import HERE, LOGIN_PATH, LOGOUT_PATH, session_cookie, session_value
 from trawl.web.activity import activity_view
 
 PAGE_SIZE = 48
@@ -89,7 +89,7 @@ def render(request: Request, name: str, status_code: int = 200, **context: Any) 
     state: ApiState = request.app.state.trawl
     context.setdefault("said", request.query_params.get("said", ""))
     return templates.TemplateResponse(request, name, {
-        "signed_in": bool(state.settings.api.token) and TOKEN_COOKIE in request.cookies,
+        "signed_in": bool(state.settings.api.token) and session_cookie(state.settings.api.port) in request.cookies,
         "workflows": web_ui_workflows(state.settings.temporal), **context}, status_code=status_code)
 
 
@@ -117,7 +117,8 @@ async def library(request: Request, q: str = Query("", max_length=500), platform
                       pages=0, sorts=SORTS, kinds=KINDS, platforms=platforms, link=lambda **_: "", counted=None)
     result = await state.in_catalog(state.catalog.library, query)
     # Past the count's cap the matches beyond this page are known to exist, not how many.
-    pages = max(1, -(-result.total // PAGE_SIZE)) if not result.more_than_counted else page + 1
+    pages = max(1, -(-result.total // PAGE_SIZE)) if not result.more_than_counted else (
+        page + 1 if len(result.items) == PAGE_SIZE else page)
 
     def link(**changes: Any) -> str:
         params = {k: v for k, v in {**form, "page": page, **changes}.items() if v not in ("", None)}
@@ -185,15 +186,15 @@ async def login(request: Request, token: str = Form("", max_length=4096), next: 
     if not right:
         return render(request, "login.html", 401, next=_local(next), error="That token is not this trawl's api.token or api.read_token.")
     response = RedirectResponse(_local(next), status_code=303)
-    response.set_cookie(TOKEN_COOKIE, token.strip(), httponly=True, samesite="strict", path="/",
-                        secure=request.url.scheme == "https")
+    response.set_cookie(session_cookie(api.port), session_value(right[0]), httponly=True, samesite="strict",
+                        path="/", secure=request.url.scheme == "https")
     return response
 
 
-@router.post("/logout")
-async def logout() -> Response:
+@router.post(LOGOUT_PATH)
+async def logout(state: ApiState = Depends(api_state)) -> Response:
     response = RedirectResponse(LOGIN_PATH, status_code=303)
-    response.delete_cookie(TOKEN_COOKIE, path="/")
+    response.delete_cookie(session_cookie(state.settings.api.port), path="/")
     return response
 
 

@@ -17,7 +17,12 @@ down_revision = "0003"
 branch_labels = None
 depends_on = None
 
-INDEXED = ("uploader", "kind", "day", "duration", "size", "title", "published_at")
+INDEXED = ("kind", "day", "duration", "size", "published_at")
+# Titles and uploaders are unbounded text, and PostgreSQL refuses a btree entry over 2704 bytes:
+# their indexes hold the first PREFIX characters (trawl.storage.library filters and sorts on the
+# same expression). SQLite takes expression indexes too, so both catalogs have the same indexes.
+PREFIX = 200
+PREFIXED = ("title", "uploader")
 
 # What the page shows first of an item: its video, else its audio, else its image.
 KIND = ("(SELECT kind FROM assets WHERE assets.item_id = items.id AND kind IN ('video', 'audio', 'image') "
@@ -47,20 +52,20 @@ SQLITE_FTS = [
 
 # PostgreSQL: the metadata column is json; ->> and to_tsvector with a named configuration are
 # immutable, as a generated column needs.
-POSTGRESQL_SEARCH = ("to_tsvector('simple', coalesce(title, '') || ' ' || coalesce(uploader, '') || ' ' || "
-                     "coalesce(metadata ->> 'description', '') || ' ' || coalesce(metadata ->> 'tags', ''))")
+# A tsvector holds at most 1 MB: the text searched is bounded (a description beyond 20,000
+# characters is searched by its beginning).
+POSTGRESQL_SEARCH = ("to_tsvector('simple', left(coalesce(title, '') || ' ' || coalesce(uploader, '') || ' ' || "
+                     "coalesce(metadata ->> 'description', '') || ' ' || coalesce(metadata ->> 'tags', ''), 20000))")
 
 
 def upgrade() -> None:
     bind = op.get_bind()
     columns = {c["name"] for c in sa.inspect(bind).get_columns("items")}
-    with op.batch_alter_table("items") as batch:
-        if "kind" not in columns:
-            batch.add_column(sa.Column("kind", sa.String(16)))
-        if "size" not in columns:
-            batch.add_column(sa.Column("size", sa.BigInteger()))
-        if "day" not in columns:
-            batch.add_column(sa.Column("day", sa.String(10)))
+    # Plain ADD COLUMN on both: a batch operation would rebuild the table on SQLite, whose foreign
+    # keys are on (the assets' rows would go with it, ON DELETE CASCADE).
+    for name, kind in (("kind", sa.String(16)), ("size", sa.BigInteger()), ("day", sa.String(10))):
+        if name not in columns:
+            op.add_column("items", sa.Column(name, kind))
     # The day an item is listed under: its publication date, else the day it was committed.
     committed_day = "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')" if bind.dialect.name == "postgresql" \
         else "substr(created_at, 1, 10)"
@@ -71,6 +76,8 @@ def upgrade() -> None:
     for column in INDEXED:
         if f"ix_items_{column}" not in indexes:
             op.create_index(f"ix_items_{column}", "items", [column])
+    for column in PREFIXED:
+        op.execute(f"CREATE INDEX IF NOT EXISTS ix_items_{column}_prefix ON items (substr({column}, 1, {PREFIX}))")
     if bind.dialect.name == "postgresql":
         op.execute(f"ALTER TABLE items ADD COLUMN IF NOT EXISTS search tsvector GENERATED ALWAYS AS "
                    f"({POSTGRESQL_SEARCH}) STORED")
@@ -89,8 +96,10 @@ def downgrade() -> None:
         for trigger in ("items_fts_insert", "items_fts_delete", "items_fts_update"):
             op.execute(f"DROP TRIGGER IF EXISTS {trigger}")
         op.execute("DROP TABLE IF EXISTS items_fts")
+    for column in PREFIXED:
+        op.execute(f"DROP INDEX IF EXISTS ix_items_{column}_prefix")
     for column in INDEXED:
         op.drop_index(f"ix_items_{column}", table_name="items")
-    with op.batch_alter_table("items") as batch:
-        for column in ("day", "size", "kind"):
-            batch.drop_column(column)
+    # ALTER TABLE ... DROP COLUMN (SQLite 3.35 and later): no rebuild, so no cascade.
+    for column in ("day", "size", "kind"):
+        op.execute(f"ALTER TABLE items DROP COLUMN {column}")
