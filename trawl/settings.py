@@ -223,6 +223,13 @@ class WorkerSettings(_Section):
     # How long host-local work may wait for its host before the host counts as gone and the
     # item's files are downloaded again elsewhere.
     local_schedule_to_start: Duration = timedelta(minutes=2)
+    # How often a running activity's heartbeat reaches the server, at most (the SDK sends the
+    # latest and drops those between). Each is a billable action on Temporal Cloud and a write on
+    # a self-hosted server: 3,600 for an hour of download at 1 s, 1,200 at 3 s. The heartbeat is
+    # also the download's resume point and how a pause or cancel reaches it: a longer interval
+    # downloads more again after a lost worker and stops later (docs/production.md). At most 8 s
+    # (0.8 of download.heartbeat_timeout, 10 s, is the SDK's own bound).
+    heartbeat_interval: Duration = Field(default=timedelta(seconds=1), gt=timedelta(0), le=timedelta(seconds=8))
 
 
 # Fetch activities a worker process runs at once on each enabled platform's queue

@@ -117,26 +117,35 @@ async def test_browse_search_play_steer_and_see_a_failure(browser: Any, temporal
         assert "Started crawl" in said[0].text
         started = said[0].text.split()[2]
 
-        def button(label: str) -> Any:
-            forms = browser.find_elements(By.CSS_SELECTOR, f"form[action$='/crawl/{started}'] button")
-            return next((b for b in forms if b.text == label), None)
+        # The live part is replaced every 3 s: an element found in one call may be gone by the
+        # next, so each look and each click is one script, run at once in the page.
+        def click(label: str) -> bool:
+            return browser.execute_script(
+                "const b = [...document.querySelectorAll(`form[action$='/crawl/${arguments[0]}'] button`)]"
+                ".find(b => b.textContent.trim() == arguments[1]); if (b) { b.click(); } return !!b;",
+                started, label)
 
-        await asyncio.to_thread((await until(lambda: button("Pause"), "the crawl's Pause button")).click)
-        await until(lambda: "(paused)" in browser.find_element(By.ID, "crawls").text, "the crawl shown paused")
-        await asyncio.to_thread((await until(lambda: button("Resume"), "the crawl's Resume button")).click)
-        await until(lambda: button("Pause"), "the crawl running again")
-        await asyncio.to_thread((await until(lambda: button("Cancel"), "the crawl's Cancel button")).click)
-        await until(lambda: "cancelled" in browser.find_element(By.ID, "crawls").text, "the crawl shown cancelled")
+        def text(element_id: str) -> str:
+            return browser.execute_script("const e = document.getElementById(arguments[0]);"
+                                          "return e ? e.innerText : '';", element_id)
+
+        await until(lambda: click("Pause"), "the crawl's Pause button")
+        await until(lambda: "(paused)" in text("crawls"), "the crawl shown paused")
+        await until(lambda: click("Resume"), "the crawl's Resume button")
+        await until(lambda: "(paused)" not in text("crawls") and "running" in text("crawls"), "the crawl running again")
+        await until(lambda: click("Cancel"), "the crawl's Cancel button")
+        await until(lambda: "cancelled" in text("crawls"), "the crawl shown cancelled")
 
         # A failure shows up on the open page, with no reload.
-        assert "No item has failed." in browser.find_element(By.ID, "failures").text
+        assert "No item has failed." in text("failures")
         marker = browser.execute_script("window.notReloaded = true; return window.notReloaded")
         assert marker is True
         failing = await api.post("/api/v1/crawls", json={"urls": [sim.url("/watch/gone")]})
         assert failing.status_code == 202
-        row = await until(lambda: next((r.text for r in browser.find_elements(By.CSS_SELECTOR, "#failures tbody tr")
-                                        if "not_found" in r.text), None), "the failure in the failures view")
-        assert row.startswith("generic fetch not_found")
+        row = await until(lambda: browser.execute_script(
+            "const r = [...document.querySelectorAll('#failures tbody tr')].find(r => r.innerText.includes('not_found'));"
+            "return r ? r.innerText : null;"), "the failure in the failures view")
+        assert row.split()[:3] == ["generic", "fetch", "not_found"], row
         assert browser.execute_script("return window.notReloaded") is True
         await asyncio.to_thread(browser.save_screenshot, str(ARTIFACTS / "activity.png"))
 

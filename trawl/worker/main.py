@@ -13,7 +13,6 @@ import contextlib
 import functools
 import hashlib
 from collections.abc import AsyncIterator, Callable, Sequence
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -121,9 +120,10 @@ async def running_worker(
         build_id=code_build_id(),
         interceptors=[ObservingInterceptor()],
         graceful_shutdown_timeout=settings.worker.graceful_shutdown_timeout,
-        # Heartbeats reach the server at least every second, so pause and cancel arrive quickly.
-        max_heartbeat_throttle_interval=timedelta(seconds=1),
-        default_heartbeat_throttle_interval=timedelta(seconds=1),
+        # At most one heartbeat per interval reaches the server (worker.heartbeat_interval): pause
+        # and cancel arrive with the next one's answer.
+        max_heartbeat_throttle_interval=settings.worker.heartbeat_interval,
+        default_heartbeat_throttle_interval=settings.worker.heartbeat_interval,
     )
     crawl = CrawlActivities(client, settings, registry, catalog)
     host = HostActivities(host_queue(prefix, settings.host_id))
