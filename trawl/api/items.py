@@ -66,7 +66,7 @@ async def get_asset(key: str, kind: str, request: Request, state: ApiState = Dep
     # The catalog item carries its metadata, so fields only it has (uploader_id, part, ...) name
     # the file as `trawl export` does.
     export = state.settings.export
-    name = download_name(item, asset, _template(export.template), windows=export.windows_names)
+    name = download_name(item, asset, export_template(export.template), windows=export.windows_names)
     return blob_response(state.blobs, asset, blob, request.headers, filename=name)
 
 
@@ -79,7 +79,8 @@ async def get_item(key: str, state: ApiState = Depends(api_state)) -> Item:
 
 
 @lru_cache(maxsize=8)
-def _template(text: str) -> Template:
+def export_template(text: str) -> Template:
+    """The export template, parsed once per text (the API and the web page name files by it)."""
     return Template.parse(text)
 
 

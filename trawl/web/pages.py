@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
-from trawl.api.items import _template
+from trawl.api.items import export_template
 from trawl.api.state import ApiState, api_state
 from trawl.export import download_name
 from trawl.storage.library import COUNT_CAP, KINDS, SORTS, LibraryQuery
@@ -140,7 +140,7 @@ async def item_page(key: str, request: Request, state: ApiState = Depends(api_st
         return render(request, "missing.html", 404, what=f"No item {key!r} in the catalog.")
     forms = await state.in_catalog(state.catalog.url_forms, key)
     export = state.settings.export
-    template = _template(export.template)
+    template = export_template(export.template)
     files = [(a, download_name(item, a, template, windows=export.windows_names)) for a in item.assets]
     workflow_link = (f"{web_ui_workflows(state.settings.temporal)}/{quote(item.workflow_id, safe='')}"
                      if item.workflow_id else None)

@@ -73,6 +73,9 @@ def test_list_filters_by_platform_and_pages(catalog_url: str) -> None:
     catalog.close()
 
 
+# SQLAlchemy cannot reflect expression indexes (the prefixes of titles and uploaders); they are
+# left out of the comparison by name below.
+@pytest.mark.filterwarnings("ignore:Skipped unsupported reflection of expression-based index")
 def test_migrations_build_exactly_the_models_schema(catalog_url: str) -> None:
     from alembic.autogenerate import compare_metadata
     from alembic.migration import MigrationContext
