@@ -46,7 +46,6 @@ from common import free_port  # noqa: E402
 from tests.workflows import record_histories as scenarios  # noqa: E402
 from trawl.contracts import SEARCH_ATTRIBUTES  # noqa: E402
 from trawl.platforms.bilibili.site import install_bilibili_site  # noqa: E402
-from trawl.settings import CatalogSettings, NetSettings, PlatformsSettings, Settings, TemporalSettings  # noqa: E402
 from trawl.simulator import FileBehaviour, MediaFile, Simulator  # noqa: E402
 from trawl.simulator.hls import install_hls_site  # noqa: E402
 from trawl.starter.client import start_crawl  # noqa: E402
@@ -206,15 +205,7 @@ async def measure(only: set[str], crawl_count: int) -> dict[str, Any]:
     try:
         with tempfile.TemporaryDirectory() as tmp, Simulator() as sim, Simulator() as bili_sim:
             bili = install_bilibili_site(bili_sim)
-            settings = Settings(
-                data_dir=Path(tmp) / "data",
-                temporal=TemporalSettings(address=env.client.service_client.config.target_host, embedded=False,
-                                          task_queue_prefix=f"cost-{uuid.uuid4().hex[:8]}"),
-                catalog=CatalogSettings(url=""), net=NetSettings(allow_private=True),
-                platforms=PlatformsSettings(bilibili=bili.settings()),
-                retry={stage: {"initial_interval": "100ms", "maximum_interval": "300ms", "maximum_attempts": 3}
-                       for stage in ("fetch", "download", "verify", "commit")},
-            )
+            settings = scenarios.recorder_settings(env, Path(tmp), bili, "cost")  # default download settings
             recorder = scenarios.Recorder(env.client, sim, settings)
             recorder.bilibili_url = bili.url("BV117411r7R1")  # type: ignore[attr-defined]
             recorder.hls = install_hls_site(sim)  # type: ignore[attr-defined]

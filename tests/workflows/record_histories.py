@@ -263,6 +263,21 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
+def recorder_settings(env: WorkflowEnvironment, tmp: Path, bili: object, prefix: str, **overrides: object) -> Settings:
+    """A worker's settings for scenarios: its own queues and data, loopback allowed, the simulated
+    Bilibili, quick retries (3 attempts, 100-300 ms apart)."""
+    return Settings(
+        data_dir=tmp / "data",
+        temporal=TemporalSettings(address=env.client.service_client.config.target_host, embedded=False,
+                                  task_queue_prefix=f"{prefix}-{uuid.uuid4().hex[:8]}"),
+        catalog=CatalogSettings(url=""), net=NetSettings(allow_private=True),
+        platforms=PlatformsSettings(bilibili=bili.settings()),  # type: ignore[attr-defined]
+        retry={stage: {"initial_interval": "100ms", "maximum_interval": "300ms", "maximum_attempts": 3}
+               for stage in ("fetch", "download", "verify", "commit")},
+        **overrides,  # type: ignore[arg-type]
+    )
+
+
 async def record(out: Path, only: set[str] | None) -> list[Path]:
     env = await WorkflowEnvironment.start_local(dev_server_existing_path=TEMPORAL_BIN,
                                                 search_attributes=list(SEARCH_ATTRIBUTES),
@@ -271,17 +286,8 @@ async def record(out: Path, only: set[str] | None) -> list[Path]:
     try:
         with tempfile.TemporaryDirectory() as tmp, Simulator() as sim, Simulator() as bili_sim:
             bili = install_bilibili_site(bili_sim)
-            settings = Settings(
-                data_dir=Path(tmp) / "data",
-                temporal=TemporalSettings(address=env.client.service_client.config.target_host, embedded=False,
-                                          task_queue_prefix=f"rec-{uuid.uuid4().hex[:8]}"),
-                catalog=CatalogSettings(url=""), net=NetSettings(allow_private=True),
-                platforms=PlatformsSettings(bilibili=bili.settings()),
-                # Items over 1 MB take the host-local path, smaller ones the one-activity path.
-                download={"small_item_size": 1_000_000},
-                retry={stage: {"initial_interval": "100ms", "maximum_interval": "300ms", "maximum_attempts": 3}
-                       for stage in ("fetch", "download", "verify", "commit")},
-            )
+            # Items over 1 MB take the host-local path, smaller ones the one-activity path.
+            settings = recorder_settings(env, Path(tmp), bili, "rec", download={"small_item_size": 1_000_000})
             recorder = Recorder(env.client, sim, settings)
             recorder.bilibili_url = bili.url("BV117411r7R1")  # type: ignore[attr-defined]
             recorder.ten_parts_url = bili.url(TEN_PARTS)  # type: ignore[attr-defined]

@@ -129,11 +129,11 @@ class RateLimit:
                     return matches[0]
         return None
 
-    def identify(self, scope: Scope) -> tuple[str, str]:
+    def identify(self, scope: Scope, headers: dict[bytes, bytes] | None = None) -> tuple[str, str]:
         """The bucket key, and what the request may do: ``all`` or ``read`` (a right token),
         ``anonymous`` (no token presented, or none configured), ``wrong`` (a token, not a right one)."""
         address = _address_key(scope)
-        headers = dict(scope.get("headers") or [])
+        headers = dict(scope.get("headers") or []) if headers is None else headers
         auth = headers.get(b"authorization")
         if self.tokens and not auth and (cookie := self._cookie_access(headers)):
             return f"token:{cookie}", cookie
@@ -178,7 +178,7 @@ class RateLimit:
             await _json_error(send, 421, "without api.token this trawl answers only to a loopback address or "
                                          "localhost: open it as http://127.0.0.1:<port>/")
             return
-        key, access = self.identify(scope)
+        key, access = self.identify(scope, headers)
         if self.rate > 0:
             wait = self._take(key)
             if wait:

@@ -116,13 +116,17 @@ def format_speed(speed: float | None) -> str:
     return f"{human_size(speed)}/s" if speed is not None else ""
 
 
+def clock(seconds: float) -> str:
+    """``m:ss``, or ``h:mm:ss`` from an hour (seconds rounded up)."""
+    hours, rest = divmod(math.ceil(seconds), 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
 def format_eta(seconds: float | None) -> str:
     if seconds is None or seconds < 0:
         return ""
-    total = math.ceil(seconds)
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"ETA {hours}:{minutes:02d}:{secs:02d}" if hours else f"ETA {minutes}:{secs:02d}"
+    return f"ETA {clock(seconds)}"
 
 
 def _speed_eta(speed: float | None, eta: float | None) -> list[str]:

@@ -22,6 +22,7 @@ from trawl.api import crawls as crawl_routes
 from trawl.api.crawls import visibility_literal
 from trawl.api.models import Crawl
 from trawl.api.state import ApiState
+from trawl.cli.output import eta_seconds
 from trawl.contracts import DEMO_QUEUE_SUFFIX, ITEM_WORKFLOW, workflow_queue
 from trawl.errors import NON_RETRYABLE
 from trawl.starter.watches import Watch, list_watches
@@ -116,8 +117,7 @@ def crawl_line(crawl: Crawl, now: datetime) -> CrawlLine:
             pass
     elapsed = max((end - started).total_seconds(), 0.001)
     rate = stats.finished / elapsed
-    left = stats.queued + stats.running
-    eta = left / rate if rate > 0 and crawl.status == "RUNNING" else None
+    eta = eta_seconds(stats.queued + stats.running, rate) if crawl.status == "RUNNING" else None
     return CrawlLine(crawl, speed=stats.bytes / elapsed, rate=rate, eta_s=eta)
 
 
@@ -157,11 +157,12 @@ async def activity_view(state: ApiState) -> ActivityView:
                                 return_exceptions=True)
     for name, outcome in zip(parts, done):
         if isinstance(outcome, BaseException):
-            view.problems.append(f"{name}: {_reason(outcome)}")
+            view.problems.append(f"{name}: {reason(outcome)}")
     return view
 
 
-def _reason(err: BaseException) -> str:
+def reason(err: BaseException) -> str:
+    """What went wrong reading or steering, in one line for the page."""
     if isinstance(err, TimeoutError):
         return f"Temporal did not answer within {VISIBILITY_WAIT_S:.0f} s"
     if isinstance(err, HTTPException):

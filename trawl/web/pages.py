@@ -13,6 +13,7 @@ from fastapi.templating import Jinja2Templates
 
 from trawl.api.items import export_template
 from trawl.api.state import ApiState, api_state
+from trawl.cli.output import clock, human_size
 from trawl.export import download_name
 from trawl.storage.library import COUNT_CAP, KINDS, SORTS, LibraryQuery
 from trawl.storage.records import CatalogItem, CommittedAsset
@@ -27,23 +28,11 @@ templates = Jinja2Templates(directory=HERE / "templates")
 
 
 def size_text(size: int | None) -> str:
-    if size is None:
-        return ""
-    value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return ""
+    return "" if size is None else human_size(size)
 
 
 def duration_text(seconds: float | None) -> str:
-    if not seconds:
-        return ""
-    total = int(round(seconds))
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+    return clock(seconds) if seconds else ""
 
 
 def when_text(iso: str | None) -> str:

@@ -22,6 +22,7 @@ from trawl.api import crawls, jobs, watches
 from trawl.api.models import CrawlCreate
 from trawl.api.state import ApiState, api_state
 from trawl.errors import TrawlError
+from trawl.web.activity import reason
 from trawl.web.pages import form_token
 
 router = APIRouter(prefix="/steer", include_in_schema=False)
@@ -51,14 +52,6 @@ STEER_ERRORS = (HTTPException, RPCError, TrawlError, WorkflowQueryFailedError, T
 
 def back(said: str, where: str = "/activity") -> RedirectResponse:
     return RedirectResponse(f"{where}?{urlencode({'said': said[:500]})}", status_code=303)
-
-
-def reason(err: BaseException) -> str:
-    if isinstance(err, HTTPException):
-        return str(err.detail)
-    if isinstance(err, RPCError):
-        return f"Temporal: {err.message}"
-    return (str(err).strip().splitlines() or [err.__class__.__name__])[0]
 
 
 @router.post("/crawl")
