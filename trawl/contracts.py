@@ -109,6 +109,9 @@ class ItemOptions:
     # Items of at most this many bytes (every asset's size known) run download, verify and commit
     # as one activity; 0 (runs started before it existed) never does.
     small_item_size: int = 0
+    # Items of at most this many bytes (every asset's size known from the platform) are downloaded,
+    # verified and committed by fetch itself: one activity for the whole item. 0: never.
+    with_fetch_size: int = 0
     # A crawl's own choices (`trawl crawl -f`, `--limit-rate`); 0: the worker's settings.
     quality: int = 0  # the tallest video wanted, in lines (720 = 720p)
     limit_rate: int = 0  # bytes per second for each download
@@ -171,6 +174,11 @@ class FetchInput:
     # The stage's attempt limit from the item's options (one source for the whole policy, whichever
     # worker runs it); None: the worker's own setting (runs started before the options carried it).
     stage_attempts: int | None = None
+    # A first fetch may finish an item whose assets total at most this many bytes (download,
+    # verify and commit, as small_item does) in the same activity; 0: it only resolves.
+    with_fetch_size: int = 0
+    limit_rate: int = 0  # as DownloadInput's, for that download
+    download_attempts: int | None = None  # the download stage's attempt limit, for its log lines
 
 
 @dataclass
@@ -200,6 +208,9 @@ class FetchResult:
     resolved: Resolved
     committed: bool  # the catalog already holds this canonical key
     stored: list[StoredAsset] = field(default_factory=list)  # its assets, when committed
+    # The item downloaded, verified and committed by the fetch itself (FetchInput.with_fetch_size);
+    # None: only resolved (not that small, or that attempt failed: the workflow goes on as usual).
+    finished: CommitResult | None = None
 
 
 @dataclass

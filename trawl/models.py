@@ -83,6 +83,12 @@ class Resolved:
     more: list[MoreItem] = field(default_factory=list)
 
 
+def known_total(assets: list[Asset]) -> int | None:
+    """The bytes of all ``assets`` when the platform gave every size; None when one is unknown."""
+    sizes = [asset.expected_size for asset in assets]
+    return sum(sizes) if sizes and all(s is not None for s in sizes) else None  # type: ignore[misc]
+
+
 def count_or_none(value: Any) -> int | None:
     """A platform's count (views, likes) as a non-negative int that fits a 64-bit column, else None."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):

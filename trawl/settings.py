@@ -188,6 +188,13 @@ class DownloadSettings(_Section):
     # (30 files of 8 MiB) from 1.05-1.07x aria2c's time to about 1.0x; the price is that a retry
     # landing on another host downloads up to 16 MiB again.
     small_item_size: ByteSize = Field(default=16 * MiB, ge=0)
+    # An item whose assets are all known to total at most this many bytes is downloaded, verified
+    # and committed by its fetch, in the same activity on the platform's fetch queue: one activity
+    # and no search-attribute upsert before its outcome (docs/benchmarks.md, bench/cost.py: 22
+    # history events became 14). Kept small because the download then holds a fetch slot (8 per
+    # platform and worker) and must fit fetch's start_to_close; 0 turns this off. If that attempt
+    # fails, or a limit_rate would make it slow, the item goes on as a small item.
+    with_fetch_size: ByteSize = Field(default=1 * MiB, ge=0)
     # What a platform offers only as a preview or trailer (a supporter-only video's free minutes)
     # fails as preview_only by default: stored under the video's key it would make the real video
     # a duplicate for ever. True keeps it under a key of its own (<key>:preview), marked as a

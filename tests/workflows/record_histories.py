@@ -155,6 +155,50 @@ async def hls_committed(r: Recorder) -> list[WorkflowHandle]:
     return [await r.finished(await r.item(r.hls.url("disc")))]  # type: ignore[attr-defined]
 
 
+# Recorded after LEAN_HISTORY (trawl/workflows/media_item.py): runs that take its path.
+async def tiny_committed(r: Recorder) -> list[WorkflowHandle]:
+    """A tiny item downloaded, verified and committed by its fetch: one activity."""
+    r.sim.add_file("/m/tiny.mp4", MediaFile("mp4", "h-tiny", 20_000))
+    return [await r.finished(await r.item(r.sim.url("/m/tiny.mp4")))]
+
+
+async def tiny_left_to_small(r: Recorder) -> list[WorkflowHandle]:
+    """A tiny item whose fetch's try met a 503: small_item commits it."""
+    media, answers = MediaFile("mp4", "h-tiny-503", 20_000), [None, Response(503, {}, b"busy")]  # the probe, a 503
+    r.sim.add_exact("/m/tiny-503.mp4", lambda req: (answers.pop(0) if answers else None) or r.sim.serve_media(req, media))
+    return [await r.finished(await r.item(r.sim.url("/m/tiny-503.mp4")))]
+
+
+async def lean_small_committed(r: Recorder) -> list[WorkflowHandle]:
+    r.sim.add_file("/m/lean-small.mp4", MediaFile("mp4", "h-lean-small", 200_000))
+    return [await r.finished(await r.item(r.sim.url("/m/lean-small.mp4")))]
+
+
+async def lean_committed(r: Recorder) -> list[WorkflowHandle]:
+    r.sim.add_file("/m/lean.mp4", MediaFile("mp4", "h-lean", 2_000_000))
+    return [await r.finished(await r.item(r.sim.url("/m/lean.mp4")))]
+
+
+async def lean_duplicate(r: Recorder) -> list[WorkflowHandle]:
+    r.sim.add_file("/m/lean-dup.mp4", MediaFile("mp4", "h-lean-dup", 20_000))
+    r.sim.add_page("/p/lean-dup", og_page("Lean dup", "/m/lean-dup.mp4", canonical=r.sim.url("/p/lean-dup")))
+    await r.finished(await r.item(r.sim.url("/p/lean-dup")))
+    return [await r.finished(await r.item(r.sim.url("/p/lean-dup?utm_source=again")))]
+
+
+async def lean_failed_not_found(r: Recorder) -> list[WorkflowHandle]:
+    return [await r.finished(await r.item(r.sim.url("/gone/lean")))]
+
+
+async def lean_cancelled(r: Recorder) -> list[WorkflowHandle]:
+    r.sim.add_file("/m/lean-cancel.mp4", MediaFile("mp4", "h-lean-cancel", 4_000_000),
+                   FileBehaviour(throttle_bps=300_000))
+    handle = await r.item(r.sim.url("/m/lean-cancel.mp4"))
+    await wait_until(lambda: r.sim.bytes_sent("/m/lean-cancel.mp4") > 300_000)
+    await handle.cancel()
+    return [await r.finished(handle)]
+
+
 # -- crawl scenarios ---------------------------------------------------------------------------
 def _files(r: Recorder, tag: str, count: int, throttle: int | None = None) -> list[str]:
     for i in range(count):
@@ -260,6 +304,11 @@ SCENARIOS: dict[str, Scenario] = {
     # Recorded after the baseline (each new one says which patch it guards):
     # the frontier (CrawlInput.frontier: a new input, no patch; the old path keeps its histories).
     "crawl_frontier": crawl_frontier,
+    # LEAN_HISTORY: the stage in the details, no memo, a tiny item finished by its fetch.
+    "item_tiny_committed_in_fetch": tiny_committed, "item_tiny_left_to_small_item": tiny_left_to_small,
+    "item_lean_small_committed": lean_small_committed, "item_lean_committed": lean_committed,
+    "item_lean_duplicate": lean_duplicate, "item_lean_failed_not_found": lean_failed_not_found,
+    "item_lean_cancelled": lean_cancelled,
 }
 
 
@@ -286,8 +335,10 @@ async def record(out: Path, only: set[str] | None) -> list[Path]:
     try:
         with tempfile.TemporaryDirectory() as tmp, Simulator() as sim, Simulator() as bili_sim:
             bili = install_bilibili_site(bili_sim)
-            # Items over 1 MB take the host-local path, smaller ones the one-activity path.
-            settings = recorder_settings(env, Path(tmp), bili, "rec", download={"small_item_size": 1_000_000})
+            # Items over 1 MB take the host-local path, smaller ones the one-activity path, those
+            # under 100 kB (once LEAN_HISTORY) their fetch.
+            settings = recorder_settings(env, Path(tmp), bili, "rec",
+                                         download={"small_item_size": 1_000_000, "with_fetch_size": 100_000})
             recorder = Recorder(env.client, sim, settings)
             recorder.bilibili_url = bili.url("BV117411r7R1")  # type: ignore[attr-defined]
             recorder.ten_parts_url = bili.url(TEN_PARTS)  # type: ignore[attr-defined]

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from temporalio import activity
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
@@ -189,10 +190,13 @@ async def test_cancel_stops_the_activity_and_discards_its_files(env: WorkflowEnv
 # -- end to end: a real worker process ---------------------------------------------------------
 
 @pytest.mark.timeout(180)
-async def test_a_small_item_commits_in_one_activity_with_a_line_per_stage_and_a_large_one_claims_a_host(
+async def test_a_tiny_item_commits_in_its_fetch_a_small_one_in_one_activity_and_a_large_one_claims_a_host(
         temporal_client: Client, temporal_address: str, sim: Simulator, tmp_path: Path) -> None:
-    settings = make_settings(tmp_path, temporal_address, download={"small_item_size": 100_000})
+    settings = make_settings(tmp_path, temporal_address, download={"small_item_size": 100_000,
+                                                                   "with_fetch_size": 30_000})
+    tiny = MediaFile("mp4", "tiny-one", 20_000)
     small, large = MediaFile("mp4", "small-one", 50_000), MediaFile("mp4", "large-one", 200_000)
+    sim.add_file("/tiny.mp4", tiny)
     sim.add_file("/small.mp4", small)
     sim.add_file("/large.mp4", large)
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRAWL_")}
@@ -200,20 +204,20 @@ async def test_a_small_item_commits_in_one_activity_with_a_line_per_stage_and_a_
                TRAWL_TEMPORAL__ADDRESS=temporal_address, TRAWL_TEMPORAL__EMBEDDED="false",
                TRAWL_TEMPORAL__TASK_QUEUE_PREFIX=settings.temporal.task_queue_prefix,
                TRAWL_CATALOG__URL=settings.catalog.url, TRAWL_WORKER__METRICS_PORT="0",
-               TRAWL_DOWNLOAD__SMALL_ITEM_SIZE="100000")
+               TRAWL_DOWNLOAD__SMALL_ITEM_SIZE="100000", TRAWL_DOWNLOAD__WITH_FETCH_SIZE="30000")
     log_path = tmp_path / "worker.log"
     with open(log_path, "wb") as log:
         worker = subprocess.Popen([TRAWL, "worker"], env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)
         try:
             handles = [(await submit(temporal_client, settings, default_registry(), sim.url(p))).handle
-                       for p in ("/small.mp4", "/large.mp4")]
+                       for p in ("/tiny.mp4", "/small.mp4", "/large.mp4")]
             results = await asyncio.wait_for(asyncio.gather(*(item_result(h, "") for h in handles)), 120)
         finally:
             worker.terminate()
             worker.wait(timeout=30)
-    assert [(r.outcome, r.assets[0].sha256) for r in results] == [("committed", small.sha256()),
-                                                                   ("committed", large.sha256())]
-    assert Catalog(settings.catalog_url).count() == 2
+    assert [(r.outcome, r.assets[0].sha256) for r in results] == [
+        ("committed", tiny.sha256()), ("committed", small.sha256()), ("committed", large.sha256())]
+    assert Catalog(settings.catalog_url).count() == 3
     assert not any(settings.work_dir.rglob("*.part"))
     events = [json.loads(line) for line in log_path.read_text().splitlines()]
     activity_lines = [e for e in events if e["event"] == "activity" and e["outcome"] == "ok"]
@@ -221,14 +225,31 @@ async def test_a_small_item_commits_in_one_activity_with_a_line_per_stage_and_a_
     def lines_of(result: object) -> list[tuple[str, str | None]]:
         return [(e["stage"], e.get("activity")) for e in activity_lines if e["task_id"] == result.workflow_id]
 
+    # The fetch's own line comes last: it is written when the whole activity ends.
+    assert lines_of(results[0]) == [("download", "fetch"), ("verify", "fetch"), ("commit", "fetch"), ("fetch", None)]
     one = "small_item"
-    assert lines_of(results[0]) == [("fetch", None), ("download", one), ("verify", one), ("commit", one)]
-    assert lines_of(results[1]) == [("fetch", None), ("claim", "claim_host"), ("download", None), ("verify", None),
+    assert lines_of(results[1]) == [("fetch", None), ("download", one), ("verify", one), ("commit", one)]
+    assert lines_of(results[2]) == [("fetch", None), ("claim", "claim_host"), ("download", None), ("verify", None),
                                     ("commit", None)]
-    small_download = next(e for e in activity_lines if e["task_id"] == results[0].workflow_id
+    small_download = next(e for e in activity_lines if e["task_id"] == results[1].workflow_id
                           and e["stage"] == "download")
     assert (small_download["bytes"], small_download["platform"]) == (50_000, "generic")
-    assert sum(e["event"] == "item" and e["outcome"] == "committed" for e in events) == 2  # the summary lines
+    assert sum(e["event"] == "item" and e["outcome"] == "committed" for e in events) == 3  # the summary lines
+    # What the tiny item cost the server: one activity, its identity and outcome in one upsert
+    # (and the SDK's for the patch), no memo.
+    history = await temporal_client.get_workflow_handle(results[0].workflow_id).fetch_history()
+    kinds = [EventType.Name(event.event_type) for event in history.events]
+    assert len(kinds) <= 14, kinds
+    assert kinds.count("EVENT_TYPE_ACTIVITY_TASK_SCHEDULED") == 1
+    assert kinds.count("EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES") <= 2
+    assert "EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED" not in kinds
+    query = f"CanonicalKey = '{results[0].canonical_key}' AND Outcome = 'committed' AND Platform = 'generic'"
+    for _ in range(50):  # visibility follows the history by a moment
+        found = [e.id async for e in temporal_client.list_workflows(query)]
+        if found:
+            break
+        await asyncio.sleep(0.2)
+    assert found == [results[0].workflow_id]
     for result in results:
         await replays(temporal_client, result.workflow_id)
 
@@ -242,7 +263,8 @@ async def replays(client: Client, workflow_id: str) -> None:
 @pytest.mark.timeout(180)
 async def test_a_corrupt_small_file_is_downloaded_again_then_fails_and_a_flaky_one_commits(
         temporal_client: Client, temporal_address: str, sim: Simulator, tmp_path: Path) -> None:
-    """The real small_item activity: verify's content_corrupt re-runs it (bounded), a 5xx retries it."""
+    """The real small_item activity: verify's content_corrupt re-runs it (bounded), a 5xx retries it.
+    Both files are tiny: their fetch tried them first and left them to small_item."""
     settings = make_settings(tmp_path, temporal_address, download={"max_redownloads": 1},
                              retry={"download": {"initial_interval": "100ms", "maximum_interval": "200ms"}})
     page = b"<!DOCTYPE html><html><body>Please log in</body></html>"
@@ -258,9 +280,10 @@ async def test_a_corrupt_small_file_is_downloaded_again_then_fails_and_a_flaky_o
         for started in (corrupt, flaky):
             await replays(temporal_client, started.workflow_id)
     assert (results[0].outcome, results[0].error_class) == ("failed", "content_corrupt")
-    assert sim.stats["/fake.mp4"].requests == 1 + 2  # the probe, the download and one re-download
+    # The probe, the tiny item's try in its fetch, then small_item's download and one re-download.
+    assert sim.stats["/fake.mp4"].requests == 1 + 1 + 2
     assert (results[1].outcome, results[1].assets[0].sha256) == ("committed", media.sha256())
-    assert sim.stats["/flaky.mp4"].requests == 1 + 2
+    assert sim.stats["/flaky.mp4"].requests == 1 + 2  # the 503 met the fetch's try: small_item took it from there
     for started in (corrupt, flaky):
         history = await started.handle.fetch_history()
         scheduled = [e.activity_task_scheduled_event_attributes.activity_type.name for e in history.events

@@ -4,6 +4,11 @@ The catalog is asked first: a URL whose canonical key follows from the URL alone
 URLs), or a URL form the catalog remembers leading to a committed item (a direct file, a page, a
 short link), is answered from the catalog without a single request to its platform. A watch that
 lists 500 known items and 3 new ones resolves the 3 new ones only.
+
+A tiny item (``FetchInput.with_fetch_size``) is downloaded, verified and committed by its first
+fetch, as small_item would (the same code): the whole item is one activity, which is most of
+what an item costs the Temporal server. Any failure of that part is left to the workflow's usual
+path (the result is then only resolved), so retries and their classes stay the stages' own.
 """
 
 from __future__ import annotations
@@ -13,18 +18,24 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from trawl.activities.errors import classified
 from trawl.activities.liveness import heartbeating
-from trawl.contracts import FetchInput, FetchResult, stored_assets
+from trawl.contracts import CommitResult, FetchInput, FetchResult, SmallItemInput, stored_assets
 from trawl.known import known_with_more, route_more
-from trawl.models import Resolved, as_preview, refuse_previews
+from trawl.models import Resolved, as_preview, known_total, refuse_previews
 from trawl.platforms.base import ResolveContext
 from trawl.platforms.registry import Registry
 from trawl.storage.records import CatalogItem
 
 if TYPE_CHECKING:  # the catalog (SQLAlchemy) is built by the worker and handed in
+    from trawl.activities.small import SmallItemActivities
     from trawl.storage.catalog import Catalog
+
+# A limit_rate that would keep a tiny item's download longer than this in a fetch slot leaves it
+# to the download queue.
+WITH_FETCH_MAX_S = 10.0
 
 
 def as_resolved(item: CatalogItem) -> Resolved:
@@ -36,17 +47,45 @@ def as_resolved(item: CatalogItem) -> Resolved:
 
 class FetchActivities:
     def __init__(self, registry: Registry, context: ResolveContext, catalog: Catalog,
-                 max_delay: timedelta, max_attempts: int = 0) -> None:
+                 max_delay: timedelta, max_attempts: int = 0, small: SmallItemActivities | None = None) -> None:
         self.registry = registry
         self.context = context
         self.catalog = catalog
         self.max_delay = max_delay
         self.max_attempts = max_attempts
+        self.small = small
 
-    @activity.defn(name="fetch")
+    # As the download's: cancellation is polled at heartbeats (a tiny item's download may run
+    # here), never raised into the thread; a resolve is bounded by the HTTP timeouts.
+    @activity.defn(name="fetch", no_thread_cancel_exception=True)
     @classified(lambda self: self.max_delay)
-    @heartbeating
     def fetch(self, inp: FetchInput) -> FetchResult:
+        fetched = self._resolved(inp)
+        if self._finishes(inp, fetched):
+            fetched.finished = self._finished(inp, fetched.resolved)
+        return fetched
+
+    def _finishes(self, inp: FetchInput, fetched: FetchResult) -> bool:
+        """Whether this fetch also downloads, verifies and commits the item: a first attempt (a
+        retry means something was wrong: the usual path handles it) at a tiny item, not slowed
+        by a rate limit."""
+        total = known_total(fetched.resolved.assets)
+        return (self.small is not None and not fetched.committed and not inp.fresh_urls
+                and total is not None and total <= inp.with_fetch_size and activity.info().attempt == 1
+                and not (inp.limit_rate and total / inp.limit_rate > WITH_FETCH_MAX_S))
+
+    def _finished(self, inp: FetchInput, resolved: Resolved) -> CommitResult | None:
+        assert self.small is not None
+        whole = SmallItemInput(inp.workflow_id, inp.url, resolved, inp.quality, inp.limit_rate,
+                               stage_attempts=inp.download_attempts)
+        try:
+            return self.small.small_item(whole)
+        except ApplicationError as err:  # the stage's own line logged it; the workflow goes on as usual
+            activity.logger.info(f"tiny item left to the download queue: {err.type}: {err.message}")
+            return None
+
+    @heartbeating
+    def _resolved(self, inp: FetchInput) -> FetchResult:
         known = None if inp.fresh_urls else known_with_more(self.catalog, self.registry, inp.url)
         if known is not None:
             item, more = known

@@ -210,6 +210,7 @@ def item_options(settings: Settings, choices: CrawlChoices | None = None) -> Ite
         local_schedule_to_start_s=settings.worker.local_schedule_to_start.total_seconds(),
         max_redownloads=settings.download.max_redownloads,
         small_item_size=settings.download.small_item_size,
+        with_fetch_size=settings.download.with_fetch_size,
         quality=choices.quality,
         limit_rate=choices.limit_rate,
         audio=choices.audio,
@@ -350,7 +351,8 @@ def _failed_result(fields: dict[str, Any], url: str) -> ItemResult:
 
 
 async def _cancelled_result(handle: WorkflowHandle, url: str) -> ItemResult:
-    """A cancelled item keeps its identity: the URL and what fetch found, from memo and search attributes."""
+    """A cancelled item keeps its identity: the URL and what fetch found, from its search attributes
+    (runs before lean-history: from its memo)."""
     try:
         desc = await handle.describe()
         memo = await desc.memo()
@@ -364,7 +366,8 @@ async def _cancelled_result(handle: WorkflowHandle, url: str) -> ItemResult:
 
     return ItemResult(handle.id, url or str(memo.get("url") or ""), "cancelled",
                       canonical_key=memo.get("canonical_key") or attr("CanonicalKey"),
-                      platform=memo.get("platform") or attr("Platform"), title=memo.get("title") or None)
+                      platform=memo.get("platform") or attr("Platform"),
+                      title=memo.get("title") or attr("Title"))
 
 
 # -- crawls --------------------------------------------------------------------------------------

@@ -144,7 +144,7 @@ async def activity_view(state: ApiState) -> ActivityView:
 
     async def running() -> None:
         found = await _listed(state, f"{items} AND ExecutionStatus = 'Running'", RUNNING_SHOWN)
-        view.running = [RunningItem(e.id, _attr(e, "Platform"), _attr(e, "Stage") or "queued", _attr(e, "Title"),
+        view.running = [RunningItem(e.id, _attr(e, "Platform"), _attr(e, "Stage") or "fetch", _attr(e, "Title"),
                                     e.start_time) for e in found]
 
     async def failures() -> None:

@@ -104,8 +104,6 @@ async def running_worker(
     blobs = open_blob_store(settings)  # a local directory or an S3 bucket, by storage.url
     # Each stage's attempt limit is applied by its activities (trawl.activities.errors), so that
     # infrastructure failures can wait out the stage's schedule_to_close instead.
-    fetch = FetchActivities(registry, ResolveContext(http, settings.net.max_page_bytes), catalog,
-                            retry.fetch.maximum_interval, retry.fetch.maximum_attempts)
     download = DownloadActivities(http, settings.work_dir, settings.download, retry.download.maximum_interval,
                                   retry.download.maximum_attempts, progress=progress_signaller(client))
     verify = VerifyActivities(retry.verify.maximum_interval, retry.verify.maximum_attempts,
@@ -128,6 +126,9 @@ async def running_worker(
     crawl = CrawlActivities(client, settings, registry, catalog)
     host = HostActivities(host_queue(prefix, settings.host_id))
     small = SmallItemActivities(download, verify, commit)  # the three stages of a small item in one activity
+    # A tiny item's fetch runs them too (FetchInput.with_fetch_size).
+    fetch = FetchActivities(registry, ResolveContext(http, settings.net.max_page_bytes), catalog,
+                            retry.fetch.maximum_interval, retry.fetch.maximum_attempts, small=small)
     workers = [
         Worker(client, task_queue=workflow_queue(prefix), workflows=list(workflows), **common),
         # The shared queue: host claims and source expansion; and, for runs started before

@@ -8,7 +8,7 @@ parallel, then commits them. Every attempt at the media goes through one bounded
 are fetched again and a corrupt file is downloaded again, each a bounded number of times.
 
 Changes to the commands this code produces follow the versioning policy (docs/upgrading.md):
-behind ``workflow.patched`` ids listed here, none today (the baseline of trawl 0.x).
+behind ``workflow.patched`` ids listed below.
 """
 
 from __future__ import annotations
@@ -35,11 +35,16 @@ with workflow.unsafe.imports_passed_through():
         PLATFORM, PROGRESS, RESUME, STAGE, STAGES, TITLE, CommitFile, CommitInput, CommitResult, DiscardInput,
         DownloadInput, DownloadProgress, DownloadResult, FetchInput, FetchResult, ItemInput, ItemResult, Progress,
         VerifyInput, VerifyResult)
-    from trawl.models import OPTIONAL_KINDS, Asset, Resolved
+    from trawl.models import OPTIONAL_KINDS, Asset, Resolved, known_total
 
 
 # workflow.patched ids (docs/upgrading.md), one per change of the command sequence since the
-# baseline: none yet.
+# baseline (trawl 0.x):
+# - LEAN_HISTORY: the stage goes to the current details only (Stage is upserted with the identity
+#   once fetch is done, and at the end), no memo (the identity's search attributes say it), and a
+#   tiny item is downloaded and committed by its fetch, its identity upserted with its outcome. A
+#   tiny item went from 22 history events (4 upserts, a memo, 2 activities) to 14 (bench/cost.py).
+LEAN_HISTORY = "lean-history"
 MiB = 1024 * 1024
 SMALL_ITEM = "*"  # the one activity of a small item, among the running downloads (by asset name)
 T = TypeVar("T")
@@ -80,6 +85,8 @@ class MediaItemWorkflow:
         self._verified: set[str] = set()  # assets whose download was verified
         self._reported_totals: dict[str, int] = {}  # asset name -> size its server announced
         self._totals_known = False  # the platform gave every asset's size up front
+        self._lean = False  # LEAN_HISTORY
+        self._identified = False  # the identity's search attributes are upserted
 
     # -- signals and queries ---------------------------------------------------------------
     @workflow.signal(name=DOWNLOAD_PROGRESS)
@@ -119,16 +126,24 @@ class MediaItemWorkflow:
     async def run(self, inp: ItemInput) -> ItemResult:
         self._inp = inp
         self._opts = inp.options
+        self._lean = workflow.patched(LEAN_HISTORY)
         self._mark_start()
         resolved: Resolved | None = None
         try:
-            fetched = await self._fetch()
+            fetched = await self._fetch(first=True)
             resolved = fetched.resolved
-            self._identify(resolved)
+            self._canonical_url = resolved.canonical_url
+            self._title = resolved.title
+            if not (self._lean and (fetched.committed or fetched.finished)):
+                self._identify(resolved)  # lean: an item done by its fetch says it with its outcome
             if fetched.committed:
                 return self._finish(self._result("duplicate", resolved, fetched.stored))
-            self._progress.bytes_total = _total(resolved.assets)
+            self._progress.bytes_total = known_total(resolved.assets)
             self._totals_known = self._progress.bytes_total is not None
+            if fetched.finished:
+                self._progress.bytes_finished = sum(asset.size for asset in fetched.finished.assets)
+                self._refresh_bytes()
+                return self._finish(self._result(fetched.finished.outcome, resolved, fetched.finished.assets))
             if self._small(resolved):
                 committed = await self._in_one_activity(resolved)
             else:
@@ -150,14 +165,16 @@ class MediaItemWorkflow:
             workflow.upsert_search_attributes(attrs)
 
     def _identify(self, resolved: Resolved) -> None:
-        """What fetch found, where operators look: search attributes (Title among them) and the memo
-        (a cancelled run has no result: its memo keeps what it was, for the CLI, the API, the Web UI)."""
-        self._canonical_url = resolved.canonical_url
-        self._title = resolved.title
-        identity = [PLATFORM.value_set(resolved.platform), CANONICAL_KEY.value_set(resolved.canonical_key[:255])]
-        if _keyword(resolved.title):
-            identity.append(TITLE.value_set(_keyword(resolved.title)))
-        workflow.upsert_search_attributes(identity)
+        """What fetch found, where operators look: search attributes (Title among them), which a
+        cancelled run (it has no result) keeps for the CLI, the API and the Web UI.
+
+        Lean (LEAN_HISTORY): with the Stage the item goes on to (``download``: its downloads,
+        verifies and commit; the details line says which). Before: the same in the memo too."""
+        self._identified = True
+        if self._lean:
+            workflow.upsert_search_attributes([*_identity(resolved), STAGE.value_set("download")])
+            return
+        workflow.upsert_search_attributes(_identity(resolved))
         workflow.upsert_memo({"canonical_key": resolved.canonical_key, "title": (resolved.title or "")[:500],
                               "platform": resolved.platform})
 
@@ -188,13 +205,14 @@ class MediaItemWorkflow:
         last_stage = self._progress.stage
         self._progress.stage = "cancelled"
         self._stage_details("cancelled")
-        workflow.upsert_search_attributes([STAGE.value_set("cancelled"), OUTCOME.value_set("cancelled")])
+        identity = _identity(resolved) if self._lean and resolved and not self._identified else []
+        workflow.upsert_search_attributes([*identity, STAGE.value_set("cancelled"), OUTCOME.value_set("cancelled")])
         await self._discard()
         self._summary("cancelled", last_stage, resolved.platform if resolved else self._inp.platform,
                       resolved.canonical_key if resolved else None, None, 0)
 
     def _small(self, resolved: Resolved) -> bool:
-        total = _total(resolved.assets)
+        total = known_total(resolved.assets)
         return self._opts.small_item_size > 0 and total is not None and total <= self._opts.small_item_size
 
     async def _in_one_activity(self, resolved: Resolved) -> CommitResult:
@@ -288,14 +306,19 @@ class MediaItemWorkflow:
                 raise HostLost("commit waited too long for its host") from None
             raise
 
-    async def _fetch(self, fresh_urls: bool = False) -> FetchResult:
+    async def _fetch(self, fresh_urls: bool = False, first: bool = False) -> FetchResult:
+        """Resolve the item; the first fetch of a lean run may also finish a tiny one."""
         self._stage("fetch")
+        finishing = {}
+        if first and self._lean:
+            finishing = dict(with_fetch_size=self._opts.with_fetch_size, limit_rate=self._opts.limit_rate,
+                             download_attempts=self._opts.download.maximum_attempts)
         try:
             return await workflow.execute_activity_method(
                 FetchActivities.fetch,
                 FetchInput(self._inp.url, workflow.info().workflow_id, self._inp.platform, fresh_urls,
                            self._opts.quality, self._opts.keep_previews, self._opts.audio,
-                           stage_attempts=self._opts.fetch.maximum_attempts),
+                           stage_attempts=self._opts.fetch.maximum_attempts, **finishing),
                 task_queue=self._opts.fetch_queue(self._inp.platform),
                 start_to_close_timeout=self._opts.fetch.start_to_close,
                 schedule_to_close_timeout=self._opts.fetch.schedule_to_close,
@@ -470,7 +493,8 @@ class MediaItemWorkflow:
     def _stage(self, stage: str) -> None:
         if stage != self._progress.stage:
             self._progress.stage = stage
-            workflow.upsert_search_attributes([STAGE.value_set(stage)])
+            if not self._lean:  # lean: the details line (and the progress query) say it
+                workflow.upsert_search_attributes([STAGE.value_set(stage)])
         self._stage_details(stage)
 
     def _stage_details(self, stage: str) -> None:
@@ -489,14 +513,16 @@ class MediaItemWorkflow:
         workflow.set_current_details(f"{shown}{amount}{kept}{title}")
 
     def _finish(self, result: ItemResult) -> ItemResult:
-        """Stage, Outcome and ErrorClass in the one upsert that ends the run; one summary line.
+        """Stage, Outcome and ErrorClass in the one upsert that ends the run (lean: with the
+        identity, if not upserted after fetch); one summary line.
 
         A failed run keeps the stage it failed in (the web page's failures group by it); the
         others say ``done``. The upsert is the same command either way, so recorded runs replay."""
         last_stage = self._progress.stage
         self._progress.stage = "done"
         failed_in = last_stage if result.outcome == "failed" and last_stage in STAGES else "done"
-        ended = [STAGE.value_set(failed_in), OUTCOME.value_set(result.outcome)]
+        identity = _identity(result) if self._lean and result.canonical_key and not self._identified else []
+        ended = [*identity, STAGE.value_set(failed_in), OUTCOME.value_set(result.outcome)]
         if result.error_class:
             ended.append(ERROR_CLASS.value_set(result.error_class[:255]))
         workflow.upsert_search_attributes(ended)
@@ -550,6 +576,14 @@ def _set_at_start(attrs: list[Any]) -> bool:
     return all(started.get(update.key) == update.value for update in attrs)
 
 
+def _identity(item: Resolved | ItemResult) -> list[Any]:
+    """The search attributes that say which item a run is (once fetch has found it)."""
+    identity = [PLATFORM.value_set(item.platform or ""), CANONICAL_KEY.value_set((item.canonical_key or "")[:255])]
+    if _keyword(item.title):
+        identity.append(TITLE.value_set(_keyword(item.title)))
+    return identity
+
+
 def _keyword(text: str | None) -> str:
     """``text`` as a Keyword attribute value: one line, at most 255 characters ("" for none)."""
     return " ".join((text or "").split())[:255]
@@ -562,7 +596,4 @@ def _named(resolved: Resolved, name: str) -> Asset:
     raise ItemFailed("parse_error", f"re-fetch no longer lists asset {name}")
 
 
-def _total(assets: list[Asset]) -> int | None:
-    sizes = [a.expected_size for a in assets]
-    return sum(sizes) if sizes and all(s is not None for s in sizes) else None  # type: ignore[misc]
 
