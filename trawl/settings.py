@@ -114,6 +114,11 @@ class StorageSettings(_Section):
     # (s3_concurrency + 1) x s3_part_size). S3's smallest part is 5 MiB.
     s3_part_size: ByteSize = Field(default=8 * MiB, ge=5 * MiB, le=1 * GiB)
     s3_concurrency: int = Field(default=4, ge=1, le=64)
+    # A multipart upload begun this long ago and neither completed nor aborted (its worker was
+    # killed, or the store was down when it tried to abort) is abandoned: the workers' clean-up
+    # and `trawl fsck --repair` abort it, and `trawl setup` sets the bucket's lifecycle rule to
+    # (in whole days). Longer than any commit's start_to_close, so no upload still running is hit.
+    abandon_uploads_after: Duration = Field(default=timedelta(hours=24), gt=timedelta(0))
 
     @field_validator("url")
     @classmethod

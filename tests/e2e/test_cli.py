@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import new_postgres_database, postgres_mode
+from tests.s3server import BUCKET, SeaweedFS, s3_url
 from trawl.download import file_sha256
 from trawl.simulator import MediaFile, Simulator
 from trawl.simulator.demo import og_page
@@ -188,6 +189,21 @@ def test_setup_registers_search_attributes_and_tables(tmp_path: Path, temporal_a
     assert done.returncode == 0, done.stderr
     assert "search attributes registered" in done.stdout
     assert postgres_mode() or (tmp_path / "data" / "catalog.db").exists()
+
+
+def test_setup_with_an_object_store_sets_its_lifecycle_rule(tmp_path: Path, temporal_address: str,
+                                                             s3_server: SeaweedFS) -> None:
+    url = s3_url()
+    env = trawl_env(tmp_path, temporal_address, TRAWL_STORAGE__URL=url,
+                    TRAWL_STORAGE__S3_ENDPOINT_URL=s3_server.endpoint, TRAWL_STORAGE__ABANDON_UPLOADS_AFTER="2d",
+                    **s3_server.env())
+    done = run(["setup"], env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    prefix = url.removeprefix(f"s3://{BUCKET}/")
+    assert f"lifecycle rule trawl-abort-incomplete-uploads-{prefix} of s3://{BUCKET} aborts uploads after 2 day(s)" \
+        in done.stdout
+    rules = s3_server.client().get_bucket_lifecycle_configuration(Bucket=BUCKET)["Rules"]
+    assert {"DaysAfterInitiation": 2} in [r.get("AbortIncompleteMultipartUpload") for r in rules]
 
 
 def test_fsck_finds_an_altered_blob_and_repairs_it(site: Simulator, tmp_path: Path, temporal_address: str) -> None:

@@ -4,6 +4,11 @@ server, a real worker, the simulator."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -13,6 +18,7 @@ from temporalio.client import Client
 from trawl.starter.client import item_result, start_item
 from tests.conftest import make_settings
 from tests.s3server import SeaweedFS, s3_url
+from tests.tcpproxy import ThrottlingProxy
 from trawl.platforms.registry import default_registry
 from trawl.settings import Settings, StorageSettings
 from trawl.simulator import MediaFile, Simulator
@@ -25,6 +31,7 @@ from trawl.workflows.media_item import ItemResult
 FAST_RETRY = {stage: {"initial_interval": "100ms", "maximum_interval": "500ms"}
               for stage in ("fetch", "download", "verify", "commit")}
 MiB = 1024 * 1024
+TRAWL = str(Path(sys.executable).parent / "trawl")
 
 
 @pytest.fixture
@@ -63,4 +70,57 @@ async def test_an_item_is_committed_to_the_bucket_once(temporal_client: Client, 
     # Nothing of the item stays on the worker: no local blob store, no partial files.
     assert not settings.blobs_dir.exists()
     assert not [p for p in settings.work_dir.rglob("*") if p.is_file()]
+    store.close()
+
+
+@pytest.mark.timeout(240)
+async def test_an_upload_left_by_a_killed_worker_is_reported_then_reclaimed_and_the_item_committed_once(
+        temporal_client: Client, settings: Settings, sim: Simulator, s3_server: SeaweedFS, tmp_path: Path) -> None:
+    """A worker killed mid-upload leaves an incomplete multipart upload: `trawl fsck` reports it
+    once it is older than storage.abandon_uploads_after, `fsck --repair` aborts it, and the
+    item, retried by another worker, is committed once."""
+    media = MediaFile("mp4", "s3-killed", 24 * MiB)  # five parts of 5 MiB
+    sim.add_file("/v/killed.mp4", media)
+    store = open_blob_store(settings)
+    assert isinstance(store, S3BlobStore)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAWL_")}
+    env.update(TRAWL_DATA_DIR=str(settings.data_dir), TRAWL_NET__ALLOW_PRIVATE="true",
+               TRAWL_TEMPORAL__ADDRESS=settings.temporal.address, TRAWL_TEMPORAL__EMBEDDED="false",
+               TRAWL_TEMPORAL__TASK_QUEUE_PREFIX=settings.temporal.task_queue_prefix,
+               TRAWL_CATALOG__URL=settings.catalog_url, TRAWL_WORKER__METRICS_PORT="0",
+               TRAWL_STORAGE__URL=settings.storage.url, TRAWL_STORAGE__S3_PART_SIZE=str(5 * MiB),
+               TRAWL_STORAGE__S3_CONCURRENCY="1", TRAWL_DOWNLOAD__SMALL_ITEM_SIZE="0", **s3_server.env())
+    # The killed worker reaches the store through a slow link (2 MB/s), so its upload is caught midway.
+    with ThrottlingProxy(s3_server.s3, rate=2_000_000) as slow, open(tmp_path / "killed.log", "wb") as log:
+        killed = subprocess.Popen([TRAWL, "worker"], env={**env, "TRAWL_STORAGE__S3_ENDPOINT_URL": slow.endpoint},
+                                  cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            started = await start_item(temporal_client, settings, default_registry(), sim.url("/v/killed.mp4"))
+            deadline = time.monotonic() + 120
+            while not any(u.parts for u in store.incomplete_uploads()):
+                assert time.monotonic() < deadline and killed.poll() is None, (tmp_path / "killed.log").read_text()[-3000:]
+                await asyncio.sleep(0.1)
+        finally:
+            killed.kill()
+            killed.wait(timeout=30)
+    [left] = store.incomplete_uploads()
+    assert left.key == blob_key(media.sha256()) and left.size >= 5 * MiB
+    await asyncio.sleep(1.5)
+    fsck_env = {**env, "TRAWL_STORAGE__S3_ENDPOINT_URL": s3_server.endpoint, "TRAWL_STORAGE__ABANDON_UPLOADS_AFTER": "1s"}
+    report = subprocess.run([TRAWL, "fsck"], env=fsck_env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert report.returncode != 0 and "abandoned_upload" in report.stdout, report.stdout + report.stderr
+    assert f"{left.parts} part(s)" in report.stdout and "1 incomplete upload(s)" in report.stderr
+    repair = subprocess.run([TRAWL, "fsck", "--repair", "--json"], env=fsck_env, cwd=tmp_path, capture_output=True,
+                            text=True, timeout=60)
+    summary = json.loads(repair.stdout)
+    assert repair.returncode == 0 and summary["repair"]["aborted_uploads"] == 1, repair.stdout + repair.stderr
+    assert [u["upload_id"] for u in summary["incomplete_uploads"]] == [left.upload_id]
+    assert store.incomplete_uploads() == []
+    # Another worker takes the commit over (its heartbeat timed out) and uploads anew, once.
+    async with running_worker(temporal_client, settings):
+        result = await asyncio.wait_for(item_result(started.handle, ""), 120)
+    assert result.outcome == "committed", result
+    assert [s.key for s in store.iterate()] == [blob_key(media.sha256())]
+    assert hash_blob(store, blob_key(media.sha256())) == (media.sha256(), 24 * MiB)
+    assert store.incomplete_uploads() == []
     store.close()

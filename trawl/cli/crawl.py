@@ -36,7 +36,7 @@ from trawl.starter.views import Unanswered, crawl_dict, crawl_state, item_dict, 
 from trawl.errors import TrawlError
 from trawl.platforms.registry import PLATFORMS, Registry, build_registry
 from trawl.settings import Settings
-from trawl.storage.blobs import open_blob_store
+from trawl.storage.blobs import open_blob_store, reclaim_uploads
 from trawl.contracts import CRAWL_WORKFLOW, ItemResult
 
 
@@ -474,9 +474,12 @@ async def cmd_fsck(args: argparse.Namespace, settings: Settings) -> int:
 
     catalog = open_catalog(settings)
     blobs = open_blob_store(settings)
-    report = await asyncio.to_thread(check, catalog, blobs)
+    abandon_after = settings.storage.abandon_uploads_after
+    report = await asyncio.to_thread(check, catalog, blobs, abandon_after)
     summary: dict[str, Any] = {"items": report.items, "blobs": report.blobs, "orphans": report.orphans,
                                "shared": report.shared,
+                               "incomplete_uploads": [{**dataclasses.asdict(u), "started": u.started.isoformat()}
+                                                      for u in report.uploads],
                                "problems": [{**dataclasses.asdict(p), "path": blobs.location(p.key)}
                                             for p in report.problems]}
     if not args.json:
@@ -486,16 +489,22 @@ async def cmd_fsck(args: argparse.Namespace, settings: Settings) -> int:
         print(f"{report.items} item(s), {report.blobs} blob(s) checked: {len(report.problems)} problem(s), "
               f"{len(report.orphans)} unreferenced blob(s)"
               + (f", {len(report.shared)} shared with exported files (hard links: editing those files in place "
-                 "changes the blobs)" if report.shared else ""), file=sys.stderr)
+                 "changes the blobs)" if report.shared else "")
+              + (f", {len(report.uploads)} incomplete upload(s) of {sum(u.size for u in report.uploads) / 2**20:.1f} MiB"
+                 if report.uploads else ""), file=sys.stderr)
     code = 0
     if report.problems and not args.repair:
         code = EXIT_FAILED_ITEMS
     elif report.problems:
+        aborted = await asyncio.to_thread(reclaim_uploads, blobs, abandon_after)
         urls = await asyncio.to_thread(quarantine, report, catalog, blobs)
         catalog.close()
         where = getattr(blobs, "quarantine_dir", None) or "the store's quarantine"
-        summary["repair"] = {"quarantine": str(where), "recrawled": []}
+        summary["repair"] = {"quarantine": str(where), "aborted_uploads": len(aborted), "recrawled": []}
         if not args.json:
+            if aborted:
+                print(f"aborted {len(aborted)} abandoned upload(s), {sum(u.size for u in aborted) / 2**20:.1f} MiB "
+                      "of parts reclaimed", file=sys.stderr)
             print(f"moved damaged blobs to {where}; crawling {len(urls)} item(s) again", file=sys.stderr)
         if urls:
             registry = build_registry(settings.platforms)

@@ -29,8 +29,10 @@ from trawl.cli.common import (
 from trawl.cli.output import CommandError
 from trawl.starter.client import connect, ensure_search_attributes, metrics_url
 from trawl.starter.embedded import answers
+from trawl.errors import StorageError
 from trawl.logs import get_logger
 from trawl.settings import Settings
+from trawl.storage.blobs import open_blob_store
 
 log = get_logger("trawl.worker")
 
@@ -136,6 +138,17 @@ async def cmd_setup(args: argparse.Namespace, settings: Settings) -> int:
     open_catalog(settings).close()
     print(f"search attributes registered in namespace {settings.temporal.namespace} at {settings.temporal.address}; "
           f"catalog tables ready in {settings.catalog_url.split('@')[-1]}")
+    blobs = open_blob_store(settings)
+    try:
+        ensure = getattr(blobs, "ensure_upload_lifecycle", None)  # an object store's
+        if ensure is not None:
+            print(await asyncio.to_thread(ensure, settings.storage.abandon_uploads_after))
+    except StorageError as err:
+        # Not every store or every key may set lifecycle rules: the workers' clean-up still
+        # aborts abandoned uploads.
+        print(f"warning: {err}; abandoned uploads are still aborted by the workers' clean-up", file=sys.stderr)
+    finally:
+        blobs.close()
     return 0
 
 

@@ -23,7 +23,7 @@ import shutil
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Protocol
 
@@ -63,6 +63,22 @@ class BlobStat:
     key: str
     size: int
     modified: datetime  # UTC
+
+
+@dataclass(frozen=True)
+class IncompleteUpload:
+    """A multipart upload begun and neither completed nor aborted: its parts cost storage, and no
+    key shows them. A worker killed mid-upload, or a store that died before the abort reached it,
+    leaves one; so does an upload still running (hence the age)."""
+
+    key: str  # the blob key it was uploading
+    upload_id: str
+    started: datetime  # UTC
+    size: int  # bytes of the parts the store holds
+    parts: int
+
+    def age(self, now: datetime) -> timedelta:
+        return now - self.started
 
 
 class BlobReader(Protocol):
@@ -114,6 +130,13 @@ class BlobStore(Protocol):
     def local_path(self, key: str) -> Path | None:
         """The blob's file for a local store (the CLI shows it); None for a remote one."""
 
+    def incomplete_uploads(self) -> list[IncompleteUpload]:
+        """Uploads under the store's prefix begun and not completed or aborted (none for a local
+        store: its put is a rename, and an interrupted copy is an object :meth:`iterate` lists)."""
+
+    def abort_upload(self, upload: IncompleteUpload) -> bool:
+        """Drop an incomplete upload and its parts; False when it was gone already."""
+
     def close(self) -> None: ...
 
 
@@ -126,6 +149,18 @@ def hash_blob(store: BlobStore, key: str) -> tuple[str, int]:
             digest.update(block)
             size += len(block)
     return digest.hexdigest(), size
+
+
+def abandoned_uploads(store: BlobStore, older_than: timedelta, now: datetime | None = None) -> list[IncompleteUpload]:
+    """The incomplete uploads begun at least ``older_than`` ago: abandoned (an upload running that
+    long would have its commit's start_to_close to answer for)."""
+    now = now or datetime.now(UTC)
+    return [upload for upload in store.incomplete_uploads() if upload.age(now) >= older_than]
+
+
+def reclaim_uploads(store: BlobStore, older_than: timedelta, now: datetime | None = None) -> list[IncompleteUpload]:
+    """Abort the abandoned uploads; the ones this call aborted (another worker may be quicker)."""
+    return [upload for upload in abandoned_uploads(store, older_than, now) if store.abort_upload(upload)]
 
 
 def open_blob_store(settings: Settings) -> BlobStore:
@@ -213,6 +248,12 @@ class LocalBlobStore:
         target = self.quarantine_dir / path.name
         shutil.move(str(path), target)
         return str(target)
+
+    def incomplete_uploads(self) -> list[IncompleteUpload]:
+        return []
+
+    def abort_upload(self, upload: IncompleteUpload) -> bool:
+        return False
 
     def iterate(self) -> Iterator[BlobStat]:
         top = self.root / BLOBS

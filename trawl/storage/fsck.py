@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 
-from trawl.storage.blobs import BlobStore, hash_blob, key_sha256
+from trawl.storage.blobs import BlobStore, IncompleteUpload, hash_blob, key_sha256
 from trawl.storage.catalog import Catalog
 
 PAGE = 500
@@ -17,7 +18,7 @@ PAGE = 500
 
 @dataclass
 class Problem:
-    kind: str  # missing_blob | corrupt_blob | size_mismatch | stray_file
+    kind: str  # missing_blob | corrupt_blob | size_mismatch | stray_file | abandoned_upload
     key: str  # the object's key in the store
     detail: str
     canonical_key: str | None = None
@@ -33,6 +34,9 @@ class FsckReport:
     # Keys of local blobs with more than one hard link: an exported file (trawl export --link
     # hardlink) is the blob itself, so editing that file in place changes the blob. Not damage.
     shared: list[str] = field(default_factory=list)
+    # Multipart uploads not completed or aborted (an object store's); the abandoned ones (older
+    # than storage.abandon_uploads_after) are problems too.
+    uploads: list[IncompleteUpload] = field(default_factory=list)
 
     @property
     def damaged_items(self) -> dict[str, str]:
@@ -40,13 +44,20 @@ class FsckReport:
         return {p.canonical_key: p.source_url or "" for p in self.problems if p.canonical_key}
 
 
-def check(catalog: Catalog, blobs: BlobStore) -> FsckReport:
-    """Hash every blob once; compare with its name and with every catalog row that uses it.
+def check(catalog: Catalog, blobs: BlobStore, abandon_after: timedelta = timedelta(hours=24),
+          now: datetime | None = None) -> FsckReport:
+    """Hash every blob once; compare with its name and with every catalog row that uses it; list
+    the store's incomplete uploads, those begun ``abandon_after`` ago or more as problems.
 
     A local blob with other hard links (an exported file) is listed in ``shared``; when its bytes
     changed, the ``corrupt_blob`` problem says so, as an in-place edit of that file is the likely cause.
     """
     report = FsckReport()
+    now = now or datetime.now(UTC)
+    report.uploads = blobs.incomplete_uploads()
+    for upload in report.uploads:
+        if upload.age(now) >= abandon_after:
+            report.problems.append(Problem("abandoned_upload", upload.key, _upload_detail(upload, now)))
     verdicts: dict[str, str | None] = {}  # key -> None if good, else what is wrong
     sizes: dict[str, int] = {}
     for stat in blobs.iterate():
@@ -93,6 +104,12 @@ def check(catalog: Catalog, blobs: BlobStore) -> FsckReport:
     return report
 
 
+def _upload_detail(upload: IncompleteUpload, now: datetime) -> str:
+    hours = upload.age(now).total_seconds() / 3600
+    return (f"incomplete upload {upload.upload_id[:16]}: {upload.parts} part(s), {upload.size / 2**20:.1f} MiB, "
+            f"begun {hours:.1f} h ago ({upload.started:%Y-%m-%d %H:%M:%S} UTC)")
+
+
 def _link_count(blobs: BlobStore, key: str) -> int:
     """How many names the blob's file has (1 for a blob no export links to, and for remote stores)."""
     path = blobs.local_path(key)
@@ -106,7 +123,8 @@ def _link_count(blobs: BlobStore, key: str) -> int:
 
 def quarantine(report: FsckReport, catalog: Catalog, blobs: BlobStore) -> list[str]:
     """Move damaged blobs aside (the store's quarantine) and drop the rows that used them, so the
-    items can be crawled again; returns the source URLs to crawl."""
+    items can be crawled again; returns the source URLs to crawl. (Abandoned uploads are aborted
+    by :func:`trawl.storage.blobs.reclaim_uploads`.)"""
     for problem in report.problems:
         if problem.kind in ("corrupt_blob", "size_mismatch", "stray_file"):
             blobs.quarantine(problem.key)

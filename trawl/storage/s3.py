@@ -10,8 +10,9 @@ the store checks before it keeps anything; a multipart upload is also hashed who
 completed only when that is the sha256 verify computed (and the size verify saw). Nothing is
 visible under a key before the store has all of it: a single PUT is atomic, and a multipart
 upload appears only on its completion; one that fails is aborted. A worker killed mid-upload
-leaves an incomplete multipart upload, invisible and never under the key (a bucket lifecycle
-rule ``AbortIncompleteMultipartUpload`` reclaims its parts); the retried commit uploads anew.
+leaves an incomplete multipart upload, invisible and never under the key; the retried commit
+uploads anew. Its parts are reclaimed by the workers' clean-up and ``trawl fsck --repair``
+(``storage.abandon_uploads_after``), and by the bucket lifecycle rule ``trawl setup`` sets.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import hashlib
 import os
 import threading
 from collections.abc import Iterator
+from datetime import UTC, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,13 +33,14 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from trawl.errors import ContentCorrupt, StorageError
-from trawl.storage.blobs import BLOBS, BlobNotFound, BlobReader, BlobStat, blob_key
+from trawl.storage.blobs import BLOBS, BlobNotFound, BlobReader, BlobStat, IncompleteUpload, blob_key
 
 if TYPE_CHECKING:
     from trawl.settings import StorageSettings
 
 MiB = 1024 * 1024
 MAX_PARTS = 10_000  # S3's limit per multipart upload
+LIFECYCLE_RULE = "trawl-abort-incomplete-uploads"
 QUARANTINE = "quarantine/"
 _NOT_FOUND = {"404", "NoSuchKey", "NotFound"}
 _BAD_DIGEST = {"BadDigest", "InvalidDigest", "XAmzContentChecksumMismatch", "XAmzContentSHA256Mismatch"}
@@ -288,11 +291,63 @@ class S3BlobStore:
                                              Body=data, ChecksumSHA256=checksum)
         return {"PartNumber": number, "ETag": answer["ETag"], "ChecksumSHA256": checksum}
 
-    def incomplete_uploads(self) -> list[tuple[str, str]]:
-        """``(key, upload id)`` of every multipart upload under the prefix not completed or aborted."""
+    def incomplete_uploads(self) -> list[IncompleteUpload]:
         base = f"{self.prefix}/" if self.prefix else ""
         found = []
         with _errors(f"list uploads in s3://{self.bucket}/{base}"):
             for page in self.client.get_paginator("list_multipart_uploads").paginate(Bucket=self.bucket, Prefix=base):
-                found += [(u["Key"][len(base):], u["UploadId"]) for u in page.get("Uploads", [])]
+                for upload in page.get("Uploads", []):
+                    sizes = self._part_sizes(upload["Key"], upload["UploadId"])
+                    if sizes is None:
+                        continue  # completed or aborted since it was listed
+                    started = upload["Initiated"].astimezone(UTC)
+                    found.append(IncompleteUpload(upload["Key"][len(base):], upload["UploadId"], started,
+                                                  sum(sizes), len(sizes)))
         return found
+
+    def _part_sizes(self, name: str, upload_id: str) -> list[int] | None:
+        sizes: list[int] = []
+        try:
+            for page in self.client.get_paginator("list_parts").paginate(Bucket=self.bucket, Key=name,
+                                                                          UploadId=upload_id):
+                sizes += [part["Size"] for part in page.get("Parts", [])]
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "NoSuchUpload":
+                return None
+            raise
+        return sizes
+
+    def abort_upload(self, upload: IncompleteUpload) -> bool:
+        with _errors(f"abort the upload of {self.location(upload.key)}"):
+            try:
+                self.client.abort_multipart_upload(Bucket=self.bucket, Key=self._name(upload.key),
+                                                   UploadId=upload.upload_id)
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") == "NoSuchUpload":
+                    return False
+                raise
+        return True
+
+    def ensure_upload_lifecycle(self, after: timedelta) -> str:
+        """A bucket lifecycle rule that aborts uploads under the prefix ``after`` (whole days, at
+        least one) after they began: the store reclaims what trawl's own clean-up cannot reach
+        (a bucket no worker runs against any more). Other rules of the bucket are kept. What was
+        done, in words."""
+        days = max(1, -(-int(after.total_seconds()) // 86400))
+        base = f"{self.prefix}/" if self.prefix else ""
+        ours = {"ID": LIFECYCLE_RULE + (f"-{self.prefix}" if self.prefix else ""), "Status": "Enabled",
+                "Filter": {"Prefix": base}, "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": days}}
+        with _errors(f"read the lifecycle rules of s3://{self.bucket}"):
+            try:
+                rules = self.client.get_bucket_lifecycle_configuration(Bucket=self.bucket).get("Rules", [])
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") != "NoSuchLifecycleConfiguration":
+                    raise
+                rules = []
+        if ours in rules:
+            return f"lifecycle rule {ours['ID']} of s3://{self.bucket} already aborts uploads after {days} day(s)"
+        rules = [rule for rule in rules if rule.get("ID") != ours["ID"]] + [ours]
+        with _errors(f"set the lifecycle rules of s3://{self.bucket}"):
+            self.client.put_bucket_lifecycle_configuration(Bucket=self.bucket,
+                                                           LifecycleConfiguration={"Rules": rules})
+        return f"lifecycle rule {ours['ID']} of s3://{self.bucket} aborts uploads after {days} day(s)"

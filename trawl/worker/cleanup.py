@@ -1,5 +1,5 @@
-"""The workers' clean-up: partial files that no running item needs any more, and the frontiers of
-crawls that ended."""
+"""The workers' clean-up: partial files that no running item needs any more, the frontiers of
+crawls that ended, and abandoned uploads in the object store."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from trawl.logs import get_logger
 from trawl.workdirs import idle_work_dirs, remove_work_dir
+
+from trawl.storage.blobs import BlobStore, reclaim_uploads
 
 if TYPE_CHECKING:
     from trawl.storage.catalog import Catalog
@@ -70,15 +72,30 @@ async def clean_frontiers(client: Client, catalog: Catalog, keep: timedelta) -> 
     return removed
 
 
-async def clean_periodically(client: Client, work_dir: Path, keep: timedelta, catalog: Catalog | None = None) -> None:
-    """Run :func:`clean_work_dir` (and :func:`clean_frontiers`) now and then every ``keep / 4``
-    (at most ten minutes)."""
+async def clean_uploads(blobs: BlobStore, abandon_after: timedelta) -> int:
+    """Abort the object store's uploads begun ``abandon_after`` ago or more (a worker killed
+    mid-upload, an abort that could not reach the store); how many this worker aborted."""
+    aborted = await asyncio.to_thread(reclaim_uploads, blobs, abandon_after)
+    for upload in aborted:
+        log.info("aborted an abandoned upload", stage="cleanup", key=upload.key, bytes=upload.size,
+                 parts=upload.parts, started=upload.started.isoformat())
+    return len(aborted)
+
+
+async def clean_periodically(client: Client, work_dir: Path, keep: timedelta, catalog: Catalog | None = None,
+                             blobs: BlobStore | None = None, abandon_after: timedelta | None = None) -> None:
+    """Run :func:`clean_work_dir` (and :func:`clean_frontiers`, :func:`clean_uploads`) now and then
+    every ``keep / 4`` (at most ten minutes)."""
     interval = max(1.0, min(keep.total_seconds() / 4, MAX_INTERVAL_S))
     while True:
-        try:
-            await clean_work_dir(client, work_dir, keep)
-            if catalog is not None:
-                await clean_frontiers(client, catalog, keep)
-        except Exception as exc:  # noqa: BLE001 - a clean-up must never stop a worker
-            log.warning("clean-up failed", error=str(exc))
+        parts = [clean_work_dir(client, work_dir, keep)]
+        if catalog is not None:
+            parts.append(clean_frontiers(client, catalog, keep))
+        if blobs is not None and abandon_after is not None:
+            parts.append(clean_uploads(blobs, abandon_after))
+        for part in parts:  # one failing (the store down, say) does not hold up the others
+            try:
+                await part
+            except Exception as exc:  # noqa: BLE001 - a clean-up must never stop a worker
+                log.warning("clean-up failed", error=str(exc))
         await asyncio.sleep(interval)

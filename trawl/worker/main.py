@@ -154,7 +154,7 @@ async def running_worker(
                               max_task_queue_activities_per_second=rate, **common))
     tasks = [asyncio.create_task(worker.run()) for worker in workers]
     cleanup = asyncio.create_task(clean_periodically(client, settings.work_dir, settings.download.keep_failed_partials,
-                                                     catalog))
+                                                     catalog, blobs, settings.storage.abandon_uploads_after))
     try:
         yield workers
     finally:

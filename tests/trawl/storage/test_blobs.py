@@ -8,14 +8,17 @@ import os
 import stat
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from tests.s3server import BUCKET, SeaweedFS, s3_url
 from trawl.errors import ContentCorrupt, StorageError
-from trawl.storage.blobs import BlobNotFound, BlobStore, LocalBlobStore, blob_key, hash_blob, key_sha256
+from trawl.storage.blobs import (
+    BlobNotFound, BlobStore, LocalBlobStore, abandoned_uploads, blob_key, hash_blob, key_sha256, reclaim_uploads)
 from trawl.storage.s3 import S3BlobStore
+from trawl.worker.cleanup import clean_uploads
 
 MiB = 1024 * 1024
 PART = 5 * MiB  # S3's smallest part: a test file of a few MiB is a multipart upload
@@ -283,3 +286,56 @@ def _raw_write(store: BlobStore, key: str, source: Path) -> None:
     else:
         assert isinstance(store, S3BlobStore)
         store.client.put_object(Bucket=store.bucket, Key=f"{store.prefix}/{key}", Body=source.read_bytes())
+
+
+def _leave_an_upload(store: S3BlobStore, data: bytes) -> str:
+    """What a put killed after its first part leaves behind; the blob's key."""
+    key = blob_key(hashlib.sha256(data).hexdigest())
+    name = f"{store.prefix}/{key}"
+    upload = store.client.create_multipart_upload(Bucket=store.bucket, Key=name)["UploadId"]
+    store.client.upload_part(Bucket=store.bucket, Key=name, UploadId=upload, PartNumber=1, Body=data[:PART])
+    return key
+
+
+def test_an_abandoned_upload_is_listed_with_its_age_and_size_and_reclaimed_once(s3_server: SeaweedFS) -> None:
+    store = make_s3(s3_server)
+    key = _leave_an_upload(store, os.urandom(PART + 1))
+    [upload] = store.incomplete_uploads()
+    assert (upload.key, upload.parts, upload.size) == (key, 1, PART)
+    now = datetime.now(UTC)
+    assert timedelta(0) <= upload.age(now) < timedelta(minutes=5)
+    assert abandoned_uploads(store, timedelta(hours=24), now) == []  # maybe still running: left alone
+    later = now + timedelta(hours=25)
+    assert abandoned_uploads(store, timedelta(hours=24), later) == [upload]
+    assert reclaim_uploads(store, timedelta(hours=24), later) == [upload]
+    assert store.incomplete_uploads() == [] and reclaim_uploads(store, timedelta(hours=24), later) == []
+    store.close()
+
+
+def test_a_local_store_has_no_uploads(tmp_path: Path) -> None:
+    store = LocalBlobStore(tmp_path / "blobs")
+    assert store.incomplete_uploads() == [] and reclaim_uploads(store, timedelta(0)) == []
+
+
+def test_the_lifecycle_rule_is_set_once_beside_the_buckets_other_rules(s3_server: SeaweedFS) -> None:
+    store = make_s3(s3_server)
+    other = {"ID": "someone-elses", "Status": "Enabled", "Filter": {"Prefix": "logs/"},
+             "Expiration": {"Days": 30}}
+    store.client.put_bucket_lifecycle_configuration(Bucket=store.bucket, LifecycleConfiguration={"Rules": [other]})
+    assert "aborts uploads after 2 day(s)" in store.ensure_upload_lifecycle(timedelta(hours=30))
+    assert "already" in store.ensure_upload_lifecycle(timedelta(hours=30))
+    rules = {rule["ID"]: rule for rule in store.client.get_bucket_lifecycle_configuration(Bucket=store.bucket)["Rules"]}
+    ours = rules[f"trawl-abort-incomplete-uploads-{store.prefix}"]
+    assert ours["AbortIncompleteMultipartUpload"] == {"DaysAfterInitiation": 2}
+    assert ours["Filter"] == {"Prefix": f"{store.prefix}/"} and "someone-elses" in rules
+    store.client.delete_bucket_lifecycle(Bucket=store.bucket)
+    store.close()
+
+
+async def test_the_workers_clean_up_aborts_abandoned_uploads(s3_server: SeaweedFS) -> None:
+    store = make_s3(s3_server)
+    _leave_an_upload(store, os.urandom(PART + 1))
+    assert await clean_uploads(store, timedelta(hours=1)) == 0  # too young to be abandoned
+    assert await clean_uploads(store, timedelta(0)) == 1
+    assert store.incomplete_uploads() == []
+    store.close()
