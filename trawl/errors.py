@@ -72,6 +72,7 @@ RATE_LIMIT_DEFAULT_DELAY = 120.0
 # briefly wrong recovers that fast, and a name that really does not exist never will.
 NAME_NOT_FOUND_ATTEMPTS = 3
 NAME_NOT_FOUND_RETRY_DELAY = 5.0
+STORAGE_RETRY_INTERVAL_S = 5.0  # the longest wait between attempts that met a storage_error
 # An HLS segment that is missing from its server: asked on this many download attempts.
 SEGMENT_MISSING_ATTEMPTS = 3
 
@@ -95,6 +96,9 @@ class TrawlError(Exception):
     # An infrastructure failure (disk full, catalog down) is no fault of the item: it is retried
     # until the stage's schedule_to_close, however many attempts that takes.
     patient: ClassVar[bool] = False
+    # Seconds the stage's backoff may reach for this class at most (None: the stage's
+    # maximum_interval): what waits for a store to come back should notice soon after it does.
+    max_retry_interval: ClassVar[float | None] = None
 
     def __init__(self, message: str, *, retry_after: float | None = None) -> None:
         super().__init__(message)
@@ -219,6 +223,11 @@ class BlockedAddress(TrawlError):
 class StorageError(TrawlError):
     error_class = "storage_error"
     patient = True
+    # An outage of the object store or the catalog ends without a word to the items waiting for
+    # it: each tries again this often at most, so the last of them resumes within this long (plus
+    # its attempt) of the store's return, not after a backoff grown to the stage's 1-5 minutes.
+    # The price: a waiting item asks a store that is down once per this interval.
+    max_retry_interval = STORAGE_RETRY_INTERVAL_S
 
 
 class InternalError(TrawlError):

@@ -114,6 +114,9 @@ class StorageSettings(_Section):
     # (s3_concurrency + 1) x s3_part_size). S3's smallest part is 5 MiB.
     s3_part_size: ByteSize = Field(default=8 * MiB, ge=5 * MiB, le=1 * GiB)
     s3_concurrency: int = Field(default=4, ge=1, le=64)
+    # The longest an object store request may wait to connect, or for its next bytes to go or
+    # come (not its whole length): a frozen store is a storage_error after 3 such waits.
+    s3_timeout: Duration = Field(default=timedelta(seconds=10), gt=timedelta(0))
     # A multipart upload begun this long ago and neither completed nor aborted (its worker was
     # killed, or the store was down when it tried to abort) is abandoned: the workers' clean-up
     # and `trawl fsck --repair` abort it, and `trawl setup` sets the bucket's lifecycle rule to

@@ -75,3 +75,20 @@ def test_retry_after_is_capped_by_the_item_s_interval_not_the_worker_s() -> None
                         stage_attempts=0)
     error = _attempt(RateLimited("HTTP 429", retry_after=3600), inp)
     assert error.next_retry_delay == timedelta(seconds=30)
+
+
+@pytest.mark.parametrize(("attempt", "delay"), [(1, 1.0), (2, 2.0), (3, 4.0), (4, 5.0), (40, 5.0)])
+def test_a_storage_error_waits_no_longer_than_its_class_allows(attempt: int, delay: float) -> None:
+    """The stage's backoff (1 s doubling up to 5 min here) up to 5 s: an item waiting for the store
+    tries again within 5 s of its return, however long the outage lasted."""
+    inp = DownloadInput("item-x", Asset(name="video", kind="video", urls=["http://127.0.0.1/v.mp4"]),
+                        stage_attempts=3)
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(env.info, attempt=attempt, retry_policy=RetryPolicy(
+        initial_interval=timedelta(seconds=1), backoff_coefficient=2.0, maximum_interval=timedelta(minutes=5)))
+    with pytest.raises(ApplicationError) as caught:
+        env.run(_Stage(StorageError("object store: upload: EndpointConnectionError")).run, inp)
+    assert caught.value.non_retryable is False  # past the stage's 3 attempts: patient
+    assert caught.value.next_retry_delay == timedelta(seconds=delay)
+    # Other classes keep the policy's own backoff.
+    assert _attempt(Http5xx("HTTP 503"), inp).next_retry_delay is None

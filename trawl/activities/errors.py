@@ -47,12 +47,24 @@ def to_application_error(exc: BaseException, max_delay: timedelta | None = None,
         # Cap before building the timedelta: a hostile Retry-After may be astronomically large.
         cap = max_delay.total_seconds() if max_delay is not None else MAX_RETRY_DELAY_S
         delay = timedelta(seconds=min(error.retry_after, cap, MAX_RETRY_DELAY_S))
+    elif error.max_retry_interval is not None and not final:
+        delay = timedelta(seconds=min(_backoff(attempt), error.max_retry_interval))
     return ApplicationError(
         redact(message),
         type=error.error_class,
         non_retryable=final,
         next_retry_delay=delay,
     )
+
+
+def _backoff(attempt: int) -> float:
+    """Seconds the running activity's retry policy waits after ``attempt`` (infinity when unknown:
+    outside an activity, or a policy without an initial interval)."""
+    policy = activity.info().retry_policy if activity.in_activity() else None
+    if policy is None or not policy.initial_interval:
+        return float("inf")
+    wait = policy.initial_interval.total_seconds() * policy.backoff_coefficient ** min(attempt - 1, 64)
+    return min(wait, policy.maximum_interval.total_seconds()) if policy.maximum_interval else wait
 
 
 def _current_attempt() -> int:

@@ -97,7 +97,7 @@ class S3BlobStore:
     ``<prefix>/quarantine/``."""
 
     def __init__(self, bucket: str, prefix: str = "", *, endpoint_url: str = "", region: str = "",
-                 part_size: int = 8 * MiB, concurrency: int = 4) -> None:
+                 part_size: int = 8 * MiB, concurrency: int = 4, timeout: float = 10.0) -> None:
         self.bucket = bucket
         self.prefix = prefix.strip("/")
         self.part_size = part_size
@@ -107,10 +107,15 @@ class S3BlobStore:
             # hashed again for the signature: their x-amz-checksum-sha256 is signed and checked by
             # the store (what botocore does by itself over https, here over http too).
             s3={"addressing_style": "path" if endpoint_url else "auto", "payload_signing_enabled": False},
-            retries={"mode": "standard", "max_attempts": 5},
+            # A store that stops answering (frozen, or a network that drops packets) becomes a
+            # storage_error within seconds: every connect and every socket read or send waits at
+            # most ``timeout`` (storage.s3_timeout), a stall detector rather than a deadline, so a
+            # part of any size goes up as long as its bytes keep moving; 3 attempts in all, then
+            # the activity's own retries (at most 5 s apart for storage_error) take over.
+            retries={"mode": "standard", "max_attempts": 3},
             max_pool_connections=max(32, 8 * concurrency),  # several uploads at once, each `concurrency` wide
-            connect_timeout=10,
-            read_timeout=60,
+            connect_timeout=timeout,
+            read_timeout=timeout,
             # Puts carry the sha256 themselves (below); no CRC trailers on top, which some
             # S3-compatible stores do not understand.
             request_checksum_calculation="when_required",
@@ -125,7 +130,8 @@ class S3BlobStore:
     def from_settings(cls, storage: StorageSettings) -> S3BlobStore:
         bucket, _, prefix = storage.url.removeprefix("s3://").partition("/")
         return cls(bucket, prefix, endpoint_url=storage.s3_endpoint_url, region=storage.s3_region,
-                   part_size=storage.s3_part_size, concurrency=storage.s3_concurrency)
+                   part_size=storage.s3_part_size, concurrency=storage.s3_concurrency,
+                   timeout=storage.s3_timeout.total_seconds())
 
     def _name(self, key: str) -> str:
         if not key or key.startswith("/") or any(p in ("", ".", "..") for p in key.split("/")):

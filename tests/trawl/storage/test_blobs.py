@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import socket
 import stat
 import threading
 from collections.abc import Iterator
@@ -339,3 +340,17 @@ async def test_the_workers_clean_up_aborts_abandoned_uploads(s3_server: SeaweedF
     assert await clean_uploads(store, timedelta(0)) == 1
     assert store.incomplete_uploads() == []
     store.close()
+
+
+def test_a_store_that_stops_answering_is_a_storage_error_not_a_hang(s3_server: SeaweedFS, tmp_path: Path) -> None:
+    """A frozen store (the kernel still accepts connections, nothing answers) fails each request
+    after storage.s3_timeout, not after boto3's default minute times five attempts."""
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        store = S3BlobStore(BUCKET, "frozen", endpoint_url=f"http://127.0.0.1:{silent.getsockname()[1]}",
+                            part_size=PART, timeout=0.5)
+        with pytest.raises(StorageError, match="(?i)read timeout"):
+            store.stat(blob_key(hashlib.sha256(b"x").hexdigest()))
+        source, sha = write(tmp_path / "a.part", os.urandom(50_000))
+        with pytest.raises(StorageError, match="(?i)timeout"):
+            store.put(source, sha, 50_000)
+        store.close()
