@@ -6,16 +6,20 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
+import socket
 import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from temporalio.client import Client
 
-from trawl.starter.client import item_result, start_item
+from trawl.starter.client import item_result, start_crawl, start_item
+from trawl.starter.waiting import running_items
 from tests.conftest import make_settings
 from tests.s3server import SeaweedFS, s3_url
 from tests.tcpproxy import ThrottlingProxy
@@ -124,3 +128,39 @@ async def test_an_upload_left_by_a_killed_worker_is_reported_then_reclaimed_and_
     assert hash_blob(store, blob_key(media.sha256())) == (media.sha256(), 24 * MiB)
     assert store.incomplete_uploads() == []
     store.close()
+
+
+@pytest.mark.timeout(180)
+async def test_crawl_status_says_what_items_wait_for_while_the_store_is_down(
+        temporal_client: Client, settings: Settings, sim: Simulator, s3_server: SeaweedFS, tmp_path: Path) -> None:
+    """With the object store unreachable, the crawl's items wait on storage_error: crawl-status (and
+    the API, through the same reader) says so, with the failure and since when, not just "running"."""
+    with socket.create_server(("127.0.0.1", 0)) as taken:  # a port nothing answers on once closed
+        dead = taken.getsockname()[1]
+    down = settings.model_copy(update={"storage": StorageSettings(
+        url=settings.storage.url, s3_endpoint_url=f"http://127.0.0.1:{dead}", s3_part_size=5 * MiB)})
+    for name in ("a", "b"):
+        sim.add_file(f"/v/down-{name}.mp4", MediaFile("mp4", f"down-{name}", 40_000))
+    registry = default_registry()
+    async with running_worker(temporal_client, down):
+        handle, _ = await start_crawl(temporal_client, down, registry, [sim.url("/v/down-a.mp4"), sim.url("/v/down-b.mp4")])
+        deadline = time.monotonic() + 90
+        while True:
+            items = await running_items(temporal_client, handle.id)
+            if sum(w.count for w in items.waiting if w.error_class == "storage_error") == 2:
+                break
+            assert time.monotonic() < deadline, items
+            await asyncio.sleep(0.5)
+        [waiting] = items.waiting
+        assert "object store" in waiting.message and waiting.since <= datetime.now(UTC)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TRAWL_")}
+        env.update(TRAWL_DATA_DIR=str(down.data_dir), TRAWL_TEMPORAL__ADDRESS=down.temporal.address,
+                   TRAWL_TEMPORAL__EMBEDDED="false", TRAWL_TEMPORAL__TASK_QUEUE_PREFIX=down.temporal.task_queue_prefix,
+                   TRAWL_CATALOG__URL=down.catalog_url)
+        # In a thread: the worker answering its query runs on this event loop.
+        shown = await asyncio.to_thread(subprocess.run, [TRAWL, "crawl-status", handle.id], env=env, cwd=tmp_path,
+                                        capture_output=True, text=True, timeout=60)
+        assert shown.returncode == 0, shown.stderr
+        assert re.search(r"^waiting   2 waiting: storage_error \(object store: .*\) since \d\d:\d\d:\d\d$",
+                         shown.stdout, re.M), shown.stdout
+        await handle.cancel()

@@ -7,6 +7,7 @@ reason) come from the failure itself.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from fastapi import APIRouter, Depends, HTTPException, Query
 from temporalio.client import WorkflowExecution, WorkflowExecutionStatus, WorkflowQueryFailedError
@@ -18,7 +19,8 @@ from trawl.api.models import Action, Crawl, CrawlCreate, CrawlPage, UrlsAdd
 from trawl.api.state import ApiState, api_state, bearer
 from trawl.starter.client import (MAX_URLS_PER_REQUEST, CrawlRefused, add_to_crawl, cancel_crawl, crawl_handle,
                                   start_crawl)
-from trawl.starter.views import crawl_failure
+from trawl.starter.views import crawl_failure, visibility_literal
+from trawl.starter.waiting import running_items
 from trawl.contracts import CRAWL_WORKFLOW, CrawlStats, route_all, workflow_queue
 
 MAX_CRAWLS_PAGE = 100
@@ -26,6 +28,7 @@ MAX_CRAWLS_OFFSET = 10_000
 # A listed crawl's counts come from its worker (a query) or its history; a crawl whose worker
 # cannot answer within this long is listed without them rather than holding up the list.
 LISTED_STATS_WAIT_S = 5.0
+ITEMS_WAIT_S = 5.0  # a crawl's running items are read within this long, or left out
 
 router = APIRouter(prefix="/api/v1/crawls", tags=["crawls"], responses=declared(401, 429, 503),
                    dependencies=[Depends(bearer)])
@@ -126,7 +129,11 @@ async def crawl_view(state: ApiState, crawl_id: str, refused: list[str] | None =
         if not written:
             raise
         desc, stats = await handle.describe(), None
-    return Crawl(**views.crawl_dict(crawl_id, desc, stats), refused=refused or [])
+    items = None
+    if desc.status == WorkflowExecutionStatus.RUNNING and stats is not None and not written:
+        with contextlib.suppress(RPCError, TimeoutError):  # the counts stand without it
+            items = await asyncio.wait_for(running_items(state.client, crawl_id, stats.running), ITEMS_WAIT_S)
+    return Crawl(**views.crawl_dict(crawl_id, desc, stats), refused=refused or [], items=items)
 
 
 async def _crawl_state(handle) -> tuple[object, CrawlStats | None]:  # noqa: ANN001 - a workflow handle
@@ -144,8 +151,3 @@ async def _listed(state: ApiState, execution: WorkflowExecution) -> Crawl:
     except (RPCError, WorkflowQueryFailedError, TimeoutError):
         desc, stats = execution, None
     return Crawl(**views.crawl_dict(execution.id, desc, stats))
-
-
-def visibility_literal(value: str) -> str:
-    """A string literal for a visibility query."""
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"

@@ -10,6 +10,7 @@ from trawl.starter.client import MAX_CRAWL_CONCURRENCY, MAX_URLS_PER_REQUEST
 from trawl.errors import TrawlError
 from trawl.urls import MAX_URL_LENGTH, validate_url
 from trawl.contracts import CrawlStats
+from trawl.starter.waiting import RunningItems
 
 JobStatus = Literal["PENDING", "PROCESSING", "COMPLETED", "FAILED", "CANCELLED", "PAUSED"]
 Action = Literal["pause", "resume", "cancel"]
@@ -119,6 +120,9 @@ class Crawl(BaseModel):
     status: str
     stats: CrawlStats | None = None
     refused: list[str] = []
+    # A running crawl's items (GET /crawls/{id} only): what stage they are in, and what those that
+    # make no progress wait for (a failure they retry after, a host, a worker), since when.
+    items: RunningItems | None = None
 
 
 class CrawlPage(BaseModel):

@@ -33,6 +33,7 @@ from trawl.cli.resolve import listing_urls, source_urls
 from trawl.cli.progress import SAMPLE_EVERY_S, CrawlProgress, CrawlSpeed
 from trawl.starter.client import CrawlChoices, crawl_handle, item_result, start_crawl, start_item, unreachable
 from trawl.starter.views import Unanswered, crawl_dict, crawl_state, item_dict, result_dict, status_name
+from trawl.starter.waiting import RunningItems, items_dict, running_items
 from trawl.errors import TrawlError
 from trawl.platforms.registry import PLATFORMS, Registry, build_registry
 from trawl.settings import Settings
@@ -401,6 +402,7 @@ async def cmd_crawls(args: argparse.Namespace, settings: Settings) -> int:
 
 
 MEASURE_TRIES = 3  # a one-off look takes this many more samples, a second apart, for a speed
+ITEMS_EVERY = 5  # the live line reads the running items (one request each) every this many samples
 
 
 async def cmd_crawl_status(args: argparse.Namespace, settings: Settings) -> int:
@@ -408,12 +410,17 @@ async def cmd_crawl_status(args: argparse.Namespace, settings: Settings) -> int:
         handle = crawl_handle(client, args.id)
         speed = CrawlSpeed(client, args.id)
         live = is_terminal(sys.stdout) and not args.json
+        items: RunningItems | None = None
         try:
             desc, stats = await crawl_state(handle)
             line = StatusLine(sys.stdout)
+            samples = 0
             while live and desc.status == WorkflowExecutionStatus.RUNNING:
                 await speed.sample(stats)
-                line.show(stats_line(stats, speed.speed, speed.eta))
+                if stats and samples % ITEMS_EVERY == 0:
+                    items = await running_items(client, handle.id, stats.running)
+                samples += 1
+                line.show(stats_line(stats, speed.speed, speed.eta) + (f"; {items.line()}" if items and items.line() else ""))
                 await asyncio.sleep(SAMPLE_EVERY_S)
                 desc, stats = await crawl_state(handle)
             if live and line.text:
@@ -427,6 +434,8 @@ async def cmd_crawl_status(args: argparse.Namespace, settings: Settings) -> int:
                     if desc.status != WorkflowExecutionStatus.RUNNING or stats is None:
                         break
                     await speed.sample(stats)
+            if not live and desc.status == WorkflowExecutionStatus.RUNNING and stats:
+                items = await running_items(client, handle.id, stats.running)
         except RPCError as err:
             if unreachable(err):
                 raise CommandError(f"the Temporal server at {settings.temporal.address} is unreachable "
@@ -435,12 +444,16 @@ async def cmd_crawl_status(args: argparse.Namespace, settings: Settings) -> int:
         except Unanswered as err:
             raise CommandError(str(err), EXIT_FAILED_ITEMS) from None
         if args.json:
-            print(json.dumps(crawl_dict(handle.id, desc, stats)))
+            print(json.dumps({**crawl_dict(handle.id, desc, stats), "items": items_dict(items)}))
             return 0
         print(f"{handle.id}: {status_name(desc.status).lower()}")
         if stats:
             running = desc.status == WorkflowExecutionStatus.RUNNING
             print(stats_line(stats, speed.speed if running else None, speed.eta if running else None))
+            for waiting in items.waiting if items else []:
+                print(f"waiting   {waiting.line()}")
+            if items and items.stages:
+                print(f"doing     {items.doing()}")
             for refusal in stats.refusals:
                 print(f"refused   {printable(refusal)}")
     return 0

@@ -163,3 +163,8 @@ def _stats_of(carried: dict[str, Any]) -> CrawlStats | None:
         return CrawlStats(**{k: v for k, v in carried.items() if k in known})
     except TypeError:  # not a crawl's counts
         return None
+
+
+def visibility_literal(value: str) -> str:
+    """A string literal for a visibility query."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"

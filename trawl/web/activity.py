@@ -19,7 +19,8 @@ from temporalio.client import WorkflowExecution
 from temporalio.service import RPCError
 
 from trawl.api import crawls as crawl_routes
-from trawl.api.crawls import visibility_literal
+from trawl.starter.views import visibility_literal
+from trawl.starter.waiting import RunningItems, running_items
 from trawl.api.models import Crawl
 from trawl.api.state import ApiState
 from trawl.cli.output import eta_seconds
@@ -30,6 +31,7 @@ from trawl.starter.watches import Watch, list_watches
 FAILURES_SCANNED = 5000
 RUNNING_SHOWN = 50
 CRAWLS_SHOWN = 10
+CRAWLS_READ = 3  # running crawls whose items are read (one request per running item) for each look
 # Visibility answers within this, or the page says that part is unavailable.
 VISIBILITY_WAIT_S = 10.0
 
@@ -53,6 +55,7 @@ class CrawlLine:
     speed: float | None = None  # bytes/s since it started
     rate: float | None = None  # items/s since it started
     eta_s: float | None = None
+    items: RunningItems | None = None  # a running crawl's items: their stages, what they wait for
 
 
 @dataclass
@@ -133,6 +136,12 @@ async def activity_view(state: ApiState) -> ActivityView:
     async def crawls() -> None:
         page = await crawl_routes.list_crawls(limit=CRAWLS_SHOWN, offset=0, state=state)
         view.crawls = [crawl_line(c, view.at) for c in page.crawls]
+        running = [line for line in view.crawls if line.crawl.status == "RUNNING" and line.crawl.stats][:CRAWLS_READ]
+
+        async def read(line: CrawlLine) -> None:
+            assert line.crawl.stats is not None
+            line.items = await running_items(state.client, line.crawl.id, line.crawl.stats.running)
+        await asyncio.gather(*(read(line) for line in running))
 
     async def watches() -> None:
         view.watches = await list_watches(state.client, state.settings)

@@ -1,0 +1,656 @@
+"""How long items sit idle after an outage of the blob store (S3) or of the catalog (PostgreSQL) ends.
+
+Runs, all on 127.0.0.1: a Temporal dev server, SeaweedFS (``weed server -s3``, tests/s3server.py),
+the simulator serving ``--items`` media files (2-24 MB, throttled so that downloads take seconds;
+those over 5 MiB are uploaded in parts) and a trawl worker in this process. The worker reaches
+SeaweedFS's S3 API and the local PostgreSQL (a fresh database, dropped at the end) each through a
+TCP proxy of this file, which can fail like its server: ``refuse`` closes the listening socket and
+resets every connection (a crashed server), ``freeze`` stops forwarding but keeps the connections
+and takes new ones (a stopped server). One crawl of every file is started; once some items are
+committed and others are mid-download, the ``--target``'s proxy fails for ``--outage`` seconds,
+then serves again, and every item is waited for.
+
+From the worker's log (one line per stage attempt) and the items' workflows: when each item
+committed and ended, relative to the restore, how long it waited for its first attempt after the
+restore, and the delays between its failed attempts and the next (the retry policy at work).
+Prints one JSON object on stdout (progress on stderr; the worker's log kept in ``--log``). The
+goal: every item moving again within 10 s of the restore.
+
+Usage: .venv/bin/python bench/recovery.py [--target s3|catalog] [--mode refuse|freeze] [--outage 60] [--items 12]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import contextlib
+import io
+import json
+import logging
+import os
+import signal
+import socket
+import struct
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Coroutine, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from temporalio.client import Client  # noqa: E402
+from temporalio.service import RPCError  # noqa: E402
+from temporalio.testing import WorkflowEnvironment  # noqa: E402
+
+from tests.s3server import BUCKET, seaweedfs  # noqa: E402
+from trawl.contracts import SEARCH_ATTRIBUTES, ItemResult  # noqa: E402
+from trawl.errors import StorageError  # noqa: E402
+from trawl.logs import configure_logging  # noqa: E402
+from trawl.platforms.registry import build_registry  # noqa: E402
+from trawl.settings import (  # noqa: E402
+    CatalogSettings, NetSettings, Settings, StageRetry, StorageSettings, TemporalSettings)
+from trawl.simulator import FileBehaviour, MediaFile, Simulator  # noqa: E402
+from trawl.starter.client import item_handle, item_result, start_crawl  # noqa: E402
+from trawl.worker.main import code_build_id, running_worker  # noqa: E402
+
+MiB = 1024 * 1024
+LOOPBACK = "127.0.0.1"
+TEMPORAL = str(Path(sys.executable).parent / "temporal")
+POSTGRES_PORT = 5432
+POSTGRES_ADMIN = f"host={LOOPBACK} port={POSTGRES_PORT} dbname=test user=root"
+GOAL_S = 10.0
+CHUNK = 64 * 1024
+Mode = Literal["refuse", "freeze"]
+T = TypeVar("T")
+
+
+def say(message: str) -> None:
+    print(f"recovery: {message}", file=sys.stderr, flush=True)
+
+
+# -- the proxy ---------------------------------------------------------------------------------------
+class _Link:
+    """One proxied connection: the client's side and, once connected, the server's."""
+
+    def __init__(self, client: asyncio.StreamWriter) -> None:
+        self.client = client
+        self.server: asyncio.StreamWriter | None = None
+
+    def reset(self) -> None:
+        # SO_LINGER 0: the client gets an RST, as from a server that died, not a polite FIN.
+        sock = self.client.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.client.transport.abort()
+        if self.server is not None:
+            self.server.transport.abort()
+
+    def close(self) -> None:
+        for writer in (self.client, self.server):
+            if writer is not None:
+                writer.transport.abort()
+
+
+class LoopbackProxy:
+    """A TCP proxy on 127.0.0.1 in front of one port of 127.0.0.1 that can fail like its server."""
+
+    def __init__(self, name: str, upstream_port: int) -> None:
+        self.name = name
+        self.upstream_port = upstream_port
+        self.port = 0
+        self.state: Literal["up", "refuse", "freeze"] = "up"
+        self._server: asyncio.Server | None = None
+        self._links: set[_Link] = set()
+        self._flowing: asyncio.Event | None = None
+
+    async def start(self) -> LoopbackProxy:
+        self._flowing = asyncio.Event()  # made here: it belongs to the proxies' loop
+        self._flowing.set()
+        await self._listen()
+        return self
+
+    async def _listen(self) -> None:
+        # The same port after a refusal: the client's configuration names it.
+        self._server = await asyncio.start_server(self._accepted, LOOPBACK, self.port, reuse_address=True)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def outage(self, mode: Mode) -> int:
+        """Fail as ``mode`` says; returns the connections open at that moment."""
+        assert self._flowing is not None
+        open_links = len(self._links)
+        self.state = mode
+        if mode == "refuse":
+            await self._stop_listening()
+            for link in list(self._links):
+                link.reset()
+        else:
+            self._flowing.clear()
+        return open_links
+
+    async def restore(self) -> None:
+        assert self._flowing is not None
+        if self.state == "refuse":
+            await self._listen()
+        self.state = "up"
+        self._flowing.set()
+
+    async def close(self) -> None:
+        await self._stop_listening()
+        for link in list(self._links):
+            link.close()
+
+    async def _stop_listening(self) -> None:
+        if self._server is not None:
+            server, self._server = self._server, None
+            server.close()
+            with contextlib.suppress(Exception):
+                # Bounded: from Python 3.12 on it also waits for the connections, which the
+                # caller resets next.
+                await asyncio.wait_for(server.wait_closed(), 0.5)
+
+    async def _accepted(self, client_in: asyncio.StreamReader, client_out: asyncio.StreamWriter) -> None:
+        assert self._flowing is not None
+        link = _Link(client_out)
+        self._links.add(link)
+        try:
+            if self.state == "refuse":  # accepted as the listening socket closed
+                link.reset()
+                return
+            # Frozen: the kernel has accepted, the server says nothing; bytes sent meanwhile wait.
+            await self._flowing.wait()
+            try:
+                server_in, link.server = await asyncio.open_connection(LOOPBACK, self.upstream_port)
+            except OSError:
+                link.reset()
+                return
+            await asyncio.gather(self._pump(client_in, link.server), self._pump(server_in, client_out),
+                                 return_exceptions=True)
+        finally:
+            link.close()
+            self._links.discard(link)
+
+    async def _pump(self, source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+        assert self._flowing is not None
+        try:
+            while True:
+                await self._flowing.wait()
+                data = await source.read(CHUNK)
+                if not data:
+                    break
+                # A freeze that began during the read holds these bytes too, as a stopped
+                # server's socket buffers would.
+                await self._flowing.wait()
+                sink.write(data)
+                await sink.drain()
+            if sink.can_write_eof():
+                sink.write_eof()
+        except (ConnectionError, OSError, RuntimeError):
+            sink.transport.abort()  # one side is gone: so is the other
+
+
+class ProxyLoop:
+    """The proxies' own event loop, in a thread: the worker's loop, busy with workflow tasks, does
+    not hold up their bytes."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="proxies", daemon=True)
+        self._proxies: list[LoopbackProxy] = []
+
+    def __enter__(self) -> ProxyLoop:
+        self._thread.start()
+        return self
+
+    async def run(self, work: Coroutine[Any, Any, T]) -> T:
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self.loop))
+
+    async def proxy(self, name: str, upstream_port: int) -> LoopbackProxy:
+        proxy = await self.run(LoopbackProxy(name, upstream_port).start())
+        self._proxies.append(proxy)
+        return proxy
+
+    def __exit__(self, *exc: object) -> None:
+        async def wind_down() -> None:
+            for proxy in self._proxies:
+                await proxy.close()
+            others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in others:
+                task.cancel()
+            await asyncio.gather(*others, return_exceptions=True)
+
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(wind_down(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(10)
+        self.loop.close()
+
+
+# -- the worker's record -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Attempt:
+    """One stage attempt, from its ``event: activity`` log line (times: epoch seconds)."""
+
+    task_id: str
+    stage: str
+    activity: str | None
+    outcome: str
+    error_class: str | None
+    error: str | None
+    started: float
+    ended: float
+
+
+class WorkerLog(io.TextIOBase):
+    """The stream the worker logs to: every line into the log file, the stage attempts kept."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed with this stream
+        self._pending = ""
+        self._lock = threading.Lock()
+        self.attempts: list[Attempt] = []
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            self._file.write(text)
+            self._pending += text
+            *lines, self._pending = self._pending.split("\n")
+            for line in lines:
+                self._take(line)
+        return len(text)
+
+    def flush(self) -> None:
+        with self._lock:
+            if not self._file.closed:
+                self._file.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            self._file.close()
+        super().close()
+
+    def _take(self, line: str) -> None:
+        if '"event": "activity"' not in line:
+            return
+        try:
+            entry = json.loads(line)
+            ended = datetime.fromisoformat(entry["ts"]).timestamp()
+        except (ValueError, KeyError, TypeError):
+            return
+        if not entry.get("task_id") or not entry.get("outcome"):
+            return
+        self.attempts.append(Attempt(entry["task_id"], entry.get("stage") or "", entry.get("activity"),
+                                     entry["outcome"], entry.get("error_class"), entry.get("error"),
+                                     ended - (entry.get("duration_ms") or 0) / 1000, ended))
+
+    def snapshot(self) -> list[Attempt]:
+        with self._lock:
+            return list(self.attempts)
+
+    def commit_times(self) -> dict[str, float]:
+        """When each item's commit succeeded, by workflow id."""
+        times: dict[str, float] = {}
+        for attempt in self.snapshot():
+            if attempt.stage == "commit" and attempt.outcome == "ok":
+                times.setdefault(attempt.task_id, attempt.ended)
+        return times
+
+
+@contextlib.contextmanager
+def worker_logging(path: Path) -> Iterator[WorkerLog]:
+    """The worker's JSON lines into ``path`` (and read back); afterwards warnings to stderr only."""
+    record = WorkerLog(path)
+    configure_logging(stream=record, json=True, worker="recovery-bench")
+    try:
+        yield record
+    finally:
+        root = logging.getLogger()
+        for handler in list(root.handlers):
+            root.removeHandler(handler)
+        root.addHandler(logging.StreamHandler(sys.stderr))
+        root.setLevel(logging.WARNING)
+        record.close()
+
+
+# -- the catalog's database --------------------------------------------------------------------------
+@contextlib.contextmanager
+def fresh_database(run_id: str) -> Iterator[str]:
+    """A database of its own on the local PostgreSQL (the catalog's tables have fixed names in the
+    default schema), dropped at the end."""
+    import psycopg
+
+    name = f"trawl_bench_{run_id}"
+    with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield name
+    finally:
+        with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def catalog_rows(database: str) -> int:
+    """Items in the catalog, read past the proxy."""
+    import psycopg
+
+    with psycopg.connect(f"host={LOOPBACK} port={POSTGRES_PORT} dbname={database} user=root") as conn:
+        row = conn.execute("SELECT count(*) FROM items WHERE status = 'committed'").fetchone()
+    return int(row[0]) if row else 0
+
+
+# -- the measures ------------------------------------------------------------------------------------
+def longest_idle(restored: float, commits: list[float], open_until: float) -> float:
+    """The longest stretch after ``restored`` in which nothing committed while some item was open
+    (until ``open_until``: the last item's end, or when the wait gave up)."""
+    marks = sorted(t for t in commits if restored < t < open_until)
+    points = [restored, *marks, max(open_until, restored)]
+    return max(later - earlier for earlier, later in zip(points, points[1:]))
+
+
+def retry_delays(attempts: list[Attempt]) -> list[float]:
+    """Seconds from each failed attempt to the item's next one: the backoff it waited."""
+    ordered = sorted(attempts, key=lambda a: a.started)
+    delays = []
+    for index, failed in enumerate(ordered):
+        if failed.outcome != "retry":
+            continue
+        following = [a.started for a in ordered[index + 1:] if a.started >= failed.ended - 0.01]
+        if following:
+            delays.append(round(min(following) - failed.ended, 1))
+    return delays
+
+
+def policy(stage: StageRetry) -> dict[str, float]:
+    return {"initial_interval_s": stage.initial_interval.total_seconds(),
+            "backoff_coefficient": stage.backoff_coefficient,
+            "maximum_interval_s": stage.maximum_interval.total_seconds()}
+
+
+def since(moment: float | None, origin: float) -> float | None:
+    return None if moment is None else round(moment - origin, 2)
+
+
+@dataclass
+class ItemEnd:
+    outcome: str
+    error_class: str | None
+    ended: float | None  # epoch seconds; None: still open when the wait gave up
+
+
+async def item_ends(client: Client, urls: dict[str, str], timeout: float) -> dict[str, ItemEnd]:
+    """Each item's outcome and the server's close time, waiting at most ``timeout`` seconds."""
+    async def one(workflow_id: str, url: str) -> ItemResult:
+        return await item_result(item_handle(client, workflow_id), url)
+
+    tasks = {wid: asyncio.create_task(one(wid, url)) for wid, url in urls.items()}
+    await asyncio.wait(tasks.values(), timeout=timeout)
+    ends: dict[str, ItemEnd] = {}
+    for workflow_id, task in tasks.items():
+        if not task.done():
+            task.cancel()
+            ends[workflow_id] = ItemEnd("open", None, None)
+            continue
+        result = task.result()
+        described = await item_handle(client, workflow_id).describe()
+        closed = described.close_time.timestamp() if described.close_time else None
+        ends[workflow_id] = ItemEnd(result.outcome, result.error_class, closed)
+    await asyncio.gather(*tasks.values(), return_exceptions=True)
+    return ends
+
+
+async def all_started(client: Client, workflow_ids: list[str], timeout: float = 60) -> None:
+    """Until the crawl has started every item workflow (a wait on one not started yet fails)."""
+    deadline = time.monotonic() + timeout
+    for workflow_id in workflow_ids:
+        while True:
+            try:
+                await item_handle(client, workflow_id).describe()
+                break
+            except RPCError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"the crawl did not start {workflow_id}") from None
+                await asyncio.sleep(0.2)
+
+
+@dataclass
+class MediaPlan:
+    path: str
+    size: int
+
+
+def media_plan(items: int) -> list[MediaPlan]:
+    """2 to 24 MB, evenly spread: small items (one activity) and host-local ones (over
+    download.small_item_size, 16 MiB), most of them uploaded in 5 MiB parts."""
+    sizes = [2_000_000 + (22_000_000 * i) // max(1, items - 1) for i in range(items)]
+    return [MediaPlan(f"/recovery/{i:02d}.mp4", size) for i, size in enumerate(sizes)]
+
+
+async def mixed_state(sim: Simulator, plan: list[MediaPlan], log: WorkerLog, timeout: float) -> tuple[int, int]:
+    """Until some items are committed and others mid-download (or ``timeout`` passed and at least
+    one committed); returns (committed, downloading)."""
+    wanted = max(1, len(plan) // 4)
+    deadline = time.monotonic() + timeout
+    while True:
+        committed = len(log.commit_times())
+        downloading = sum(1 for media in plan if 0 < sim.bytes_sent(media.path) < media.size)
+        if committed >= wanted and downloading >= min(2, len(plan) - committed):
+            return committed, downloading
+        if time.monotonic() > deadline and (committed or time.monotonic() > deadline + timeout):
+            return committed, downloading
+        await asyncio.sleep(0.1)
+
+
+async def measure(args: argparse.Namespace, log_path: Path) -> dict[str, Any]:
+    run_id = uuid.uuid4().hex[:8]
+    plan = media_plan(args.items)
+    with contextlib.ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="trawl-recovery-")))
+        # The code's defaults, not a trawl.toml that happens to lie in the working directory.
+        os.environ["TRAWL_CONFIG"] = str(tmp / "absent.toml")
+        for name in [n for n in os.environ if n.startswith("TRAWL_") and n != "TRAWL_CONFIG"]:
+            del os.environ[name]
+        database = stack.enter_context(fresh_database(run_id))
+        say("starting SeaweedFS")
+        weed = stack.enter_context(seaweedfs(tmp / "weed"))
+        os.environ.update(weed.env())
+        sim = stack.enter_context(Simulator())
+        for index, media in enumerate(plan):
+            sim.add_file(media.path, MediaFile("mp4", f"recovery-{run_id}-{index}", media.size),
+                         FileBehaviour(throttle_bps=args.rate))
+        proxies = stack.enter_context(ProxyLoop())
+        s3_proxy = await proxies.proxy("s3", weed.s3)
+        catalog_proxy = await proxies.proxy("catalog", POSTGRES_PORT)
+        target = s3_proxy if args.target == "s3" else catalog_proxy
+        log = stack.enter_context(worker_logging(log_path))
+        say("starting the Temporal dev server")
+        env = await WorkflowEnvironment.start_local(
+            dev_server_existing_path=TEMPORAL, search_attributes=list(SEARCH_ATTRIBUTES),
+            dev_server_log_level="error",
+            dev_server_extra_args=["--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal"])
+        try:
+            settings = Settings(
+                data_dir=tmp / "data",
+                temporal=TemporalSettings(address=env.client.service_client.config.target_host, embedded=False,
+                                          task_queue_prefix=f"recovery-{run_id}"),
+                catalog=CatalogSettings(url=f"postgresql+psycopg://root@{LOOPBACK}:{catalog_proxy.port}/{database}"),
+                storage=StorageSettings(url=f"s3://{BUCKET}/recovery-{run_id}",
+                                        s3_endpoint_url=f"http://{LOOPBACK}:{s3_proxy.port}", s3_part_size=5 * MiB),
+                net=NetSettings(allow_private=True),
+            )
+            report = await crawl_through_outage(args, env.client, settings, sim, plan, log, proxies, target)
+            report["catalog_rows"] = catalog_rows(database)
+        finally:
+            await env.shutdown()
+    report["worker_log"] = str(log_path)
+    return report
+
+
+async def crawl_through_outage(args: argparse.Namespace, client: Client, settings: Settings, sim: Simulator,
+                               plan: list[MediaPlan], log: WorkerLog, proxies: ProxyLoop,
+                               target: LoopbackProxy) -> dict[str, Any]:
+    registry = build_registry(settings.platforms)
+    urls = {registry.route(sim.url(m.path)).workflow_id: sim.url(m.path) for m in plan}
+    sizes = {registry.route(sim.url(m.path)).workflow_id: m.size for m in plan}
+    async with running_worker(client, settings):
+        started = time.time()
+        crawl, refused = await start_crawl(client, settings, registry, list(urls.values()), concurrency=len(plan))
+        if refused:
+            raise RuntimeError(f"the crawl refused {refused}")
+        say(f"crawl {crawl.id} of {len(plan)} files started")
+        await all_started(client, list(urls))
+        committed_before, downloading = await mixed_state(sim, plan, log, timeout=60)
+        say(f"{committed_before} committed, {downloading} downloading: {args.target} {args.mode} "
+            f"for {args.outage:g} s")
+        began = time.time()
+        connections = await proxies.run(target.outage(args.mode))
+        try:
+            for _ in range(int(args.outage // 10)):
+                await asyncio.sleep(10)
+                failures = sum(1 for a in log.snapshot() if a.outcome != "ok" and a.ended >= began)
+                say(f"  outage +{time.time() - began:.0f} s: {len(log.commit_times())} committed, "
+                    f"{failures} failed attempts so far")
+            await asyncio.sleep(max(0.0, began + args.outage - time.time()))
+        finally:
+            await proxies.run(target.restore())
+        restored = time.time()
+        open_at_restore = len(plan) - sum(1 for wid in urls if wid in log.commit_times())
+        say(f"restored after {restored - began:.1f} s; waiting up to {args.wait:g} s for the items")
+        ends = await item_ends(client, urls, timeout=max(1.0, restored + args.wait - time.time()))
+        gave_up = time.time()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(crawl.result(), max(1.0, restored + args.wait - time.time()))
+        crawl_closed = (await crawl.describe()).close_time
+    commits = log.commit_times()
+    attempts = log.snapshot()
+    by_item: dict[str, list[Attempt]] = collections.defaultdict(list)
+    for attempt in attempts:
+        by_item[attempt.task_id].append(attempt)
+    ended = [end.ended for end in ends.values() if end.ended is not None]
+    all_ended = len(ended) == len(ends)
+    open_until = max(ended, default=restored) if all_ended else gave_up
+    after = [t - restored for t in commits.values() if t >= restored]
+    idle = longest_idle(restored, list(commits.values()), open_until)
+    errors_seen: dict[str, str] = {}
+    failures: collections.Counter[str] = collections.Counter()
+    for attempt in attempts:
+        if attempt.outcome != "ok" and attempt.error_class:
+            failures[f"{attempt.stage}:{attempt.error_class}"] += 1
+            errors_seen.setdefault(f"{attempt.stage}:{attempt.error_class}", (attempt.error or "")[:300])
+    details = []
+    for workflow_id, end in sorted(ends.items(), key=lambda kv: sizes[kv[0]]):
+        own = by_item.get(workflow_id, [])
+        resumed = [a.started for a in own if a.started >= restored]
+        details.append({
+            "mb": round(sizes[workflow_id] / 1e6, 1),
+            "path": "small_item" if any(a.activity == "small_item" for a in own) else "host",
+            "outcome": end.outcome,
+            "error_class": end.error_class,
+            "committed_s": since(commits.get(workflow_id), restored),
+            "ended_s": since(end.ended, restored),
+            "failed_attempts": sum(1 for a in own if a.outcome != "ok"),
+            "retry_delays_s": retry_delays(own),
+            "first_attempt_after_restore_s": since(min(resumed), restored) if resumed else None,
+        })
+    return {
+        "benchmark": "recovery",
+        "target": args.target,
+        "mode": args.mode,
+        "outage_s": round(restored - began, 2),
+        "items": len(plan),
+        "committed": sum(1 for end in ends.values() if end.outcome in ("committed", "duplicate")),
+        "failed": sum(1 for end in ends.values() if end.outcome == "failed"),
+        "still_open": sum(1 for end in ends.values() if end.ended is None),
+        "first_commit_after_restore_s": round(min(after), 2) if after else None,
+        "all_done_after_restore_s": round(max(ended) - restored, 2) if all_ended and ended else None,
+        "idle_after_restore_s": round(idle, 2),
+        "goal_s": GOAL_S,
+        "idle_under_goal": idle < GOAL_S and all_ended,
+        "crawl_done_after_restore_s": since(crawl_closed.timestamp(), restored) if crawl_closed else None,
+        "outage_began_after_start_s": round(began - started, 2),
+        "committed_before_outage": committed_before,
+        "downloading_at_outage": downloading,
+        "connections_cut" if args.mode == "refuse" else "connections_frozen": connections,
+        "open_at_restore": open_at_restore,
+        "retry": {"download": policy(settings.retry.download), "commit": policy(settings.retry.commit),
+                  "fetch": policy(settings.retry.fetch), "verify": policy(settings.retry.verify)},
+        # Read where they exist: a cap on the class's retry interval and the store's own timeout
+        # are newer than this benchmark's first runs.
+        "storage_error_max_retry_interval_s": getattr(StorageError, "max_retry_interval", None),
+        "s3_timeout_s": _seconds(getattr(settings.storage, "s3_timeout", None)),
+        "small_item_size": settings.download.small_item_size,
+        "s3_part_size": settings.storage.s3_part_size,
+        "throttle_bps": args.rate,
+        "failed_attempts": dict(failures),
+        "errors_seen": errors_seen,
+        "per_item": details,
+        "build_id": code_build_id(),
+    }
+
+
+def _seconds(value: object) -> float | None:
+    return value.total_seconds() if isinstance(value, timedelta) else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--target", choices=("s3", "catalog"), default="s3",
+                        help="what fails: the blob store's S3 API or the catalog's PostgreSQL (default s3)")
+    parser.add_argument("--mode", choices=("refuse", "freeze"), default="refuse",
+                        help="refuse: connections reset and refused (a crashed server); freeze: connections "
+                             "taken but never answered (a stopped server) (default refuse)")
+    parser.add_argument("--outage", type=float, default=60.0, help="seconds the target is down (default 60)")
+    parser.add_argument("--items", type=int, default=12, help="media files crawled, 2-24 MB (default 12)")
+    parser.add_argument("--rate", type=int, default=2_000_000,
+                        help="bytes/s the simulator serves each download at (default 2000000)")
+    parser.add_argument("--wait", type=float, default=150.0,
+                        help="seconds after the restore to wait for the items (default 150)")
+    parser.add_argument("--log", type=Path, default=None,
+                        help="the worker's JSON log (default: a new file under the temporary directory)")
+    args = parser.parse_args()
+    if args.items < 2 or args.outage <= 0:
+        parser.error("--items must be at least 2 and --outage positive")
+    log_path = args.log or Path(tempfile.gettempdir()) / (
+        f"trawl-recovery-{args.target}-{args.mode}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
+    # SIGTERM unwinds like Ctrl-C, so weed, the dev server and the database are cleaned up.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    # The dev server writes to standard output: to standard error while it runs, so that standard
+    # output is the JSON alone.
+    out = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        report = asyncio.run(measure(args, log_path))
+    finally:
+        sys.stdout.flush()
+        os.dup2(out, 1)
+    print(render(report))
+
+
+def render(report: dict[str, Any]) -> str:
+    """The report as JSON, a line per field and per item: a person reads it too."""
+    fields = []
+    for key, value in report.items():
+        if isinstance(value, list) and value and isinstance(value[0], dict):
+            rows = ",\n".join(f"  {json.dumps(row)}" for row in value)
+            fields.append(f" {json.dumps(key)}: [\n{rows}\n ]")
+        else:
+            fields.append(f" {json.dumps(key)}: {json.dumps(value)}")
+    return "{\n" + ",\n".join(fields) + "\n}"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,156 @@
+"""What a crawl's running items are doing, and what those that make no progress wait for.
+
+A crawl's own counts say "3 running" through an outage as before it. The items' pending activities
+say more: an activity waiting for its next attempt after a failure names the failure's class and
+message, one scheduled on a host's queue that no worker has taken waits for that host, one on a
+shared queue for any worker. So ``trawl crawl-status``, the API and the web page can say
+``3 waiting: storage_error (object store: ...) since 21:14:05`` or ``10 waiting for a host``.
+
+Each running item is described once (one request each, at most :data:`ITEMS_READ` of them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from temporalio.api.enums.v1 import PendingActivityState
+from temporalio.client import Client
+from temporalio.service import RPCError
+
+from trawl.contracts import ITEM_WORKFLOW
+from trawl.starter.views import visibility_literal
+
+ITEMS_READ = 100  # running items described per look; a crawl's window is usually smaller
+DESCRIBE_AT_ONCE = 16
+# A task no worker took within this long is waiting for one (a fresh one is merely queued).
+UNTAKEN_AFTER = timedelta(seconds=10)
+STAGE_OF = {"fetch": "fetch", "claim_host": "claim", "download": "download", "small_item": "download",
+            "verify": "verify", "commit": "commit", "discard": "clean-up"}
+HOST_QUEUE_MARK = "-host-"  # trawl.contracts.host_queue names a host's queue so
+
+
+@dataclass
+class Waiting:
+    """Items that make no progress for one reason: ``error_class`` (a failure they retry after;
+    ``message`` is the latest) or, without one, ``for a host`` / ``for a worker``."""
+
+    reason: str
+    count: int
+    since: datetime  # when the first of them began waiting (UTC)
+    error_class: str | None = None
+    message: str = ""
+
+    def line(self) -> str:
+        what = f": {self.error_class} ({self.message})" if self.error_class else f" {self.reason}"
+        return f"{self.count} waiting{what} since {self.since.astimezone():%H:%M:%S}"
+
+
+@dataclass
+class RunningItems:
+    """The running items read (``read`` of ``running``), by stage, and those waiting by reason."""
+
+    running: int = 0
+    read: int = 0
+    stages: dict[str, int] = field(default_factory=dict)
+    waiting: list[Waiting] = field(default_factory=list)
+
+    def doing(self) -> str:
+        """``2 download, 1 commit`` (and how many were read, when not all)."""
+        doing = ", ".join(f"{n} {stage}" for stage, n in sorted(self.stages.items(), key=lambda kv: -kv[1]))
+        if doing and self.read < self.running:
+            doing += f" (of the {self.read} running items read, of {self.running})"
+        return doing
+
+    def line(self) -> str:
+        """``3 waiting: ... since ...; 2 download, 1 commit`` ("" when nothing runs)."""
+        return "; ".join([w.line() for w in self.waiting] + ([self.doing()] if self.stages else []))
+
+
+def items_dict(items: RunningItems | None) -> dict[str, Any] | None:
+    """The JSON form (``since`` in ISO 8601); None stays None (a crawl that is not running)."""
+    if items is None:
+        return None
+    return {**dataclasses.asdict(items),
+            "waiting": [{**dataclasses.asdict(w), "since": w.since.isoformat()} for w in items.waiting]}
+
+
+def _time(stamp: Any) -> datetime | None:
+    return stamp.ToDatetime(tzinfo=UTC) if stamp is not None and stamp.seconds else None
+
+
+def _first_scheduled(activity: Any) -> datetime | None:
+    """When the activity's first attempt was scheduled: its schedule-to-close deadline less that
+    timeout (the server keeps no such field), else its current attempt's schedule."""
+    expires = _time(activity.expiration_time)
+    options = activity.activity_options
+    if expires is not None and options.schedule_to_close_timeout.seconds:
+        return expires - options.schedule_to_close_timeout.ToTimedelta()
+    return _time(activity.scheduled_time)
+
+
+def what_it_waits_for(activities: Iterable[Any], now: datetime) -> tuple[str, Waiting | None]:
+    """One item's stage and, when it makes no progress, what it waits for (its pending activities,
+    ``PendingActivityInfo``). A failure being retried counts first, then a task no worker took."""
+    stage = "between steps"
+    untaken: Waiting | None = None
+    for activity in activities:
+        stage = STAGE_OF.get(activity.activity_type.name, activity.activity_type.name)
+        scheduled = activity.state == PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED
+        failure = activity.last_failure
+        since = _first_scheduled(activity) or now
+        if scheduled and failure.message:
+            error_class = failure.application_failure_info.type or "internal_error"
+            message = " ".join(failure.message.split())[:160]
+            return stage, Waiting(error_class, 1, since, error_class, message)
+        queued_at = _time(activity.scheduled_time)
+        if scheduled and queued_at is not None and now - queued_at >= UNTAKEN_AFTER and untaken is None:
+            on_host = HOST_QUEUE_MARK in activity.activity_options.task_queue.name
+            untaken = Waiting("for a host" if on_host else "for a worker", 1, queued_at)
+    return stage, untaken
+
+
+def tally(items: Iterable[tuple[str, Waiting | None]], running: int) -> RunningItems:
+    """The items' stages and waits, grouped: waits by reason, the earliest since, the latest message."""
+    view = RunningItems(running=running)
+    grouped: dict[str, Waiting] = {}
+    for stage, waiting in items:
+        view.read += 1
+        if waiting is None:
+            view.stages[stage] = view.stages.get(stage, 0) + 1
+            continue
+        group = grouped.get(waiting.reason)
+        if group is None:
+            grouped[waiting.reason] = waiting
+            continue
+        group.count += 1
+        if waiting.since < group.since:
+            group.since = waiting.since
+        group.message = group.message or waiting.message
+    view.waiting = sorted(grouped.values(), key=lambda w: (-w.count, w.since))
+    return view
+
+
+async def running_items(client: Client, crawl_id: str, running: int | None = None) -> RunningItems:
+    """What the running items of crawl ``crawl_id`` do and wait for (``running``: how many the
+    crawl counts, else as many as visibility lists)."""
+    query = f"WorkflowType = '{ITEM_WORKFLOW}' AND CrawlId = {visibility_literal(crawl_id)} AND ExecutionStatus = 'Running'"
+    ids = [e.id async for e in client.list_workflows(query, limit=ITEMS_READ, page_size=ITEMS_READ)]
+    now = datetime.now(UTC)
+    slots = asyncio.Semaphore(DESCRIBE_AT_ONCE)
+
+    async def read(workflow_id: str) -> tuple[str, Waiting | None] | None:
+        async with slots:
+            try:
+                desc = await client.get_workflow_handle(workflow_id).describe()
+            except RPCError:
+                return None  # ended (and gone) since it was listed
+        return what_it_waits_for(desc.raw_description.pending_activities, now)
+
+    read_items = [r for r in await asyncio.gather(*(read(i) for i in ids)) if r is not None]
+    return tally(read_items, max(running or 0, len(ids)))
+
