@@ -1,5 +1,7 @@
-"""A TCP proxy on loopback for the tests: what a client sends reaches the server at most ``rate``
-bytes per second, so that an upload takes long enough to be interrupted on purpose."""
+"""A TCP proxy on loopback for the tests: in front of a real server (the object store, the
+catalog) it can slow what a client sends to ``rate`` bytes per second, so that an upload takes
+long enough to be interrupted on purpose, or play an outage: refuse connections and drop the
+open ones (:meth:`TcpProxy.down`), then answer again on the same port (:meth:`TcpProxy.up`)."""
 
 from __future__ import annotations
 
@@ -11,42 +13,50 @@ from types import TracebackType
 CHUNK = 16 * 1024
 
 
-class ThrottlingProxy:
-    """Listens on 127.0.0.1 (``port``) and forwards every connection to 127.0.0.1:``target``."""
+class TcpProxy:
+    """Listens on 127.0.0.1 (``port``, ``endpoint``) and forwards every connection to 127.0.0.1:``target``."""
 
-    def __init__(self, target: int, rate: int) -> None:
+    def __init__(self, target: int, rate: int | None = None) -> None:
         self.target = target
         self.rate = rate
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.port = 0
         self._sockets: list[socket.socket] = []
-        self._closed = threading.Event()
+        self._listener: socket.socket | None = None
+        self.up()
+        self.endpoint = f"http://127.0.0.1:{self.port}"
 
-    def __enter__(self) -> ThrottlingProxy:
-        threading.Thread(target=self._accept, name="proxy-accept", daemon=True).start()
+    def up(self) -> None:
+        """Accept connections (again, on the same port)."""
+        self._listener = socket.create_server(("127.0.0.1", self.port))
+        self.port = self._listener.getsockname()[1]
+        threading.Thread(target=self._accept, args=(self._listener,), name="proxy-accept", daemon=True).start()
+
+    def down(self) -> None:
+        """An outage: new connections are refused, open ones are cut."""
+        listener, self._listener = self._listener, None
+        sockets, self._sockets = self._sockets, []
+        for sock in [listener, *sockets] if listener else sockets:
+            _close(sock)
+
+    def __enter__(self) -> TcpProxy:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
-        self._closed.set()
-        for sock in [self.listener, *self._sockets]:
-            try:
-                sock.close()
-            except OSError:
-                pass
+        self.down()
 
-    def _accept(self) -> None:
-        while not self._closed.is_set():
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
             try:
-                client, _ = self.listener.accept()
+                client, _ = listener.accept()
                 server = socket.create_connection(("127.0.0.1", self.target))
             except OSError:
-                return
+                return  # closed: the outage began, or the proxy is done
             self._sockets += [client, server]
             threading.Thread(target=self._pipe, args=(client, server, self.rate), daemon=True).start()
             threading.Thread(target=self._pipe, args=(server, client, None), daemon=True).start()
 
-    def _pipe(self, source: socket.socket, sink: socket.socket, rate: int | None) -> None:
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket, rate: int | None) -> None:
         try:
             while data := source.recv(CHUNK):
                 sink.sendall(data)
@@ -60,3 +70,11 @@ class ThrottlingProxy:
                     sock.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
+
+
+def _close(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    sock.close()

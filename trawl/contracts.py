@@ -54,6 +54,8 @@ STATS = "stats"  # query, crawl -> CrawlStats
 # -- per-stage retry and timeout policies, as data the starter builds from the settings ---------
 
 STAGES = ("fetch", "download", "verify", "commit")
+# The name a small item's one activity goes by among its running downloads and in its progress reports.
+SMALL_ITEM_ASSET = "*"
 # Failure classes that are expected outcomes, told in full by their class and message (a 404, a
 # login wall, a lost host): their failures carry no stack trace (trawl.worker.interceptors) and a failed
 # item's failure no chain of causes. internal_error (a bug) and unclassified failures keep both.
@@ -341,6 +343,9 @@ class DownloadProgress:
     asset: str
     bytes_done: int
     bytes_total: int | None = None
+    # The stage a small item's one activity is really in when its download is done but a later
+    # stage waits (a commit retried while the store is down); "": the report is a download's.
+    stage: str = ""
 
 
 # -- crawls --------------------------------------------------------------------------------------

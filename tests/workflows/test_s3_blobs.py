@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -20,9 +20,10 @@ from temporalio.client import Client
 
 from trawl.starter.client import item_result, start_crawl, start_item
 from trawl.starter.waiting import running_items
+from trawl.contracts import ITEM_WORKFLOW
 from tests.conftest import make_settings
 from tests.s3server import SeaweedFS, s3_url
-from tests.tcpproxy import ThrottlingProxy
+from tests.tcpproxy import TcpProxy
 from trawl.platforms.registry import default_registry
 from trawl.settings import Settings, StorageSettings
 from trawl.simulator import MediaFile, Simulator
@@ -30,7 +31,7 @@ from trawl.storage.blobs import blob_key, hash_blob, open_blob_store
 from trawl.storage.catalog import Catalog
 from trawl.storage.s3 import S3BlobStore
 from trawl.worker.main import running_worker
-from trawl.workflows.media_item import ItemResult
+from trawl.workflows.media_item import ItemResult, MediaItemWorkflow
 
 FAST_RETRY = {stage: {"initial_interval": "100ms", "maximum_interval": "500ms"}
               for stage in ("fetch", "download", "verify", "commit")}
@@ -95,7 +96,7 @@ async def test_an_upload_left_by_a_killed_worker_is_reported_then_reclaimed_and_
                TRAWL_STORAGE__URL=settings.storage.url, TRAWL_STORAGE__S3_PART_SIZE=str(5 * MiB),
                TRAWL_STORAGE__S3_CONCURRENCY="1", TRAWL_DOWNLOAD__SMALL_ITEM_SIZE="0", **s3_server.env())
     # The killed worker reaches the store through a slow link (2 MB/s), so its upload is caught midway.
-    with ThrottlingProxy(s3_server.s3, rate=2_000_000) as slow, open(tmp_path / "killed.log", "wb") as log:
+    with TcpProxy(s3_server.s3, rate=2_000_000) as slow, open(tmp_path / "killed.log", "wb") as log:
         killed = subprocess.Popen([TRAWL, "worker"], env={**env, "TRAWL_STORAGE__S3_ENDPOINT_URL": slow.endpoint},
                                   cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)
         try:
@@ -131,36 +132,53 @@ async def test_an_upload_left_by_a_killed_worker_is_reported_then_reclaimed_and_
 
 
 @pytest.mark.timeout(180)
-async def test_crawl_status_says_what_items_wait_for_while_the_store_is_down(
+async def test_items_waiting_out_a_store_outage_say_so_retry_within_seconds_and_commit_when_it_is_back(
         temporal_client: Client, settings: Settings, sim: Simulator, s3_server: SeaweedFS, tmp_path: Path) -> None:
-    """With the object store unreachable, the crawl's items wait on storage_error: crawl-status (and
-    the API, through the same reader) says so, with the failure and since when, not just "running"."""
-    with socket.create_server(("127.0.0.1", 0)) as taken:  # a port nothing answers on once closed
-        dead = taken.getsockname()[1]
-    down = settings.model_copy(update={"storage": StorageSettings(
-        url=settings.storage.url, s3_endpoint_url=f"http://127.0.0.1:{dead}", s3_part_size=5 * MiB)})
-    for name in ("a", "b"):
-        sim.add_file(f"/v/down-{name}.mp4", MediaFile("mp4", f"down-{name}", 40_000))
-    registry = default_registry()
-    async with running_worker(temporal_client, down):
-        handle, _ = await start_crawl(temporal_client, down, registry, [sim.url("/v/down-a.mp4"), sim.url("/v/down-b.mp4")])
-        deadline = time.monotonic() + 90
-        while True:
+    """The object store down (its port refuses connections): the crawl's items wait on
+    storage_error, and crawl-status (and the API, through the same reader) says so, with the
+    failure and since when; each item says its commit is what waits; their retries stay at most
+    5 s apart under the default policy (whose backoff would reach minutes); the store back, they
+    commit."""
+    with TcpProxy(s3_server.s3) as store_link:
+        store_link.down()
+        # The default retry policies (the test settings' are quick): their backoff must not decide.
+        down = settings.model_copy(update={"retry": Settings().retry, "storage": StorageSettings(
+            url=settings.storage.url, s3_endpoint_url=store_link.endpoint, s3_part_size=5 * MiB)})
+        names = ("a", "b")
+        for name in names:
+            sim.add_file(f"/v/down-{name}.mp4", MediaFile("mp4", f"down-{name}", 40_000))
+        registry = default_registry()
+        async with running_worker(temporal_client, down):
+            handle, _ = await start_crawl(temporal_client, down, registry, [sim.url(f"/v/down-{n}.mp4") for n in names])
+            query = f"WorkflowType = '{ITEM_WORKFLOW}' AND CrawlId = '{handle.id}' AND ExecutionStatus = 'Running'"
+            deadline = time.monotonic() + 90
+            while True:  # until both items failed three times: past the policy's 2, 4 and 8 s
+                running = [e.id async for e in temporal_client.list_workflows(query)]
+                pending = [a for i in running
+                           for a in (await temporal_client.get_workflow_handle(i).describe()).raw_description.pending_activities]
+                if len(pending) == 2 and all(a.attempt >= 4 for a in pending):
+                    break
+                assert time.monotonic() < deadline, pending
+                await asyncio.sleep(0.5)
+            # 5 s (and the server's microseconds), where the policy alone would now wait 8 s.
+            assert all(a.current_retry_interval.ToTimedelta() < timedelta(seconds=6) for a in pending), pending
             items = await running_items(temporal_client, handle.id)
-            if sum(w.count for w in items.waiting if w.error_class == "storage_error") == 2:
-                break
-            assert time.monotonic() < deadline, items
-            await asyncio.sleep(0.5)
-        [waiting] = items.waiting
-        assert "object store" in waiting.message and waiting.since <= datetime.now(UTC)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("TRAWL_")}
-        env.update(TRAWL_DATA_DIR=str(down.data_dir), TRAWL_TEMPORAL__ADDRESS=down.temporal.address,
-                   TRAWL_TEMPORAL__EMBEDDED="false", TRAWL_TEMPORAL__TASK_QUEUE_PREFIX=down.temporal.task_queue_prefix,
-                   TRAWL_CATALOG__URL=down.catalog_url)
-        # In a thread: the worker answering its query runs on this event loop.
-        shown = await asyncio.to_thread(subprocess.run, [TRAWL, "crawl-status", handle.id], env=env, cwd=tmp_path,
-                                        capture_output=True, text=True, timeout=60)
-        assert shown.returncode == 0, shown.stderr
-        assert re.search(r"^waiting   2 waiting: storage_error \(object store: .*\) since \d\d:\d\d:\d\d$",
-                         shown.stdout, re.M), shown.stdout
-        await handle.cancel()
+            [waiting] = items.waiting
+            assert (waiting.error_class, waiting.count) == ("storage_error", 2), items
+            assert "object store" in waiting.message and waiting.since <= datetime.now(UTC)
+            progress = [await temporal_client.get_workflow_handle(i).query(MediaItemWorkflow.progress) for i in running]
+            assert [p.stage for p in progress] == ["commit", "commit"], progress
+            env = {k: v for k, v in os.environ.items() if not k.startswith("TRAWL_")}
+            env.update(TRAWL_DATA_DIR=str(down.data_dir), TRAWL_TEMPORAL__ADDRESS=down.temporal.address,
+                       TRAWL_TEMPORAL__EMBEDDED="false",
+                       TRAWL_TEMPORAL__TASK_QUEUE_PREFIX=down.temporal.task_queue_prefix,
+                       TRAWL_CATALOG__URL=down.catalog_url)
+            # In a thread: the worker answering its query runs on this event loop.
+            shown = await asyncio.to_thread(subprocess.run, [TRAWL, "crawl-status", handle.id], env=env,
+                                            cwd=tmp_path, capture_output=True, text=True, timeout=60)
+            assert shown.returncode == 0, shown.stderr
+            assert re.search(r"^waiting   2 waiting: storage_error \(object store: .*\) since \d\d:\d\d:\d\d$",
+                             shown.stdout, re.M), shown.stdout
+            store_link.up()
+            stats = await asyncio.wait_for(handle.result(), 60)
+    assert stats.outcomes == {"committed": 2}, stats

@@ -21,7 +21,7 @@ from temporalio.exceptions import ApplicationError
 from trawl.activities.commit import CommitActivities
 from trawl.activities.download import DownloadActivities
 from trawl.contracts import (  # noqa: F401 - SmallItemInput: imported from here by the workflow
-    CommitFile, CommitInput, CommitResult, DownloadInput, SmallItemInput, VerifyInput)
+    SMALL_ITEM_ASSET, CommitFile, CommitInput, CommitResult, DownloadInput, SmallItemInput, VerifyInput)
 from trawl.activities.records import recorded
 from trawl.activities.verify import VerifyActivities
 from trawl.download import discard
@@ -40,8 +40,15 @@ class SmallItemActivities:
         files = [file for file in (self._verified(inp, asset) for asset in inp.resolved.assets) if file is not None]
         committing = CommitInput(inp.workflow_id, inp.source_url, inp.resolved, files,
                                  stage_attempts=inp.stage_attempts)
-        with recorded("commit", committing) as record:
-            return record(self.committer.commit(committing))
+        try:
+            with recorded("commit", committing) as record:
+                return record(self.committer.commit(committing))
+        except ApplicationError:
+            # The files are complete; what waits now is the commit (a store that is down, say):
+            # the item shows that stage until the activity's next attempt ends it.
+            if self.downloads.progress is not None:
+                self.downloads.progress(inp.workflow_id, {"asset": SMALL_ITEM_ASSET, "bytes_done": 0, "stage": "commit"})
+            raise
 
     def _verified(self, inp: SmallItemInput, asset: Asset) -> CommitFile | None:
         """One asset downloaded and verified; None for an optional one (a thumbnail) that failed for good."""

@@ -32,9 +32,9 @@ with workflow.unsafe.imports_passed_through():
     from trawl.activities.verify import VerifyActivities
     from trawl.contracts import (
         CANONICAL_KEY, CRAWL_ID, DOWNLOAD_PROGRESS, ERROR_CLASS, EXPECTED_FAILURES, ITEM_WORKFLOW, OUTCOME, PAUSE,
-        PLATFORM, PROGRESS, RESUME, STAGE, STAGES, TITLE, CommitFile, CommitInput, CommitResult, DiscardInput,
-        DownloadInput, DownloadProgress, DownloadResult, FetchInput, FetchResult, ItemInput, ItemResult, Progress,
-        VerifyInput, VerifyResult)
+        PLATFORM, PROGRESS, RESUME, SMALL_ITEM_ASSET, STAGE, STAGES, TITLE, CommitFile, CommitInput, CommitResult,
+        DiscardInput, DownloadInput, DownloadProgress, DownloadResult, FetchInput, FetchResult, ItemInput, ItemResult,
+        Progress, VerifyInput, VerifyResult)
     from trawl.models import OPTIONAL_KINDS, Asset, Resolved, known_total
 
 
@@ -46,7 +46,7 @@ with workflow.unsafe.imports_passed_through():
 #   tiny item went from 22 history events (4 upserts, a memo, 2 activities) to 14 (bench/cost.py).
 LEAN_HISTORY = "lean-history"
 MiB = 1024 * 1024
-SMALL_ITEM = "*"  # the one activity of a small item, among the running downloads (by asset name)
+SMALL_ITEM = SMALL_ITEM_ASSET  # the one activity of a small item, among the running downloads
 T = TypeVar("T")
 Done = TypeVar("Done")
 
@@ -94,6 +94,11 @@ class MediaItemWorkflow:
         """A running download's bytes, sent by the activity at coarse steps for the live details."""
         # A paused download's last report may arrive after its activity ended: take reports of
         # every asset not verified yet.
+        if report.stage in STAGES and report.asset in self._running:
+            # A small item's one activity: its download is done and a later stage waits.
+            self._progress.stage = report.stage
+            self._stage_details(report.stage)
+            return
         if report.asset not in self._verified:
             self._partial[report.asset] = max(self._partial.get(report.asset, 0), report.bytes_done)
             if report.bytes_total and not self._totals_known:
