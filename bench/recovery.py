@@ -174,6 +174,10 @@ class LoopbackProxy:
                 return
             await asyncio.gather(self._pump(client_in, link.server), self._pump(server_in, client_out),
                                  return_exceptions=True)
+        except asyncio.CancelledError:
+            # Only the proxies' loop winding down cancels a connection; asyncio 3.11 would print
+            # each cancelled one as an error.
+            pass
         finally:
             link.close()
             self._links.discard(link)
@@ -457,6 +461,13 @@ async def mixed_state(sim: Simulator, plan: list[MediaPlan], log: WorkerLog, tim
 
 
 async def measure(args: argparse.Namespace, log_path: Path) -> dict[str, Any]:
+    # SIGTERM cancels this task alone, as asyncio does for Ctrl-C: the teardown below then runs in
+    # order (the worker before the servers it uses). A KeyboardInterrupt raised into the loop
+    # instead has asyncio cancel every task at once, the worker's own among them, and the
+    # worker's shutdown then waits for ever.
+    this = asyncio.current_task()
+    assert this is not None
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, this.cancel)
     run_id = uuid.uuid4().hex[:8]
     plan = media_plan(args.items)
     with contextlib.ExitStack() as stack:
@@ -576,15 +587,21 @@ def summarize(args: argparse.Namespace, settings: Settings, run: Timeline, log: 
             failures[f"{attempt.stage}:{attempt.error_class}"] += 1
             errors_seen.setdefault(f"{attempt.stage}:{attempt.error_class}", (attempt.error or "")[:300])
     details = []
+    retry_waits = []  # restore -> first attempt, of items open then with no attempt under way
     for workflow_id, end in sorted(run.ends.items(), key=lambda kv: run.sizes[kv[0]]):
         own = by_item.get(workflow_id, [])
         resumed = [a.started for a in own if a.started >= run.restored]
+        under_way = any(a.started < run.restored < a.ended for a in own)
+        if resumed and not under_way and commits.get(workflow_id, run.restored) >= run.restored:
+            retry_waits.append(min(resumed) - run.restored)
+        committing = [a for a in own if a.stage == "commit" and a.outcome == "ok"]
         details.append({
             "mb": round(run.sizes[workflow_id] / 1e6, 1),
             "path": "small_item" if any(a.activity == "small_item" for a in own) else "host",
             "outcome": end.outcome,
             "error_class": end.error_class,
             "committed_s": since(commits.get(workflow_id), run.restored),
+            "commit_took_s": round(committing[0].ended - committing[0].started, 2) if committing else None,
             "ended_s": since(end.ended, run.restored),
             "failed_attempts": sum(1 for a in own if a.outcome != "ok"),
             "retry_delays_s": retry_delays(own),
@@ -602,6 +619,8 @@ def summarize(args: argparse.Namespace, settings: Settings, run: Timeline, log: 
         "first_commit_after_restore_s": round(min(after), 2) if after else None,
         "all_done_after_restore_s": round(max(ended) - run.restored, 2) if all_ended and ended else None,
         "idle_after_restore_s": round(idle, 2),
+        # Of that, the part spent waiting for a retry timer (the rest is the attempts' own work).
+        "longest_wait_for_retry_after_restore_s": round(max(retry_waits), 2) if retry_waits else None,
         "goal_s": GOAL_S,
         "idle_under_goal": idle < GOAL_S and all_ended,
         "crawl_done_after_restore_s": since(run.crawl_closed, run.restored),
@@ -650,14 +669,15 @@ def main() -> None:
         parser.error("--items must be at least 2 and --outage positive")
     log_path = args.log or Path(tempfile.gettempdir()) / (
         f"trawl-recovery-{args.target}-{args.mode}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
-    # SIGTERM unwinds like Ctrl-C, so weed, the dev server and the database are cleaned up.
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
     # The dev server writes to standard output: to standard error while it runs, so that standard
     # output is the JSON alone.
     out = os.dup(1)
     os.dup2(2, 1)
     try:
         report = asyncio.run(measure(args, log_path))
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        say("interrupted; everything it started is stopped")
+        sys.exit(130)
     finally:
         sys.stdout.flush()
         os.dup2(out, 1)

@@ -181,6 +181,9 @@ class FetchInput:
     with_fetch_size: int = 0
     limit_rate: int = 0  # as DownloadInput's, for that download
     download_attempts: int | None = None  # the download stage's attempt limit, for its log lines
+    # When the item's run started (ISO 8601): a retried fetch that finds the item committed by this
+    # workflow id since then committed it itself (its reply was lost), rather than found a duplicate.
+    run_started_at: str = ""
 
 
 @dataclass

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
@@ -16,7 +16,7 @@ from temporalio.testing import ActivityEnvironment
 
 from trawl.activities.crawl import all_known
 from trawl.activities.fetch import FetchActivities
-from trawl.contracts import FetchInput
+from trawl.contracts import FetchInput, FetchResult
 from trawl.platforms.base import ResolveContext
 from trawl.platforms.registry import build_registry
 from trawl.settings import PlatformsSettings
@@ -135,3 +135,28 @@ def test_the_crawl_s_audio_choice_reaches_the_resolver(sim: Simulator, catalog: 
                   for audio in ("", "aac")}
     assert chosen[""] == dash["flac"]["audio"]["baseUrl"]  # the setting's default: lossless first
     assert chosen["aac"] == max(dash["audio"], key=lambda a: a["bandwidth"])["baseUrl"]
+
+
+def test_a_retried_fetch_that_committed_its_tiny_item_says_committed_not_duplicate(sim: Simulator,
+                                                                                  catalog: Catalog) -> None:
+    """A tiny item's fetch committed it, then its worker died before the reply: the retry finds the
+    item committed by this run (same workflow id, since the run began) and says committed. The same
+    URL crawled again later (a new run of that workflow id) is a duplicate, as is a first attempt."""
+    sim.add_file("/cdn/own.mp4", MediaFile("mp4", "own", 20_000))
+    url = sim.url("/cdn/own.mp4")
+
+    def attempt(number: int, run_started_at: str) -> FetchResult:
+        env = ActivityEnvironment()
+        env.info = dataclasses.replace(env.info, activity_type="fetch", workflow_id="wf-1", attempt=number,
+                                       heartbeat_timeout=timedelta(seconds=10))
+        return env.run(activities.fetch, FetchInput(url, "wf-1", with_fetch_size=1 << 20, run_started_at=run_started_at))
+
+    with httpx.Client() as http:
+        activities = FetchActivities(build_registry(), ResolveContext(http, 1 << 20), catalog, timedelta(seconds=5))
+        began = datetime.now(UTC) - timedelta(minutes=1)
+        commit(catalog, fetch(activities, url).resolved.canonical_key, url)  # by workflow wf-1, now
+        own = attempt(2, began.isoformat())
+        assert (own.committed, own.finished.outcome, own.finished.assets[0].sha256) == (False, "committed", "a" * 64)
+        assert attempt(1, began.isoformat()).committed  # a first attempt committed nothing itself
+        later = attempt(2, (datetime.now(UTC) + timedelta(minutes=1)).isoformat())  # a later run of wf-1
+        assert later.committed and later.finished is None

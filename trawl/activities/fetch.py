@@ -14,7 +14,7 @@ path (the result is then only resolved), so retries and their classes stay the s
 from __future__ import annotations
 
 import dataclasses
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from temporalio import activity
@@ -60,7 +60,9 @@ class FetchActivities:
     @activity.defn(name="fetch", no_thread_cancel_exception=True)
     @classified(lambda self: self.max_delay)
     def fetch(self, inp: FetchInput) -> FetchResult:
-        fetched = self._resolved(inp)
+        fetched, existing = self._resolved(inp)
+        if existing is not None and _own_commit(inp, existing):
+            return FetchResult(fetched.resolved, committed=False, finished=CommitResult("committed", fetched.stored))
         if self._finishes(inp, fetched):
             fetched.finished = self._finished(inp, fetched.resolved)
         return fetched
@@ -85,13 +87,14 @@ class FetchActivities:
             return None
 
     @heartbeating
-    def _resolved(self, inp: FetchInput) -> FetchResult:
+    def _resolved(self, inp: FetchInput) -> tuple[FetchResult, CatalogItem | None]:
+        """The item resolved, and the catalog's committed item when it holds it already."""
         known = None if inp.fresh_urls else known_with_more(self.catalog, self.registry, inp.url)
         if known is not None:
             item, more = known
             resolved = as_resolved(item)
             resolved.more = route_more(self.registry, more, inp.workflow_id)
-            return FetchResult(resolved=resolved, committed=True, stored=stored_assets(item))
+            return FetchResult(resolved=resolved, committed=True, stored=stored_assets(item)), item
         # Not known, or known but what else the URL stands for (its other parts) is not: ask.
         resolver = self.registry.resolver_for(inp.url)
         context = self.context
@@ -104,8 +107,23 @@ class FetchActivities:
         resolved.more = route_more(self.registry, [m.url for m in resolved.more], inp.workflow_id)
         existing = self.catalog.get(resolved.canonical_key)
         if existing is None or existing.status != "committed":
-            return FetchResult(resolved=resolved, committed=False)
+            return FetchResult(resolved=resolved, committed=False), None
         # Another URL form of a stored item: remember this one, so next time costs no request.
         # (A bare URL of a video committed before its parts were recorded asks every time.)
         self.catalog.remember_urls([inp.url], resolved.canonical_key)
-        return FetchResult(resolved=resolved, committed=True, stored=stored_assets(existing))
+        return FetchResult(resolved=resolved, committed=True, stored=stored_assets(existing)), existing
+
+
+def _own_commit(inp: FetchInput, item: CatalogItem) -> bool:
+    """The catalog's item is this run's own: a tiny item this fetch committed on an attempt whose
+    reply was lost (its worker died just after), not a duplicate. A run of the same workflow id
+    that ended before this one started (the same URL crawled again) committed before it began."""
+    if not (inp.with_fetch_size and inp.run_started_at and activity.info().attempt > 1
+            and item.workflow_id == inp.workflow_id and item.created_at):
+        return False
+    return _utc(item.created_at) >= _utc(inp.run_started_at)
+
+
+def _utc(stamp: str) -> datetime:
+    moment = datetime.fromisoformat(stamp)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

@@ -317,7 +317,8 @@ class MediaItemWorkflow:
         finishing = {}
         if first and self._lean:
             finishing = dict(with_fetch_size=self._opts.with_fetch_size, limit_rate=self._opts.limit_rate,
-                             download_attempts=self._opts.download.maximum_attempts)
+                             download_attempts=self._opts.download.maximum_attempts,
+                             run_started_at=workflow.info().start_time.isoformat())
         try:
             return await workflow.execute_activity_method(
                 FetchActivities.fetch,
