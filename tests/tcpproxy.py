@@ -1,7 +1,9 @@
 """A TCP proxy on loopback for the tests: in front of a real server (the object store, the
 catalog) it can slow what a client sends to ``rate`` bytes per second, so that an upload takes
 long enough to be interrupted on purpose, or play an outage: refuse connections and drop the
-open ones (:meth:`TcpProxy.down`), then answer again on the same port (:meth:`TcpProxy.up`)."""
+open ones (:meth:`TcpProxy.down`), then answer again on the same port (:meth:`TcpProxy.up`); or
+a frozen server (:meth:`TcpProxy.freeze`: connections are taken and bytes accepted, nothing
+goes through), as a SIGSTOPped process behaves, until :meth:`TcpProxy.thaw`."""
 
 from __future__ import annotations
 
@@ -22,6 +24,8 @@ class TcpProxy:
         self.port = 0
         self._sockets: list[socket.socket] = []
         self._listener: socket.socket | None = None
+        self._flowing = threading.Event()
+        self._flowing.set()
         self.up()
         self.endpoint = f"http://127.0.0.1:{self.port}"
 
@@ -38,10 +42,17 @@ class TcpProxy:
         for sock in [listener, *sockets] if listener else sockets:
             _close(sock)
 
+    def freeze(self) -> None:
+        self._flowing.clear()
+
+    def thaw(self) -> None:
+        self._flowing.set()
+
     def __enter__(self) -> TcpProxy:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self.thaw()
         self.down()
 
     def _accept(self, listener: socket.socket) -> None:
@@ -55,10 +66,10 @@ class TcpProxy:
             threading.Thread(target=self._pipe, args=(client, server, self.rate), daemon=True).start()
             threading.Thread(target=self._pipe, args=(server, client, None), daemon=True).start()
 
-    @staticmethod
-    def _pipe(source: socket.socket, sink: socket.socket, rate: int | None) -> None:
+    def _pipe(self, source: socket.socket, sink: socket.socket, rate: int | None) -> None:
         try:
             while data := source.recv(CHUNK):
+                self._flowing.wait()
                 sink.sendall(data)
                 if rate:
                     time.sleep(len(data) / rate)

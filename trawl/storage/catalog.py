@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
@@ -163,6 +164,10 @@ SQLITE_BUSY_TIMEOUT_S = 60
 # Without these, a server that vanishes mid-statement (no FIN, no RST) is waited on for ever:
 # a dead peer is noticed after idle + interval x count seconds.
 KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10, "keepalives_count": 3}
+# A server that is there but does not answer (a frozen process: its kernel still acknowledges
+# every packet, so neither keepalives nor statement_timeout, which it would enforce itself, end
+# the wait) is given up on after this long by the client, and the connection dropped.
+ANSWER_LIMIT_S = STATEMENT_TIMEOUT_S + 5
 
 
 def postgresql_connect_args(url: str) -> dict[str, Any]:
@@ -201,8 +206,38 @@ def make_engine(url: str) -> Engine:
             cur.close()
 
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5,
-                         connect_args=postgresql_connect_args(url) if _libpq(url) else {})
+    engine = create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5,
+                           connect_args=postgresql_connect_args(url) if _libpq(url) else {})
+    if make_url(url).get_dialect().driver == "psycopg":
+
+        @event.listens_for(engine, "do_connect")
+        def _bounded(dialect: Any, record: Any, cargs: Any, cparams: Any) -> Any:
+            return _answer_bounded_connection().connect(*cargs, **cparams)
+
+    return engine
+
+
+@functools.cache
+def _answer_bounded_connection() -> type:
+    """psycopg's connection, but every wait for the server's answer (a statement, a commit, the
+    pool's ping) ends after ``answer_limit`` (:data:`ANSWER_LIMIT_S`; None: no bound, for a
+    migration), dropping the connection: the caller gets an OperationalError (a storage_error)
+    and the pool a new connection next time."""
+    import psycopg
+
+    class AnswerBoundedConnection(psycopg.Connection):  # type: ignore[type-arg]
+        answer_limit: float | None = ANSWER_LIMIT_S
+
+        def wait(self, gen: Any, interval: float = 0.1, timeout: float | None = None) -> Any:
+            limit = self.answer_limit if timeout is None else timeout
+            try:
+                return super().wait(gen, interval, limit)
+            except psycopg.errors._WaitTimeout:  # noqa: SLF001 - psycopg's own signal of that timeout
+                self.pgconn.finish()
+                raise psycopg.OperationalError(
+                    f"the catalog did not answer within {limit} s; connection dropped") from None
+
+    return AnswerBoundedConnection
 
 
 def _libpq(url: str) -> bool:
@@ -484,15 +519,22 @@ def migrate(engine: Engine) -> None:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     with engine.begin() as connection:
+        bounded = connection.connection.dbapi_connection
         if engine.dialect.name == "postgresql":
             # A migration may rewrite a large table, once, at start-up: longer than any query
             # should take. LOCAL: the connection goes back to the pool with its bound.
             connection.exec_driver_sql("SET LOCAL statement_timeout = 0")
-        config.attributes["connection"] = connection
-        tables = set(inspect(connection).get_table_names())
-        if "items" in tables and "alembic_version" not in tables:
-            command.stamp(config, "0001")
-        command.upgrade(config, "head")
+            if hasattr(bounded, "answer_limit"):
+                bounded.answer_limit = None
+        try:
+            config.attributes["connection"] = connection
+            tables = set(inspect(connection).get_table_names())
+            if "items" in tables and "alembic_version" not in tables:
+                command.stamp(config, "0001")
+            command.upgrade(config, "head")
+        finally:
+            if hasattr(bounded, "answer_limit"):
+                bounded.answer_limit = ANSWER_LIMIT_S
 
 
 def newest_revision() -> str:

@@ -112,7 +112,7 @@ class S3BlobStore:
             # most ``timeout`` (storage.s3_timeout), a stall detector rather than a deadline, so a
             # part of any size goes up as long as its bytes keep moving; 3 attempts in all, then
             # the activity's own retries (at most 5 s apart for storage_error) take over.
-            retries={"mode": "standard", "max_attempts": 3},
+            retries={"mode": "standard", "total_max_attempts": 3},  # max_attempts would count retries
             max_pool_connections=max(32, 8 * concurrency),  # several uploads at once, each `concurrency` wide
             connect_timeout=timeout,
             read_timeout=timeout,

@@ -1,17 +1,21 @@
 """The catalog on SQLite and, when TRAWL_TEST_POSTGRES_URL is set, on PostgreSQL."""
 
 import contextlib
+import os
 import subprocess
 import sys
 import threading
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from sqlalchemy import update
 
+from tests.conftest import new_postgres_database
+from tests.tcpproxy import TcpProxy
 from trawl.errors import StorageError
-from trawl.storage.catalog import Catalog, CommittedAsset, Item
+from trawl.storage.catalog import Catalog, CommittedAsset, Item, _answer_bounded_connection
 from trawl.storage.library import SEARCH_TABLE
 
 
@@ -236,4 +240,27 @@ def test_connecting_to_a_postgresql_that_never_answers_is_bounded() -> None:
         for conn in accepted:
             conn.close()
         caller.join(10)
+        catalog.close()
+
+
+@pytest.mark.skipif(not os.environ.get("TRAWL_TEST_POSTGRES_URL"), reason="needs the test PostgreSQL")
+def test_a_postgresql_that_freezes_mid_session_is_a_storage_error_and_the_next_call_reconnects(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A frozen server (its kernel takes every packet, the process answers none) ended neither by
+    keepalives nor by its own statement_timeout (a pooled connection's wait never ended): the client
+    gives up on the answer after ANSWER_LIMIT_S (1 s here), drops the connection, and the next
+    call, the server back, works."""
+    direct = urlsplit(new_postgres_database())
+    monkeypatch.setattr(_answer_bounded_connection(), "answer_limit", 1.0)
+    with TcpProxy(direct.port or 5432) as link:
+        catalog = Catalog(direct._replace(netloc=f"{direct.username}@127.0.0.1:{link.port}").geturl())
+        catalog.create_schema()
+        assert catalog.count() == 0  # a pooled connection, open through the link
+        link.freeze()
+        # The pool's ping on the open connection gives up after 1 s; the new connection it then
+        # tries meets the frozen server too, and its connect_timeout (10 s) ends that.
+        with pytest.raises(StorageError, match="did not answer within 1.0 s|connection timeout expired"):
+            catalog.count()
+        link.thaw()
+        assert catalog.count() == 0
         catalog.close()
