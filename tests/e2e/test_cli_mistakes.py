@@ -5,17 +5,16 @@ Exit status 2 for usage and configuration errors. Each test runs the real ``traw
 
 from __future__ import annotations
 
-import contextlib
 import signal
 import socket
 import subprocess
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.test_cli import TRAWL, run, trawl_env
+from tests.tcpproxy import TcpProxy
 from tests.workers.test_supervisor import free_ports, metrics_up, started_pids, wait
 from trawl.settings import ConfigError, load_settings
 from trawl.simulator import MediaFile, Simulator
@@ -70,66 +69,12 @@ def test_worker_without_a_server_says_so(tmp_path: Path) -> None:
     assert "no Temporal server answers at 127.0.0.1:" in line and "trawl server" in line, line
 
 
-class LateServer:
-    """A loopback port that refuses connections until ``open``, then forwards them to ``target``."""
-
-    def __init__(self, target: str) -> None:
-        host, port = target.rsplit(":", 1)
-        self.target = (host, int(port))
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.listener: socket.socket | None = None
-
-    @property
-    def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def open(self) -> None:
-        self.listener = socket.create_server(("127.0.0.1", self.port))
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        assert self.listener is not None
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            try:
-                upstream = socket.create_connection(self.target)
-            except OSError:
-                client.close()
-                continue
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pipe(src: socket.socket, dst: socket.socket) -> None:
-        try:
-            while data := src.recv(65536):
-                dst.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for sock in (src, dst):
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
-    def close(self) -> None:
-        if self.listener is not None:
-            with contextlib.suppress(OSError):
-                self.listener.shutdown(socket.SHUT_RDWR)
-            self.listener.close()
-
-
 def test_supervised_workers_wait_for_the_server_instead_of_restarting(tmp_path: Path,
                                                                       temporal_address: str) -> None:
-    server = LateServer(temporal_address)
+    server = TcpProxy(int(temporal_address.rsplit(":", 1)[1]))  # a port that refuses until up() again
+    server.down()
     port = free_ports(2)
-    env = trawl_env(tmp_path, server.address, TRAWL_WORKER__METRICS_PORT=str(port))
+    env = trawl_env(tmp_path, f"127.0.0.1:{server.port}", TRAWL_WORKER__METRICS_PORT=str(port))
     log = tmp_path / "supervisor.log"
     with open(log, "wb") as out:
         supervisor = subprocess.Popen([TRAWL, "worker", "--processes", "2"], env=env, cwd=tmp_path, stdout=out,
@@ -143,7 +88,7 @@ def test_supervised_workers_wait_for_the_server_instead_of_restarting(tmp_path: 
         assert "Traceback" not in text and "Fatal Python error" not in text and "died" not in text, text
         assert text.count("Temporal server unreachable") == 2, text  # said once per child, then quiet
         assert "worker started" not in text
-        server.open()
+        server.up()
         wait(lambda: log.read_text().count("worker started") == 2)  # they connected and run
         assert metrics_up(port) and metrics_up(port + 1)
         supervisor.send_signal(signal.SIGTERM)
@@ -151,7 +96,7 @@ def test_supervised_workers_wait_for_the_server_instead_of_restarting(tmp_path: 
     finally:
         if supervisor.poll() is None:
             supervisor.kill()
-        server.close()
+        server.down()
 
 
 # -- 11, 12: settings -------------------------------------------------------------------------

@@ -69,6 +69,16 @@ def _errors(what: str) -> Iterator[None]:
         raise StorageError(f"object store: {what}: {type(exc).__name__}: {exc}") from None
 
 
+@contextlib.contextmanager
+def _gone_upload() -> Iterator[None]:
+    """An upload completed or aborted meanwhile (by another worker, say) ends the block quietly."""
+    try:
+        yield
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") != "NoSuchUpload":
+            raise
+
+
 class _ObjectRange:
     """The body of a GET, read in order."""
 
@@ -313,26 +323,19 @@ class S3BlobStore:
 
     def _part_sizes(self, name: str, upload_id: str) -> list[int] | None:
         sizes: list[int] = []
-        try:
+        with _gone_upload():
             for page in self.client.get_paginator("list_parts").paginate(Bucket=self.bucket, Key=name,
                                                                           UploadId=upload_id):
                 sizes += [part["Size"] for part in page.get("Parts", [])]
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "NoSuchUpload":
-                return None
-            raise
-        return sizes
+            return sizes
+        return None
 
     def abort_upload(self, upload: IncompleteUpload) -> bool:
-        with _errors(f"abort the upload of {self.location(upload.key)}"):
-            try:
-                self.client.abort_multipart_upload(Bucket=self.bucket, Key=self._name(upload.key),
-                                                   UploadId=upload.upload_id)
-            except ClientError as exc:
-                if exc.response.get("Error", {}).get("Code") == "NoSuchUpload":
-                    return False
-                raise
-        return True
+        with _errors(f"abort the upload of {self.location(upload.key)}"), _gone_upload():
+            self.client.abort_multipart_upload(Bucket=self.bucket, Key=self._name(upload.key),
+                                               UploadId=upload.upload_id)
+            return True
+        return False
 
     def ensure_upload_lifecycle(self, after: timedelta) -> str:
         """A bucket lifecycle rule that aborts uploads under the prefix ``after`` (whole days, at
