@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -87,15 +88,15 @@ async def clean_periodically(client: Client, work_dir: Path, keep: timedelta, ca
     """Run :func:`clean_work_dir` (and :func:`clean_frontiers`, :func:`clean_uploads`) now and then
     every ``keep / 4`` (at most ten minutes)."""
     interval = max(1.0, min(keep.total_seconds() / 4, MAX_INTERVAL_S))
+    parts: list[Callable[[], Awaitable[object]]] = [lambda: clean_work_dir(client, work_dir, keep)]
+    if catalog is not None:
+        parts.append(lambda: clean_frontiers(client, catalog, keep))
+    if blobs is not None and abandon_after is not None:
+        parts.append(lambda: clean_uploads(blobs, abandon_after))
     while True:
-        parts = [clean_work_dir(client, work_dir, keep)]
-        if catalog is not None:
-            parts.append(clean_frontiers(client, catalog, keep))
-        if blobs is not None and abandon_after is not None:
-            parts.append(clean_uploads(blobs, abandon_after))
         for part in parts:  # one failing (the store down, say) does not hold up the others
             try:
-                await part
+                await part()
             except Exception as exc:  # noqa: BLE001 - a clean-up must never stop a worker
                 log.warning("clean-up failed", error=str(exc))
         await asyncio.sleep(interval)
