@@ -4,7 +4,7 @@ Runs, all on 127.0.0.1: a Temporal dev server, SeaweedFS (``weed server -s3``, t
 the simulator serving ``--items`` media files (2-24 MB, throttled so that downloads take seconds;
 those over 5 MiB are uploaded in parts) and a trawl worker in this process. The worker reaches
 SeaweedFS's S3 API and the local PostgreSQL (a fresh database, dropped at the end) each through a
-TCP proxy of this file, which can fail like its server: ``refuse`` closes the listening socket and
+TCP proxy (tests/tcpproxy.py), which can fail like its server: ``refuse`` closes the listening socket and
 resets every connection (a crashed server), ``freeze`` stops forwarding but keeps the connections
 and takes new ones (a stopped server). One crawl of every file is started; once some items are
 committed and others are mid-download, the ``--target``'s proxy fails for ``--outage`` seconds,
@@ -30,18 +30,16 @@ import json
 import logging
 import os
 import signal
-import socket
-import struct
 import sys
 import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Coroutine, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -51,6 +49,7 @@ from temporalio.service import RPCError  # noqa: E402
 from temporalio.testing import WorkflowEnvironment  # noqa: E402
 
 from tests.s3server import BUCKET, seaweedfs  # noqa: E402
+from tests.tcpproxy import TcpProxy  # noqa: E402
 from trawl.contracts import SEARCH_ATTRIBUTES, ItemResult  # noqa: E402
 from trawl.errors import StorageError  # noqa: E402
 from trawl.logs import configure_logging  # noqa: E402
@@ -67,175 +66,10 @@ TEMPORAL = str(Path(sys.executable).parent / "temporal")
 POSTGRES_PORT = 5432
 POSTGRES_ADMIN = f"host={LOOPBACK} port={POSTGRES_PORT} dbname=test user=root"
 GOAL_S = 10.0
-CHUNK = 64 * 1024
-Mode = Literal["refuse", "freeze"]
-T = TypeVar("T")
 
 
 def say(message: str) -> None:
     print(f"recovery: {message}", file=sys.stderr, flush=True)
-
-
-# -- the proxy ---------------------------------------------------------------------------------------
-class _Link:
-    """One proxied connection: the client's side and, once connected, the server's."""
-
-    def __init__(self, client: asyncio.StreamWriter) -> None:
-        self.client = client
-        self.server: asyncio.StreamWriter | None = None
-
-    def reset(self) -> None:
-        # SO_LINGER 0: the client gets an RST, as from a server that died, not a polite FIN.
-        sock = self.client.get_extra_info("socket")
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        self.client.transport.abort()
-        if self.server is not None:
-            self.server.transport.abort()
-
-    def close(self) -> None:
-        for writer in (self.client, self.server):
-            if writer is not None:
-                writer.transport.abort()
-
-
-class LoopbackProxy:
-    """A TCP proxy on 127.0.0.1 in front of one port of 127.0.0.1 that can fail like its server."""
-
-    def __init__(self, name: str, upstream_port: int) -> None:
-        self.name = name
-        self.upstream_port = upstream_port
-        self.port = 0
-        self.state: Literal["up", "refuse", "freeze"] = "up"
-        self._server: asyncio.Server | None = None
-        self._links: set[_Link] = set()
-        self._flowing: asyncio.Event | None = None
-
-    async def start(self) -> LoopbackProxy:
-        self._flowing = asyncio.Event()  # made here: it belongs to the proxies' loop
-        self._flowing.set()
-        await self._listen()
-        return self
-
-    async def _listen(self) -> None:
-        # The same port after a refusal: the client's configuration names it.
-        self._server = await asyncio.start_server(self._accepted, LOOPBACK, self.port, reuse_address=True)
-        self.port = self._server.sockets[0].getsockname()[1]
-
-    async def outage(self, mode: Mode) -> int:
-        """Fail as ``mode`` says; returns the connections open at that moment."""
-        assert self._flowing is not None
-        open_links = len(self._links)
-        self.state = mode
-        if mode == "refuse":
-            await self._stop_listening()
-            for link in list(self._links):
-                link.reset()
-        else:
-            self._flowing.clear()
-        return open_links
-
-    async def restore(self) -> None:
-        assert self._flowing is not None
-        if self.state == "refuse":
-            await self._listen()
-        self.state = "up"
-        self._flowing.set()
-
-    async def close(self) -> None:
-        await self._stop_listening()
-        for link in list(self._links):
-            link.close()
-
-    async def _stop_listening(self) -> None:
-        if self._server is not None:
-            server, self._server = self._server, None
-            server.close()
-            with contextlib.suppress(Exception):
-                # Bounded: from Python 3.12 on it also waits for the connections, which the
-                # caller resets next.
-                await asyncio.wait_for(server.wait_closed(), 0.5)
-
-    async def _accepted(self, client_in: asyncio.StreamReader, client_out: asyncio.StreamWriter) -> None:
-        assert self._flowing is not None
-        link = _Link(client_out)
-        self._links.add(link)
-        try:
-            if self.state == "refuse":  # accepted as the listening socket closed
-                link.reset()
-                return
-            # Frozen: the kernel has accepted, the server says nothing; bytes sent meanwhile wait.
-            await self._flowing.wait()
-            try:
-                server_in, link.server = await asyncio.open_connection(LOOPBACK, self.upstream_port)
-            except OSError:
-                link.reset()
-                return
-            await asyncio.gather(self._pump(client_in, link.server), self._pump(server_in, client_out),
-                                 return_exceptions=True)
-        except asyncio.CancelledError:
-            # Only the proxies' loop winding down cancels a connection; asyncio 3.11 would print
-            # each cancelled one as an error.
-            pass
-        finally:
-            link.close()
-            self._links.discard(link)
-
-    async def _pump(self, source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
-        assert self._flowing is not None
-        try:
-            while True:
-                await self._flowing.wait()
-                data = await source.read(CHUNK)
-                if not data:
-                    break
-                # A freeze that began during the read holds these bytes too, as a stopped
-                # server's socket buffers would.
-                await self._flowing.wait()
-                sink.write(data)
-                await sink.drain()
-            if sink.can_write_eof():
-                sink.write_eof()
-        except (ConnectionError, OSError, RuntimeError):
-            sink.transport.abort()  # one side is gone: so is the other
-
-
-class ProxyLoop:
-    """The proxies' own event loop, in a thread: the worker's loop, busy with workflow tasks, does
-    not hold up their bytes."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="proxies", daemon=True)
-        self._proxies: list[LoopbackProxy] = []
-
-    def __enter__(self) -> ProxyLoop:
-        self._thread.start()
-        return self
-
-    async def run(self, work: Coroutine[Any, Any, T]) -> T:
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self.loop))
-
-    async def proxy(self, name: str, upstream_port: int) -> LoopbackProxy:
-        proxy = await self.run(LoopbackProxy(name, upstream_port).start())
-        self._proxies.append(proxy)
-        return proxy
-
-    def __exit__(self, *exc: object) -> None:
-        async def wind_down() -> None:
-            for proxy in self._proxies:
-                await proxy.close()
-            others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for task in others:
-                task.cancel()
-            await asyncio.gather(*others, return_exceptions=True)
-
-        with contextlib.suppress(Exception):
-            asyncio.run_coroutine_threadsafe(wind_down(), self.loop).result(10)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(10)
-        self.loop.close()
 
 
 # -- the worker's record -----------------------------------------------------------------------------
@@ -484,9 +318,10 @@ async def measure(args: argparse.Namespace, log_path: Path) -> dict[str, Any]:
         for index, media in enumerate(plan):
             sim.add_file(media.path, MediaFile("mp4", f"recovery-{run_id}-{index}", media.size),
                          FileBehaviour(throttle_bps=args.rate))
-        proxies = stack.enter_context(ProxyLoop())
-        s3_proxy = await proxies.proxy("s3", weed.s3)
-        catalog_proxy = await proxies.proxy("catalog", POSTGRES_PORT)
+        # Threaded, apart from this loop: the worker's loop, busy with workflow tasks, does not
+        # hold up their bytes.
+        s3_proxy = stack.enter_context(TcpProxy(weed.s3))
+        catalog_proxy = stack.enter_context(TcpProxy(POSTGRES_PORT))
         target = s3_proxy if args.target == "s3" else catalog_proxy
         log = stack.enter_context(worker_logging(log_path))
         say("starting the Temporal dev server")
@@ -504,7 +339,7 @@ async def measure(args: argparse.Namespace, log_path: Path) -> dict[str, Any]:
                                         s3_endpoint_url=f"http://{LOOPBACK}:{s3_proxy.port}", s3_part_size=5 * MiB),
                 net=NetSettings(allow_private=True),
             )
-            timeline = await crawl_through_outage(args, env.client, settings, sim, plan, log, proxies, target)
+            timeline = await crawl_through_outage(args, env.client, settings, sim, plan, log, target)
             report = summarize(args, settings, timeline, log)
             report["catalog_rows"] = catalog_rows(database)
         finally:
@@ -531,8 +366,7 @@ class Timeline:
 
 
 async def crawl_through_outage(args: argparse.Namespace, client: Client, settings: Settings, sim: Simulator,
-                               plan: list[MediaPlan], log: WorkerLog, proxies: ProxyLoop,
-                               target: LoopbackProxy) -> Timeline:
+                               plan: list[MediaPlan], log: WorkerLog, target: TcpProxy) -> Timeline:
     registry = build_registry(settings.platforms)
     urls = {registry.route(sim.url(m.path)).workflow_id: sim.url(m.path) for m in plan}
     sizes = {registry.route(sim.url(m.path)).workflow_id: m.size for m in plan}
@@ -547,7 +381,9 @@ async def crawl_through_outage(args: argparse.Namespace, client: Client, setting
         say(f"{committed_before} committed, {downloading} downloading: {args.target} {args.mode} "
             f"for {args.outage:g} s")
         began = time.time()
-        connections = await proxies.run(target.outage(args.mode))
+        # refuse: connections reset and refused (a crashed server); freeze: taken, never answered.
+        connections = target.connections
+        target.down() if args.mode == "refuse" else target.freeze()
         try:
             for _ in range(int(args.outage // 10)):
                 await asyncio.sleep(10)
@@ -556,7 +392,7 @@ async def crawl_through_outage(args: argparse.Namespace, client: Client, setting
                     f"{failures} failed attempts so far")
             await asyncio.sleep(max(0.0, began + args.outage - time.time()))
         finally:
-            await proxies.run(target.restore())
+            target.up() if args.mode == "refuse" else target.thaw()
         restored = time.time()
         open_at_restore = len(plan) - sum(1 for wid in urls if wid in log.commit_times())
         say(f"restored after {restored - began:.1f} s; waiting up to {args.wait:g} s for the items")

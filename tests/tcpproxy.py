@@ -8,6 +8,7 @@ goes through), as a SIGSTOPped process behaves, until :meth:`TcpProxy.thaw`."""
 from __future__ import annotations
 
 import socket
+import struct
 import threading
 import time
 from types import TracebackType
@@ -22,7 +23,7 @@ class TcpProxy:
         self.target = target
         self.rate = rate
         self.port = 0
-        self._sockets: list[socket.socket] = []
+        self._links: set[tuple[socket.socket, socket.socket]] = set()  # open (client, server) pairs
         self._listener: socket.socket | None = None
         self._flowing = threading.Event()
         self._flowing.set()
@@ -35,12 +36,21 @@ class TcpProxy:
         self.port = self._listener.getsockname()[1]
         threading.Thread(target=self._accept, args=(self._listener,), name="proxy-accept", daemon=True).start()
 
+    @property
+    def connections(self) -> int:
+        """Connections open through the proxy now."""
+        return len(self._links)
+
     def down(self) -> None:
-        """An outage: new connections are refused, open ones are cut."""
+        """An outage: new connections are refused, open ones are reset (an RST, as from a server
+        that died)."""
         listener, self._listener = self._listener, None
-        sockets, self._sockets = self._sockets, []
-        for sock in [listener, *sockets] if listener else sockets:
-            _close(sock)
+        links, self._links = self._links, set()
+        if listener is not None:
+            _close(listener)
+        for pair in links:
+            for sock in pair:
+                _reset(sock)
 
     def freeze(self) -> None:
         self._flowing.clear()
@@ -62,11 +72,13 @@ class TcpProxy:
                 server = socket.create_connection(("127.0.0.1", self.target))
             except OSError:
                 return  # closed: the outage began, or the proxy is done
-            self._sockets += [client, server]
-            threading.Thread(target=self._pipe, args=(client, server, self.rate), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(server, client, None), daemon=True).start()
+            pair = (client, server)
+            self._links.add(pair)
+            threading.Thread(target=self._pipe, args=(pair, client, server, self.rate), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(pair, server, client, None), daemon=True).start()
 
-    def _pipe(self, source: socket.socket, sink: socket.socket, rate: int | None) -> None:
+    def _pipe(self, pair: tuple[socket.socket, socket.socket], source: socket.socket, sink: socket.socket,
+              rate: int | None) -> None:
         try:
             while data := source.recv(CHUNK):
                 self._flowing.wait()
@@ -76,11 +88,22 @@ class TcpProxy:
         except OSError:
             pass
         finally:
+            self._links.discard(pair)
             for sock in (source, sink):
                 try:
                     sock.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
+
+
+def _reset(sock: socket.socket) -> None:
+    """Close with an RST (SO_LINGER 0); SHUT_RD first wakes the pipe blocked reading it."""
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.shutdown(socket.SHUT_RD)
+    except OSError:
+        pass
+    sock.close()
 
 
 def _close(sock: socket.socket) -> None:

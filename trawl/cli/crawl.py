@@ -37,7 +37,7 @@ from trawl.starter.waiting import RunningItems, items_dict, running_items
 from trawl.errors import TrawlError
 from trawl.platforms.registry import PLATFORMS, Registry, build_registry
 from trawl.settings import Settings
-from trawl.storage.blobs import open_blob_store, reclaim_uploads
+from trawl.storage.blobs import abort_uploads, open_blob_store
 from trawl.contracts import CRAWL_WORKFLOW, ItemResult
 
 
@@ -487,8 +487,7 @@ async def cmd_fsck(args: argparse.Namespace, settings: Settings) -> int:
 
     catalog = open_catalog(settings)
     blobs = open_blob_store(settings)
-    abandon_after = settings.storage.abandon_uploads_after
-    report = await asyncio.to_thread(check, catalog, blobs, abandon_after)
+    report = await asyncio.to_thread(check, catalog, blobs, settings.storage.abandon_uploads_after)
     summary: dict[str, Any] = {"items": report.items, "blobs": report.blobs, "orphans": report.orphans,
                                "shared": report.shared,
                                "incomplete_uploads": [{**dataclasses.asdict(u), "started": u.started.isoformat()}
@@ -509,7 +508,7 @@ async def cmd_fsck(args: argparse.Namespace, settings: Settings) -> int:
     if report.problems and not args.repair:
         code = EXIT_FAILED_ITEMS
     elif report.problems:
-        aborted = await asyncio.to_thread(reclaim_uploads, blobs, abandon_after)
+        aborted = await asyncio.to_thread(abort_uploads, blobs, report.abandoned)
         urls = await asyncio.to_thread(quarantine, report, catalog, blobs)
         catalog.close()
         where = getattr(blobs, "quarantine_dir", None) or "the store's quarantine"

@@ -21,7 +21,7 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -151,16 +151,22 @@ def hash_blob(store: BlobStore, key: str) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
-def abandoned_uploads(store: BlobStore, older_than: timedelta, now: datetime | None = None) -> list[IncompleteUpload]:
-    """The incomplete uploads begun at least ``older_than`` ago: abandoned (an upload running that
+def abandoned_uploads(uploads: Iterable[IncompleteUpload], older_than: timedelta,
+                      now: datetime | None = None) -> list[IncompleteUpload]:
+    """Those of ``uploads`` begun at least ``older_than`` ago: abandoned (an upload running that
     long would have its commit's start_to_close to answer for)."""
     now = now or datetime.now(UTC)
-    return [upload for upload in store.incomplete_uploads() if upload.age(now) >= older_than]
+    return [upload for upload in uploads if upload.age(now) >= older_than]
+
+
+def abort_uploads(store: BlobStore, uploads: Iterable[IncompleteUpload]) -> list[IncompleteUpload]:
+    """Abort ``uploads``; the ones this call aborted (another worker may be quicker)."""
+    return [upload for upload in uploads if store.abort_upload(upload)]
 
 
 def reclaim_uploads(store: BlobStore, older_than: timedelta, now: datetime | None = None) -> list[IncompleteUpload]:
-    """Abort the abandoned uploads; the ones this call aborted (another worker may be quicker)."""
-    return [upload for upload in abandoned_uploads(store, older_than, now) if store.abort_upload(upload)]
+    """Abort the store's abandoned uploads; the ones this call aborted."""
+    return abort_uploads(store, abandoned_uploads(store.incomplete_uploads(), older_than, now))
 
 
 def open_blob_store(settings: Settings) -> BlobStore:

@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from trawl.storage.blobs import BlobStore, IncompleteUpload, hash_blob, key_sha256
+from trawl.storage.blobs import BlobStore, IncompleteUpload, abandoned_uploads, hash_blob, key_sha256
 from trawl.storage.catalog import Catalog
 
 PAGE = 500
@@ -37,6 +37,7 @@ class FsckReport:
     # Multipart uploads not completed or aborted (an object store's); the abandoned ones (older
     # than storage.abandon_uploads_after) are problems too.
     uploads: list[IncompleteUpload] = field(default_factory=list)
+    abandoned: list[IncompleteUpload] = field(default_factory=list)
 
     @property
     def damaged_items(self) -> dict[str, str]:
@@ -55,9 +56,8 @@ def check(catalog: Catalog, blobs: BlobStore, abandon_after: timedelta = timedel
     report = FsckReport()
     now = now or datetime.now(UTC)
     report.uploads = blobs.incomplete_uploads()
-    for upload in report.uploads:
-        if upload.age(now) >= abandon_after:
-            report.problems.append(Problem("abandoned_upload", upload.key, _upload_detail(upload, now)))
+    report.abandoned = abandoned_uploads(report.uploads, abandon_after, now)
+    report.problems += [Problem("abandoned_upload", u.key, _upload_detail(u, now)) for u in report.abandoned]
     verdicts: dict[str, str | None] = {}  # key -> None if good, else what is wrong
     sizes: dict[str, int] = {}
     for stat in blobs.iterate():
@@ -123,8 +123,8 @@ def _link_count(blobs: BlobStore, key: str) -> int:
 
 def quarantine(report: FsckReport, catalog: Catalog, blobs: BlobStore) -> list[str]:
     """Move damaged blobs aside (the store's quarantine) and drop the rows that used them, so the
-    items can be crawled again; returns the source URLs to crawl. (Abandoned uploads are aborted
-    by :func:`trawl.storage.blobs.reclaim_uploads`.)"""
+    items can be crawled again; returns the source URLs to crawl. (The report's abandoned uploads
+    are aborted by :func:`trawl.storage.blobs.abort_uploads`.)"""
     for problem in report.problems:
         if problem.kind in ("corrupt_blob", "size_mismatch", "stray_file"):
             blobs.quarantine(problem.key)

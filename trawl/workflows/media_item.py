@@ -46,7 +46,6 @@ with workflow.unsafe.imports_passed_through():
 #   tiny item went from 22 history events (4 upserts, a memo, 2 activities) to 14 (bench/cost.py).
 LEAN_HISTORY = "lean-history"
 MiB = 1024 * 1024
-SMALL_ITEM = SMALL_ITEM_ASSET  # the one activity of a small item, among the running downloads
 T = TypeVar("T")
 Done = TypeVar("Done")
 
@@ -228,7 +227,7 @@ class MediaItemWorkflow:
         """
         async def attempt(resolved: Resolved) -> CommitResult:
             self._stage("download")
-            return await self._track(SMALL_ITEM, workflow.start_activity_method(
+            return await self._track(SMALL_ITEM_ASSET, workflow.start_activity_method(
                 SmallItemActivities.small_item,
                 SmallItemInput(workflow.info().workflow_id, self._inp.url, resolved, self._opts.quality,
                                self._opts.limit_rate, stage_attempts=self._opts.download.maximum_attempts),
@@ -244,7 +243,7 @@ class MediaItemWorkflow:
             self._partial.clear()
             self._refresh_bytes()
 
-        committed = await self._until_done(SMALL_ITEM, resolved, attempt, corrupt)
+        committed = await self._until_done(SMALL_ITEM_ASSET, resolved, attempt, corrupt)
         self._verified.update(asset.name for asset in resolved.assets)
         self._partial.clear()
         self._progress.bytes_finished = sum(asset.size for asset in committed.assets)

@@ -305,9 +305,9 @@ def test_an_abandoned_upload_is_listed_with_its_age_and_size_and_reclaimed_once(
     assert (upload.key, upload.parts, upload.size) == (key, 1, PART)
     now = datetime.now(UTC)
     assert timedelta(0) <= upload.age(now) < timedelta(minutes=5)
-    assert abandoned_uploads(store, timedelta(hours=24), now) == []  # maybe still running: left alone
+    assert abandoned_uploads(store.incomplete_uploads(), timedelta(hours=24), now) == []  # maybe still running: left alone
     later = now + timedelta(hours=25)
-    assert abandoned_uploads(store, timedelta(hours=24), later) == [upload]
+    assert abandoned_uploads(store.incomplete_uploads(), timedelta(hours=24), later) == [upload]
     assert reclaim_uploads(store, timedelta(hours=24), later) == [upload]
     assert store.incomplete_uploads() == [] and reclaim_uploads(store, timedelta(hours=24), later) == []
     store.close()
