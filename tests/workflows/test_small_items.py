@@ -265,7 +265,7 @@ async def test_a_corrupt_small_file_is_downloaded_again_then_fails_and_a_flaky_o
         temporal_client: Client, temporal_address: str, sim: Simulator, tmp_path: Path) -> None:
     """The real small_item activity: verify's content_corrupt re-runs it (bounded), a 5xx retries it.
     Both files are tiny: their fetch tried them first and left them to small_item."""
-    settings = make_settings(tmp_path, temporal_address, download={"max_redownloads": 1},
+    settings = make_settings(tmp_path, temporal_address, download={"max_redownloads": 1, "with_fetch_size": 1 << 20},
                              retry={"download": {"initial_interval": "100ms", "maximum_interval": "200ms"}})
     page = b"<!DOCTYPE html><html><body>Please log in</body></html>"
     sim.add_exact("/fake.mp4", lambda req: Response(200, {"Content-Type": "video/mp4"}, page))
