@@ -105,6 +105,15 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
         s.cleanup()
 
 
+@pytest.fixture
+def unserved_port() -> Iterator[int]:
+    """A loopback port nothing answers at for the whole test: bound here and never listened on, so
+    no process (a dev server picks five more ports of its own at random) can take it meanwhile."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield sock.getsockname()[1]
+
+
 def serving(stack: Stack, port: int) -> list[int]:
     """Wait until a dev server of the stack's database answers at ``port``; its pids."""
     return wait_until(lambda: answers(port) and dev_servers(stack.db), f"a dev server at {port}")  # type: ignore[return-value]
@@ -118,10 +127,11 @@ def stop(proc: subprocess.Popen[str], sig: signal.Signals = signal.SIGINT) -> in
 # -- item 2: one server per data directory, never outliving its commands ------------------------
 @pytest.mark.parametrize("command", [["crawls"], ["server"]])
 def test_a_command_told_another_address_refuses_the_running_server_and_starts_none(stack: Stack,
-                                                                                   command: list[str]) -> None:
+                                                                                   command: list[str],
+                                                                                   unserved_port: int) -> None:
     """An explicit temporal.address is never swapped for this data directory's server elsewhere
     (issue 24, item 5): nothing answers there, and a second server on one temporal.db cannot run."""
-    port, other = _free_port(), _free_port()
+    port, other = _free_port(), unserved_port
     up = stack.server(stack.env(port), "up")
     first = serving(stack, port)
     assert len(first) == 1
