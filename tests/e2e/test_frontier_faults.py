@@ -19,8 +19,8 @@ import pytest
 from temporalio.client import Client
 
 from tests.conftest import postgres_mode
-from tests.e2e.test_chaos import cluster_env, start_server, start_workers, stop, trawl
-from tests.workers.test_supervisor import free_ports, started_pids
+from tests.e2e.test_chaos import cluster_env, restartable_ports, start_server, start_workers, stop, trawl
+from tests.workers.test_supervisor import started_pids
 from tests.workflows.test_frontier import known_to_the_catalog
 from trawl.download import file_sha256
 from trawl.platforms.registry import default_registry
@@ -50,7 +50,7 @@ def alive(pids: list[int]) -> list[int]:
 @pytest.mark.skipif(postgres_mode(), reason="run in the SQLite pass only")
 def test_the_frontier_loses_and_repeats_nothing_under_kills_and_a_server_restart(tmp_path: Path) -> None:
     rng = random.Random(20261202)
-    port = free_ports(2)
+    port = restartable_ports(2)
     db = tmp_path / "temporal.db"
     server = start_server(db, port, tmp_path / "temporal.log")
     sim = Simulator().start()

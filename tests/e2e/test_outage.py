@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_chaos import TRAWL, start_server
+from tests.e2e.test_chaos import TRAWL, restartable_ports, start_server
 from tests.e2e.test_cli import run, trawl_env
-from tests.workers.test_supervisor import free_ports
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
 
 SIZE = 4_000_000
@@ -30,7 +29,7 @@ def wait_until(predicate, timeout: float = 60) -> None:
 def test_crawl_waits_through_a_server_restart(sim: Simulator, tmp_path: Path) -> None:
     media = MediaFile("mp4", "outage", SIZE)
     sim.add_file("/slow.mp4", media, FileBehaviour(throttle_bps=400_000))
-    port = free_ports(2)
+    port = restartable_ports(2)
     db = tmp_path / "temporal.db"
     server = start_server(db, port, tmp_path / "temporal.log")
     env = trawl_env(tmp_path, f"127.0.0.1:{port}")

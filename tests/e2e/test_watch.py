@@ -31,10 +31,9 @@ from temporalio.service import RPCError
 
 from trawl.starter.client import connect, item_options
 from trawl.starter.watches import Watch, WatchRun, get_watch, run_of, schedule_id, trigger_watch
-from tests.e2e.test_chaos import start_server
+from tests.e2e.test_chaos import restartable_ports, start_server
 from tests.e2e.test_cli import run, trawl_env
 from tests.e2e.test_crawl_cli import cli, env_for
-from tests.workers.test_supervisor import free_ports
 from trawl.settings import Settings, SourceSettings, TemporalSettings, WatchSettings
 from trawl.simulator import MediaFile, Simulator
 from trawl.simulator.feed import install_feed_site
@@ -309,7 +308,7 @@ async def connected(settings: Settings, timeout: float = 60) -> Client:
 @pytest.mark.timeout(240)
 async def test_a_server_outage_ends_in_at_most_one_catch_up_run(sim: Simulator, tmp_path: Path) -> None:
     sim.add_file("/tiny.mp4", MediaFile("mp4", "tiny", 10_000))
-    port = free_ports(2)
+    port = restartable_ports(2)
     db = tmp_path / "temporal.db"
     server = start_server(db, port, tmp_path / "temporal.log")
     env = trawl_env(tmp_path, f"127.0.0.1:{port}")
