@@ -58,8 +58,10 @@ async def serving(settings: Settings, client: Client) -> AsyncIterator[None]:
 @pytest.fixture
 async def api(temporal_client: Client, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     async with serving(settings, temporal_client), running_worker(temporal_client, settings):
+        # httpx's default 5 s read timeout was missed once by a request that asks Temporal, in a
+        # full-suite run on two cores: the tests check answers, not their speed.
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api.port}",
-                                     headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+                                     headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as client:
             yield client
 
 
@@ -207,7 +209,7 @@ async def test_a_crawl_no_worker_answers_is_a_503_saying_to_start_one(
     monkeypatch.setattr(views, "RUNNING_QUERY_PATIENCE_S", 1.0)
     async with serving(settings, temporal_client):  # and no worker
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api.port}",
-                                     headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+                                     headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as client:
             created = await client.post("/api/v1/crawls", json={"urls": ["http://127.0.0.1:9/a.mp4"]})
             assert created.status_code == 202, created.text  # started: its counts come with a worker
             crawl_id = created.json()["id"]
