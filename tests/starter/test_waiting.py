@@ -44,6 +44,25 @@ def test_a_failure_being_retried_is_waited_for_since_the_first_attempt() -> None
                                                                      first)
 
 
+def test_a_young_attempt_after_a_failure_is_still_that_wait_and_a_settled_one_is_its_stage() -> None:
+    """An item retrying an outage every 5 s spends a moment of each in an attempt: a look then
+    must not count it as committing (CI caught crawl-status saying "1 waiting ... 1 download")."""
+    def retried(began: datetime, attempt: int = 4) -> PendingActivityInfo:
+        info = pending("small_item", STARTED, failure=("storage_error", "object store: refused"),
+                       first=NOW - timedelta(minutes=1))
+        info.attempt = attempt
+        info.last_started_time.FromDatetime(began)
+        return info
+
+    stage, waiting = what_it_waits_for([retried(NOW - timedelta(seconds=1))], NOW)
+    assert stage == "download" and waiting is not None
+    assert (waiting.error_class, waiting.since) == ("storage_error", NOW - timedelta(minutes=1))
+    # Running for a while (a download resumed after a failure, moving again): its stage.
+    assert what_it_waits_for([retried(NOW - timedelta(seconds=30))], NOW) == ("download", None)
+    # A first attempt has no failure of its own to wait for.
+    assert what_it_waits_for([retried(NOW - timedelta(seconds=1), attempt=1)], NOW) == ("download", None)
+
+
 def test_a_task_no_worker_took_waits_for_its_host_or_any_worker() -> None:
     old = NOW - timedelta(minutes=2)
     assert what_it_waits_for([pending("download", SCHEDULED, "trawl-host-a", old)], NOW)[1].reason == "for a host"

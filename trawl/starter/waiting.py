@@ -29,6 +29,10 @@ ITEMS_READ = 100  # running items described per look; a crawl's window is usuall
 DESCRIBE_AT_ONCE = 16
 # A task no worker took within this long is waiting for one (a fresh one is merely queued).
 UNTAKEN_AFTER = timedelta(seconds=10)
+# An attempt begun after a failure counts as that failure's wait until it has run this long: an
+# item retrying an outage every few seconds is mostly waiting, and each attempt lasts a moment;
+# counted as its stage, it flickered between the two in every look.
+RETRY_SETTLES_AFTER = timedelta(seconds=10)
 STAGE_OF = {"fetch": "fetch", "claim_host": "claim", "download": "download", "small_item": "download",
             "verify": "verify", "commit": "commit", "discard": "clean-up"}
 HOST_QUEUE_MARK = "-host-"  # trawl.contracts.host_queue names a host's queue so
@@ -95,7 +99,8 @@ def _first_scheduled(activity: Any) -> datetime | None:
 
 def what_it_waits_for(activities: Iterable[Any], now: datetime) -> tuple[str, Waiting | None]:
     """One item's stage and, when it makes no progress, what it waits for (its pending activities,
-    ``PendingActivityInfo``). A failure being retried counts first, then a task no worker took."""
+    ``PendingActivityInfo``). A failure being retried counts first (also while its next attempt is
+    young: :data:`RETRY_SETTLES_AFTER`), then a task no worker took."""
     stage = "between steps"
     untaken: Waiting | None = None
     for activity in activities:
@@ -103,7 +108,10 @@ def what_it_waits_for(activities: Iterable[Any], now: datetime) -> tuple[str, Wa
         scheduled = activity.state == PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED
         failure = activity.last_failure
         since = _first_scheduled(activity) or now
-        if scheduled and failure.message:
+        attempt_began = _time(activity.last_started_time)
+        retrying = (not scheduled and attempt_began is not None and activity.attempt > 1
+                    and now - attempt_began < RETRY_SETTLES_AFTER)
+        if (scheduled or retrying) and failure.message:
             error_class = failure.application_failure_info.type or "internal_error"
             message = " ".join(failure.message.split())[:160]
             return stage, Waiting(error_class, 1, since, error_class, message)
