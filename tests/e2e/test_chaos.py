@@ -9,7 +9,6 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,7 +18,7 @@ import pytest
 
 from tests.conftest import TEMPORAL_BIN, test_catalog_url
 from tests.e2e.test_platforms import platform_env
-from tests.workers.test_supervisor import started_pids
+from tests.workers.test_supervisor import restartable_ports, started_pids
 from trawl.download import file_sha256
 from trawl.simulator import MediaFile, Simulator
 from trawl.platforms.bilibili.site import install_bilibili_site
@@ -29,30 +28,6 @@ from trawl.storage.catalog import Catalog
 
 TRAWL = str(Path(sys.executable).parent / "trawl")
 GENERIC_ITEMS = 193
-
-
-def restartable_ports(count: int) -> int:
-    """The first of ``count`` consecutive free loopback ports for a server the test restarts on them.
-
-    Chosen below the kernel's ephemeral range: while the server is down, no outgoing connection and
-    no port-0 bind (a dev server picks five of its own that way) can take them, as happened to a
-    restart on ports from ``free_ports``.
-    """
-    try:
-        ephemeral = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        ephemeral = 32768
-    top = min(20000, ephemeral) - count  # SeaweedFS test servers choose from 20000 up
-    for _ in range(200):
-        first = random.randrange(10000, top)
-        try:
-            for offset in range(count):
-                with socket.socket() as probe:
-                    probe.bind(("127.0.0.1", first + offset))
-        except OSError:
-            continue
-        return first
-    raise RuntimeError("no free loopback port range below the ephemeral ports")
 
 
 def start_server(db: Path, port: int, log: Path) -> subprocess.Popen[bytes]:

@@ -19,8 +19,8 @@ import pytest
 from temporalio.client import Client
 
 from tests.conftest import postgres_mode
-from tests.e2e.test_chaos import cluster_env, restartable_ports, start_server, start_workers, stop, trawl
-from tests.workers.test_supervisor import started_pids
+from tests.e2e.test_chaos import cluster_env, start_server, start_workers, stop, trawl
+from tests.workers.test_supervisor import restartable_ports, started_pids
 from tests.workflows.test_frontier import known_to_the_catalog
 from trawl.download import file_sha256
 from trawl.platforms.registry import default_registry

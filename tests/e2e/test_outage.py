@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_chaos import TRAWL, restartable_ports, start_server
+from tests.e2e.test_chaos import TRAWL, start_server
 from tests.e2e.test_cli import run, trawl_env
+from tests.workers.test_supervisor import restartable_ports
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
 
 SIZE = 4_000_000
