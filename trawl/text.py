@@ -4,18 +4,24 @@ A refused URL is whatever a file, a request or a person handed in, so it may car
 sequences, a bell, a right-to-left override or ten megabytes on one line. :func:`shown` turns it
 into text a terminal, a log line or a JSON error can carry as it is: each character that is not
 printable (controls, bidi and other format characters, separators other than the space, lone
-surrogates) is written as Python's ``repr`` writes it (``\\x1b``, ``\\u202e``), a backslash as
-``\\\\`` so the escapes are unambiguous, and the result is cut to ``limit`` characters with the
-full length said.
+surrogates) is written as Python's ``repr`` writes it (``\\x1b``, ``\\u202e``), and the result is
+cut to ``limit`` characters with the full length said. A backslash stays as it is, so escaping
+what was escaped already changes nothing: a refusal passes through a crawl's state, the API and
+the CLI, and each may show it.
 """
 
 from __future__ import annotations
 
-_NAMED = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 
-def escaped(ch: str) -> str:
-    """``ch`` as it is shown: itself if printable, else its ``repr``-style escape."""
+def escaped(value: str) -> str:
+    """``value`` with each character that is not printable escaped, uncut (for text already bounded,
+    such as a URL trawl accepted)."""
+    return "".join(_escaped(ch) for ch in value)
+
+
+def _escaped(ch: str) -> str:
     if ch in _NAMED:
         return _NAMED[ch]
     if ch.isprintable():
@@ -40,7 +46,7 @@ def shown(value: str, limit: int = 200) -> str:
     kept: list[str] = []
     used = 0
     for ch in value:
-        piece = escaped(ch)
+        piece = _escaped(ch)
         if used + len(piece) > limit:
             return "".join(kept) + f"… ({len(value)} chars)"
         kept.append(piece)

@@ -31,13 +31,22 @@ from trawl.cli.output import (
 )
 from trawl.cli.resolve import listing_urls, source_urls
 from trawl.cli.progress import SAMPLE_EVERY_S, CrawlProgress, CrawlSpeed
-from trawl.starter.client import CrawlChoices, crawl_handle, item_result, start_crawl, start_item, unreachable
+from trawl.starter.client import (
+    REFUSAL_MESSAGE_CHARS,
+    CrawlChoices,
+    crawl_handle,
+    item_result,
+    start_crawl,
+    start_item,
+    unreachable,
+)
 from trawl.starter.views import Unanswered, crawl_dict, crawl_state, item_dict, result_dict, status_name
 from trawl.starter.waiting import RunningItems, items_dict, running_items
 from trawl.errors import TrawlError
 from trawl.platforms.registry import PLATFORMS, Registry, build_registry
 from trawl.settings import Settings
 from trawl.storage.blobs import abort_uploads, open_blob_store
+from trawl.text import shown
 from trawl.contracts import CRAWL_WORKFLOW, ItemResult
 
 
@@ -207,7 +216,9 @@ async def crawl_urls(client: Client, settings: Settings, registry: Registry, url
                 return
             started = await start_item(client, settings, registry, url, choices=choices)
         except TrawlError as err:
-            finished(ItemResult("-", url, "failed", error_class=err.error_class, error=err.message))
+            # The URL as given (a file's line may hold terminal escapes or megabytes), escaped and cut.
+            finished(ItemResult("-", shown(url), "failed", error_class=err.error_class,
+                                error=shown(err.message, REFUSAL_MESSAGE_CHARS)))
             return
         started_ids.add(started.workflow_id)
         waiting[started.workflow_id] = (started.handle, url)

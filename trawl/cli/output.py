@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from wcwidth import wcswidth, wcwidth
 
+from trawl.text import escaped
 from trawl.cli.exits import EXIT_FAILED_ITEMS, EXIT_INTERRUPTED, EXIT_USAGE  # noqa: F401 - the commands take them here
 
 if TYPE_CHECKING:  # Temporal's client loads only in the commands that talk to it
@@ -142,7 +143,7 @@ def result_line(result: ItemResult) -> str:
     failed = result.outcome == "failed"
     detail = clean(result.error_class if failed else result.title, TITLE_COLUMNS)
     line = (f"{result.outcome:<10} {pad(detail, TITLE_COLUMNS)} {(human_size(size) if size else '-'):>10}  "
-            f"{sha:<12}  {result.url}")
+            f"{sha:<12}  {escaped(result.url)}")
     return line + (f"  {printable(result.error)}" if failed and result.error else "")
 
 

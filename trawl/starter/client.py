@@ -32,6 +32,7 @@ from trawl.models import MoreItem
 from trawl.platforms.registry import Registry
 from trawl.settings import Settings, StageRetry
 from trawl.sources import SourceError, find_source, source_definition
+from trawl.text import shown
 from trawl.contracts import StoredAsset
 from trawl.worker.runtime import ONE_SHOT_MARK, core_logging
 from trawl.contracts import (
@@ -389,16 +390,23 @@ MAX_CRAWL_CONCURRENCY = 256  # items in flight at once in one crawl (the CLI, th
 # writing 10,000 URLs to the frontier takes about a second on the reference machine, so a request
 # stays short, and 10,000 URLs of 100 characters fit the default api.max_body_bytes (1 MiB).
 MAX_URLS_PER_REQUEST = 10_000
-_REFUSED_KEPT_CHARS = 300  # a crawl's state keeps each refusal this short; callers get them whole
+_REFUSED_KEPT_CHARS = 300  # a crawl's state keeps each refusal this short
+REFUSAL_MESSAGE_CHARS = 400  # a refusal's reason may quote the URL (escaped, 200 characters of it)
+
+
+def refusal_line(refusal: Refusal) -> str:
+    """A refusal as it is shown (CLI, API, a crawl's state): the URL and the reason escaped and cut,
+    for a refused line may hold terminal escapes, bidi overrides or megabytes."""
+    return f"{shown(refusal.url)}: {refusal.error_class}: {shown(refusal.message, REFUSAL_MESSAGE_CHARS)}"
 
 
 class CrawlRefused(UnsupportedUrl):
     """Nothing to crawl: every URL given was refused (and no source was named)."""
 
     def __init__(self, refusals: list[Refusal]) -> None:
-        shown = "; ".join(str(r) for r in refusals[:5])
+        listed = "; ".join(refusal_line(r) for r in refusals[:5])
         more = f" (and {len(refusals) - 5} more)" if len(refusals) > 5 else ""
-        super().__init__(f"nothing to crawl: every URL was refused: {shown}{more}")
+        super().__init__(f"nothing to crawl: every URL was refused: {listed}{more}")
         self.refusals = refusals
 
 
@@ -484,8 +492,8 @@ def fill_frontier(settings: Settings, registry: Registry, crawl_id: str, urls: I
 
 
 def _kept(refusals: list[Refusal]) -> list[str]:
-    """The refusals a crawl's state keeps: the latest, each cut short (callers get them whole)."""
-    return [str(r)[:_REFUSED_KEPT_CHARS] for r in refusals[-KEPT_REFUSALS:]]
+    """The refusals a crawl's state keeps: the latest, each cut shorter than callers get them."""
+    return [refusal_line(r)[:_REFUSED_KEPT_CHARS] for r in refusals[-KEPT_REFUSALS:]]
 
 
 async def start_crawl(client: Client, settings: Settings, registry: Registry, urls: Iterable[str], *,
@@ -522,7 +530,7 @@ async def start_crawl(client: Client, settings: Settings, registry: Registry, ur
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         static_summary=f"crawl of {filled.routed} URL(s)" + (f" and source {source}" if source else ""),
     )
-    return handle, [str(r) for r in filled.refusals]
+    return handle, [refusal_line(r) for r in filled.refusals]
 
 
 async def add_to_crawl(client: Client, settings: Settings, registry: Registry, crawl_id: str,
@@ -547,7 +555,7 @@ async def add_to_crawl(client: Client, settings: Settings, registry: Registry, c
         await handle.signal(FRONTIER_ADDED, FrontierGrew(
             filled.added, filled.routed - filled.added,
             _kept(filled.refusals)))
-        return [str(r) for r in filled.refusals]
+        return [refusal_line(r) for r in filled.refusals]
     items, refusals = await asyncio.to_thread(route_all, registry, list(urls))
     if not items:
         raise CrawlRefused(refusals)
@@ -563,7 +571,7 @@ async def add_to_crawl(client: Client, settings: Settings, registry: Registry, c
         if carried + size > MAX_CRAWL_BYTES:
             raise _too_big(size, carried)
     await handle.signal(ADD_URLS, items)
-    return [str(r) for r in refusals]
+    return [refusal_line(r) for r in refusals]
 
 
 async def _given_to_current_run(handle: WorkflowHandle) -> int:

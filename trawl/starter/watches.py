@@ -66,6 +66,7 @@ from trawl.starter.client import (
     crawl_handle,
     encoded_size,
     item_options,
+    refusal_line,
 )
 from trawl.starter.views import crawl_failure, crawl_state, crawl_status
 from trawl.durations import parse_duration
@@ -240,7 +241,7 @@ async def add_watch(client: Client, settings: Settings, registry: Registry, name
     except ScheduleAlreadyRunningError:
         raise WatchExists(f"a watch named {name!r} exists already: remove it first (trawl watch remove {name}) "
                           "or pick another name") from None
-    return await get_watch(client, settings, name), [str(r) for r in refusals]
+    return await get_watch(client, settings, name), [refusal_line(r) for r in refusals]
 
 
 async def list_watches(client: Client, settings: Settings) -> list[Watch]:
