@@ -135,7 +135,7 @@ class RateLimit:
         address = _address_key(scope)
         headers = dict(scope.get("headers") or []) if headers is None else headers
         auth = headers.get(b"authorization")
-        if self.tokens and not auth and (cookie := self._cookie_access(headers)):
+        if self.tokens and _on_cookie(headers) and (cookie := self._cookie_access(headers)):
             return f"token:{cookie}", cookie
         if not self.tokens or not auth:
             return address, "anonymous"
@@ -197,7 +197,9 @@ class RateLimit:
                 return
             await _json_error(send, 401, "missing or wrong bearer token", [(b"www-authenticate", b"Bearer")])
             return
-        if (scope["method"] not in READ_METHODS and b"authorization" not in headers and access in ("all", "read")
+        # Whenever the cookie is what let the request in (an empty Authorization header included),
+        # the browser may have sent it on another site's behalf.
+        if (scope["method"] not in READ_METHODS and _on_cookie(headers) and access in ("all", "read")
                 and not _same_origin(headers)):
             await _json_error(send, 403, "a request on the sign-in cookie must come from this site's pages")
             return
@@ -211,6 +213,12 @@ class RateLimit:
         path = scope.get("path") or "/"
         return bool(self.login_path) and scope["method"] in READ_METHODS and not path.startswith("/api/") \
             and b"text/html" in (headers.get(b"accept") or b"")
+
+
+def _on_cookie(headers: dict[bytes, bytes]) -> bool:
+    """Whether the sign-in cookie is what a request authenticates with: it carries no token
+    (no ``Authorization`` header, or an empty one)."""
+    return not headers.get(b"authorization")
 
 
 def _loopback_host(host: bytes | None) -> bool:
