@@ -278,6 +278,8 @@ class ApiSettings(_Section):
     max_body_bytes: ByteSize = Field(default=1024 * 1024, gt=0)
     # Requests per minute per token (per client address without one); 0 turns the limit off.
     requests_per_minute: int = Field(default=600, ge=0)
+    # How long a web page sign-in lasts (its cookie's Max-Age); signing out ends it sooner.
+    session_lifetime: Duration = Field(default=timedelta(hours=12), gt=timedelta(0))
 
     @model_validator(mode="after")
     def _read_token_beside_token(self) -> ApiSettings:

@@ -201,7 +201,7 @@ async def test_a_token_asks_the_browser_to_sign_in_and_guards_every_form(
         name = f"trawl_session_{settings.api.port}"  # one per port: two trawls on a host keep theirs apart
         assert cookie.startswith(f"{name}=") and "HttpOnly" in cookie and "SameSite=strict" in cookie
         session = signed.cookies[name]
-        assert TOKEN not in cookie and len(session) == 64  # cookies go to every port: never the token
+        assert TOKEN not in cookie and len(session) == 43  # cookies go to every port: never the token
         web.cookies.clear()
 
         jar = {"Cookie": f"{name}={session}"}

@@ -72,8 +72,7 @@ def create_app(settings: Settings, client: Client | None = None) -> FastAPI:
     # Outermost (added last): authenticate and count every request before its body is read.
     app.add_middleware(RateLimit, per_minute=settings.api.requests_per_minute, token=settings.api.token,
                        read_token=settings.api.read_token, open_paths=OPEN_PATHS,
-                       cookie=web.session_cookie(settings.api.port),
-                       cookie_values=web.session_values(settings.api.token, settings.api.read_token),
+                       cookie=web.session_cookie(settings.api.port), cookie_access=state.sessions.access,
                        login_path=web.LOGIN_PATH)
     errors.install(app)
     for resource in (jobs, crawls, items, watches, health):

@@ -83,9 +83,9 @@ class RateLimit:
     The check is here, before any route, so it covers every path the app serves or will serve.
 
     A browser carries, instead of the token, the cookie the web page's sign-in sets (``cookie``:
-    its name; ``cookie_values``: the value each token signs in as, never the token itself), which
-    counts as the header does; a cookie that is not a right one is ignored (a stale sign-in must
-    still reach the sign-in page). A request that changes something on the cookie's strength
+    its name; ``cookie_access``: what the session it names allows, ``all``, ``read`` or None),
+    which counts as the header does; a cookie that names no live session is ignored (a stale
+    sign-in must still reach the sign-in page). A request that changes something on the cookie's strength
     alone must come from this site (its ``Origin``), or any page could make the browser send it.
     A browser asking for a page (``text/html``, outside ``/api/``) without a token is sent to
     ``login_path`` rather than answered 401.
@@ -103,8 +103,8 @@ class RateLimit:
     MAX_BUCKETS = 100_000  # least recently seen identities are forgotten beyond this
 
     def __init__(self, app: App, per_minute: int, token: str = "", read_token: str = "",
-                 open_paths: tuple[str, ...] = (), cookie: str = "", cookie_values: dict[str, str] | None = None,
-                 login_path: str = "") -> None:
+                 open_paths: tuple[str, ...] = (), cookie: str = "",
+                 cookie_access: Callable[[bytes], str | None] | None = None, login_path: str = "") -> None:
         self.app = app
         self.rate = per_minute / 60.0
         self.capacity = max(1.0, per_minute / 6.0)  # bursts of ten seconds' worth
@@ -113,7 +113,7 @@ class RateLimit:
         self.open_paths = open_paths
         self.buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
         self.cookie = cookie.encode()
-        self.cookie_values = [(value.encode(), access) for value, access in (cookie_values or {}).items()]
+        self.session_access = cookie_access or (lambda _: None)
         self.login_path = login_path
         self.loopback_hosts = not self.tokens
 
@@ -123,10 +123,8 @@ class RateLimit:
             return None
         for pair in (headers.get(b"cookie") or b"").split(b";"):
             name, _, value = pair.strip().partition(b"=")
-            if name == self.cookie and value:
-                matches = [access for right, access in self.cookie_values if hmac.compare_digest(value.strip(), right)]
-                if matches:
-                    return matches[0]
+            if name == self.cookie and value and (access := self.session_access(value.strip())):
+                return access
         return None
 
     def identify(self, scope: Scope, headers: dict[bytes, bytes] | None = None) -> tuple[str, str]:

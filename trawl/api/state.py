@@ -24,6 +24,7 @@ from trawl.platforms.registry import Registry
 from trawl.settings import Settings
 from trawl.storage.blobs import BlobStore
 from trawl.storage.catalog import Catalog
+from trawl.web import Sessions
 
 T = TypeVar("T")
 
@@ -47,6 +48,10 @@ class ApiState:
     adding: asyncio.Lock = field(default_factory=asyncio.Lock)
     # Keys the web page's form token (``trawl.web.pages.form_token``); new with each process.
     form_secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
+    sessions: Sessions = field(init=False)  # the web page's sign-ins, in this process's memory
+
+    def __post_init__(self) -> None:
+        self.sessions = Sessions(self.settings.api.session_lifetime)
 
     async def in_catalog(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``call`` (a blocking SQLAlchemy call) in a thread: never on the event loop, which

@@ -17,7 +17,7 @@ from trawl.cli.output import clock, human_size
 from trawl.export import download_name
 from trawl.storage.library import COUNT_CAP, KINDS, SORTS, LibraryQuery
 from trawl.storage.records import CatalogItem, CommittedAsset
-from trawl.web import HERE, LOGIN_PATH, LOGOUT_PATH, session_cookie, session_value
+from trawl.web import HERE, LOGIN_PATH, LOGOUT_PATH, session_cookie
 from trawl.web.activity import activity_view
 
 PAGE_SIZE = 48
@@ -78,7 +78,7 @@ def render(request: Request, name: str, status_code: int = 200, **context: Any) 
     state: ApiState = request.app.state.trawl
     context.setdefault("said", request.query_params.get("said", ""))
     return templates.TemplateResponse(request, name, {
-        "signed_in": bool(state.settings.api.token) and session_cookie(state.settings.api.port) in request.cookies,
+        "signed_in": state.sessions.access(request.cookies.get(session_cookie(state.settings.api.port))) is not None,
         "workflows": web_ui_workflows(state.settings.temporal), **context}, status_code=status_code)
 
 
@@ -175,15 +175,20 @@ async def login(request: Request, token: str = Form("", max_length=4096), next: 
     if not right:
         return render(request, "login.html", 401, next=_local(next), error="That token is not this trawl's api.token or api.read_token.")
     response = RedirectResponse(_local(next), status_code=303)
-    response.set_cookie(session_cookie(api.port), session_value(right[0]), httponly=True, samesite="strict",
-                        path="/", secure=request.url.scheme == "https")
+    session = state.sessions.start("all" if right[0] == api.token else "read")
+    response.set_cookie(session_cookie(api.port), session, max_age=int(state.sessions.lifetime.total_seconds()),
+                        httponly=True, samesite="strict", path="/", secure=request.url.scheme == "https")
     return response
 
 
 @router.post(LOGOUT_PATH)
-async def logout(state: ApiState = Depends(api_state)) -> Response:
+async def logout(request: Request, state: ApiState = Depends(api_state)) -> Response:
+    """End the session on the server (its cookie, kept or copied, no longer lets anyone in) and
+    drop the cookie."""
+    name = session_cookie(state.settings.api.port)
+    state.sessions.end(request.cookies.get(name))
     response = RedirectResponse(LOGIN_PATH, status_code=303)
-    response.delete_cookie(session_cookie(state.settings.api.port), path="/")
+    response.delete_cookie(name, path="/")
     return response
 
 
