@@ -168,6 +168,11 @@ class NetSettings(_Section):
 class DownloadSettings(_Section):
     chunk_size: ByteSize = Field(default=1 * MiB, ge=16 * 1024)
     max_file_size: ByteSize = Field(default=20 * GiB, gt=0)
+    # Bytes of work_dir's filesystem that downloads leave free (for the state records beside the
+    # partial files, and whatever else shares the filesystem). A download of known size takes
+    # the room of its whole file before writing, waits (storage_error) while there is none, and
+    # fails as too_large if the filesystem, less this, could never hold it (docs/limits.md).
+    keep_free: ByteSize = Field(default=1 * MiB, ge=0)
     heartbeat_timeout: Duration = timedelta(seconds=10)
     # A corrupt file is deleted and downloaded again at most this many times.
     max_redownloads: int = Field(default=2, ge=0)

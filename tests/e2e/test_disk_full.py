@@ -1,4 +1,5 @@
-"""A full disk stalls items without failing them, says so, and lets them finish once space is back."""
+"""A full disk stalls items without failing them, says so, and lets them finish once space is back;
+an item that can never fit the work directory's filesystem fails at once, and the others take turns."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from temporalio.service import RPCError
 from trawl.activities.errors import workdir_name
 from tests.e2e.test_chaos import TRAWL
 from tests.e2e.test_cli import trawl_env
+from tests.smallfs import in_small_filesystem
 from trawl.platforms.registry import default_registry
 from trawl.settings import Settings
-from trawl.simulator import MediaFile, Simulator
+from trawl.simulator import FileBehaviour, MediaFile, Simulator
 
 
 async def pending_attempt(client: Client, workflow_id: str) -> int:
@@ -64,3 +66,42 @@ async def test_disk_full_is_retried_past_the_attempt_limit_and_reported(temporal
     assert record["outcome"] == "committed" and record["assets"][0]["sha256"] == media.sha256()
     notices = [line for line in errors.read_text().splitlines() if line.startswith("waiting    storage_error")]
     assert len(notices) == 1 and url in notices[0] and "No space left" in notices[0], notices
+
+
+async def test_an_item_that_cannot_fit_fails_and_the_others_take_turns(temporal_client: Client, settings: Settings,
+                                                                       sim: Simulator, tmp_path: Path) -> None:
+    """Items of 30, 13, 12 and 2 MB on a 20 MiB work directory: the 30 MB one fails at once as
+    too_large, saying why; the others commit, the one that finds no room waiting without holding
+    any (13 + 12 MB do not fit together, so one waits for the other's commit)."""
+    sizes = {"huge": 30_000_000, "large": 13_000_000, "medium": 12_000_000, "small": 2_000_000}
+    media = {name: MediaFile("mp4", f"fs-{name}", size) for name, size in sizes.items()}
+    for name in sizes:
+        # Slow enough that the downloads overlap, as on a real network.
+        sim.add_file(f"/{name}.mp4", media[name], FileBehaviour(throttle_bps=6_000_000))
+    urls = {name: sim.url(f"/{name}.mp4") for name in sizes}
+    work = tmp_path / "work"
+    env = trawl_env(tmp_path, settings.temporal.address,
+                    TRAWL_TEMPORAL__TASK_QUEUE_PREFIX=settings.temporal.task_queue_prefix,
+                    TRAWL_CATALOG__URL=settings.catalog.url, TRAWL_WORKER__WORK_DIR=str(work),
+                    TRAWL_RETRY__DOWNLOAD__INITIAL_INTERVAL="200ms", TRAWL_RETRY__DOWNLOAD__MAXIMUM_INTERVAL="1s")
+    command = in_small_filesystem(work, 20 * 1024 * 1024, [TRAWL, "crawl", "--json", *urls.values()])
+    errors = tmp_path / "crawl.err"
+    with open(errors, "w") as err_file:
+        crawl = await asyncio.to_thread(subprocess.run, command, env=env, cwd=tmp_path, stdout=subprocess.PIPE,
+                                        stderr=err_file, text=True, timeout=240)
+    records = {record["url"]: record for record in map(json.loads, crawl.stdout.splitlines())}
+    huge = records[urls["huge"]]
+    assert huge["outcome"] == "failed" and huge["error_class"] == "too_large", huge
+    assert "cannot fit the work directory's filesystem" in huge["error"] and "20.0 MiB usable in all" in huge["error"]
+    for name in ("large", "medium", "small"):
+        record = records[urls[name]]
+        assert record["outcome"] == "committed", (record, errors.read_text()[-3000:])
+        assert record["assets"][0]["sha256"] == media[name].sha256()
+    # Each activity attempt's log line: the 30 MB item's download ran once; of the two that do not
+    # fit together, one waited for the other's room (writing nothing), and only they waited.
+    lines = [json.loads(line) for line in errors.read_text().splitlines() if line.startswith("{")]
+    attempts = [line for line in lines if line.get("event") == "activity" and line.get("stage") == "download"]
+    assert [(a["outcome"], a["attempt"]) for a in attempts if a["canonical_url"] == urls["huge"]] == [("failed", 1)]
+    waited = [a for a in attempts if a["error_class"] == "storage_error"]
+    assert waited and {a["canonical_url"] for a in waited} <= {urls["large"], urls["medium"]}, waited
+    assert all(a["error"].startswith("No space left on device for video: it needs") for a in waited), waited

@@ -38,6 +38,7 @@ import httpx
 
 from trawl.download.fastpath import RawBody, raw_batches, widen_http_reads
 from trawl.download.segmented import Fallback, HostSlots, RestartAll, SegmentedRun, plan_segments
+from trawl.download.space import give_back, reserve, reserve_file, room_now
 from trawl.download.state import (
     WRITE_BATCH,
     DownloadOutcome,
@@ -92,6 +93,7 @@ class Downloader:
         host_slots: HostSlots | None = None,
         limit_rate: int = 0,
         split_after_s: float = SPLIT_AFTER_S,
+        keep_free: int = 0,
     ) -> None:
         """
         Args:
@@ -103,6 +105,8 @@ class Downloader:
             host_slots: caps the extra connections segments open per host (shared by all the
                 downloads of the process); None: no cap beyond ``segments``.
             limit_rate: bytes per second for this download (over one connection); 0: no limit.
+            keep_free: bytes of the work directory's filesystem a download never takes
+                (:mod:`trawl.download.space`: the room of a file of known size is taken first).
         """
         widen_http_reads()
         self.client = client
@@ -115,6 +119,7 @@ class Downloader:
         self.segment_min_size = segment_min_size
         self.host_slots = host_slots
         self.split_after_s = split_after_s
+        self.keep_free = keep_free
         self._restarts = 0
         self._single_only = False
 
@@ -133,7 +138,7 @@ class Downloader:
         return cls(client, max_file_size=settings.max_file_size, heartbeat=heartbeat, should_stop=should_stop,
                    segments=settings.segments_for(platform), segment_min_size=settings.segment_min_size,
                    host_slots=host_slots, limit_rate=limit_rate or settings.limit_rate,
-                   split_after_s=settings.split_after.total_seconds())
+                   split_after_s=settings.split_after.total_seconds(), keep_free=settings.keep_free)
 
     @staticmethod
     def previous_state(details: object, urls: list[str]) -> ResumeState | None:
@@ -155,12 +160,16 @@ class Downloader:
 
         Raises:
             TrawlError: classified; :class:`UrlExpired` wins over other failures so the caller
-                fetches fresh URLs, otherwise the primary URL's failure is raised.
+                fetches fresh URLs, otherwise the primary URL's failure is raised. A file that
+                cannot fit the work directory's filesystem is :class:`TooLarge`; one that has no
+                room there now, a :class:`StorageError` (:mod:`trawl.download.space`).
             Stopped: ``should_stop`` turned true; the state was heartbeated first.
         """
         if expected_size is not None and expected_size > self.max_file_size:
             raise TooLarge(f"expected size {expected_size} exceeds max_file_size {self.max_file_size}")
         part.parent.mkdir(parents=True, exist_ok=True)
+        if expected_size is not None:
+            room_now(part, expected_size, self.keep_free, _what(part))  # before any request
         state = fresher(previous, load_state(part)) or ResumeState()
         ordered = list(dict.fromkeys(([state.url] if state.url in urls else []) + urls))
         failures: list[TrawlError] = []
@@ -192,6 +201,7 @@ class Downloader:
                 # Another URL (a re-fetch after url_expired, a backup CDN) keeps the segments: each
                 # segment asks with If-Range, and an answer of another version (ETag, size) makes
                 # the run start over, so no byte of two versions ends up in one file.
+                reserve_file(part, state.total, self.keep_free, _what(part))  # the holes not yet written
                 return self._segmented(url, part, headers, replace(state, url=url), None, expected_size)
             state = ResumeState(url=url)  # nothing to check the segments against
         offset = min(state.offset, size_on_disk)
@@ -247,6 +257,11 @@ class Downloader:
                         raise TooLarge(f"{url} is {total} bytes, over max_file_size {self.max_file_size}")
                     plan = ResumeState(0, total, etag, last_modified, url, segments=plan_segments(total, self.segments))
                     discard(part)
+                    try:
+                        reserve_file(part, total, self.keep_free, _what(part))
+                    except TrawlError:
+                        discard(part)
+                        raise
                     return self._segmented(url, part, headers, plan, resp, expected_size)
             else:
                 offset = overlap = 0  # a 200 is the whole resource: the validator failed or Range is unsupported
@@ -323,6 +338,9 @@ class Downloader:
             try:
                 if state.offset:
                     os.ftruncate(fd, state.offset)
+                if state.total is not None:
+                    # After the truncation, which frees whatever lay beyond the kept bytes.
+                    reserve(fd, state.offset, state.total, self.keep_free, _what(part))
                 writeback = Writeback(fd, state.offset)
                 batches = (raw_batches(raw, fd, state.offset, batch_bytes=self._batch_bytes,
                                        max_wait=self.heartbeat_every, max_file_size=self.max_file_size)
@@ -347,7 +365,10 @@ class Downloader:
                     batches.close()
                     writeback.written(state.offset, final=True)
             finally:
-                os.close(fd)
+                try:
+                    give_back(fd)  # the room of bytes this attempt did not write goes back
+                finally:
+                    os.close(fd)
         except TooLarge:
             discard(part)
             raise
@@ -445,6 +466,11 @@ def _batches(chunks: Iterable[bytes], every: float, most: int = WRITE_BATCH) -> 
         raise
     if batch:
         yield batch, batched, None
+
+
+def _what(part: Path) -> str:
+    """The asset a partial file holds, as messages name it."""
+    return part.name.removesuffix(".part")
 
 
 def _read_range(part: Path, start: int, length: int) -> bytes:
