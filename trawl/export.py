@@ -23,9 +23,10 @@ only when the bytes match their key.
 
 Nothing is written outside the export root: each file's directory is opened from the root one
 component at a time without following symbolic links, and a file whose directory is a link (or a
-file) is refused with one line (:class:`UnsafeTarget`), the others exported. ``.info.json``
-sidecars follow the media files' rules: a name another item holds, or a file trawl did not write
-for this item (the manifest records each sidecar's item and hash), is never replaced. Staging files
+file) is refused with one line (:class:`UnsafeTarget`), the others exported. An ``.info.json``
+sidecar keeps its main file's name (``X (2).info.json`` beside ``X (2).mp4``): the main file takes
+the first name whose sidecar name is usable too. A name another item holds, or a file trawl did not
+write for this item (the manifest records each sidecar's item and hash), is never replaced. Staging files
 (``.<name>.<12 hex>.trawl-tmp``) an export killed mid-copy left are removed when an exporter opens
 the root and no other export holds it (an ``flock`` on the root directory, which the kernel drops
 when a process dies).
@@ -569,9 +570,17 @@ class Exporter:
     def _export_item(self, item: CatalogItem) -> ExportStats:
         stats = ExportStats(items=1)
         files: dict[str, str] = {}
-        for asset, mark in self._marks(item):
+        marks = self._marks(item)
+        anchor = None
+        if self.write_info_json and item.assets:
+            # The sidecar is named after the main file, so that file is placed last, under a name
+            # whose sidecar name is free too (the info JSON names the other files).
+            anchor = _main_asset(item, {a.name: "" for a in item.assets})
+            marks.sort(key=lambda pair: pair[0] is anchor)
+        for asset, mark in marks:
             try:
-                files[asset.name] = self._export_asset(item, asset, mark, stats)
+                files[asset.name] = self._export_asset(item, asset, mark, stats,
+                                                       files if asset is anchor else None)
             except UnsafeTarget as err:
                 stats.refused.append(str(err))
         if self.write_info_json and files:
@@ -581,8 +590,12 @@ class Exporter:
                 stats.refused.append(str(err))
         return stats
 
-    def _export_asset(self, item: CatalogItem, asset: CommittedAsset, mark: str, stats: ExportStats) -> str:
-        """Place one asset under the first name that is free or already holds its bytes."""
+    def _export_asset(self, item: CatalogItem, asset: CommittedAsset, mark: str, stats: ExportStats,
+                      sidecar_of: dict[str, str] | None = None) -> str:
+        """Place one asset under the first name that is free or already holds its bytes. With
+        ``sidecar_of`` (the item's other files, placed already) the asset is the one its ``.info.json``
+        is named after, and a name is taken only where the sidecar's name beside it is usable too:
+        ``X (2).mp4`` with ``X (2).info.json``, never ``X.mp4`` with ``X (2).info.json``."""
         owner = (item.canonical_key, asset.name)
         values = field_values(item, asset)
         for attempt in range(1, 1000):
@@ -590,6 +603,8 @@ class Exporter:
             rel = "/".join(self.template.render(values, windows=self.windows, suffix=mark + counter))
             folded = self._fold(rel)
             if self._claimed.get(folded, owner) != owner:
+                continue
+            if sidecar_of is not None and not self._sidecar_usable(item, {**sidecar_of, asset.name: rel}, rel):
                 continue
             state = self._state(rel, asset)
             if state == "other":
@@ -604,38 +619,46 @@ class Exporter:
             return rel
         raise OSError(errno.EEXIST, f"no free name for {item.canonical_key} {asset.name} under {self.root}")  # pragma: no cover
 
+    def _sidecar_usable(self, item: CatalogItem, files: dict[str, str], media: str) -> bool:
+        """Whether the sidecar beside ``media`` may be written: no other item claimed its name and
+        it is free, holds this info JSON already, or is what trawl wrote there for this item."""
+        rel = _info_name(media, self.template)
+        if self._claimed.get(self._fold(rel), (item.canonical_key, INFO_SUFFIX)) != (item.canonical_key, INFO_SUFFIX):
+            return False
+        try:
+            return self._info_state(rel, item.canonical_key, _info_bytes(item, files)) != "other"
+        except UnsafeTarget:
+            return True  # the media file's own placement meets the same directory and says so
+
     def _export_info(self, item: CatalogItem, files: dict[str, str], stats: ExportStats) -> None:
-        """Write the item's ``.info.json`` beside its main file, by the rules of the media files: a
-        name another item's file has, or a file trawl did not write for this item (a person's own,
-        or one they edited), is never replaced; the next name `` (2)``, `` (3)``, ... is taken."""
+        """Write the item's ``.info.json`` beside its main file, under the main file's name (which
+        was chosen so that this name is usable). A name another item's file has, or a file trawl did
+        not write for this item (a person's own, or one they edited), is never replaced: if the main
+        file could not be placed and the name beside the file that stands in for it is taken, the
+        sidecar is not written and one line says so."""
         owner = (item.canonical_key, INFO_SUFFIX)  # no asset is called that
         media = files[_main_asset(item, files).name]
-        data = (json.dumps(info_json(item, files), indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
-        for attempt in range(1, 1000):
-            rel = _info_name(media, self.template, f" ({attempt})" if attempt > 1 else "")
-            folded = self._fold(rel)
-            if self._claimed.get(folded, owner) != owner:
-                continue
-            state = self._info_state(rel, item.canonical_key, data)
-            if state == "other":
-                continue
-            self._claimed[folded] = owner
-            parent = self._make_parent(rel)
-            try:
-                name = _last(rel)
-                if state == "same":
-                    stats.kept += 1
-                else:
-                    _write_atomically(parent, name, data)
-                    stats.written.append(rel)
-                    if self.windows:
-                        self._listing(parent, rel)[name.casefold()] = name
-                self._remember_info(rel, item.canonical_key, data, os.stat(name, dir_fd=parent, follow_symlinks=False))
-            finally:
-                os.close(parent)
+        data = _info_bytes(item, files)
+        rel = _info_name(media, self.template)
+        folded = self._fold(rel)
+        state = self._info_state(rel, item.canonical_key, data)
+        if self._claimed.get(folded, owner) != owner or state == "other":
+            stats.refused.append(f"{rel}: the name is taken by another file; no info JSON for {media}")
             return
-        raise OSError(errno.EEXIST,  # pragma: no cover - a thousand files of one name
-                      f"no free name for the info JSON of {item.canonical_key} under {self.root}")
+        self._claimed[folded] = owner
+        parent = self._make_parent(rel)
+        try:
+            name = _last(rel)
+            if state == "same":
+                stats.kept += 1
+            else:
+                _write_atomically(parent, name, data)
+                stats.written.append(rel)
+                if self.windows:
+                    self._listing(parent, rel)[name.casefold()] = name
+            self._remember_info(rel, item.canonical_key, data, os.stat(name, dir_fd=parent, follow_symlinks=False))
+        finally:
+            os.close(parent)
 
     # -- what is on disk -------------------------------------------------------------------------
     def _open_parent(self, rel: str, *, create: bool) -> int | None:
@@ -876,11 +899,15 @@ def _main_asset(item: CatalogItem, files: dict[str, str]) -> CommittedAsset:
     return exported[0]
 
 
-def _info_name(media: str, template: Template, counter: str = "") -> str:
-    """``Title [id].info.json`` beside ``Title [id].mp4`` (``counter``, e.g. `` (2)``, before ``.info.json``)."""
+def _info_bytes(item: CatalogItem, files: dict[str, str]) -> bytes:
+    return (json.dumps(info_json(item, files), indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
+
+
+def _info_name(media: str, template: Template) -> str:
+    """``Title [id].info.json`` beside ``Title [id].mp4`` (``Title [id] (2).mp4``: ``Title [id] (2).info.json``)."""
     head, _, name = media.rpartition("/")
     stem = name.rsplit(".", 1)[0] if template.names_ext_last and "." in name else name
-    tail = counter + INFO_SUFFIX
+    tail = INFO_SUFFIX
     info = _cut(stem, MAX_COMPONENT_BYTES - len(tail.encode())).rstrip(". ") + tail
     return f"{head}/{info}" if head else info
 

@@ -235,6 +235,8 @@ def test_hostile_titles_export_to_safe_unique_stable_names(store_settings: Setti
                                "sha256": hashlib.sha256(contents["web:8"]).hexdigest(),
                                "filename": "same/Same title (2).mp4"}]
 
+    assert_beside_their_media(root)  # the picture item's beside its first image, too
+
     before = snapshot(root)
     again = export(store_settings, root, link=link, write_info_json=True)
     assert again.written == [] and again.kept == len(media) + 10  # ten items' info JSON kept too
@@ -349,7 +351,29 @@ def test_a_symlinked_directory_inside_the_export_is_refused_file_by_file(tmp_pat
     assert "generic/aux_/CON_.mp4" in stats.written
 
 
-def test_a_sidecar_never_replaces_a_file_it_did_not_write(tmp_path: Path) -> None:
+def assert_beside_their_media(root: Path) -> None:
+    """Each sidecar is named as the media file its JSON names: ``X.info.json`` beside ``X.mp4``."""
+    for sidecar in root.rglob("*.info.json"):
+        try:
+            names = [a["filename"] for a in json.loads(sidecar.read_text())["assets"]]
+        except (ValueError, KeyError):
+            continue  # a person's own file of that name
+        stem = sidecar.relative_to(root).as_posix().removesuffix(".info.json")
+        assert any((root / name).exists() and _same_stem(name.rsplit(".", 1)[0], stem) for name in names), \
+            (sidecar, names)
+
+
+def _same_stem(media: str, sidecar: str) -> bool:
+    """Equal, or the sidecar's cut where ``.info.json`` would make the name too long."""
+    too_long = len(_last_part(media).encode()) + len(".info.json") > MAX_COMPONENT_BYTES
+    return media == sidecar or (too_long and media.startswith(sidecar.rstrip(". ")))
+
+
+def _last_part(rel: str) -> str:
+    return rel.rpartition("/")[2]
+
+
+def test_a_sidecar_keeps_its_media_files_name_and_never_replaces_a_file_it_did_not_write(tmp_path: Path) -> None:
     settings = _local(tmp_path)
     store = open_blob_store(settings)
     catalog = Catalog(settings.catalog_url)
@@ -371,11 +395,17 @@ def test_a_sidecar_never_replaces_a_file_it_did_not_write(tmp_path: Path) -> Non
     export(settings, root, write_info_json=True)
     assert (root / "u" / "Clip.info.json").read_text() == "the user's own notes"
     assert (root / "same" / "Same title (2).info.json").read_text() == "{}"
+    # A taken sidecar name moves the pair on: "Clip (2).mp4" and "Clip (2).info.json", never
+    # "Clip.mp4" beside "Clip (2).info.json".
+    assert _all_files(root / "u") == ["Clip (2).info.json", "Clip (2).mp4", "Clip (3).info.json", "Clip (3).webm",
+                                      "Clip.info.json"]
     mine = json.loads((root / "u" / "Clip (2).info.json").read_text())
     theirs = json.loads((root / "u" / "Clip (3).info.json").read_text())
     assert (mine["canonical_key"], theirs["canonical_key"]) == ("web:mp4", "web:webm")
-    assert mine["assets"][0]["filename"] == "u/Clip.mp4" and theirs["assets"][0]["filename"] == "u/Clip.webm"
-    assert json.loads((root / "same" / "Same title (2) (2).info.json").read_text())["canonical_key"] == "web:8"
+    assert mine["assets"][0]["filename"] == "u/Clip (2).mp4" and theirs["assets"][0]["filename"] == "u/Clip (3).webm"
+    assert json.loads((root / "same" / "Same title (3).info.json").read_text())["canonical_key"] == "web:8"
+    assert (root / "same" / "Same title (3).mp4").exists() and not (root / "same" / "Same title (2).mp4").exists()
+    assert_beside_their_media(root)
 
     before = snapshot(root)
     again = export(settings, root, write_info_json=True)
@@ -390,13 +420,14 @@ def test_a_sidecar_never_replaces_a_file_it_did_not_write(tmp_path: Path) -> Non
         done = exporter.export_item(dataclasses.replace(item, metadata={"view_count": 9}))
     assert done.written == ["u/Clip (3).info.json"]
     assert json.loads((root / "u" / "Clip (3).info.json").read_text())["view_count"] == 9
-    # ... but once a person has edited it, it is theirs: the sidecar goes to a free name.
+    # ... but once a person has edited it, it is theirs: the item and its sidecar go to a free name.
     (root / "u" / "Clip (3).info.json").write_text('{"mine": true}')
     with Exporter(root, store, "{uploader}/{title}.{ext}", write_info_json=True) as exporter:
         done = exporter.export_item(item)
     store.close()
-    assert done.written == ["u/Clip (4).info.json"]
+    assert done.written == ["u/Clip (4).webm", "u/Clip (4).info.json"]
     assert (root / "u" / "Clip (3).info.json").read_text() == '{"mine": true}'
+    assert json.loads((root / "u" / "Clip (4).info.json").read_text())["assets"][0]["filename"] == "u/Clip (4).webm"
 
 
 _STALLED_EXPORT = '''
