@@ -35,7 +35,7 @@ from trawl import web
 from trawl.api import crawls, docs, errors, health, items, jobs, watches
 from trawl.api.state import CATALOG_THREADS, ApiState
 from trawl.starter.client import connect, ensure_search_attributes
-from trawl.api.limits import BodySizeLimit, RateLimit
+from trawl.api.limits import BodySizeLimit, FrameGuard, RateLimit
 from trawl.platforms.registry import build_registry
 from trawl.settings import Settings
 from trawl.storage.blobs import open_blob_store
@@ -69,11 +69,12 @@ def create_app(settings: Settings, client: Client | None = None) -> FastAPI:
                   description="A durable media crawler on Temporal: jobs, crawls and the catalog.")
     app.state.trawl = state
     app.add_middleware(BodySizeLimit, limit=settings.api.max_body_bytes)
-    # Outermost (added last): authenticate and count every request before its body is read.
+    # Authenticate and count every request before its body is read.
     app.add_middleware(RateLimit, per_minute=settings.api.requests_per_minute, token=settings.api.token,
                        read_token=settings.api.read_token, open_paths=OPEN_PATHS,
                        cookie=web.session_cookie(settings.api.port), cookie_access=state.sessions.access,
                        login_path=web.LOGIN_PATH)
+    app.add_middleware(FrameGuard)  # outermost: refusals too are never framed
     errors.install(app)
     for resource in (jobs, crawls, items, watches, health):
         app.include_router(resource.router)

@@ -1,5 +1,5 @@
-"""ASGI middlewares that protect the API: a request body size limit, and the bearer token check
-with the rate limit it keys."""
+"""ASGI middlewares that protect the API: a request body size limit, the bearer token check with
+the rate limit it keys, and the headers that keep every answer out of other sites' frames."""
 
 from __future__ import annotations
 
@@ -69,6 +69,53 @@ class BodySizeLimit:
             return messages.pop(0) if messages else await receive()
 
         await self.app(scope, replay, send)
+
+
+# What every answer may load and who may frame it: nothing from elsewhere, no inline script or
+# style (the web page has none; the docs pages name theirs by hash), and no site may frame it,
+# so no other page can lay it under a decoy and have the person click Cancel or Run now.
+POLICY = {"default-src": "'self'", "script-src": "'self'", "style-src": "'self'", "img-src": "'self' data:",
+          "media-src": "'self'", "object-src": "'none'", "base-uri": "'none'", "form-action": "'self'",
+          "frame-ancestors": "'none'"}
+
+
+def content_policy(**more: str) -> str:
+    """The Content-Security-Policy header, with ``more`` sources added to directives
+    (``script_src="'sha256-...'"``)."""
+    merged = dict(POLICY)
+    for name, sources in more.items():
+        directive = name.replace("_", "-")
+        merged[directive] = f"{merged.get(directive, '')} {sources}".strip()
+    return "; ".join(f"{name} {sources}" for name, sources in merged.items())
+
+
+class FrameGuard:
+    """Every answer, whoever makes it (a route, a static file, a refusal before any route), says
+    ``X-Frame-Options: DENY`` and carries the Content-Security-Policy (:data:`POLICY`) unless it
+    brings its own; and ``X-Content-Type-Options: nosniff``, so a file is only what its type says."""
+
+    HEADERS = ((b"x-frame-options", b"DENY"), (b"x-content-type-options", b"nosniff"))
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.policy = content_policy().encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def guarded(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers") or [])
+                names = {name.lower() for name, _ in headers}
+                headers += [(name, value) for name, value in self.HEADERS if name not in names]
+                if b"content-security-policy" not in names:
+                    headers.append((b"content-security-policy", self.policy))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, guarded)
 
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
