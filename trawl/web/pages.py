@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hmac
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
@@ -17,6 +17,7 @@ from trawl.cli.output import clock, human_size
 from trawl.export import download_name
 from trawl.storage.library import COUNT_CAP, KINDS, SORTS, LibraryQuery
 from trawl.storage.records import CatalogItem, CommittedAsset
+from trawl.text import shown
 from trawl.web import HERE, LOGIN_PATH, LOGOUT_PATH, session_cookie
 from trawl.web.activity import activity_view
 
@@ -76,7 +77,7 @@ templates.env.globals.update(item_path=item_path, asset_path=asset_path, picture
 
 def render(request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
     state: ApiState = request.app.state.trawl
-    context.setdefault("said", request.query_params.get("said", ""))
+    context.setdefault("said", said_on(request, state))
     return templates.TemplateResponse(request, name, {
         "signed_in": state.sessions.access(request.cookies.get(session_cookie(state.settings.api.port))) is not None,
         "workflows": web_ui_workflows(state.settings.temporal), **context}, status_code=status_code)
@@ -98,6 +99,7 @@ async def library(request: Request, q: str = Query("", max_length=500), platform
             "sort": sort}
     platforms = sorted(state.registry.platforms)
     try:
+        _check_days(since=since, until=until)
         query = LibraryQuery(text=q, platform=platform or None, uploader=uploader or None, kind=kind or None,
                              since=since or None, until=until or None, sort=sort or "new", limit=PAGE_SIZE,
                              offset=(page - 1) * PAGE_SIZE)
@@ -120,6 +122,17 @@ async def library(request: Request, q: str = Query("", max_length=500), platform
     return render(request, "library.html", form=form, items=result.items, total=result.total, page=page,
                   pages=pages, sorts=SORTS, kinds=KINDS, platforms=platforms, link=link, error="",
                   counted=COUNT_CAP if result.more_than_counted else None)
+
+
+def _check_days(**days: str) -> None:
+    """A day filter must be a day of the calendar (``9999-99-99`` has the shape and is none);
+    its shape is ``LibraryQuery``'s to check."""
+    for name, value in days.items():
+        try:
+            if value:
+                date.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"{name} must be a day as YYYY-MM-DD, not {shown(value, 40)!r}") from None
 
 
 @router.get("/items/{key:path}", response_class=HTMLResponse)
@@ -151,12 +164,36 @@ async def activity_live(request: Request, state: ApiState = Depends(api_state)) 
     return render(request, "live.html", view=await activity_view(state), form_token=form_token(state))
 
 
+def _page_key(state: ApiState) -> bytes:
+    """What the page's form tokens and sealed messages are keyed by: the API token when there is
+    one, so that every API process behind one address agrees, else this process's own secret."""
+    return state.settings.api.token.encode() or state.form_secret
+
+
+def seal(state: ApiState, message: str) -> str:
+    """The seal a message the server says on the page carries in its link (``said`` and ``seal``)."""
+    return hmac.new(_page_key(state), b"trawl said\0" + message.encode(), "sha256").hexdigest()
+
+
+def said_link(state: ApiState, message: str, where: str = "/activity") -> str:
+    """A link to ``where`` that shows ``message`` (sealed: the page shows only what it said itself)."""
+    return f"{where}?{urlencode({'said': message, 'seal': seal(state, message)})}"
+
+
+def said_on(request: Request, state: ApiState) -> str:
+    """The message a link asks the page to show, when the server sealed it; else nothing (any
+    site can link here with words of its own)."""
+    message, given = request.query_params.get("said", ""), request.query_params.get("seal", "")
+    if message and hmac.compare_digest(given.encode(), seal(state, message).encode()):
+        return message
+    return ""
+
+
 def form_token(state: ApiState) -> str:
     """The value every steering form carries (``same_origin`` checks it): a page of another site
     cannot read it, so it cannot make a form that passes. Keyed by the API token when there is
     one, so that every API process behind one address agrees on it."""
-    key = state.settings.api.token.encode() or state.form_secret
-    return hmac.new(key, b"trawl steering form", "sha256").hexdigest()
+    return hmac.new(_page_key(state), b"trawl steering form", "sha256").hexdigest()
 
 
 @router.get(LOGIN_PATH, response_class=HTMLResponse)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Awaitable, Callable
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import RedirectResponse
@@ -22,8 +22,9 @@ from trawl.api import crawls, jobs, watches
 from trawl.api.models import CrawlCreate
 from trawl.api.state import ApiState, api_state
 from trawl.errors import TrawlError
+from trawl.text import shown
 from trawl.web.activity import reason
-from trawl.web.pages import form_token
+from trawl.web.pages import form_token, said_link
 
 router = APIRouter(prefix="/steer", include_in_schema=False)
 
@@ -50,21 +51,23 @@ async def same_origin(request: Request, token: str = Form("", alias="form_token"
 STEER_ERRORS = (HTTPException, RPCError, TrawlError, WorkflowQueryFailedError, TimeoutError)
 
 
-def back(said: str, where: str = "/activity") -> RedirectResponse:
-    return RedirectResponse(f"{where}?{urlencode({'said': said[:500]})}", status_code=303)
+def back(state: ApiState, said: str, where: str = "/activity") -> RedirectResponse:
+    """Back to ``where``, which then says ``said`` (sealed by the server: no other link can make
+    the page say anything)."""
+    return RedirectResponse(said_link(state, said[:500], where), status_code=303)
 
 
 @router.post("/crawl")
 async def new_crawl(urls: str = Form("", max_length=MAX_PASTED), state: ApiState = Depends(same_origin)) -> RedirectResponse:
     lines = [line.strip() for line in urls.splitlines() if line.strip() and not line.lstrip().startswith("#")]
     if not lines:
-        return back("Paste at least one URL, one per line.")
+        return back(state, "Paste at least one URL, one per line.")
     try:
         crawl = await crawls.create_crawl(CrawlCreate(urls=lines), state)
     except STEER_ERRORS as err:
-        return back(f"Nothing started: {reason(err)}")
+        return back(state, f"Nothing started: {reason(err)}")
     refused = f"; refused {len(crawl.refused)}: {'; '.join(crawl.refused[:3])}" if crawl.refused else ""
-    return back(f"Started crawl {crawl.id} of {len(lines)} URL(s){refused}")
+    return back(state, f"Started crawl {crawl.id} of {len(lines)} URL(s){refused}")
 
 
 async def _steer_watch(name: str, action: str, state: ApiState) -> object:
@@ -90,5 +93,5 @@ async def steer(action: str, kind: str, ident: str, state: ApiState = Depends(sa
     try:
         await route(ident, action, state)
     except STEER_ERRORS as err:
-        return back(f"Could not {action} {kind} {ident}: {reason(err)}")
-    return back(f"{kind.capitalize()} {ident}: {DONE[action]}")
+        return back(state, f"Could not {action} {kind} {shown(ident, 100)}: {reason(err)}")
+    return back(state, f"{kind.capitalize()} {shown(ident, 100)}: {DONE[action]}")
