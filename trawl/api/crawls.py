@@ -14,7 +14,7 @@ from temporalio.client import WorkflowExecution, WorkflowExecutionStatus, Workfl
 from temporalio.service import RPCError
 
 from trawl.starter import views
-from trawl.api.errors import already_closed, declared, finished
+from trawl.api.errors import already_closed, declared, described, finished
 from trawl.api.models import Action, Crawl, CrawlCreate, CrawlPage, UrlsAdd
 from trawl.api.state import ApiState, api_state, bearer
 from trawl.starter.client import (MAX_URLS_PER_REQUEST, CrawlRefused, add_to_crawl, cancel_crawl, crawl_handle,
@@ -70,6 +70,7 @@ async def list_crawls(limit: int = Query(20, ge=1, le=MAX_CRAWLS_PAGE),
 
 @router.get("/{crawl_id}", response_model=Crawl, responses=declared(404, 422))
 async def get_crawl(crawl_id: str, state: ApiState = Depends(api_state)) -> Crawl:
+    await described(crawl_handle(state.client, crawl_id), "crawl", CRAWL_WORKFLOW)
     return await crawl_view(state, crawl_id)
 
 
@@ -79,7 +80,7 @@ async def add_crawl_urls(crawl_id: str, body: UrlsAdd, state: ApiState = Depends
     """Queue more URLs on a running crawl."""
     _one_part(body.urls, f"POST them to /api/v1/crawls/{crawl_id}/urls in parts")
     handle = crawl_handle(state.client, crawl_id)
-    desc = await handle.describe()
+    desc = await described(handle, "crawl", CRAWL_WORKFLOW)
     if desc.status != WorkflowExecutionStatus.RUNNING:
         # A list that is refused whatever the crawl's state is a 422 first, as for a running one.
         items, refusals = await asyncio.to_thread(route_all, state.registry, body.urls)
@@ -102,7 +103,7 @@ async def add_crawl_urls(crawl_id: str, body: UrlsAdd, state: ApiState = Depends
 async def steer_crawl(crawl_id: str, action: Action, state: ApiState = Depends(api_state)) -> Crawl:
     """Pause (no new items; running ones paused), resume, or cancel (its items are cancelled)."""
     handle = crawl_handle(state.client, crawl_id)
-    desc = await handle.describe()
+    desc = await described(handle, "crawl", CRAWL_WORKFLOW)
     if desc.status != WorkflowExecutionStatus.RUNNING:
         raise finished("crawl", crawl_id, desc.status, action)
     try:

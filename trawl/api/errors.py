@@ -21,7 +21,8 @@ from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse
-from temporalio.client import WorkflowExecutionStatus, WorkflowQueryFailedError
+from temporalio.client import (WorkflowExecutionDescription, WorkflowExecutionStatus, WorkflowHandle,
+                              WorkflowQueryFailedError)
 from temporalio.service import RPCError
 
 from trawl.api.models import Error, RequestInvalid
@@ -62,6 +63,16 @@ def not_found(request: Request) -> str | None:
         if param in request.path_params:
             return f"no such {kind}: {request.path_params[param]!r}"
     return None
+
+
+async def described(handle: WorkflowHandle, kind: str, workflow_type: str) -> WorkflowExecutionDescription:
+    """The workflow's description, when it is a ``workflow_type`` (a job route takes item
+    workflows only, a crawl route crawls only); any other workflow is no such ``kind`` (404), so
+    a route never reads or steers a workflow of another kind, or one that is not trawl's."""
+    desc = await handle.describe()
+    if desc.workflow_type != workflow_type:
+        raise HTTPException(404, f"no such {kind}: {handle.id!r}")
+    return desc
 
 
 def already_closed(err: RPCError) -> bool:

@@ -10,10 +10,11 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError
 
 from trawl.starter import views
-from trawl.api.errors import already_closed, declared, finished
+from trawl.api.errors import already_closed, declared, described, finished
 from trawl.api.models import Action, Job, JobCreate, JobStatus, Progress
 from trawl.api.state import ApiState, api_state, bearer
 from trawl.starter.client import item_handle, item_progress, item_result, start_item
+from trawl.contracts import ITEM_WORKFLOW
 from trawl.errors import TrawlError
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"], responses=declared(401, 429, 503),
@@ -41,7 +42,7 @@ async def get_job(job_id: str, state: ApiState = Depends(api_state)) -> Job:
 async def steer_job(job_id: str, action: Action, state: ApiState = Depends(api_state)) -> Job:
     """Pause (the download keeps its bytes), resume, or cancel (its partial files are removed)."""
     handle = state.client.get_workflow_handle(job_id)
-    desc = await handle.describe()
+    desc = await described(handle, "job", ITEM_WORKFLOW)
     if desc.status != WorkflowExecutionStatus.RUNNING:
         raise finished("job", job_id, desc.status, action)
     try:
@@ -74,7 +75,7 @@ async def job_view(state: ApiState, job_id: str, url: str = "") -> Job:
     which turns a failed or cancelled execution into a result too): the status follows the
     result's outcome."""
     handle = item_handle(state.client, job_id)
-    desc = await handle.describe()
+    desc = await described(handle, "job", ITEM_WORKFLOW)
     retries = await retry_count(handle)
     if desc.status == WorkflowExecutionStatus.RUNNING:
         progress = await item_progress(state.client, handle)
