@@ -5,11 +5,16 @@
 - the API's Range answers (:func:`trawl.api.items.blob_response`) call Starlette's
   ``FileResponse._parse_range_header``;
 - the address guard (:func:`trawl.http.guard_connections`) swaps the network backend in
-  httpx's pools.
+  httpx's pools;
+- the catalog's bound on a PostgreSQL server's answer (:mod:`trawl.storage.catalog`) overrides
+  psycopg's ``Connection.wait(gen, interval, timeout)`` and catches ``errors._WaitTimeout``.
 
 A failure here after an upgrade names the library and what changed in it. Adapt the code to the
-new internals (and the pin), or, for the fast path, turn it off (``fastpath.ENABLED = False``)
-until then: downloads then read every body through httpx, as without it.
+new internals (and the pin), or turn the feature off until then: for the fast path
+``fastpath.ENABLED = False`` (downloads then read every body through httpx, as without it), for
+the catalog's answer bound ``catalog.BOUND_ANSWERS = False`` (a frozen server is then waited on
+until TCP gives up). Both also turn themselves off when the internals they find are not the shape
+checked here.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ import importlib.metadata
 import inspect
 import re
 import socket
+import struct
 import threading
+import time
 import tomllib
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -30,9 +37,10 @@ import pytest
 from trawl.download import fastpath
 from trawl.http import make_client
 from trawl.settings import NetSettings
+from trawl.storage import catalog
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
-LIBRARIES = ("httpx", "httpcore", "h11", "starlette")
+LIBRARIES = ("httpx", "httpcore", "h11", "starlette", "psycopg")
 BODY = bytes(range(256)) * 1200  # 300 kB: more than h11 buffers with the headers
 
 
@@ -184,3 +192,108 @@ def test_httpx_keeps_the_network_backend_where_the_guard_swaps_it() -> None:
         assert isinstance(transport, httpx.HTTPTransport), changed("httpx", "Client._transport")
         pool = hop(transport, "_pool", "httpx", "HTTPTransport's connection pool")
         hop(pool, "_network_backend", "httpcore", "ConnectionPool's network backend")
+
+
+# -- the catalog's answer bound -------------------------------------------------------------------
+def _message(kind: bytes, body: bytes) -> bytes:
+    return kind + struct.pack("!i", len(body) + 4) + body
+
+
+@pytest.fixture
+def silent_postgres() -> Iterator[int]:
+    """A loopback server that speaks PostgreSQL's start-up (no TLS, no password) and then never
+    answers, as a frozen server would: its port."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            held.append(conn)
+            while True:
+                length, code = struct.unpack("!ii", conn.recv(8, socket.MSG_WAITALL))
+                conn.recv(length - 8, socket.MSG_WAITALL)
+                if code not in (80877103, 80877104):  # SSLRequest, GSSENCRequest: declined
+                    break
+                conn.sendall(b"N")
+            conn.sendall(_message(b"R", struct.pack("!i", 0)) + _message(b"S", b"server_version\x0015.0\x00")
+                         + _message(b"S", b"client_encoding\x00UTF8\x00") + _message(b"K", struct.pack("!ii", 1, 2))
+                         + _message(b"Z", b"I"))
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        listener.close()
+        for conn in held:
+            conn.close()
+
+
+def test_psycopgs_wait_and_its_timeout_keep_their_shape() -> None:
+    import psycopg
+
+    timeout = getattr(psycopg.errors, "_WaitTimeout", None)
+    assert isinstance(timeout, type), changed("psycopg", "psycopg.errors._WaitTimeout is gone (the catalog's answer bound)")
+    assert issubclass(timeout, psycopg.OperationalError), changed(
+        "psycopg", "errors._WaitTimeout is no longer an OperationalError")
+    parameters = list(inspect.signature(psycopg.Connection.wait).parameters)
+    assert parameters == ["self", "gen", "interval", "timeout"], changed(
+        "psycopg", f"Connection.wait takes {parameters}, not (self, gen, interval, timeout)")
+    assert catalog._psycopg_wait_timeout() is timeout  # so the bound is on
+
+
+def test_a_server_that_never_answers_is_given_up_on_at_the_answer_bound(silent_postgres: int) -> None:
+    """The behaviour the override relies on: every wait for an answer passes through
+    Connection.wait, and its timeout ends in _WaitTimeout (turned into an OperationalError)."""
+    import psycopg
+
+    bounded = catalog._answer_bounded_connection()
+    assert bounded is not None
+    conn = bounded.connect(host="127.0.0.1", port=silent_postgres, user="trawl", dbname="trawl",
+                           sslmode="disable", connect_timeout=5)
+    conn.answer_limit = 0.5
+    began = time.monotonic()
+    with pytest.raises(psycopg.OperationalError, match="did not answer within 0.5 s") as raised:
+        conn.execute("SELECT 1")
+    took = time.monotonic() - began
+    assert not isinstance(raised.value, psycopg.errors._WaitTimeout), changed(  # noqa: SLF001
+        "psycopg", "the answer bound's timeout escaped as _WaitTimeout: Connection.wait raises something else")
+    assert took < 5, changed("psycopg", f"a statement waited {took:.1f} s: Connection.execute no longer waits "
+                                        "through Connection.wait with its timeout")
+    assert conn.closed, "the connection a frozen server holds is dropped"
+
+
+def test_the_switch_turns_the_answer_bound_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    url = "postgresql+psycopg://trawl@127.0.0.1:9/trawl"  # never connected to: the engine is only built
+    engine = catalog.make_engine(url)
+    assert len(engine.dialect.dispatch.do_connect) == 1  # connections are made by the bounded class
+    engine.dispose()
+    monkeypatch.setattr(catalog, "BOUND_ANSWERS", False)
+    engine = catalog.make_engine(url)
+    assert len(engine.dialect.dispatch.do_connect) == 0  # psycopg's own connection, unbounded
+    engine.dispose()
+
+
+def test_psycopg_internals_of_another_shape_turn_the_bound_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Failing closed: an upgraded psycopg whose internals differ is not overridden blindly."""
+    import psycopg
+
+    catalog._bounded_connection_class.cache_clear()
+    try:
+        monkeypatch.delattr(psycopg.errors, "_WaitTimeout")
+        assert catalog._psycopg_wait_timeout() is None and catalog._answer_bounded_connection() is None
+        monkeypatch.undo()
+        catalog._bounded_connection_class.cache_clear()
+
+        def wait(self: object, gen: object, timeout: float | None = None) -> object:  # the interval gone
+            raise AssertionError("not called")
+
+        monkeypatch.setattr(psycopg.Connection, "wait", wait)
+        assert catalog._psycopg_wait_timeout() is None and catalog._answer_bounded_connection() is None
+    finally:
+        monkeypatch.undo()
+        catalog._bounded_connection_class.cache_clear()
+    assert catalog._answer_bounded_connection() is not None

@@ -7,7 +7,7 @@ import dataclasses
 import functools
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from datetime import UTC, datetime
 from typing import Any
@@ -28,6 +28,7 @@ from sqlalchemy import (
     event,
     func,
     select,
+    text,
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine, make_url
@@ -35,10 +36,14 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship, selectinload, sessionmaker
 
 from trawl.errors import StorageError, TrawlError
+from trawl.logs import get_logger
 from trawl.storage.library import LibraryPage, LibraryQuery
 from trawl.storage.library import statements as library_statements
 from trawl.storage.records import CatalogItem, CommittedAsset
 from trawl.urls import canonicalize, url_sha1
+
+
+_log = get_logger(__name__)
 
 
 class Base(DeclarativeBase):
@@ -119,6 +124,20 @@ class FrontierRow(Base):
     platform: Mapped[str] = mapped_column(String(32))
     listing: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
+
+
+class BlobIntent(Base):
+    """A commit attempt about to store a blob (migration 0005): written before the put, removed
+    once the item's row names the blob. A blob that no row names and no recent intent announces
+    was left behind by an attempt that died between its put and its row (an orphan)."""
+
+    __tablename__ = "blob_intents"
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True)
+    key: Mapped[str] = mapped_column(String(255), index=True)
+    workflow_id: Mapped[str] = mapped_column(String(512))
+    run_id: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True, default=_now)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -208,22 +227,63 @@ def make_engine(url: str) -> Engine:
         return engine
     engine = create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5,
                            connect_args=postgresql_connect_args(url) if _libpq(url) else {})
-    if make_url(url).get_dialect().driver == "psycopg":
+    bounded = _answer_bounded_connection() if make_url(url).get_dialect().driver == "psycopg" else None
+    if bounded is not None:
 
         @event.listens_for(engine, "do_connect")
         def _bounded(dialect: Any, record: Any, cargs: Any, cparams: Any) -> Any:
-            return _answer_bounded_connection().connect(*cargs, **cparams)
+            return bounded.connect(*cargs, **cparams)
 
     return engine
 
 
-@functools.cache
-def _answer_bounded_connection() -> type:
+# The answer bound rests on two private psycopg internals, pinned exactly in pyproject.toml and
+# checked by tests/trawl/test_pinned_internals.py: Connection.wait(gen, interval, timeout), through
+# which every wait for the server passes, and errors._WaitTimeout, what it raises when the timeout
+# ends. False turns the bound off (engines made afterwards use psycopg's own connection): a frozen
+# server is then waited on until the kernel gives up on the connection, as without it.
+BOUND_ANSWERS = True
+_WAIT_PARAMETERS = ["self", "gen", "interval", "timeout"]
+
+
+def _psycopg_wait_timeout() -> type[Exception] | None:
+    """psycopg's exception for a wait whose timeout ended, if its internals are the shape the answer
+    bound was written against; None (the bound is not used: it fails closed) otherwise."""
+    import inspect
+
+    import psycopg
+
+    timeout = getattr(psycopg.errors, "_WaitTimeout", None)
+    if not (isinstance(timeout, type) and issubclass(timeout, psycopg.OperationalError)):
+        return None
+    try:
+        parameters = list(inspect.signature(psycopg.Connection.wait).parameters)
+    except (TypeError, ValueError):
+        return None
+    return timeout if parameters == _WAIT_PARAMETERS else None
+
+
+def _answer_bounded_connection() -> type | None:
     """psycopg's connection, but every wait for the server's answer (a statement, a commit, the
     pool's ping) ends after ``answer_limit`` (:data:`ANSWER_LIMIT_S`; None: no bound, for a
     migration), dropping the connection: the caller gets an OperationalError (a storage_error)
-    and the pool a new connection next time."""
+    and the pool a new connection next time. None when :data:`BOUND_ANSWERS` is off or psycopg's
+    internals changed shape (a warning says which)."""
+    if not BOUND_ANSWERS:
+        return None
+    return _bounded_connection_class()
+
+
+@functools.cache
+def _bounded_connection_class() -> type | None:
     import psycopg
+
+    wait_timeout = _psycopg_wait_timeout()
+    if wait_timeout is None:
+        _log.warning("catalog_answer_bound_off", psycopg=psycopg.__version__,
+                     why="psycopg's Connection.wait or errors._WaitTimeout changed shape; a frozen catalog server "
+                         "is waited on until TCP gives up (see tests/trawl/test_pinned_internals.py)")
+        return None
 
     class AnswerBoundedConnection(psycopg.Connection):  # type: ignore[type-arg]
         answer_limit: float | None = ANSWER_LIMIT_S
@@ -232,7 +292,7 @@ def _answer_bounded_connection() -> type:
             limit = self.answer_limit if timeout is None else timeout
             try:
                 return super().wait(gen, interval, limit)
-            except psycopg.errors._WaitTimeout:  # noqa: SLF001 - psycopg's own signal of that timeout
+            except wait_timeout:
                 self.pgconn.finish()
                 raise psycopg.OperationalError(
                     f"the catalog did not answer within {limit} s; connection dropped") from None
@@ -498,6 +558,64 @@ class Catalog:
             return list(session.scalars(select(UrlAlias.url).where(UrlAlias.canonical_key == canonical_key)
                                         .order_by(UrlAlias.created_at, UrlAlias.url).limit(limit)))
 
+
+    # -- blobs being committed (trawl.storage.orphans) -------------------------------------------
+    def intend_blobs(self, keys: Iterable[str], workflow_id: str, run_id: str) -> list[int]:
+        """Announce that ``workflow_id``'s run ``run_id`` is about to store and record ``keys``;
+        the ids of the intents, for :meth:`release_intents` once the item's row names them."""
+        rows = [BlobIntent(key=key, workflow_id=workflow_id[:512], run_id=run_id[:64], created_at=_now())
+                for key in sorted(set(keys))]
+        if not rows:
+            return []
+        with _storage_errors("catalog write failed"), self._session.begin() as session:
+            session.add_all(rows)
+            session.flush()
+            return [row.id for row in rows]
+
+    def release_intents(self, ids: list[int]) -> None:
+        with _storage_errors("catalog write failed"), self._session.begin() as session:
+            session.execute(delete(BlobIntent).where(BlobIntent.id.in_(ids)))
+
+    def stale_intent_keys(self, before: datetime, limit: int = 1000) -> list[str]:
+        """Keys announced before ``before`` by attempts that never released them (they died
+        between their put and their row, or released nothing after it): the candidates for a
+        reclaim, oldest first."""
+        with _storage_errors("catalog read failed"), self._session() as session:
+            return list(session.scalars(select(BlobIntent.key).group_by(BlobIntent.key)
+                                        .having(func.min(BlobIntent.created_at) < before)
+                                        .order_by(func.min(BlobIntent.created_at)).limit(limit)))
+
+    def intended_since(self, keys: list[str], since: datetime) -> set[str]:
+        """Which of ``keys`` an attempt announced at ``since`` or later (one query per 500 keys)."""
+        found: set[str] = set()
+        with _storage_errors("catalog read failed"), self._session() as session:
+            for batch in _batches(sorted(set(keys))):
+                found.update(session.scalars(select(BlobIntent.key).where(
+                    BlobIntent.key.in_(batch), BlobIntent.created_at >= since)))
+        return found
+
+    def reclaim_blob(self, key: str, since: datetime, remove: Callable[[], object]) -> bool:
+        """Call ``remove`` (which deletes the blob ``key`` from the store) when no asset row names
+        the blob and no intent announced it at ``since`` or later, and forget its intents.
+
+        The check and ``remove`` run inside one transaction that holds the lock every new intent
+        needs (a table lock on PostgreSQL, the one write lock on SQLite): a commit announces a
+        blob before it puts it, so it either announced it before the check (and the blob stays)
+        or waits and then finds no blob (and uploads it again); a blob it is putting or about to
+        record is never removed under it. True when ``remove`` ran.
+        """
+        with _storage_errors("catalog write failed"), self._session.begin() as session:
+            if self.engine.dialect.name == "postgresql":
+                # SHARE ROW EXCLUSIVE conflicts with the ROW EXCLUSIVE an INSERT takes (and with itself).
+                session.execute(text("LOCK TABLE blob_intents IN SHARE ROW EXCLUSIVE MODE"))
+            # On SQLite this write takes the database's write lock, even when it deletes nothing.
+            session.execute(delete(BlobIntent).where(BlobIntent.key == key, BlobIntent.created_at < since))
+            if session.scalar(select(AssetRow.id).where(AssetRow.key == key).limit(1)) is not None:
+                return False
+            if session.scalar(select(BlobIntent.id).where(BlobIntent.key == key).limit(1)) is not None:
+                return False
+            remove()
+            return True
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
