@@ -78,6 +78,13 @@ def check_host(host: str, port: int, *, allow_private: bool, allowed_networks: t
         check_address(host, info[4][0], allow_private=False, allowed_networks=allowed_networks)
 
 
+def normal_host(host: str) -> str:
+    """``host`` as a resolver reads it: lower-case, without the one trailing dot of a fully
+    qualified name (``169.254.169.254.`` is the metadata address, ``LOCALHOST.`` is localhost)."""
+    host = host.lower()
+    return host[:-1] if host.endswith(".") else host
+
+
 def check_proxied_target(host: str, port: int, *, allowed_networks: tuple[str, ...] = (),
                          resolve: Callable[..., list[Any]] | None = None) -> None:
     """Refuse a target before a request for it is handed to a proxy.
@@ -88,10 +95,15 @@ def check_proxied_target(host: str, port: int, *, allowed_networks: tuple[str, .
     only the proxy can resolve it. ``resolve`` defaults to :func:`socket.getaddrinfo`, looked up at
     each call (tests inject theirs).
 
+    The host is judged as :func:`normal_host` writes it: a trailing dot or capitals would
+    otherwise pass an address literal, or a name the local resolver knows only without them, on
+    to a proxy that reads it as the same address.
+
     Raises:
         BlockedAddress: naming the host and the refused address.
     """
     label = f"{host} (for the proxy)"
+    host = normal_host(host)
     try:
         ipaddress.ip_address(host.split("%", 1)[0])
     except ValueError:

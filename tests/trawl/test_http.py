@@ -264,6 +264,25 @@ def test_proxied_target_decision(host: str, answers: list[str] | None, allowed: 
         check_proxied_target(host, 80, allowed_networks=allowed, resolve=resolver)
 
 
+@pytest.mark.parametrize("host", ["169.254.169.254.", "10.0.0.1.", "127.0.0.1.", "localhost.", "LOCALHOST",
+                                  "LocalHost.", "FD00:EC2::254"])
+def test_a_trailing_dot_or_capitals_do_not_pass_a_target_to_the_proxy(host: str) -> None:
+    """Issue 38, item 13: ``169.254.169.254.`` is no address literal and ``localhost.`` no name the
+    resolver knows as written, so both went to the proxy, which reads them as the metadata address
+    and loopback. The host is judged as a resolver reads it (a resolver that knows ``localhost``
+    only as written stands in; nothing is looked up)."""
+    from trawl.netguard import check_proxied_target, normal_host
+
+    def resolver(name, port, *args, **kwargs):  # noqa: ANN001, ANN202 - getaddrinfo's signature
+        if name == "localhost":
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))]
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    with pytest.raises(BlockedAddress, match="not a public address"):
+        check_proxied_target(host, 80, resolve=resolver)
+    assert normal_host("Media.Example.COM.") == "media.example.com" and normal_host("a..") == "a."
+
+
 # -- the connection pool -----------------------------------------------------------------------
 def test_a_full_pool_is_classified_as_such_naming_the_setting(sim: Simulator) -> None:
     """One connection, held by a request the server stalls: the next request waits for the pool
