@@ -225,3 +225,37 @@ async def test_the_shared_start_helper_refuses_before_starting(temporal_client: 
     with pytest.raises(RPCError) as missing:
         await temporal_client.get_workflow_handle(crawl_id).describe()
     assert missing.value.status == RPCStatusCode.NOT_FOUND
+
+
+async def test_refused_input_is_shown_escaped_and_cut(temporal_client: Client, tmp_path: Path,
+                                                      temporal_address: str, sim: Simulator) -> None:
+    """Issue 38, item 14: a 422 echoed a 900 KB URL whole, and control characters as they came.
+    Refused input is now shown escaped (``\\x1b``, ``\\u202e``) and cut, with its length."""
+    settings = api_settings(tmp_path, temporal_address, token=TOKEN)
+    sim.add_file("/ok.mp4", MediaFile("mp4", "bounds-shown", 20_000))
+    huge = "ftp://x/" + "a" * 900_000
+    hostile = "ftp://x/\x1b[2J\x07\u202eevil"
+    async with api_at(temporal_client, settings, worker=True) as api:
+        refused = await api.post("/api/v1/crawls", json={"urls": [huge, hostile]})
+        assert refused.status_code == 422 and len(refused.content) < 2_000, len(refused.content)
+        first, second = refused.json()["detail"]
+        assert first["input"].startswith("ftp://x/aaa") and first["input"].endswith(f"… ({len(huge)} chars)")
+        assert len(first["input"]) < 300 and len(first["msg"]) < 400
+        assert second["input"] == "ftp://x/\\x1b[2J\\x07\\u202eevil"
+        assert not any(ch in refused.text for ch in "\x1b\x07\u202e")
+        # In the schema's own refusals too (a string where a list belongs), and a job's.
+        for path, body in (("/api/v1/crawls", {"urls": huge}), ("/api/v1/jobs", {"url": huge}),
+                           ("/api/v1/jobs", {"url": hostile}), ("/api/v1/jobs", {"url": "x" * 3000})):
+            answer = await api.post(path, json=body)
+            assert answer.status_code == 422 and len(answer.content) < 2_000, (path, len(answer.content))
+            assert not any(ch in answer.text for ch in "\x1b\x07\u202e"), answer.text
+        # A crawl that takes some URLs names the ones it refused the same way.
+        mixed = await api.post("/api/v1/crawls", json={"urls": [huge, sim.url("/ok.mp4")]})
+        assert mixed.status_code == 202 and len(mixed.content) < 2_000, len(mixed.content)
+        for _ in range(100):  # and its stats, once its worker has counted the refusal
+            view = await api.get(f"/api/v1/crawls/{mixed.json()['id']}")
+            if (view.json()["stats"] or {}).get("refusals"):
+                break
+            await asyncio.sleep(0.1)
+        assert len(view.content) < 4_000 and view.json()["stats"]["refusals"][0].startswith("ftp://x/aaa"), view.text
+        await api.post(f"/api/v1/crawls/{mixed.json()['id']}/cancel")

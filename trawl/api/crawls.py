@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 
 from fastapi import APIRouter, Depends, HTTPException, Query
 from temporalio.client import WorkflowExecution, WorkflowExecutionStatus, WorkflowQueryFailedError
 from temporalio.service import RPCError
 
 from trawl.starter import views
-from trawl.api.errors import already_closed, declared, described, finished
+from trawl.api.errors import MESSAGE_SHOWN, already_closed, declared, described, finished
 from trawl.api.models import Action, Crawl, CrawlCreate, CrawlPage, UrlsAdd
 from trawl.api.state import ApiState, api_state, bearer
 from trawl.starter.client import (MAX_URLS_PER_REQUEST, CrawlRefused, add_to_crawl, cancel_crawl, crawl_handle,
@@ -22,6 +23,7 @@ from trawl.starter.client import (MAX_URLS_PER_REQUEST, CrawlRefused, add_to_cra
 from trawl.starter.views import crawl_failure, visibility_literal
 from trawl.starter.waiting import running_items
 from trawl.contracts import CRAWL_WORKFLOW, CrawlStats, route_all, workflow_queue
+from trawl.text import shown
 
 MAX_CRAWLS_PAGE = 100
 MAX_CRAWLS_OFFSET = 10_000
@@ -134,7 +136,15 @@ async def crawl_view(state: ApiState, crawl_id: str, refused: list[str] | None =
     if desc.status == WorkflowExecutionStatus.RUNNING and stats is not None and not written:
         with contextlib.suppress(RPCError, TimeoutError):  # the counts stand without it
             items = await asyncio.wait_for(running_items(state.client, crawl_id, stats.running), ITEMS_WAIT_S)
-    return Crawl(**views.crawl_dict(crawl_id, desc, stats), refused=refused or [], items=items)
+    return Crawl(**views.crawl_dict(crawl_id, desc, _shown(stats)),
+                 refused=[shown(r, MESSAGE_SHOWN) for r in refused or []], items=items)
+
+
+def _shown(stats: CrawlStats | None) -> CrawlStats | None:
+    """The stats with their refusals (``URL: why``) shown as refused input is: escaped and cut."""
+    if stats is None or not stats.refusals:
+        return stats
+    return dataclasses.replace(stats, refusals=[shown(r, MESSAGE_SHOWN) for r in stats.refusals])
 
 
 async def _crawl_state(handle) -> tuple[object, CrawlStats | None]:  # noqa: ANN001 - a workflow handle
@@ -151,4 +161,4 @@ async def _listed(state: ApiState, execution: WorkflowExecution) -> Crawl:
         desc, stats = await asyncio.wait_for(_crawl_state(handle), LISTED_STATS_WAIT_S)
     except (RPCError, WorkflowQueryFailedError, TimeoutError):
         desc, stats = execution, None
-    return Crawl(**views.crawl_dict(execution.id, desc, stats))
+    return Crawl(**views.crawl_dict(execution.id, desc, _shown(stats)))

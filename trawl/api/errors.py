@@ -10,6 +10,7 @@ Which errors an endpoint can answer:
 - 413: a request body over ``api.max_body_bytes`` (``trawl.api.limits.BodySizeLimit``), or a crawl
   over what one crawl can carry.
 - 422: a request that does not fit the schema, a URL refused, an id Temporal refuses as malformed.
+  Refused input is shown escaped and cut (``trawl.text.shown``), never echoed whole.
 - 404: no such job, crawl or item.
 - 409: steering a job or crawl that has finished.
 - 503: Temporal or the catalog is unreachable, or the workflow's worker cannot answer now.
@@ -20,6 +21,8 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from temporalio.client import (WorkflowExecutionDescription, WorkflowExecutionStatus, WorkflowHandle,
                               WorkflowQueryFailedError)
@@ -29,6 +32,7 @@ from trawl.api.models import Error, RequestInvalid
 from trawl.starter.client import CrawlRefused, CrawlTooLarge
 from trawl.starter.views import Unanswered, status_name
 from trawl.errors import StorageError
+from trawl.text import shown
 
 WHY = {
     401: "Missing or wrong bearer token.",
@@ -41,6 +45,21 @@ WHY = {
     429: "Too many requests: wait for the seconds in Retry-After.",
     503: "Temporal or the catalog is unreachable, or the workflow's worker cannot answer now.",
 }
+
+
+# The most characters of a refusal's message shown (it may quote the input it refuses).
+MESSAGE_SHOWN = 300
+
+
+def _shown_deep(value: Any) -> Any:
+    """Every string in ``value`` (lists and mappings walked) shown as refused input is."""
+    if isinstance(value, str):
+        return shown(value, MESSAGE_SHOWN)
+    if isinstance(value, list):
+        return [_shown_deep(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _shown_deep(v) for k, v in value.items()}
+    return value
 
 
 def declared(*codes: int) -> dict[int | str, dict[str, Any]]:
@@ -107,8 +126,13 @@ def install(app: FastAPI) -> None:
     async def _refused(_: Request, exc: CrawlRefused) -> JSONResponse:
         # Shaped like FastAPI's own validation errors: one entry per URL, with its reason.
         return JSONResponse({"detail": [
-            {"type": r.error_class, "loc": ["body", "urls", r.index], "msg": r.message, "input": r.url}
-            for r in exc.refusals]}, status_code=422)
+            {"type": r.error_class, "loc": ["body", "urls", r.index], "msg": shown(r.message, MESSAGE_SHOWN),
+             "input": shown(r.url)} for r in exc.refusals]}, status_code=422)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        # FastAPI's own answer, with what it echoes of the input shown as refused input is.
+        return JSONResponse({"detail": _shown_deep(jsonable_encoder(exc.errors()))}, status_code=422)
 
     @app.exception_handler(CrawlTooLarge)
     async def _too_large(_: Request, exc: CrawlTooLarge) -> JSONResponse:

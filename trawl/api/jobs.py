@@ -10,12 +10,13 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError
 
 from trawl.starter import views
-from trawl.api.errors import already_closed, declared, described, finished
+from trawl.api.errors import MESSAGE_SHOWN, already_closed, declared, described, finished
 from trawl.api.models import Action, Job, JobCreate, JobStatus, Progress
 from trawl.api.state import ApiState, api_state, bearer
 from trawl.starter.client import item_handle, item_progress, item_result, start_item
 from trawl.contracts import ITEM_WORKFLOW
 from trawl.errors import TrawlError
+from trawl.text import shown
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"], responses=declared(401, 429, 503),
                    dependencies=[Depends(bearer)])
@@ -28,7 +29,7 @@ async def create_job(body: JobCreate, state: ApiState = Depends(api_state)) -> J
     try:
         started = await start_item(state.client, state.settings, state.registry, body.url)
     except TrawlError as err:
-        raise HTTPException(422, f"{err.error_class}: {err.message}") from None
+        raise HTTPException(422, shown(f"{err.error_class}: {err.message}", MESSAGE_SHOWN)) from None
     return await job_view(state, started.workflow_id, body.url)
 
 
