@@ -121,6 +121,8 @@ class StorageSettings(_Section):
     # killed, or the store was down when it tried to abort) is abandoned: the workers' clean-up
     # and `trawl fsck --repair` abort it, and `trawl setup` sets the bucket's lifecycle rule to
     # (in whole days). Longer than any commit's start_to_close, so no upload still running is hit.
+    # A blob no item names, stored this long ago and not announced by a commit since (an attempt
+    # killed between its put and its row), is abandoned too: removed by the same two.
     abandon_uploads_after: Duration = Field(default=timedelta(hours=24), gt=timedelta(0))
 
     @field_validator("url")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -22,7 +22,12 @@ from trawl.download import file_sha256
 from trawl.models import Asset, Resolved
 from trawl.simulator import MediaFile
 from trawl.storage.blobs import BlobStore, LocalBlobStore, blob_key, hash_blob
+from trawl.errors import StorageError
 from trawl.storage.catalog import Catalog
+from trawl.storage.orphans import reclaim_announced
+
+EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+FUTURE = datetime.now(UTC) + timedelta(days=2)
 
 
 @pytest.fixture(params=["local", "s3"])
@@ -124,6 +129,47 @@ def test_a_retry_after_the_put_finds_the_blobs(tmp_path: Path, monkeypatch: pyte
         Path(file.download.path).unlink(missing_ok=True)
     assert _run(commit, inp).outcome == "committed"
     assert commit.catalog.count() == 1 and len(keys(store)) == 2
+
+
+def test_blobs_are_announced_before_their_put_and_released_after_the_row(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch,
+                                                                           store: BlobStore) -> None:
+    """What tells an orphan from a blob a running commit is about to record (trawl.storage.orphans):
+    every put finds its blob announced, and a commit that recorded its row leaves no intent."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    commit, inp = _setup(tmp_path, merge=False, store=store)
+    announced_at_put: list[bool] = []
+    real_put = store.put
+
+    def put(source: Path, sha256: str, size: int) -> str:
+        announced_at_put.append(blob_key(sha256) in commit.catalog.intended_since([blob_key(sha256)], EPOCH))
+        return real_put(source, sha256, size)
+
+    monkeypatch.setattr(store, "put", put)
+    assert _run(commit, inp).outcome == "committed"
+    assert announced_at_put == [True, True]
+    assert commit.catalog.stale_intent_keys(FUTURE) == []
+
+
+def test_an_attempt_that_dies_before_its_row_leaves_its_blobs_to_the_clean_up(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store: BlobStore) -> None:
+    """The put happened and the attempt ended before the row (here the catalog write fails; a
+    killed worker stops at the same point): its blobs stay announced, so once that is old, and
+    no retry recorded them, the clean-up removes them."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    commit, inp = _setup(tmp_path, merge=False, store=store)
+
+    def unreachable(**_: object) -> bool:
+        raise StorageError("catalog write failed: the worker died here")
+
+    monkeypatch.setattr(commit.catalog, "commit_item", unreachable)
+    with pytest.raises(ApplicationError, match="the worker died here"):
+        _run(commit, inp)
+    stored = sorted(blob_key(f.download.sha256) for f in inp.files)
+    assert sorted(keys(store)) == stored == commit.catalog.stale_intent_keys(FUTURE)
+    assert reclaim_announced(commit.catalog, store, timedelta(hours=24)) == []  # its run may go on
+    assert sorted(b.key for b in reclaim_announced(commit.catalog, store, timedelta(hours=24), now=FUTURE)) == stored
+    assert keys(store) == []
 
 
 def test_a_file_and_its_blob_both_gone_is_an_error_not_a_row(tmp_path: Path, store: BlobStore) -> None:

@@ -1,7 +1,8 @@
 """Chaos: 200 items across the simulated platforms with 20 % injected 5xx, a 10 s outage of one
 platform, worker processes SIGKILLed every few seconds (the supervisor restarts them) and the
 Temporal dev server stopped and restarted once mid-crawl. The catalog must converge: every item
-committed once, every blob matching its name, no partial file, no workflow still running."""
+committed once, every blob matching its name and used by an item once the reclaim of orphan blobs
+has run (none may be left), no partial file, no workflow still running."""
 
 from __future__ import annotations
 
@@ -160,12 +161,26 @@ def test_chaos_converges(tmp_path: Path) -> None:
                                  "--query", "ExecutionStatus='Running'"], capture_output=True, text=True, timeout=30)
         assert listed.stdout.strip().endswith("0"), listed.stdout
 
+        # Orphans: blobs an attempt stored and was killed before recording. No run is open any
+        # more, so none can still record one: the reclaim (fsck --repair, here with a bound of 1 s
+        # on storage.abandon_uploads_after instead of a day) removes them, and nothing else.
+        time.sleep(1.5)
+        repaired = trawl(["fsck", "--repair", "--json"], {**env, "TRAWL_STORAGE__ABANDON_UPLOADS_AFTER": "1s"},
+                         tmp_path, timeout=120)
+        assert repaired.returncode == 0, repaired.stdout + repaired.stderr
+        checked = json.loads(repaired.stdout)
+        assert {p["kind"] for p in checked["problems"]} <= {"orphan_blob"}, checked["problems"]
+        removed = checked.get("repair", {}).get("removed_orphans", [])
+        print(f"chaos: {kills} worker kills; fsck --repair removed {len(removed)} orphan blob(s)")
+
         catalog = Catalog(catalog_url or f"sqlite:///{tmp_path / 'data' / 'catalog.db'}")
         items = catalog.list(limit=10_000)
         assert len(items) == unique_items == len({i.canonical_key for i in items})
         blobs = [p for p in (tmp_path / "data" / "blobs").rglob("*") if p.is_file()]
         assert blobs and all(file_sha256(p) == p.name for p in blobs)
         referenced = {a.sha256 for i in items for a in i.assets}
+        orphans = sorted(p.name for p in blobs if p.name not in referenced)
+        assert orphans == [], f"{len(orphans)} orphan blob(s) left after the reclaim: {orphans}"
         assert referenced == {p.name for p in blobs}
         assert not [p for p in (tmp_path / "data" / "work").rglob("*.part")]
         catalog.close()

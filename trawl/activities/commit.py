@@ -1,7 +1,10 @@
 """commit: put verified files into the blob store and record the item, idempotently.
 
 The store verifies each put (size, and sha256 against what verify computed) before the catalog
-row is written; a blob is named by its key, never by a path on this worker. The row's
+row is written; a blob is named by its key, never by a path on this worker. The blobs are
+announced in the catalog before the first put and the announcement released after the row
+(trawl.storage.orphans): an attempt killed between put and row leaves a blob the clean-up can
+tell from one a running attempt is about to record. The row's
 ``metadata`` is the item's info JSON (:func:`info_json`): what the platform said, in yt-dlp's
 field names, with the stored files and the crawl time.
 """
@@ -19,6 +22,7 @@ from trawl.activities.errors import classified, workdir_name
 from trawl.activities.liveness import heartbeating
 from trawl.contracts import CommitFile, CommitInput, CommitResult, DownloadResult, StoredAsset, stored_assets
 from trawl.download import file_sha256, state_path
+from trawl.errors import StorageError
 from trawl.merge import merge_dash
 from trawl.models import Asset, Resolved, compact, refuse_previews
 from trawl.storage.blobs import BlobStore, blob_key
@@ -55,6 +59,8 @@ class CommitActivities:
         stored: list[StoredAsset] = []
         rows: list[CommittedAsset] = []
         files = self._merged(inp) or inp.files
+        run_id = activity.info().workflow_run_id if activity.in_activity() else ""
+        intents = self.catalog.intend_blobs([blob_key(f.download.sha256) for f in files], inp.workflow_id, run_id)
         for file in files:
             sha, size = file.download.sha256, file.download.size
             part = Path(file.download.path)
@@ -76,10 +82,19 @@ class CommitActivities:
             published_at=item.published_at, workflow_id=inp.workflow_id, assets=rows,
             metadata=info_json(item, inp.source_url, rows, datetime.now(UTC)),
         )
+        self._release(intents)
         shutil.rmtree(self.work_dir / workdir_name(inp.workflow_id), ignore_errors=True)
         # The catalog lists assets by name; a fresh commit answers in the same order.
         return CommitResult(outcome="committed" if created else "duplicate",
                             assets=sorted(stored, key=lambda a: a.name))
+
+    def _release(self, intents: list[int]) -> None:
+        """The row names the blobs now. A release that fails costs nothing but a stale intent,
+        which the clean-up drops once it finds the blob in use: the commit stands."""
+        try:
+            self.catalog.release_intents(intents)
+        except StorageError as err:
+            activity.logger.warning(f"blob intents left for the clean-up: {err}")
 
     def _merged(self, inp: CommitInput) -> list[CommitFile] | None:
         """DASH video + audio as one file, when the platform asks for it and ffmpeg manages."""

@@ -500,7 +500,7 @@ async def cmd_fsck(args: argparse.Namespace, settings: Settings) -> int:
     blobs = open_blob_store(settings)
     report = await asyncio.to_thread(check, catalog, blobs, settings.storage.abandon_uploads_after)
     summary: dict[str, Any] = {"items": report.items, "blobs": report.blobs, "orphans": report.orphans,
-                               "shared": report.shared,
+                               "orphan_bytes": report.orphan_bytes, "shared": report.shared,
                                "incomplete_uploads": [{**dataclasses.asdict(u), "started": u.started.isoformat()}
                                                       for u in report.uploads],
                                "problems": [{**dataclasses.asdict(p), "path": blobs.location(p.key)}
@@ -510,7 +510,7 @@ async def cmd_fsck(args: argparse.Namespace, settings: Settings) -> int:
             print(f"{problem.kind:<14} {blobs.location(problem.key)}  {problem.detail}"
                   + (f"  [{problem.canonical_key}]" if problem.canonical_key else ""))
         print(f"{report.items} item(s), {report.blobs} blob(s) checked: {len(report.problems)} problem(s), "
-              f"{len(report.orphans)} unreferenced blob(s)"
+              f"{len(report.orphans)} unreferenced blob(s) of {report.orphan_bytes / 2**20:.1f} MiB"
               + (f", {len(report.shared)} shared with exported files (hard links: editing those files in place "
                  "changes the blobs)" if report.shared else "")
               + (f", {len(report.uploads)} incomplete upload(s) of {sum(u.size for u in report.uploads) / 2**20:.1f} MiB"
@@ -520,14 +520,18 @@ async def cmd_fsck(args: argparse.Namespace, settings: Settings) -> int:
         code = EXIT_FAILED_ITEMS
     elif report.problems:
         aborted = await asyncio.to_thread(abort_uploads, blobs, report.abandoned)
-        urls = await asyncio.to_thread(quarantine, report, catalog, blobs)
+        urls = await asyncio.to_thread(quarantine, report, catalog, blobs, settings.storage.abandon_uploads_after)
         catalog.close()
         where = getattr(blobs, "quarantine_dir", None) or "the store's quarantine"
-        summary["repair"] = {"quarantine": str(where), "aborted_uploads": len(aborted), "recrawled": []}
+        summary["repair"] = {"quarantine": str(where), "aborted_uploads": len(aborted),
+                             "removed_orphans": [b.key for b in report.reclaimed], "recrawled": []}
         if not args.json:
             if aborted:
                 print(f"aborted {len(aborted)} abandoned upload(s), {sum(u.size for u in aborted) / 2**20:.1f} MiB "
                       "of parts reclaimed", file=sys.stderr)
+            if report.reclaimed:
+                print(f"removed {len(report.reclaimed)} blob(s) no item refers to, "
+                      f"{sum(b.size for b in report.reclaimed) / 2**20:.1f} MiB", file=sys.stderr)
             print(f"moved damaged blobs to {where}; crawling {len(urls)} item(s) again", file=sys.stderr)
         if urls:
             registry = build_registry(settings.platforms)

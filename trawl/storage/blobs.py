@@ -312,6 +312,9 @@ class LocalBlobStore:
             source.unlink(missing_ok=True)
         # Read-only, so that editing a blob (or an export hard-linked to it) takes intent.
         os.chmod(target, 0o444)
+        # Its time is when it was stored, not when the download last wrote (a rename keeps that):
+        # an unreferenced blob is judged by it (trawl.storage.orphans).
+        os.utime(target)
         # The rename (and any directory made for it) reaches the disk before the commit is
         # recorded: a power cut must not lose a blob the catalog names.
         for directory in (target.parent, *created):

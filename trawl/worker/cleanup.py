@@ -1,5 +1,6 @@
 """The workers' clean-up: partial files that no running item needs any more, the frontiers of
-crawls that ended, and abandoned uploads in the object store."""
+crawls that ended, abandoned uploads in the object store, and blobs that attempts stored and
+never recorded (orphans)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from trawl.logs import get_logger
 from trawl.workdirs import idle_work_dirs, remove_work_dir
 
 from trawl.storage.blobs import BlobStore, reclaim_uploads
+from trawl.storage.orphans import reclaim_announced
 
 if TYPE_CHECKING:
     from trawl.storage.catalog import Catalog
@@ -83,16 +85,28 @@ async def clean_uploads(blobs: BlobStore, abandon_after: timedelta) -> int:
     return len(aborted)
 
 
+async def clean_orphans(catalog: Catalog, blobs: BlobStore, abandon_after: timedelta) -> int:
+    """Remove the blobs that commit attempts announced ``abandon_after`` ago or more and never
+    recorded (trawl.storage.orphans); how many this worker removed."""
+    removed = await asyncio.to_thread(reclaim_announced, catalog, blobs, abandon_after)
+    for blob in removed:
+        log.info("removed a blob no item refers to", stage="cleanup", key=blob.key, bytes=blob.size,
+                 stored=blob.modified.isoformat())
+    return len(removed)
+
+
 async def clean_periodically(client: Client, work_dir: Path, keep: timedelta, catalog: Catalog | None = None,
                              blobs: BlobStore | None = None, abandon_after: timedelta | None = None) -> None:
-    """Run :func:`clean_work_dir` (and :func:`clean_frontiers`, :func:`clean_uploads`) now and then
-    every ``keep / 4`` (at most ten minutes)."""
+    """Run :func:`clean_work_dir` (and :func:`clean_frontiers`, :func:`clean_uploads`,
+    :func:`clean_orphans`) now and then every ``keep / 4`` (at most ten minutes)."""
     interval = max(1.0, min(keep.total_seconds() / 4, MAX_INTERVAL_S))
     parts: list[Callable[[], Awaitable[object]]] = [lambda: clean_work_dir(client, work_dir, keep)]
     if catalog is not None:
         parts.append(lambda: clean_frontiers(client, catalog, keep))
     if blobs is not None and abandon_after is not None:
         parts.append(lambda: clean_uploads(blobs, abandon_after))
+        if catalog is not None:
+            parts.append(lambda: clean_orphans(catalog, blobs, abandon_after))
     while True:
         for part in parts:  # one failing (the store down, say) does not hold up the others
             try:
