@@ -140,20 +140,6 @@ class BlobIntent(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True, default=_now)
 
 
-class BlobIntent(Base):
-    """A commit attempt about to store a blob (migration 0005): written before the put, removed
-    once the item's row names the blob. A blob that no row names and no recent intent announces
-    was left behind by an attempt that died between its put and its row (an orphan)."""
-
-    __tablename__ = "blob_intents"
-
-    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True)
-    key: Mapped[str] = mapped_column(String(255), index=True)
-    workflow_id: Mapped[str] = mapped_column(String(512))
-    run_id: Mapped[str] = mapped_column(String(64))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True, default=_now)
-
-
 @dataclasses.dataclass(frozen=True)
 class FrontierEntry:
     """A frontier row as the crawl reads it: ``seq`` orders it (the cursor), the rest routes it."""
@@ -573,63 +559,6 @@ class Catalog:
                                         .order_by(UrlAlias.created_at, UrlAlias.url).limit(limit)))
 
 
-    # -- blobs being committed (trawl.storage.orphans) -------------------------------------------
-    def intend_blobs(self, keys: Iterable[str], workflow_id: str, run_id: str) -> list[int]:
-        """Announce that ``workflow_id``'s run ``run_id`` is about to store and record ``keys``;
-        the ids of the intents, for :meth:`release_intents` once the item's row names them."""
-        rows = [BlobIntent(key=key, workflow_id=workflow_id[:512], run_id=run_id[:64], created_at=_now())
-                for key in sorted(set(keys))]
-        if not rows:
-            return []
-        with _storage_errors("catalog write failed"), self._session.begin() as session:
-            session.add_all(rows)
-            session.flush()
-            return [row.id for row in rows]
-
-    def release_intents(self, ids: list[int]) -> None:
-        with _storage_errors("catalog write failed"), self._session.begin() as session:
-            session.execute(delete(BlobIntent).where(BlobIntent.id.in_(ids)))
-
-    def stale_intent_keys(self, before: datetime, limit: int = 1000) -> list[str]:
-        """Keys announced before ``before`` by attempts that never released them (they died
-        between their put and their row, or released nothing after it): the candidates for a
-        reclaim, oldest first."""
-        with _storage_errors("catalog read failed"), self._session() as session:
-            return list(session.scalars(select(BlobIntent.key).group_by(BlobIntent.key)
-                                        .having(func.min(BlobIntent.created_at) < before)
-                                        .order_by(func.min(BlobIntent.created_at)).limit(limit)))
-
-    def intended_since(self, keys: list[str], since: datetime) -> set[str]:
-        """Which of ``keys`` an attempt announced at ``since`` or later (one query per 500 keys)."""
-        found: set[str] = set()
-        with _storage_errors("catalog read failed"), self._session() as session:
-            for batch in _batches(sorted(set(keys))):
-                found.update(session.scalars(select(BlobIntent.key).where(
-                    BlobIntent.key.in_(batch), BlobIntent.created_at >= since)))
-        return found
-
-    def reclaim_blob(self, key: str, since: datetime, remove: Callable[[], object]) -> bool:
-        """Call ``remove`` (which deletes the blob ``key`` from the store) when no asset row names
-        the blob and no intent announced it at ``since`` or later, and forget its intents.
-
-        The check and ``remove`` run inside one transaction that holds the lock every new intent
-        needs (a table lock on PostgreSQL, the one write lock on SQLite): a commit announces a
-        blob before it puts it, so it either announced it before the check (and the blob stays)
-        or waits and then finds no blob (and uploads it again); a blob it is putting or about to
-        record is never removed under it. True when ``remove`` ran.
-        """
-        with _storage_errors("catalog write failed"), self._session.begin() as session:
-            if self.engine.dialect.name == "postgresql":
-                # SHARE ROW EXCLUSIVE conflicts with the ROW EXCLUSIVE an INSERT takes (and with itself).
-                session.execute(text("LOCK TABLE blob_intents IN SHARE ROW EXCLUSIVE MODE"))
-            # On SQLite this write takes the database's write lock, even when it deletes nothing.
-            session.execute(delete(BlobIntent).where(BlobIntent.key == key, BlobIntent.created_at < since))
-            if session.scalar(select(AssetRow.id).where(AssetRow.key == key).limit(1)) is not None:
-                return False
-            if session.scalar(select(BlobIntent.id).where(BlobIntent.key == key).limit(1)) is not None:
-                return False
-            remove()
-            return True
     # -- blobs being committed (trawl.storage.orphans) -------------------------------------------
     def intend_blobs(self, keys: Iterable[str], workflow_id: str, run_id: str) -> list[int]:
         """Announce that ``workflow_id``'s run ``run_id`` is about to store and record ``keys``;
