@@ -292,6 +292,15 @@ async def crawl_frontier(r: Recorder) -> list[WorkflowHandle]:
     return [r.client.get_workflow_handle(handle.id, run_id=w.run_id) for w in runs]
 
 
+async def crawl_part_already_done(r: Recorder) -> list[WorkflowHandle]:
+    """A two-part video's part 2 given before its part 1, one at a time: part 2 has finished when
+    part 1 names it in ``more``, so the crawl counts it as a duplicate from its own record."""
+    handle, _ = await start_crawl(r.client, r.settings, r.registry, [r.two_parts_url + "?p=2", r.two_parts_url],  # type: ignore[attr-defined]
+                                  concurrency=1)
+    await asyncio.wait_for(handle.result(), 120)
+    return [handle]
+
+
 SCENARIOS: dict[str, Scenario] = {
     "item_committed": committed, "item_duplicate": duplicate, "item_failed_not_found": failed_not_found,
     "item_failed_after_retries": failed_after_retries, "item_url_expired_refetched": url_expired,
@@ -309,6 +318,8 @@ SCENARIOS: dict[str, Scenario] = {
     "item_lean_small_committed": lean_small_committed, "item_lean_committed": lean_committed,
     "item_lean_duplicate": lean_duplicate, "item_lean_failed_not_found": lean_failed_not_found,
     "item_lean_cancelled": lean_cancelled,
+    # OWN_RECORD (crawl): a part this run already started counts as a duplicate from its record.
+    "crawl_part_already_done": crawl_part_already_done,
 }
 
 
@@ -342,6 +353,7 @@ async def record(out: Path, only: set[str] | None) -> list[Path]:
             recorder = Recorder(env.client, sim, settings)
             recorder.bilibili_url = bili.url("BV117411r7R1")  # type: ignore[attr-defined]
             recorder.ten_parts_url = bili.url(TEN_PARTS)  # type: ignore[attr-defined]
+            recorder.two_parts_url = bili.url("BV1GJ411x7h7")  # type: ignore[attr-defined]
             recorder.hls = install_hls_site(sim)  # type: ignore[attr-defined]
             async with running_worker(env.client, settings):
                 for name, scenario in SCENARIOS.items():

@@ -24,7 +24,7 @@ EXPECTED = {"item_committed", "item_small_committed", "item_duplicate", "item_fa
             "item_dash_two_assets", "item_thumbnail_left_out", "item_hls_committed",
             "crawl_pause_resume_add_urls", "crawl_cancelled", "crawl_continue_as_new_run1", "crawl_continue_as_new_run2",
             "crawl_multipart", "crawl_source_failed", "crawl_joined_items_left_alone",
-            "crawl_frontier_run1", "crawl_frontier_run2", "crawl_frontier_run3"}
+            "crawl_frontier_run1", "crawl_frontier_run2", "crawl_frontier_run3", "crawl_part_already_done"}
 
 
 def history(path: Path) -> WorkflowHistory:

@@ -130,7 +130,6 @@ async def running_worker(
     fetch = FetchActivities(registry, ResolveContext(http, settings.net.max_page_bytes), catalog,
                             retry.fetch.maximum_interval, retry.fetch.maximum_attempts, small=small)
     workers = [
-        Worker(client, task_queue=workflow_queue(prefix), workflows=list(workflows), **common),
         # The shared queue: host claims and source expansion; and, for runs started before
         # host-local work and joins had queues of their own, every stage and their joins.
         Worker(client, task_queue=download_queue(prefix),
@@ -143,6 +142,8 @@ async def running_worker(
                activities=[download.download, download.discard, verify.verify, commit.commit],
                activity_executor=executor, max_concurrent_activities=download_slots, **common),
     ]
+    if workflows:  # a process may leave the workflows to others (the crawl groupings test does)
+        workers.insert(0, Worker(client, task_queue=workflow_queue(prefix), workflows=list(workflows), **common))
     # Joins only wait (an async activity each, no thread): many at once cost nearly nothing.
     workers.append(Worker(client, task_queue=join_queue(prefix), activities=[crawl.join_item],
                           max_concurrent_activities=JOIN_SLOTS, **common))

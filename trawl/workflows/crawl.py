@@ -14,6 +14,7 @@ crawl before any item starts, the reason in the failure's message and its counts
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
 from datetime import timedelta
 from typing import Any
 
@@ -44,6 +45,13 @@ with workflow.unsafe.imports_passed_through():
     from trawl.contracts import workflow_queue
 
 
+# workflow.patched ids of the crawl (docs/upgrading.md), one per change of its command sequence:
+# - OWN_RECORD: a part named in another item's ``more`` that this run already started (or joined)
+#   counts as a duplicate from the run's own record of what it started, not from the set of
+#   items still running: that set shrank as completions were applied, so a replay that saw the
+#   same completions grouped in other workflow tasks could start a child the history did not
+#   have, and the crawl failed every workflow task after it (NON_DETERMINISTIC_ERROR).
+OWN_RECORD = "crawl-own-record"
 SHOWN_REFUSALS = 10  # the latest refusals a crawl's stats name (all are counted)
 # Entries a crawl reads from its frontier at once: what it carries queued (about 75 kB) and one
 # activity per page (6 history events), so 20,000 URLs cost 40 pages.
@@ -56,6 +64,9 @@ class CrawlWorkflow:
         self._state = CrawlState()
         self._running: dict[str, asyncio.Task[None]] = {}
         self._items: dict[str, CrawlItem] = {}
+        # The items this run started or joined (OWN_RECORD): written only in the run's own order,
+        # never by a callback, and never shrinking but for an item found missing and queued again.
+        self._started: set[str] = set()
         self._finished_at: str | None = None
         self._starting = 0  # child starts not yet confirmed by the server
         self._joined: set[str] = set()  # running items this crawl did not start
@@ -163,10 +174,17 @@ class CrawlWorkflow:
                 if item.listing is not None:
                     await self._expand_listing(item)
                     continue
-                if item.workflow_id in self._running:
+                if self._already_started(item.workflow_id):
                     self._count("duplicate", 0)  # the same item twice in one crawl
                     continue
                 self._track(item, self._child(item))
+
+    def _already_started(self, wid: str) -> bool:
+        """This run started (or joined) ``wid`` before: the same item twice in one crawl."""
+        if wid in self._running:
+            return True
+        # Started and already finished: the old path started it again (a second run, a duplicate).
+        return wid in self._started and workflow.patched(OWN_RECORD)
 
     def _can_start(self) -> bool:
         state = self._state
@@ -316,13 +334,22 @@ class CrawlWorkflow:
         workflow.upsert_search_attributes([OUTCOME.value_set("failed")])
         raise ApplicationError(reason, self.stats(), type=kind, non_retryable=True)
 
-    def _track(self, item: CrawlItem, work) -> None:  # noqa: ANN001 - a coroutine
-        self._items[item.workflow_id] = item
-        task = asyncio.create_task(work)
-        self._running[item.workflow_id] = task
-        task.add_done_callback(lambda _: (self._running.pop(item.workflow_id, None),
-                                          self._items.pop(item.workflow_id, None),
-                                          self._joined.discard(item.workflow_id)))
+    def _track(self, item: CrawlItem, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` for ``item`` in the window. It leaves the window when its own coroutine
+        ends, not in a done-callback: what the loop sees next never depends on when a callback
+        ran relative to its wake-up."""
+        wid = item.workflow_id
+        self._items[wid] = item
+        self._started.add(wid)
+        self._running[wid] = asyncio.create_task(self._in_window(wid, work))
+
+    async def _in_window(self, wid: str, work: Coroutine[Any, Any, None]) -> None:
+        try:
+            await work
+        finally:
+            self._running.pop(wid, None)
+            self._items.pop(wid, None)
+            self._joined.discard(wid)
 
     def _count(self, outcome: str, size: int, urls: int = 1) -> None:
         """One URL's outcome (or ``urls`` URLs'); ``bytes`` counts what was downloaded (a duplicate's
@@ -409,6 +436,7 @@ class CrawlWorkflow:
             self._count("cancelled", 0)
             return
         if joined.outcome == "missing":  # never started (or already deleted): start it again
+            self._started.discard(item.workflow_id)
             self._state.pending.insert(0, item)
             return
         self._count(joined.outcome, joined.bytes)
