@@ -36,6 +36,7 @@ from trawl.api import crawls, docs, errors, health, items, jobs, watches
 from trawl.api.state import CATALOG_THREADS, ApiState
 from trawl.starter.client import connect, ensure_search_attributes
 from trawl.api.limits import BodySizeLimit, FrameGuard, RateLimit
+from trawl.api.methods import ReadMethods
 from trawl.platforms.registry import build_registry
 from trawl.settings import Settings
 from trawl.storage.blobs import open_blob_store
@@ -68,6 +69,7 @@ def create_app(settings: Settings, client: Client | None = None) -> FastAPI:
     app = FastAPI(title="trawl", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="A durable media crawler on Temporal: jobs, crawls and the catalog.")
     app.state.trawl = state
+    app.add_middleware(ReadMethods, routes=app.router.routes)  # innermost: HEAD and OPTIONS, once let in
     app.add_middleware(BodySizeLimit, limit=settings.api.max_body_bytes)
     # Authenticate and count every request before its body is read.
     app.add_middleware(RateLimit, per_minute=settings.api.requests_per_minute, token=settings.api.token,
