@@ -8,7 +8,10 @@ lists 500 known items and 3 new ones resolves the 3 new ones only.
 A tiny item (``FetchInput.with_fetch_size``) is downloaded, verified and committed by its first
 fetch, as small_item would (the same code): the whole item is one activity, which is most of
 what an item costs the Temporal server. Any failure of that part is left to the workflow's usual
-path (the result is then only resolved), so retries and their classes stay the stages' own.
+path (the result is then only resolved), so retries and their classes stay the stages' own. A
+cancel stops that part before its commit (the fetch then ends cancelled, nothing stored); a commit
+that has begun runs to its end and the result says committed: the run's outcome and the catalog
+agree when the workflow waits for the fetch's cancellation to complete.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, CancelledError
 
 from trawl.activities.errors import classified
 from trawl.activities.liveness import heartbeating
@@ -63,8 +66,13 @@ class FetchActivities:
         fetched, existing = self._resolved(inp)
         if existing is not None and _own_commit(inp, existing):
             return FetchResult(fetched.resolved, committed=False, finished=CommitResult("committed", fetched.stored))
-        if self._finishes(inp, fetched):
+        if self._finishes(inp, fetched) and not activity.is_cancelled():
             fetched.finished = self._finished(inp, fetched.resolved)
+        if fetched.finished is None and activity.is_cancelled():
+            # Told to stop, and nothing was stored: the answer is the cancellation, so a run
+            # waiting for it ends cancelled. A tiny item whose commit had begun is committed,
+            # and the result says so.
+            raise CancelledError("fetch cancelled; nothing stored")
         return fetched
 
     def _finishes(self, inp: FetchInput, fetched: FetchResult) -> bool:

@@ -9,6 +9,10 @@ download, after a failure, a pause or a cancel), one on another host starts from
 costs little for a small file. A corrupt file is removed here; the workflow runs the activity
 again, a bounded number of times.
 
+A cancel reaches the download at its heartbeats; one that comes after the downloads stops the
+activity before the commit; one that comes during the commit does not stop it (the catalog row
+and the result then both say committed).
+
 Each stage keeps its own failure classes and attempt limits (the stage's own method classifies
 what it raises), heartbeats, and log line (trawl.activities.records).
 """
@@ -16,7 +20,7 @@ what it raises), heartbeats, and log line (trawl.activities.records).
 from __future__ import annotations
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, CancelledError
 
 from trawl.activities.commit import CommitActivities
 from trawl.activities.download import DownloadActivities
@@ -38,6 +42,12 @@ class SmallItemActivities:
     @activity.defn(name="small_item", no_thread_cancel_exception=True)
     def small_item(self, inp: SmallItemInput) -> CommitResult:
         files = [file for file in (self._verified(inp, asset) for asset in inp.resolved.assets) if file is not None]
+        if activity.is_cancelled():
+            # Cancelled before the commit began: nothing is stored (the files stay for the
+            # workflow's discard). Once begun, the commit runs to its end and the result says
+            # committed, so a run that waits for its activity's cancellation reports what the
+            # catalog holds.
+            raise CancelledError("cancelled before the commit; nothing stored")
         committing = CommitInput(inp.workflow_id, inp.source_url, inp.resolved, files,
                                  stage_attempts=inp.stage_attempts)
         try:
