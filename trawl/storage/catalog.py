@@ -187,6 +187,11 @@ KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10,
 # every packet, so neither keepalives nor statement_timeout, which it would enforce itself, end
 # the wait) is given up on after this long by the client, and the connection dropped.
 ANSWER_LIMIT_S = STATEMENT_TIMEOUT_S + 5
+# The pool's check of an idle connection before a call (SELECT 1) waits at most this long: a
+# server that answers at all answers it at once, and the new connection the pool then tries may
+# take CONNECT_TIMEOUT_S more, so a call that meets a frozen server ends within ANSWER_LIMIT_S
+# (10 + 10 s), as one frozen mid-statement does (measured: 20.0 s and 35.0 s).
+PING_LIMIT_S = 10.0
 
 
 def postgresql_connect_args(url: str) -> dict[str, Any]:
@@ -234,7 +239,25 @@ def make_engine(url: str) -> Engine:
         def _bounded(dialect: Any, record: Any, cargs: Any, cparams: Any) -> Any:
             return bounded.connect(*cargs, **cparams)
 
+        _bound_pings(engine)
     return engine
+
+
+def _bound_pings(engine: Engine) -> None:
+    """The pool's pre-ping waits :data:`PING_LIMIT_S` for its answer, not the statements' limit."""
+    ping = engine.dialect.do_ping
+
+    def do_ping(dbapi_connection: Any) -> bool:
+        limit = getattr(dbapi_connection, "answer_limit", None)
+        if limit is None:  # unbounded (a migration's) or not ours
+            return ping(dbapi_connection)
+        dbapi_connection.answer_limit = min(limit, PING_LIMIT_S)
+        try:
+            return ping(dbapi_connection)
+        finally:
+            del dbapi_connection.answer_limit  # the class's limit again
+
+    engine.dialect.do_ping = do_ping  # type: ignore[method-assign]
 
 
 # The answer bound rests on two private psycopg internals, pinned exactly in pyproject.toml and
@@ -651,8 +674,8 @@ def migrate(engine: Engine) -> None:
                 command.stamp(config, "0001")
             command.upgrade(config, "head")
         finally:
-            if hasattr(bounded, "answer_limit"):
-                bounded.answer_limit = ANSWER_LIMIT_S
+            if "answer_limit" in getattr(bounded, "__dict__", {}):
+                del bounded.answer_limit  # the class's limit again (which a test may set)
 
 
 def newest_revision() -> str:
