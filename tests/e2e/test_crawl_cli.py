@@ -10,8 +10,10 @@ from pathlib import Path
 from temporalio.client import Client
 
 from tests.e2e.test_cli import records, run, trawl_env
+from tests.tcpproxy import TcpProxy
 from trawl.settings import Settings, SourceSettings
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
+from trawl.starter.client import crawl_handle
 from trawl.worker.main import running_worker
 
 
@@ -99,3 +101,29 @@ async def test_a_known_url_is_a_duplicate_at_once_without_an_item_workflow(
         ("duplicate", committed["canonical_key"], committed["id"])] * 2
     runs = [w async for w in temporal_client.list_workflows(f"WorkflowId = '{committed['id']}'")]
     assert len(runs) == 1  # the first crawl's run only: the known URL started nothing
+
+
+async def test_crawl_status_waits_for_a_worker_that_answers_late(temporal_client: Client, temporal_address: str,
+                                                                 settings: Settings, sim: Simulator,
+                                                                 tmp_path: Path) -> None:
+    """A loaded worker answers a query late: crawl-status waits for it (it said "no worker answered"
+    after 10 s in 12 of 25 looks at load ~11 while workers were alive). The worker's link to the
+    Temporal server is frozen for 15 s here, as a worker too busy to answer."""
+    sim.add_file("/late/x.mp4", MediaFile("mp4", "late-x", 8_000_000), FileBehaviour(throttle_bps=100_000))
+    env = env_for(settings, tmp_path)
+    with TcpProxy(int(temporal_address.rsplit(":", 1)[1])) as link:
+        through = await Client.connect(f"127.0.0.1:{link.port}", namespace=temporal_client.namespace)
+        async with running_worker(through, settings):
+            started = await cli(["crawl", "--detach", sim.url("/late/x.mp4")], env, tmp_path)
+            assert started.returncode == 0, started.stderr
+            crawl_id = started.stdout.strip()
+            first = await cli(["crawl-status", crawl_id, "--json"], env, tmp_path)
+            assert first.returncode == 0 and json.loads(first.stdout)["stats"], first.stderr
+            link.freeze()
+            look = asyncio.create_task(cli(["crawl-status", crawl_id, "--json"], env, tmp_path))
+            await asyncio.sleep(15)
+            link.thaw()
+            late = await look
+            assert late.returncode == 0, late.stderr
+            assert json.loads(late.stdout)["stats"]["running"] == 1
+            await crawl_handle(temporal_client, crawl_id).terminate()

@@ -47,7 +47,7 @@ from trawl.platforms.registry import PLATFORMS, Registry, build_registry
 from trawl.settings import Settings
 from trawl.storage.blobs import abort_uploads, open_blob_store
 from trawl.text import shown
-from trawl.contracts import CRAWL_WORKFLOW, ItemResult
+from trawl.contracts import CRAWL_WORKFLOW, CrawlStats, ItemResult
 
 
 def _url_lines(lines: Iterable[str]) -> Iterator[str]:
@@ -385,6 +385,15 @@ async def detach_crawl(args: argparse.Namespace, settings: Settings, registry: R
     return 0
 
 
+async def _next_sample(handle: Any, client: Client, desc: Any, stats: CrawlStats | None) -> tuple[Any, CrawlStats | None]:
+    """The crawl's state again; a query a busy worker leaves unanswered after it answered once is
+    no reason to give up: the last answer (``desc``, ``stats``) stands."""
+    try:
+        return await crawl_state(handle, client)
+    except Unanswered:
+        return desc, stats
+
+
 # -- crawls --------------------------------------------------------------------------------------
 async def cmd_crawls(args: argparse.Namespace, settings: Settings) -> int:
     async with session(settings, worker=False) as client:
@@ -397,7 +406,7 @@ async def cmd_crawls(args: argparse.Namespace, settings: Settings) -> int:
             running = execution.status == WorkflowExecutionStatus.RUNNING
             if not (running and unanswered):  # one unanswered query is enough to know no worker runs
                 try:
-                    _, stats = await crawl_state(handle)
+                    _, stats = await crawl_state(handle, client)
                 except RPCError:
                     pass
                 except Unanswered as err:
@@ -423,7 +432,7 @@ async def cmd_crawl_status(args: argparse.Namespace, settings: Settings) -> int:
         live = is_terminal(sys.stdout) and not args.json
         items: RunningItems | None = None
         try:
-            desc, stats = await crawl_state(handle)
+            desc, stats = await crawl_state(handle, client)
             line = StatusLine(sys.stdout)
             samples = 0
             while live and desc.status == WorkflowExecutionStatus.RUNNING:
@@ -433,7 +442,7 @@ async def cmd_crawl_status(args: argparse.Namespace, settings: Settings) -> int:
                 samples += 1
                 line.show(stats_line(stats, speed.speed, speed.eta) + (f"; {items.line()}" if items and items.line() else ""))
                 await asyncio.sleep(SAMPLE_EVERY_S)
-                desc, stats = await crawl_state(handle)
+                desc, stats = await _next_sample(handle, client, desc, stats)
             if live and line.text:
                 print()
             if not live and not args.json and desc.status == WorkflowExecutionStatus.RUNNING and stats:
@@ -441,7 +450,10 @@ async def cmd_crawl_status(args: argparse.Namespace, settings: Settings) -> int:
                 await speed.sample(stats)
                 for _ in range(MEASURE_TRIES):
                     await asyncio.sleep(SAMPLE_EVERY_S)
-                    desc, stats = await crawl_state(handle)
+                    now_desc, now_stats = await _next_sample(handle, client, desc, None)
+                    if now_desc.status == WorkflowExecutionStatus.RUNNING and now_stats is None:
+                        break  # unanswered this time: the samples so far stand
+                    desc, stats = now_desc, now_stats
                     if desc.status != WorkflowExecutionStatus.RUNNING or stats is None:
                         break
                     await speed.sample(stats)

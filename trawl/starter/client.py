@@ -32,6 +32,7 @@ from trawl.models import MoreItem
 from trawl.platforms.registry import Registry
 from trawl.settings import Settings, StageRetry
 from trawl.sources import SourceError, find_source, source_definition
+from trawl.starter.views import POLLER_FRESH_S
 from trawl.text import shown
 from trawl.contracts import StoredAsset
 from trawl.worker.runtime import ONE_SHOT_MARK, core_logging
@@ -149,11 +150,6 @@ async def ensure_search_attributes(client: Client, namespace: str) -> None:
     if missing:
         await client.operator_service.add_search_attributes(
             AddSearchAttributesRequest(namespace=namespace, search_attributes=missing))
-
-
-# A live worker re-polls at least this often (the server answers an idle long poll within about
-# a minute), so a poller last seen longer ago than this has stopped.
-POLLER_FRESH_S = 75.0
 
 
 async def live_workers(client: Client, settings: Settings) -> list[str]:

@@ -15,19 +15,31 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Protocol, Union
 
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowQueryFailedError
 from temporalio.exceptions import ApplicationError
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from trawl.storage.records import CatalogItem
 from trawl.contracts import STATS, CrawlStats, ItemInput, ItemResult
 
 CLOSED_QUERY_PATIENCE_S = 5.0
-# How long a running crawl's query may wait for a worker; without one, Temporal holds it ~30 s.
-RUNNING_QUERY_PATIENCE_S = 10.0
+# How long a running crawl's query may wait for its answer while a worker polls the crawl's queue:
+# a loaded worker answers late (at load ~11 on two cores, 12 of 25 looks took over 10 s). The RPC's
+# own deadline is a little longer, so the wait ends here and says so.
+RUNNING_QUERY_PATIENCE_S = 30.0
+# ... and while none does (none polled within POLLER_FRESH_S): no worker will answer, say so sooner.
+UNPOLLED_QUERY_PATIENCE_S = 10.0
+# A live worker re-polls at least this often (the server answers an idle long poll within about
+# a minute), so a poller last seen longer ago than this has stopped.
+POLLER_FRESH_S = 75.0
 
 
 class Unanswered(TimeoutError):
@@ -76,21 +88,42 @@ def item_dict(item: CatalogItem, blobs: Blobs = None) -> dict[str, Any]:
     }
 
 
-async def crawl_state(handle: Any) -> tuple[Any, CrawlStats | None]:
+async def polled(client: Client, task_queue: str) -> bool:
+    """Whether a worker polled the workflow task queue ``task_queue`` lately (True when the server
+    cannot say: the caller then waits its full patience)."""
+    try:
+        described = await client.workflow_service.describe_task_queue(DescribeTaskQueueRequest(
+            namespace=client.namespace, task_queue=TaskQueue(name=task_queue),
+            task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW))
+    except RPCError:
+        return True
+    now = time.time()
+    return any(now - p.last_access_time.ToMicroseconds() / 1e6 < POLLER_FRESH_S for p in described.pollers)
+
+
+async def crawl_state(handle: Any, client: Client | None = None) -> tuple[Any, CrawlStats | None]:
     """A crawl workflow's description and its stats: queried while it runs, its result once
     completed; a failed crawl's from its failure (a source that could not be expanded: ``error``
     says why); a cancelled crawl (which has no result) is queried too, which needs a worker to
     answer: None when none does (and for terminated crawls, and failures that carry no counts).
+    A running crawl's query waits :data:`RUNNING_QUERY_PATIENCE_S` for a loaded worker; with
+    ``client``, only :data:`UNPOLLED_QUERY_PATIENCE_S` when no worker polls the crawl's queue.
 
     Raises:
         Unanswered: the crawl runs, and no worker answered its query in time.
     """
     desc = await handle.describe()
     if desc.status == WorkflowExecutionStatus.RUNNING:
+        patience = RUNNING_QUERY_PATIENCE_S
+        if client is not None and not await polled(client, desc.task_queue):
+            patience = min(patience, UNPOLLED_QUERY_PATIENCE_S)
         try:
-            return desc, await asyncio.wait_for(handle.query(STATS, result_type=CrawlStats), RUNNING_QUERY_PATIENCE_S)
-        except asyncio.TimeoutError:
-            raise Unanswered(f"{handle.id} is running, but no worker answered it within {RUNNING_QUERY_PATIENCE_S:.0f} s: "
+            return desc, await asyncio.wait_for(
+                handle.query(STATS, result_type=CrawlStats, rpc_timeout=timedelta(seconds=patience + 5)), patience)
+        except (asyncio.TimeoutError, RPCError) as err:
+            if isinstance(err, RPCError) and err.status != RPCStatusCode.DEADLINE_EXCEEDED:
+                raise
+            raise Unanswered(f"{handle.id} is running, but no worker answered it within {patience:.0f} s: "
                              "start one (`trawl worker`, or `trawl up`) with the same Temporal address and task "
                              "queue prefix, or wait if the workers are busy") from None
     if desc.status == WorkflowExecutionStatus.COMPLETED:

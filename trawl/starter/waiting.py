@@ -3,8 +3,10 @@
 A crawl's own counts say "3 running" through an outage as before it. The items' pending activities
 say more: an activity waiting for its next attempt after a failure names the failure's class and
 message, one scheduled on a host's queue that no worker has taken waits for that host, one on a
-shared queue for any worker. So ``trawl crawl-status``, the API and the web page can say
-``3 waiting: storage_error (object store: ...) since 21:14:05`` or ``10 waiting for a host``.
+shared queue for any worker; one whose worker died (its attempt timed out: no heartbeat) waits for
+another worker, not for a fix of trawl's. So ``trawl crawl-status``, the API and the web page can
+say ``3 waiting: storage_error (object store: ...) since 21:14:05``, ``1 waiting: worker_lost
+(worker lost (no heartbeat for 10 s); waiting for its host or another)`` or ``10 waiting for a host``.
 
 Each running item is described once (one request each, at most :data:`ITEMS_READ` of them).
 """
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from temporalio.api.enums.v1 import PendingActivityState
+from temporalio.api.enums.v1 import PendingActivityState, TimeoutType
 from temporalio.client import Client
 from temporalio.service import RPCError
 
@@ -45,7 +47,7 @@ class Waiting:
 
     reason: str
     count: int
-    since: datetime  # when the first of them began waiting (UTC)
+    since: datetime  # when the first of them began waiting (UTC); for a failure, when it failed (see _failed_at)
     error_class: str | None = None
     message: str = ""
 
@@ -87,14 +89,34 @@ def _time(stamp: Any) -> datetime | None:
     return stamp.ToDatetime(tzinfo=UTC) if stamp is not None and stamp.seconds else None
 
 
-def _first_scheduled(activity: Any) -> datetime | None:
-    """When the activity's first attempt was scheduled: its schedule-to-close deadline less that
-    timeout (the server keeps no such field), else its current attempt's schedule."""
-    expires = _time(activity.expiration_time)
-    options = activity.activity_options
-    if expires is not None and options.schedule_to_close_timeout.seconds:
-        return expires - options.schedule_to_close_timeout.ToTimedelta()
-    return _time(activity.scheduled_time)
+def _failed_at(activity: Any) -> datetime | None:
+    """When the activity's failures began, as far as the server tells: it keeps the latest failed
+    attempt's end (``last_attempt_complete_time``), not the first's, so that, else the latest
+    attempt's start. Never the first attempt's schedule: an item may have run fine for minutes
+    before its store went away."""
+    return _time(activity.last_attempt_complete_time) or _time(activity.last_started_time)
+
+
+# A worker that stops heartbeating (SIGKILL, power, a cut network) or never answers is seen by the
+# server as a timeout of its attempt, a failure with no application type: not an error of trawl's.
+_WORKER_LOST = {TimeoutType.TIMEOUT_TYPE_HEARTBEAT: "no heartbeat for {} s",
+                TimeoutType.TIMEOUT_TYPE_START_TO_CLOSE: "no answer within {} s"}
+_WORKER_LOST_TIMEOUTS = {TimeoutType.TIMEOUT_TYPE_HEARTBEAT: "heartbeat_timeout",
+                         TimeoutType.TIMEOUT_TYPE_START_TO_CLOSE: "start_to_close_timeout"}
+WORKER_LOST = "worker_lost"
+
+
+def _worker_lost(activity: Any, on_host: bool) -> str | None:
+    """The message for an attempt whose worker was lost, or None for any other failure."""
+    failure = activity.last_failure
+    kind = failure.timeout_failure_info.timeout_type if failure.HasField("timeout_failure_info") else None
+    if kind not in _WORKER_LOST:
+        return None
+    timeout = getattr(activity.activity_options, _WORKER_LOST_TIMEOUTS[kind])
+    gone = _WORKER_LOST[kind].format(f"{timeout.ToTimedelta().total_seconds():.0f}")
+    # A host's step waits for that host (another takes the item after worker.local_schedule_to_start).
+    then = "waiting for its host or another" if on_host else "retried on another worker"
+    return f"worker lost ({gone}); {then}"
 
 
 def what_it_waits_for(activities: Iterable[Any], now: datetime) -> tuple[str, Waiting | None]:
@@ -107,17 +129,20 @@ def what_it_waits_for(activities: Iterable[Any], now: datetime) -> tuple[str, Wa
         stage = STAGE_OF.get(activity.activity_type.name, activity.activity_type.name)
         scheduled = activity.state == PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED
         failure = activity.last_failure
-        since = _first_scheduled(activity) or now
+        on_host = HOST_QUEUE_MARK in activity.activity_options.task_queue.name
         attempt_began = _time(activity.last_started_time)
         retrying = (not scheduled and attempt_began is not None and activity.attempt > 1
                     and now - attempt_began < RETRY_SETTLES_AFTER)
         if (scheduled or retrying) and failure.message:
+            since = _failed_at(activity) or now
+            lost = _worker_lost(activity, on_host)
+            if lost is not None:
+                return stage, Waiting(WORKER_LOST, 1, since, WORKER_LOST, lost)
             error_class = failure.application_failure_info.type or "internal_error"
             message = " ".join(failure.message.split())[:160]
             return stage, Waiting(error_class, 1, since, error_class, message)
         queued_at = _time(activity.scheduled_time)
         if scheduled and queued_at is not None and now - queued_at >= UNTAKEN_AFTER and untaken is None:
-            on_host = HOST_QUEUE_MARK in activity.activity_options.task_queue.name
             untaken = Waiting("for a host" if on_host else "for a worker", 1, queued_at)
     return stage, untaken
 
