@@ -11,6 +11,8 @@ Modules, each importing only those listed before it:
 - :mod:`~trawl.download.state`: what they share: resume state, the state record and partial
   file beside each other, writing and hashing, :class:`Stopped`, :class:`DownloadOutcome`.
 - :mod:`~trawl.download.throttle`: the bandwidth limit.
+- :mod:`~trawl.download.space`: the room of a file of known size, taken on the work directory's
+  filesystem before its bytes are written.
 - :mod:`~trawl.download.fastpath`: bodies read straight from the socket and wider httpcore reads,
   on private library internals, behind one switch (:data:`trawl.download.fastpath.ENABLED`).
 - :mod:`~trawl.download.segmented`: one file over several connections (a plain HTTP download
