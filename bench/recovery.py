@@ -6,9 +6,15 @@ those over 5 MiB are uploaded in parts) and a trawl worker in this process. The 
 SeaweedFS's S3 API and the local PostgreSQL (a fresh database, dropped at the end) each through a
 TCP proxy (tests/tcpproxy.py), which can fail like its server: ``refuse`` closes the listening socket and
 resets every connection (a crashed server), ``freeze`` stops forwarding but keeps the connections
-and takes new ones (a stopped server). One crawl of every file is started; once some items are
-committed and others are mid-download, the ``--target``'s proxy fails for ``--outage`` seconds,
-then serves again, and every item is waited for.
+and takes new ones (a stopped server). With ``--target s3`` two more modes fail SeaweedFS itself,
+reached then without a proxy: ``stop`` SIGSTOPs its process (then SIGCONT), ``kill`` SIGKILLs it
+(then starts it again on its ports and data). One crawl of every file is started; once some
+items are committed and others are mid-download, the target fails for ``--outage`` seconds, then
+serves again, and every item is waited for. ``--load N`` keeps N busy-looping processes running
+throughout (a loaded machine: the 1-minute load average at the restore is reported).
+
+Times are measured from the moment the store answers a new request again (a fresh client's
+HEAD of the bucket, asked every 50 ms from the restore on: ``answered_after_restore_s``).
 
 From the worker's log (one line per stage attempt) and the items' workflows: when each item
 committed and ended, relative to the restore, how long it waited for its first attempt after the
@@ -16,7 +22,8 @@ restore, and the delays between its failed attempts and the next (the retry poli
 Prints one JSON object on stdout (progress on stderr; the worker's log kept in ``--log``). The
 goal: every item moving again within 10 s of the restore.
 
-Usage: .venv/bin/python bench/recovery.py [--target s3|catalog] [--mode refuse|freeze] [--outage 60] [--items 12]
+Usage: .venv/bin/python bench/recovery.py [--target s3|catalog] [--mode refuse|freeze|stop|kill] [--outage 60]
+                                         [--items 12] [--load 0]
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import json
 import logging
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -48,7 +56,7 @@ from temporalio.client import Client  # noqa: E402
 from temporalio.service import RPCError  # noqa: E402
 from temporalio.testing import WorkflowEnvironment  # noqa: E402
 
-from tests.s3server import BUCKET, seaweedfs  # noqa: E402
+from tests.s3server import BUCKET, SeaweedFS, seaweedfs  # noqa: E402
 from tests.tcpproxy import TcpProxy  # noqa: E402
 from trawl.contracts import SEARCH_ATTRIBUTES, ItemResult  # noqa: E402
 from trawl.errors import StorageError  # noqa: E402
@@ -265,6 +273,58 @@ async def all_started(client: Client, workflow_ids: list[str], timeout: float = 
                 await asyncio.sleep(0.2)
 
 
+@contextlib.contextmanager
+def busy_load(count: int) -> Iterator[None]:
+    """``count`` processes that keep a core busy each, for the duration of the block."""
+    spinning = [subprocess.Popen([sys.executable, "-c", "while 1: pass"]) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for process in spinning:
+            process.kill()
+            process.wait()
+
+
+class Outage:
+    """What fails and comes back: a proxy in front of the target (refuse, freeze) or SeaweedFS's
+    own process (stop: SIGSTOP then SIGCONT; kill: SIGKILL, then started again)."""
+
+    def __init__(self, mode: str, proxy: TcpProxy | None, weed: SeaweedFS | None) -> None:
+        self.mode = mode
+        self.proxy = proxy
+        self.weed = weed
+
+    @property
+    def connections(self) -> int | None:
+        return self.proxy.connections if self.proxy is not None else None
+
+    def begin(self) -> None:
+        if self.mode == "refuse":
+            self.proxy.down()
+        elif self.mode == "freeze":
+            self.proxy.freeze()
+        elif self.mode == "stop":
+            self.weed.freeze()
+        else:
+            self.weed.stop()
+
+    def end(self) -> None:
+        if self.mode == "refuse":
+            self.proxy.up()
+        elif self.mode == "freeze":
+            self.proxy.thaw()
+        elif self.mode == "stop":
+            self.weed.thaw()
+        else:
+            self.weed.restart()
+
+    def answered(self) -> float:
+        """When the store answers a new request again (now, for a proxy: the server behind it never stopped)."""
+        while self.weed is not None and self.proxy is None and not self.weed.answers(timeout=1.0):
+            time.sleep(0.05)
+        return time.time()
+
+
 @dataclass
 class MediaPlan:
     path: str
@@ -311,8 +371,11 @@ async def measure(args: argparse.Namespace, log_path: Path) -> dict[str, Any]:
         for name in [n for n in os.environ if n.startswith("TRAWL_") and n != "TRAWL_CONFIG"]:
             del os.environ[name]
         database = stack.enter_context(fresh_database(run_id))
+        if args.load:
+            say(f"{args.load} busy processes for load")
+            stack.enter_context(busy_load(args.load))
         say("starting SeaweedFS")
-        weed = stack.enter_context(seaweedfs(tmp / "weed"))
+        weed = stack.enter_context(seaweedfs(tmp / "weed", restartable=args.mode == "kill"))
         os.environ.update(weed.env())
         sim = stack.enter_context(Simulator())
         for index, media in enumerate(plan):
@@ -322,7 +385,10 @@ async def measure(args: argparse.Namespace, log_path: Path) -> dict[str, Any]:
         # hold up their bytes.
         s3_proxy = stack.enter_context(TcpProxy(weed.s3))
         catalog_proxy = stack.enter_context(TcpProxy(POSTGRES_PORT))
-        target = s3_proxy if args.target == "s3" else catalog_proxy
+        own_process = args.mode in ("stop", "kill")
+        s3_endpoint = weed.endpoint if own_process else f"http://{LOOPBACK}:{s3_proxy.port}"
+        target = Outage(args.mode, None if own_process else s3_proxy if args.target == "s3" else catalog_proxy,
+                        weed if args.target == "s3" else None)
         log = stack.enter_context(worker_logging(log_path))
         say("starting the Temporal dev server")
         env = await WorkflowEnvironment.start_local(
@@ -336,7 +402,7 @@ async def measure(args: argparse.Namespace, log_path: Path) -> dict[str, Any]:
                                           task_queue_prefix=f"recovery-{run_id}"),
                 catalog=CatalogSettings(url=f"postgresql+psycopg://root@{LOOPBACK}:{catalog_proxy.port}/{database}"),
                 storage=StorageSettings(url=f"s3://{BUCKET}/recovery-{run_id}",
-                                        s3_endpoint_url=f"http://{LOOPBACK}:{s3_proxy.port}", s3_part_size=5 * MiB),
+                                        s3_endpoint_url=s3_endpoint, s3_part_size=5 * MiB),
                 net=NetSettings(allow_private=True),
             )
             timeline = await crawl_through_outage(args, env.client, settings, sim, plan, log, target)
@@ -356,17 +422,19 @@ class Timeline:
     started: float
     began: float  # the outage
     restored: float
+    answered: float  # the store answered a new request again
+    load_1m: float  # the load average at the restore
     gave_up: float  # the wait for the items ended
     committed_before: int
     downloading: int
-    connections: int  # open through the proxy when the outage began
+    connections: int | None  # open through the proxy when the outage began
     open_at_restore: int
     ends: dict[str, ItemEnd]
     crawl_closed: float | None
 
 
 async def crawl_through_outage(args: argparse.Namespace, client: Client, settings: Settings, sim: Simulator,
-                               plan: list[MediaPlan], log: WorkerLog, target: TcpProxy) -> Timeline:
+                               plan: list[MediaPlan], log: WorkerLog, target: Outage) -> Timeline:
     registry = build_registry(settings.platforms)
     urls = {registry.route(sim.url(m.path)).workflow_id: sim.url(m.path) for m in plan}
     sizes = {registry.route(sim.url(m.path)).workflow_id: m.size for m in plan}
@@ -381,9 +449,8 @@ async def crawl_through_outage(args: argparse.Namespace, client: Client, setting
         say(f"{committed_before} committed, {downloading} downloading: {args.target} {args.mode} "
             f"for {args.outage:g} s")
         began = time.time()
-        # refuse: connections reset and refused (a crashed server); freeze: taken, never answered.
         connections = target.connections
-        target.down() if args.mode == "refuse" else target.freeze()
+        target.begin()
         try:
             for _ in range(int(args.outage // 10)):
                 await asyncio.sleep(10)
@@ -392,16 +459,20 @@ async def crawl_through_outage(args: argparse.Namespace, client: Client, setting
                     f"{failures} failed attempts so far")
             await asyncio.sleep(max(0.0, began + args.outage - time.time()))
         finally:
-            target.up() if args.mode == "refuse" else target.thaw()
-        restored = time.time()
+            restored = time.time()
+            await asyncio.to_thread(target.end)
+        answered = await asyncio.to_thread(target.answered)
+        load_1m = os.getloadavg()[0]
         open_at_restore = len(plan) - sum(1 for wid in urls if wid in log.commit_times())
-        say(f"restored after {restored - began:.1f} s; waiting up to {args.wait:g} s for the items")
+        say(f"restored after {restored - began:.1f} s, answering {answered - restored:.2f} s later (load "
+            f"{load_1m:.1f}); waiting up to {args.wait:g} s for the items")
         ends = await item_ends(client, urls, timeout=max(1.0, restored + args.wait - time.time()))
         gave_up = time.time()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(crawl.result(), max(1.0, restored + args.wait - time.time()))
         crawl_closed = (await crawl.describe()).close_time
-    return Timeline(sizes, started, began, restored, gave_up, committed_before, downloading, connections,
+    return Timeline(sizes, started, began, restored, answered, load_1m, gave_up, committed_before, downloading,
+                    connections,
                     open_at_restore, ends, crawl_closed.timestamp() if crawl_closed else None)
 
 
@@ -454,6 +525,11 @@ def summarize(args: argparse.Namespace, settings: Settings, run: Timeline, log: 
         "still_open": sum(1 for end in run.ends.values() if end.ended is None),
         "first_commit_after_restore_s": round(min(after), 2) if after else None,
         "all_done_after_restore_s": round(max(ended) - run.restored, 2) if all_ended and ended else None,
+        "answered_after_restore_s": round(run.answered - run.restored, 2),
+        "first_commit_after_answer_s": round(min(after) - (run.answered - run.restored), 2) if after else None,
+        "all_done_after_answer_s": round(max(ended) - run.answered, 2) if all_ended and ended else None,
+        "load_processes": args.load,
+        "load_1m_at_restore": round(run.load_1m, 1),
         "idle_after_restore_s": round(idle, 2),
         # Of that, the part spent waiting for a retry timer (the rest is the attempts' own work).
         "longest_wait_for_retry_after_restore_s": round(max(retry_waits), 2) if retry_waits else None,
@@ -464,6 +540,7 @@ def summarize(args: argparse.Namespace, settings: Settings, run: Timeline, log: 
         "committed_before_outage": run.committed_before,
         "downloading_at_outage": run.downloading,
         "connections_cut" if args.mode == "refuse" else "connections_frozen": run.connections,
+        "outage_of": "proxy" if args.mode in ("refuse", "freeze") else "process",
         "open_at_restore": run.open_at_restore,
         "retry": {"download": policy(settings.retry.download), "commit": policy(settings.retry.commit),
                   "fetch": policy(settings.retry.fetch), "verify": policy(settings.retry.verify)},
@@ -489,20 +566,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", choices=("s3", "catalog"), default="s3",
                         help="what fails: the blob store's S3 API or the catalog's PostgreSQL (default s3)")
-    parser.add_argument("--mode", choices=("refuse", "freeze"), default="refuse",
-                        help="refuse: connections reset and refused (a crashed server); freeze: connections "
-                             "taken but never answered (a stopped server) (default refuse)")
+    parser.add_argument("--mode", choices=("refuse", "freeze", "stop", "kill"), default="refuse",
+                        help="refuse: the proxy resets and refuses connections (a crashed server); freeze: the "
+                             "proxy takes connections but never answers (a stopped server); stop: SIGSTOP of "
+                             "SeaweedFS itself, then SIGCONT; kill: SIGKILL of SeaweedFS, then started again "
+                             "(stop and kill: --target s3 only) (default refuse)")
     parser.add_argument("--outage", type=float, default=60.0, help="seconds the target is down (default 60)")
     parser.add_argument("--items", type=int, default=12, help="media files crawled, 2-24 MB (default 12)")
     parser.add_argument("--rate", type=int, default=2_000_000,
                         help="bytes/s the simulator serves each download at (default 2000000)")
     parser.add_argument("--wait", type=float, default=150.0,
                         help="seconds after the restore to wait for the items (default 150)")
+    parser.add_argument("--load", type=int, default=0,
+                        help="busy-looping processes kept running throughout, to load the machine (default 0)")
     parser.add_argument("--log", type=Path, default=None,
                         help="the worker's JSON log (default: a new file under the temporary directory)")
     args = parser.parse_args()
     if args.items < 2 or args.outage <= 0:
         parser.error("--items must be at least 2 and --outage positive")
+    if args.mode in ("stop", "kill") and args.target != "s3":
+        parser.error("--mode stop and kill fail SeaweedFS's process: --target s3 only")
     log_path = args.log or Path(tempfile.gettempdir()) / (
         f"trawl-recovery-{args.target}-{args.mode}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
     # The dev server writes to standard output: to standard error while it runs, so that standard

@@ -42,11 +42,21 @@ def _free(port: int) -> bool:
     return True
 
 
-def free_port_pairs(count: int) -> list[int]:
-    """``count`` ports below 55535 that are free on 127.0.0.1 together with their port + 10000."""
+def _ephemeral_start() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def free_port_pairs(count: int, restartable: bool = False) -> list[int]:
+    """``count`` ports below 55535 that are free on 127.0.0.1 together with their port + 10000;
+    ``restartable``: both below the kernel's ephemeral range, so that no outgoing connection can
+    take one while the server is down (a server killed and started again on them)."""
+    top = _ephemeral_start() - 10000 if restartable else 45000
     chosen: list[int] = []
     for _ in range(2000):
-        port = random.randrange(20000, 45000)
+        port = random.randrange(20000, max(top, 20000 + 4 * count))
         if port in chosen or port + 10000 in chosen or port - 10000 in chosen:
             continue
         if _free(port) and _free(port + 10000):
@@ -59,11 +69,12 @@ def free_port_pairs(count: int) -> list[int]:
 class SeaweedFS:
     """One ``weed server -s3`` process; ``endpoint`` is its S3 API."""
 
-    def __init__(self, root: Path, extra_args: tuple[str, ...] = ()) -> None:
+    def __init__(self, root: Path, extra_args: tuple[str, ...] = (), restartable: bool = False) -> None:
         self.root = root
         self.extra_args = extra_args
+        self.restartable = restartable
         self.process: subprocess.Popen[bytes] | None = None
-        self.master, self.volume, self.filer, self.s3 = free_port_pairs(4)
+        self.master, self.volume, self.filer, self.s3 = free_port_pairs(4, restartable)
         self.endpoint = f"http://127.0.0.1:{self.s3}"
         self.log = root / "weed.log"
 
@@ -91,7 +102,7 @@ class SeaweedFS:
                 if attempt == START_ATTEMPTS:
                     raise
                 shutil.rmtree(self.root / "data", ignore_errors=True)
-                self.master, self.volume, self.filer, self.s3 = free_port_pairs(4)
+                self.master, self.volume, self.filer, self.s3 = free_port_pairs(4, self.restartable)
                 self.endpoint = f"http://127.0.0.1:{self.s3}"
         raise AssertionError("unreachable")
 
@@ -153,7 +164,8 @@ class SeaweedFS:
                 client.close()
                 return
             except ClientError as exc:
-                if exc.response.get("Error", {}).get("Code") == "BucketAlreadyOwnedByYou":
+                # A server started again on its data (restart) has the bucket already.
+                if exc.response.get("Error", {}).get("Code") in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
                     return
                 last = exc
             except BotoCoreError as exc:
@@ -168,6 +180,40 @@ class SeaweedFS:
         except OSError:
             return "(no log)"
 
+    def freeze(self) -> None:
+        """SIGSTOP the server (all of weed: one process): its connections stay open, nothing answers."""
+        assert self.process is not None
+        os.killpg(self.process.pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """SIGCONT after :meth:`freeze`."""
+        assert self.process is not None
+        os.killpg(self.process.pid, signal.SIGCONT)
+
+    def restart(self) -> SeaweedFS:
+        """Start weed again on the same ports and data after :meth:`stop` (a crash and its restart);
+        made ``restartable``, no other process can have taken them meanwhile."""
+        return self._start_once()
+
+    def answers(self, timeout: float = 1.0) -> bool:
+        """Whether the S3 API answers a request now (a fresh connection, ``timeout`` to connect and read)."""
+        import boto3
+        from botocore.config import Config
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        client = boto3.session.Session().client(
+            "s3", endpoint_url=self.endpoint, region_name="us-east-1", aws_access_key_id=ACCESS_KEY,
+            aws_secret_access_key=SECRET_KEY,
+            config=Config(s3={"addressing_style": "path"}, retries={"total_max_attempts": 1},
+                          connect_timeout=timeout, read_timeout=timeout))
+        try:
+            client.head_bucket(Bucket=BUCKET)
+            return True
+        except (BotoCoreError, ClientError):
+            return False
+        finally:
+            client.close()
+
     def stop(self) -> None:
         """Kill the server: its data is thrown away, and a graceful stop waits 15 s on its filer."""
         if self.process is not None and self.process.poll() is None:
@@ -180,8 +226,8 @@ class SeaweedFS:
 
 
 @contextmanager
-def seaweedfs(root: Path) -> Iterator[SeaweedFS]:
-    server = SeaweedFS(root).start()
+def seaweedfs(root: Path, restartable: bool = False) -> Iterator[SeaweedFS]:
+    server = SeaweedFS(root, restartable=restartable).start()
     try:
         yield server
     finally:

@@ -115,8 +115,14 @@ class StorageSettings(_Section):
     s3_part_size: ByteSize = Field(default=8 * MiB, ge=5 * MiB, le=1 * GiB)
     s3_concurrency: int = Field(default=4, ge=1, le=64)
     # The longest an object store request may wait to connect, or for its next bytes to go or
-    # come (not its whole length): a frozen store is a storage_error after 3 such waits.
+    # come (not its whole length); one that met no answer is sent again (s3_outage_wait).
     s3_timeout: Duration = Field(default=timedelta(seconds=10), gt=timedelta(0))
+    # A request that cannot reach the store (refused, reset, timed out) is sent again every 0.5 s
+    # for this long before its activity fails as storage_error (and retries at most 5 s apart):
+    # an outage shorter than this costs an item no failed attempt, and it goes on within about
+    # 0.5 s of the store's return, from where its upload was. An item waiting so shows as
+    # committing, not as waiting for storage_error, until this has passed.
+    s3_outage_wait: Duration = Field(default=timedelta(seconds=60), ge=timedelta(0))
     # A multipart upload begun this long ago and neither completed nor aborted (its worker was
     # killed, or the store was down when it tried to abort) is abandoned: the workers' clean-up
     # and `trawl fsck --repair` abort it, and `trawl setup` sets the bucket's lifecycle rule to

@@ -141,8 +141,11 @@ async def test_items_waiting_out_a_store_outage_say_so_retry_within_seconds_and_
     with TcpProxy(s3_server.s3) as store_link:
         store_link.down()
         # The default retry policies (the test settings' are quick): their backoff must not decide.
+        # No outage wait inside a request (storage.s3_outage_wait): every attempt fails at once,
+        # as an outage longer than that wait does.
         down = settings.model_copy(update={"retry": Settings().retry, "storage": StorageSettings(
-            url=settings.storage.url, s3_endpoint_url=store_link.endpoint, s3_part_size=5 * MiB)})
+            url=settings.storage.url, s3_endpoint_url=store_link.endpoint, s3_part_size=5 * MiB,
+            s3_outage_wait=timedelta(0))})
         names = ("a", "b")
         for name in names:
             sim.add_file(f"/v/down-{name}.mp4", MediaFile("mp4", f"down-{name}", 40_000))

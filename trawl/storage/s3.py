@@ -23,6 +23,7 @@ import contextlib
 import hashlib
 import os
 import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, timedelta
 from pathlib import Path
@@ -30,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, ConnectionClosedError, ReadTimeoutError
+from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from trawl.errors import ContentCorrupt, StorageError
 from trawl.storage.blobs import BLOBS, BlobNotFound, BlobReader, BlobStat, IncompleteUpload, blob_key
@@ -44,6 +46,10 @@ LIFECYCLE_RULE = "trawl-abort-incomplete-uploads"
 QUARANTINE = "quarantine/"
 _NOT_FOUND = {"404", "NoSuchKey", "NotFound"}
 _BAD_DIGEST = {"BadDigest", "InvalidDigest", "XAmzContentChecksumMismatch", "XAmzContentSHA256Mismatch"}
+# A request that could not reach the store (refused, reset, no answer within the timeout) is sent
+# again this long after, for as long as the outage wait allows.
+OUTAGE_RETRY_S = 0.5
+_UNREACHED = (BotoConnectionError, ReadTimeoutError, ConnectionClosedError)
 
 
 def _b64_sha256(data: bytes) -> str:
@@ -102,12 +108,46 @@ class _ObjectRange:
         self.close()
 
 
+class _RideOutOutages:
+    """botocore's ``needs-retry`` hook: a request that cannot reach the store is sent again every
+    :data:`OUTAGE_RETRY_S` until ``wait`` seconds after its first such failure.
+
+    Left to botocore (3 attempts, backoff up to 20 s), every request in flight during an outage
+    becomes a storage_error within seconds, and its activity then waits for Temporal's retry timer
+    (up to 5 s for storage_error) and starts its work again, an upload from its first part.
+    Retried here, the request is under way or at most :data:`OUTAGE_RETRY_S` from its next try when
+    the store answers again, and the upload goes on from the part it was at. An outage longer
+    than ``wait`` is still a storage_error (the item says it waits, and its activity retries).
+    Answers from the store (a 5xx included) are left to botocore's own policy.
+    """
+
+    def __init__(self, wait: float) -> None:
+        self.wait = wait
+
+    def __call__(self, attempts: int, caught_exception: Exception | None = None,
+                 request_dict: dict[str, Any] | None = None, **_: Any) -> float | None:
+        if not isinstance(caught_exception, _UNREACHED) or request_dict is None:
+            return None
+        context = request_dict.setdefault("context", {})
+        first = context.setdefault("trawl_unreached_since", time.monotonic())
+        if time.monotonic() - first >= self.wait:
+            return None  # botocore's own policy decides (its attempts are spent by now: no retry)
+        return OUTAGE_RETRY_S
+
+
 class S3BlobStore:
     """Blobs at ``s3://<bucket>/<prefix>/sha256/ab/cd/<sha256>``; fsck's quarantine under
     ``<prefix>/quarantine/``."""
 
     def __init__(self, bucket: str, prefix: str = "", *, endpoint_url: str = "", region: str = "",
-                 part_size: int = 8 * MiB, concurrency: int = 4, timeout: float = 10.0) -> None:
+                 part_size: int = 8 * MiB, concurrency: int = 4, timeout: float = 10.0,
+                 outage_wait: float | None = None) -> None:
+        """
+        Args:
+            timeout: the longest a request waits to connect, or for its next bytes to go or come.
+            outage_wait: how long a request that cannot reach the store is sent again (every
+                :data:`OUTAGE_RETRY_S`) before it fails as a storage_error; None: 6 x ``timeout``.
+        """
         self.bucket = bucket
         self.prefix = prefix.strip("/")
         self.part_size = part_size
@@ -117,11 +157,13 @@ class S3BlobStore:
             # hashed again for the signature: their x-amz-checksum-sha256 is signed and checked by
             # the store (what botocore does by itself over https, here over http too).
             s3={"addressing_style": "path" if endpoint_url else "auto", "payload_signing_enabled": False},
-            # A store that stops answering (frozen, or a network that drops packets) becomes a
-            # storage_error within seconds: every connect and every socket read or send waits at
-            # most ``timeout`` (storage.s3_timeout), a stall detector rather than a deadline, so a
-            # part of any size goes up as long as its bytes keep moving; 3 attempts in all, then
-            # the activity's own retries (at most 5 s apart for storage_error) take over.
+            # A store that stops answering (frozen, or a network that drops packets) is noticed
+            # within seconds: every connect and every socket read or send waits at most
+            # ``timeout`` (storage.s3_timeout), a stall detector rather than a deadline, so a part
+            # of any size goes up as long as its bytes keep moving. Such a request is sent again
+            # for ``outage_wait`` (_RideOutOutages, registered below); other failures get 3
+            # attempts in all; then the activity's own retries (at most 5 s apart for
+            # storage_error) take over.
             retries={"mode": "standard", "total_max_attempts": 3},  # max_attempts would count retries
             max_pool_connections=max(32, 8 * concurrency),  # several uploads at once, each `concurrency` wide
             connect_timeout=timeout,
@@ -135,13 +177,16 @@ class S3BlobStore:
         session = boto3.session.Session()
         self.client = session.client("s3", endpoint_url=endpoint_url or None, region_name=region or None,
                                      config=config)
+        # First, so that its answer wins over the standard policy's for what it takes on.
+        self.client.meta.events.register_first(
+            "needs-retry.s3", _RideOutOutages(6 * timeout if outage_wait is None else outage_wait))
 
     @classmethod
     def from_settings(cls, storage: StorageSettings) -> S3BlobStore:
         bucket, _, prefix = storage.url.removeprefix("s3://").partition("/")
         return cls(bucket, prefix, endpoint_url=storage.s3_endpoint_url, region=storage.s3_region,
                    part_size=storage.s3_part_size, concurrency=storage.s3_concurrency,
-                   timeout=storage.s3_timeout.total_seconds())
+                   timeout=storage.s3_timeout.total_seconds(), outage_wait=storage.s3_outage_wait.total_seconds())
 
     def _name(self, key: str) -> str:
         if not key or key.startswith("/") or any(p in ("", ".", "..") for p in key.split("/")):
