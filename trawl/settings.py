@@ -214,10 +214,10 @@ class DownloadSettings(_Section):
     # and no search-attribute upsert before its outcome (docs/benchmarks.md, bench/cost.py: 22
     # history events became 14). Kept small because the download then holds a fetch slot (8 per
     # platform and worker) and must fit fetch's start_to_close. If that attempt fails, or a
-    # limit_rate would make it slow, the item goes on as a small item. Off (0) by default until
-    # two failures the chaos test found with it on are fixed (a crawl's replay when completions
-    # bunch together, an orphan blob when a retry falls back to a backup URL): "1MiB" turns it on.
-    with_fetch_size: ByteSize = Field(default=0, ge=0)
+    # limit_rate would make it slow, the item goes on as a small item. 0 turns it off. On since
+    # the crawl decides from its own record (patch crawl-own-record) and blobs a killed commit
+    # stored are reclaimed (blob_intents): the chaos test is green with it on.
+    with_fetch_size: ByteSize = Field(default=1 * MiB, ge=0)
     # What a platform offers only as a preview or trailer (a supporter-only video's free minutes)
     # fails as preview_only by default: stored under the video's key it would make the real video
     # a duplicate for ever. True keeps it under a key of its own (<key>:preview), marked as a

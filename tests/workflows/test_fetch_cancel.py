@@ -44,9 +44,6 @@ class HeldStore(LocalBlobStore):
         return super().put(source, sha256, size)
 
 
-@pytest.mark.xfail(strict=True, reason="needs the workflow change of issue 38 point 6: the first fetch of a run "
-                   "with with_fetch_size on waits for its cancellation to complete (MediaItemWorkflow._fetch); "
-                   "today it is TRY_CANCEL and the run says cancelled while the catalog holds the item")
 @pytest.mark.timeout(180)
 async def test_a_cancel_during_a_tiny_item_s_commit_leaves_outcome_and_catalog_agreeing(
         temporal_client: Client, temporal_address: str, sim: Simulator, tmp_path: Path,

@@ -318,8 +318,13 @@ class MediaItemWorkflow:
             finishing = dict(with_fetch_size=self._opts.with_fetch_size, limit_rate=self._opts.limit_rate,
                              download_attempts=self._opts.download.maximum_attempts,
                              run_started_at=workflow.info().start_time.isoformat())
+        # A tiny item's fetch may be committing it when a cancel comes: the run waits for the
+        # fetch to stop (before its commit: nothing stored, the run cancelled) or to finish its
+        # commit (the run committed), so its outcome and the catalog agree (LEAN_HISTORY: only
+        # runs cancelled in that fetch issue other commands, and the path was off by default).
+        committing = bool(finishing) and self._opts.with_fetch_size > 0
         try:
-            return await workflow.execute_activity_method(
+            fetching = workflow.start_activity_method(
                 FetchActivities.fetch,
                 FetchInput(self._inp.url, workflow.info().workflow_id, self._inp.platform, fresh_urls,
                            self._opts.quality, self._opts.keep_previews, self._opts.audio,
@@ -329,7 +334,19 @@ class MediaItemWorkflow:
                 schedule_to_close_timeout=self._opts.fetch.schedule_to_close,
                 heartbeat_timeout=self._heartbeat_timeout,
                 retry_policy=self._opts.fetch.retry_policy(),
+                cancellation_type=(ActivityCancellationType.WAIT_CANCELLATION_COMPLETED if committing
+                                   else ActivityCancellationType.TRY_CANCEL),
             )
+            if not committing:
+                return await fetching
+            try:
+                return await asyncio.shield(fetching)
+            except asyncio.CancelledError:
+                fetching.cancel()  # it stops unless its commit has begun
+                fetched = await fetching  # stopped: ActivityError (cancelled), below
+                if fetched.finished is None:
+                    raise
+                return fetched
         except ActivityError as err:
             error_class, message = _failure(err)
             if error_class == "cancelled":
