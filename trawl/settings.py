@@ -65,22 +65,24 @@ _HOST_PORT = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?P<port>
 
 
 class TemporalSettings(_Section):
+    # The Temporal frontend (HOST:PORT); a server already answering here is used as is, else the
+    # embedded server listens here.
     address: str = "127.0.0.1:7233"
-    namespace: str = "default"
+    namespace: str = "default"  # the Temporal namespace trawl's workflows and search attributes live in
     # Start the Temporal CLI dev server when nothing answers at `address`.
     embedded: bool = True
-    ui_port: int = 8233
+    ui_port: int = 8233  # the embedded server's Web UI port (the web page links to it)
     # Prefix of every task queue, so two deployments can share one server.
     task_queue_prefix: str = "trawl"
     # A server beyond localhost (self-hosted with TLS, or Temporal Cloud). The SDK's environment
     # configuration is read first (TOML profiles in TEMPORAL_CONFIG_FILE or the default location,
     # profile TEMPORAL_PROFILE or this one, and TEMPORAL_* variables); what is set here wins.
     profile: str = ""
-    api_key: str = ""
+    api_key: str = ""  # an API key for the server (Temporal Cloud)
     tls: bool = False  # on by itself with an API key or any certificate below
     tls_server_ca: Path | None = None  # PEM file of the server's CA (default: the system's roots)
     tls_client_cert: Path | None = None  # mTLS client certificate (PEM)
-    tls_client_key: Path | None = None
+    tls_client_key: Path | None = None  # mTLS client key (PEM)
     tls_server_name: str = ""  # SNI / certificate name, when it differs from the address
 
     @field_validator("address")
@@ -113,7 +115,7 @@ class StorageSettings(_Section):
     # (each part is held in memory while it is sent: memory per upload is about
     # (s3_concurrency + 1) x s3_part_size). S3's smallest part is 5 MiB.
     s3_part_size: ByteSize = Field(default=8 * MiB, ge=5 * MiB, le=1 * GiB)
-    s3_concurrency: int = Field(default=4, ge=1, le=64)
+    s3_concurrency: int = Field(default=4, ge=1, le=64)  # parts of one upload sent at once (see s3_part_size)
     # The longest an object store request may wait to connect, or for its next bytes to go or
     # come (not its whole length); one that met no answer is sent again (s3_outage_wait).
     s3_timeout: Duration = Field(default=timedelta(seconds=10), gt=timedelta(0))
@@ -145,6 +147,8 @@ class StorageSettings(_Section):
 
 
 class NetSettings(_Section):
+    # Allow loopback and private targets (refused by default: blocked_address); the demo and
+    # tests turn it on for the simulator.
     allow_private: bool = False
     # Networks (CIDR) allowed even though they are private, e.g. ["10.20.0.0/16"] for an
     # internal media server; everything else private stays refused.
@@ -153,10 +157,11 @@ class NetSettings(_Section):
     proxy: str = ""
     # A CA bundle file for TLS verification (a corporate proxy's CA, say); empty: certifi's.
     ca_bundle: str = ""
-    user_agent: str = "trawl/0.1 (media crawler)"
+    user_agent: str = "trawl/0.1 (media crawler)"  # the User-Agent of the HTTP client's requests
+    # The HTTP client waits this long at most to connect (and for a free pooled connection) ...
     connect_timeout: Duration = timedelta(seconds=10)
-    read_timeout: Duration = timedelta(seconds=30)
-    max_redirects: int = Field(default=10, ge=0, le=50)
+    read_timeout: Duration = timedelta(seconds=30)  # ... and this long for the next bytes to go or come
+    max_redirects: int = Field(default=10, ge=0, le=50)  # redirects followed at most
     # Largest HTML/JSON page a resolver reads.
     max_page_bytes: ByteSize = Field(default=5 * MiB, gt=0)
     # Connections the process's one HTTP client may hold at once, over every download, segment
@@ -174,13 +179,15 @@ class NetSettings(_Section):
 
 
 class DownloadSettings(_Section):
-    chunk_size: ByteSize = Field(default=1 * MiB, ge=16 * 1024)
-    max_file_size: ByteSize = Field(default=20 * GiB, gt=0)
+    chunk_size: ByteSize = Field(default=1 * MiB, ge=16 * 1024)  # read by no code today (accepted, has no effect)
+    max_file_size: ByteSize = Field(default=20 * GiB, gt=0)  # larger files fail as too_large
     # Bytes of work_dir's filesystem that downloads leave free (for the state records beside the
     # partial files, and whatever else shares the filesystem). A download of known size takes
     # the room of its whole file before writing, waits (storage_error) while there is none, and
     # fails as too_large if the filesystem, less this, could never hold it (docs/limits.md).
     keep_free: ByteSize = Field(default=1 * MiB, ge=0)
+    # A running activity that sends no heartbeat for this long counts as lost (worker_lost) and is
+    # retried.
     heartbeat_timeout: Duration = timedelta(seconds=10)
     # A corrupt file is deleted and downloaded again at most this many times.
     max_redownloads: int = Field(default=2, ge=0)
@@ -191,8 +198,8 @@ class DownloadSettings(_Section):
     # Range (throttled CDNs limit each connection); 1 turns segments off. Per platform:
     # segments_by_platform = {"<platform>": 8}.
     segments: int = Field(default=4, ge=1, le=32)
-    segments_by_platform: dict[str, int] = {}
-    segment_min_size: ByteSize = Field(default=32 * MiB, ge=1 * MiB)
+    segments_by_platform: dict[str, int] = {}  # segments for one platform's files instead, e.g. {"bilibili" = 8}
+    segment_min_size: ByteSize = Field(default=32 * MiB, ge=1 * MiB)  # smaller files use one connection
     # A fresh segmented download opens its extra connections once the first one would need
     # longer than this for the rest of the file ("0s": at once); a server fast enough over one
     # connection then gets the segments one after another over that one.
@@ -236,14 +243,16 @@ class DownloadSettings(_Section):
 
 
 class WorkerSettings(_Section):
-    processes: int = Field(default=1, ge=1)
+    processes: int = Field(default=1, ge=1)  # worker processes `trawl worker` supervises (--processes)
+    # Download slots of each of the worker's two download queues (shared and host-local).
     max_concurrent_activities: int = Field(default=16, ge=1)
+    # On stop, how long running activities may take to finish before they are cancelled.
     graceful_shutdown_timeout: Duration = timedelta(seconds=10)
-    identity: str = ""
+    identity: str = ""  # the worker's identity on the Temporal server; empty: HOST:PID
     # Prometheus metrics of `trawl worker` / `trawl up` at http://<metrics_host>:<metrics_port>/metrics;
     # 0 turns them off.
     metrics_host: str = "127.0.0.1"
-    metrics_port: int = Field(default=9464, ge=0, le=65535)
+    metrics_port: int = Field(default=9464, ge=0, le=65535)  # 0 turns metrics off
     # The machine this worker runs on: its partial files are only here, so verify and commit of
     # what it downloads run on its own task queue. Empty: the host name. Processes of one host
     # share it (and its work_dir).
@@ -281,14 +290,14 @@ def derived_max_connections(worker: WorkerSettings, download: DownloadSettings,
 
 
 class ApiSettings(_Section):
-    host: str = "127.0.0.1"
-    port: int = Field(default=8000, ge=1, le=65535)
+    host: str = "127.0.0.1"  # the API's listen address (`trawl api`, `trawl up`); beyond loopback only with a token
+    port: int = Field(default=8000, ge=1, le=65535)  # the API's listen port
     # Bearer token for every endpoint but /healthz and the docs; required when the API binds a
     # non-loopback address.
     token: str = ""
     # A second bearer token that may read (GET) and change nothing (403); needs token.
     read_token: str = ""
-    max_body_bytes: ByteSize = Field(default=1024 * 1024, gt=0)
+    max_body_bytes: ByteSize = Field(default=1024 * 1024, gt=0)  # the largest request body
     # Requests per minute per token (per client address without one); 0 turns the limit off.
     requests_per_minute: int = Field(default=600, ge=0)
     # How long a web page sign-in lasts (its cookie's Max-Age); signing out ends it sooner.
@@ -304,12 +313,17 @@ class ApiSettings(_Section):
 
 
 class StageRetry(_Section):
-    initial_interval: Duration
-    backoff_coefficient: float = Field(default=2.0, ge=1.0)
-    maximum_interval: Duration
-    maximum_attempts: int = Field(default=0, ge=0)  # 0: unlimited (bounded by schedule_to_close)
-    start_to_close: Duration
-    schedule_to_close: Duration | None = None
+    """A stage's retry policy and timeouts (``[retry.<stage>]``). Errors the taxonomy marks
+    non-retryable never retry; infrastructure failures (disk full, catalog down) retry until
+    schedule_to_close, however many attempts that takes."""
+
+    initial_interval: Duration  # the wait before the first retry
+    backoff_coefficient: float = Field(default=2.0, ge=1.0)  # each wait is this many times the one before
+    maximum_interval: Duration  # the longest wait between attempts
+    # Attempts at most, counted by the activities (0: unlimited, bounded by schedule_to_close).
+    maximum_attempts: int = Field(default=0, ge=0)
+    start_to_close: Duration  # the longest one attempt may run
+    schedule_to_close: Duration | None = None  # the longest all attempts together may take (none: no limit)
 
     @model_validator(mode="after")
     def _intervals_ordered(self) -> StageRetry:
@@ -368,12 +382,13 @@ SourceKind = Literal[(*listing_kinds(), "url_file", "feed")]  # type: ignore[val
 class SourceSettings(_Section):
     """A named list of URLs to crawl: ``trawl crawl --source NAME``, ``trawl watch add --source NAME``."""
 
-    name: str
+    name: str  # what `--source NAME` names
+    # A platform listing (an uploader, a user, ...: id), url_file (path) or feed (url).
     kind: SourceKind
     id: str = ""  # a platform listing's id (an uploader's or user's id)
     path: str = ""  # url_file: one URL per line, # comments
     url: str = ""  # feed: an RSS or Atom feed's address
-    max_pages: int = Field(default=3, ge=1, le=100)
+    max_pages: int = Field(default=3, ge=1, le=100)  # pages of a listing read at most
     # Listings stop at the first page whose items the catalog holds already (a watch's re-runs
     # read one page); true reads all max_pages pages, e.g. to fill in what an earlier, shorter
     # listing never reached.
@@ -440,7 +455,7 @@ class Settings(BaseSettings):
         toml_file="trawl.toml",
     )
 
-    data_dir: Path = Path("data")
+    data_dir: Path = Path("data")  # holds temporal.db, catalog.db, blobs/ and work/ (partial files)
     temporal: TemporalSettings = TemporalSettings()
     catalog: CatalogSettings = CatalogSettings()
     storage: StorageSettings = StorageSettings()

@@ -39,10 +39,10 @@ class PlatformSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    enabled: bool = True
+    enabled: bool = True  # false: its resolvers are not used (generic is always on)
     # Fetches per second for this platform, enforced by the server across all workers.
     requests_per_second: float = Field(default=2.0, gt=0)
-    headers: dict[str, str] = {}
+    headers: dict[str, str] = {}  # extra request headers its resolver sends (generic's sends none)
     # A Netscape cookies.txt file; only its path travels, never its contents.
     cookies_file: str = ""
     # The cover image (a platform's cover picture, og:image) as a `thumbnail` asset beside the

@@ -15,15 +15,16 @@ AudioChoice = Literal["best", "lossless", "dolby", "aac"]
 
 
 class BilibiliSettings(PlatformSettings):
+    # Base URLs default to the real sites (tests and the demo point them at the simulator).
     page_base: str = "https://www.bilibili.com"
-    mobile_base: str = "https://m.bilibili.com"
+    mobile_base: str = "https://m.bilibili.com"  # the mobile site
     space_base: str = "https://space.bilibili.com"  # uploader spaces: uploads, collections, series, favourites
-    api_base: str = "https://api.bilibili.com"
-    short_base: str = "https://b23.tv"
-    referer: str = "https://www.bilibili.com/"
-    user_agent: str = BROWSER_UA
+    api_base: str = "https://api.bilibili.com"  # the API
+    short_base: str = "https://b23.tv"  # short links
+    referer: str = "https://www.bilibili.com/"  # the Referer of its requests
+    user_agent: str = BROWSER_UA  # the browser it passes for
     # qn: 16=360P, 32=480P, 64=720P, 80=1080P (login), 112=1080P+, 116=1080P60, 120=4K,
     # 125=HDR, 126=Dolby Vision, 127=8K. A quality only one codec family plays (Dolby Vision,
     # a quality offered in HEVC alone such as HDR) is taken only when asked for exactly.
     quality: int = 80
-    audio: AudioChoice = "best"
+    audio: AudioChoice = "best"  # which DASH audio stream to keep (AudioChoice above)

@@ -6,8 +6,9 @@ from trawl.platforms.platform import BROWSER_UA, PlatformSettings
 
 
 class WeiboSettings(PlatformSettings):
+    # Base URLs default to the real sites (tests and the demo point them at the simulator).
     page_base: str = "https://weibo.com"
-    mobile_base: str = "https://m.weibo.cn"
-    video_base: str = "https://video.weibo.com"
-    referer: str = "https://weibo.com/"
-    user_agent: str = BROWSER_UA
+    mobile_base: str = "https://m.weibo.cn"  # the mobile site
+    video_base: str = "https://video.weibo.com"  # the video site
+    referer: str = "https://weibo.com/"  # the Referer of its requests
+    user_agent: str = BROWSER_UA  # the browser it passes for
