@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test test-quick bench clean
 
 install: $(STAMP)
 
@@ -18,6 +18,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/pytest -q -n 4
+
+# Everything but the long end-to-end scenarios (the `slow` marker): for the edit-test loop.
+test-quick: $(STAMP)
+	$(BIN)/pytest -q -n 4 -m "not slow"
 
 bench: $(STAMP)
 	$(BIN)/python bench/download.py

@@ -581,7 +581,6 @@ class Catalog:
             return list(session.scalars(select(UrlAlias.url).where(UrlAlias.canonical_key == canonical_key)
                                         .order_by(UrlAlias.created_at, UrlAlias.url).limit(limit)))
 
-
     # -- blobs being committed (trawl.storage.orphans) -------------------------------------------
     def intend_blobs(self, keys: Iterable[str], workflow_id: str, run_id: str) -> list[int]:
         """Announce that ``workflow_id``'s run ``run_id`` is about to store and record ``keys``;
@@ -639,6 +638,7 @@ class Catalog:
                 return False
             remove()
             return True
+
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
