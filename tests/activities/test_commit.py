@@ -17,7 +17,7 @@ from trawl.activities.commit import CommitActivities
 from trawl.activities.errors import workdir_name
 from trawl.contracts import CommitFile, CommitInput, CommitResult, DownloadResult
 from tests.s3server import SeaweedFS
-from tests.trawl.storage.test_blobs import keys, make_s3
+from tests.trawl.storage.test_blobs import keys, make_s3, store  # noqa: F401 - store: the fixture of both backends
 from trawl.download import file_sha256
 from trawl.models import Asset, Resolved
 from trawl.simulator import MediaFile
@@ -28,16 +28,6 @@ from trawl.storage.orphans import reclaim_announced
 
 EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 FUTURE = datetime.now(UTC) + timedelta(days=2)
-
-
-@pytest.fixture(params=["local", "s3"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BlobStore]:
-    if request.param == "local":
-        yield LocalBlobStore(tmp_path / "blobs")
-        return
-    s3 = make_s3(request.getfixturevalue("s3_server"))
-    yield s3
-    s3.close()
 
 
 def _run(commit: CommitActivities, inp: CommitInput) -> CommitResult:

@@ -73,6 +73,19 @@ def nondeterminism(history: WorkflowHistory) -> list[str]:
             if f.cause == WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR]
 
 
+async def assert_replayed(histories: list[WorkflowHistory]) -> None:
+    """No workflow task of these runs failed to replay, and each replays on today's code."""
+    failures = [f"{h.workflow_id}: {message}" for h in histories for message in nondeterminism(h)]
+    assert not failures, failures
+    replayer = Replayer(workflows=[MediaItemWorkflow, CrawlWorkflow])
+    replayed = []
+    for history in histories:
+        result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+        if result.replay_failure is not None:
+            replayed.append(f"{history.workflow_id}: {result.replay_failure}")
+    assert not replayed, replayed
+
+
 async def runs(client: Client, crawl_id: str) -> list[WorkflowHistory]:
     found = [w async for w in client.list_workflows(f"WorkflowId = '{crawl_id}'")]
     return [await client.get_workflow_handle(crawl_id, run_id=w.run_id).fetch_history() for w in found]
@@ -131,21 +144,9 @@ async def test_crawl_histories_replay_under_every_grouping(paged_env: WorkflowEn
             async with workflow_worker(temporal_client, settings):
                 results = await asyncio.gather(*(asyncio.wait_for(h.result(), 240) for h in handles),
                                                return_exceptions=True)
-        failures = []
-        histories = []
-        for handle in handles:
-            for history in await runs(temporal_client, handle.id):
-                histories.append(history)
-                failures += [f"{handle.id}: {message}" for message in nondeterminism(history)]
-        replayer = Replayer(workflows=[MediaItemWorkflow, CrawlWorkflow])
-        replayed = []
-        for history in histories:
-            result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-            if result.replay_failure is not None:
-                replayed.append(f"{history.workflow_id}: {result.replay_failure}")
+        histories = [history for handle in handles for history in await runs(temporal_client, handle.id)]
         assert len(histories) >= len(handles)
-        assert not failures, failures
-        assert not replayed, replayed
+        await assert_replayed(histories)
         for result, (urls, _) in zip(results, crawls):
             assert isinstance(result, CrawlStats), result
             # Every URL given, and every part a video announced, ends committed or duplicate.
@@ -202,16 +203,7 @@ async def test_crawl_histories_replay_after_workers_froze(paged_env: WorkflowEnv
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGCONT)
             stop(supervisor)
-        histories = [history for crawl_id in crawl_ids for history in await runs(client, crawl_id)]
-        failures = [message for history in histories for message in nondeterminism(history)]
-        replayer = Replayer(workflows=[MediaItemWorkflow, CrawlWorkflow])
-        replayed = []
-        for history in histories:
-            result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-            if result.replay_failure is not None:
-                replayed.append(f"{history.workflow_id}: {result.replay_failure}")
-        assert not failures, failures
-        assert not replayed, replayed
+        await assert_replayed([history for crawl_id in crawl_ids for history in await runs(client, crawl_id)])
         assert froze >= 1
         for result in results:
             assert isinstance(result, CrawlStats), result

@@ -13,24 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.trawl.storage.test_blobs import keys, make_s3, write
-from trawl.storage.blobs import BlobStore, LocalBlobStore, blob_key
+from tests.trawl.storage.test_blobs import keys, store, write  # noqa: F401 - store: the fixture of both backends
+from trawl.storage.blobs import BlobStore, blob_key
 from trawl.storage.catalog import Catalog, CommittedAsset
 from trawl.storage.orphans import reclaim, reclaim_announced, reclaimable
 from trawl.worker.cleanup import clean_orphans
 
 LATER = datetime.now(UTC) + timedelta(days=2)  # when every blob made by a test is old
 DAY = timedelta(hours=24)
-
-
-@pytest.fixture(params=["local", "s3"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BlobStore]:
-    if request.param == "local":
-        yield LocalBlobStore(tmp_path / "blobs")
-        return
-    s3 = make_s3(request.getfixturevalue("s3_server"))
-    yield s3
-    s3.close()
 
 
 @pytest.fixture
