@@ -10,6 +10,8 @@ Temporal client side: starting, reading, the embedded server) and, on top, ``tra
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "trawl"
@@ -22,19 +24,52 @@ def layer(module: str) -> str:
             "starter": "starter", "cli": "top", "api": "top", "web": "top"}.get(part, "core")
 
 
+def _modules() -> dict[str, Path]:
+    return {".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__"): path
+            for path in PACKAGE.rglob("*.py")}
+
+
+def _type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def module_imports(module: str, source: str, modules: set[str], package: bool = False) -> set[str]:
+    """The modules ``module`` imports, anywhere in it (a function's imports run at its first call),
+    but not under ``if TYPE_CHECKING:``, which never runs. ``from a import b`` is an import of
+    ``a.b`` where that is a module; a relative import is made absolute."""
+    names: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _type_checking(child):
+                for other in child.orelse:
+                    visit_one(other)
+            else:
+                visit_one(child)
+
+    def visit_one(node: ast.AST) -> None:
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = module.split(".")[: len(module.split(".")) - node.level + (1 if package else 0)]
+                base = ".".join([*parts, *([node.module] if node.module else [])])
+            for alias in node.names:
+                names.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base)
+        visit(node)
+
+    visit(ast.parse(source))
+    return names
+
+
 def imports() -> dict[str, set[str]]:
-    """Every module of the package and the modules it imports (absolute imports, anywhere in it)."""
-    found: dict[str, set[str]] = {}
-    for path in PACKAGE.rglob("*.py"):
-        module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
-        names: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Import):
-                names.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names.add(node.module)
-        found[module] = names
-    return found
+    """Every module of the package and the modules it imports (see :func:`module_imports`)."""
+    modules = _modules()
+    return {module: module_imports(module, path.read_text(), set(modules), path.name == "__init__.py")
+            for module, path in modules.items()}
 
 
 def upward(graph: dict[str, set[str]]) -> list[str]:
@@ -117,3 +152,86 @@ def test_the_cycle_check_bites() -> None:
     assert cycles(graph, "trawl.download") == ["trawl.download.http -> trawl.download.segmented -> trawl.download.http"]
     assert reached(graph, "trawl.download", "trawl.download") == {
         "trawl.download.http", "trawl.download.segmented", "trawl.download.state"}
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph``: each a set of modules that all reach one another (a
+    strongly connected component of two or more, or a module importing itself), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        # Tarjan's algorithm without recursion: (module, the names it has still to visit).
+        work = [(root, iter(sorted(graph[root] & graph.keys())))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        while work:
+            module, todo = work[-1]
+            name = next(todo, None)
+            if name is not None:
+                if name not in index:
+                    index[name] = low[name] = len(index)
+                    stack.append(name)
+                    work.append((name, iter(sorted(graph[name] & graph.keys()))))
+                elif name in stack:
+                    low[module] = min(low[module], index[name])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[module])
+            if low[module] == index[module]:
+                part = stack[stack.index(module):]
+                del stack[stack.index(module):]
+                if len(part) > 1 or module in graph[module]:
+                    found.append(sorted(part))
+    return sorted(found)
+
+
+def test_the_package_has_no_import_circle() -> None:
+    """A module's lazy imports count (they run at the first call); ``TYPE_CHECKING`` ones do not."""
+    assert [" <-> ".join(circle) for circle in circles(imports())] == []
+
+
+def test_the_circle_check_bites() -> None:
+    graph = {"trawl.errors": {"trawl.platforms.registry"}, "trawl.platforms.registry": {"trawl.platforms.base"},
+             "trawl.platforms.base": {"trawl.http", "trawl.errors"}, "trawl.http": {"trawl.errors"},
+             "trawl.api": {"trawl.web"}, "trawl.web": {"trawl.api"}, "trawl.urls": {"trawl.urls"}, "trawl.text": set()}
+    assert circles(graph) == [["trawl.api", "trawl.web"],
+                              ["trawl.errors", "trawl.http", "trawl.platforms.base", "trawl.platforms.registry"],
+                              ["trawl.urls"]]
+
+
+def test_imports_are_read_as_they_run() -> None:
+    source = """
+from __future__ import annotations
+from typing import TYPE_CHECKING
+from trawl import web, __version__
+from trawl.platforms import base
+from . import urls
+if TYPE_CHECKING:
+    from trawl.settings import Settings
+else:
+    import trawl.text
+
+def late():
+    from trawl.platforms.registry import PLATFORMS
+"""
+    modules = {"trawl", "trawl.web", "trawl.platforms", "trawl.platforms.base", "trawl.platforms.registry",
+               "trawl.urls", "trawl.settings", "trawl.text", "trawl.errors"}
+    assert module_imports("trawl.errors", source, modules) - {"__future__", "typing"} == {
+        "trawl", "trawl.web", "trawl.platforms.base", "trawl.urls", "trawl.text", "trawl.platforms.registry"}
+    graph = imports()
+    assert "trawl.web" in graph["trawl.api"]  # from trawl import web: the web page's layer, not the core's
+    assert "trawl.settings" not in graph["trawl.http"]  # a TYPE_CHECKING import
+
+
+def test_the_http_client_loads_no_platform() -> None:
+    """``import trawl.http`` (every downloader's client) loads no platform, nor the settings that list them."""
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, trawl.http; print(*sorted(m for m in sys.modules if m.startswith('trawl')))"],
+        capture_output=True, text=True, check=True, cwd=PACKAGE.parent).stdout.split()
+    assert "trawl.http" in loaded
+    assert [m for m in loaded if m.startswith("trawl.platforms") or m == "trawl.settings"] == []

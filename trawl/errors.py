@@ -58,10 +58,9 @@ import json
 import re
 import socket
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from functools import cache
 from typing import Any, ClassVar
 
 import httpx
@@ -333,12 +332,15 @@ def cookies_advice(platform: str) -> str:
     return f"log in: give trawl a logged-in session's cookies in platforms.{platform}.cookies_file"
 
 
-@cache
-def _every_platforms_rules() -> tuple[AnswerRules, ...]:
-    # The platforms hold their own rules and import this module, so they are looked up late.
-    from trawl.platforms.registry import PLATFORMS
+# Every platform's rules, for an answer of unknown origin. The platforms hold their own rules and
+# import this module, so the registry hands them over when it loads (use_platform_rules).
+_platform_rules: tuple[AnswerRules, ...] = ()
 
-    return tuple(p.errors for p in PLATFORMS if p.errors is not None)
+
+def use_platform_rules(rules: Iterable[AnswerRules]) -> None:
+    """Read answers of unknown origin with ``rules`` (the registry's platforms', given when it loads)."""
+    global _platform_rules
+    _platform_rules = tuple(rules)
 
 
 # -- HTTP answers ------------------------------------------------------------------------------
@@ -373,12 +375,12 @@ def classify_response(
     headers = headers or {}
     where = _where(url, item_url)
     retry_after = parse_retry_after(headers.get("retry-after") or headers.get("Retry-After"))
-    rules = _every_platforms_rules() if answers is None else (answers, *_every_platforms_rules())
+    rules = _platform_rules if answers is None else (answers, *_platform_rules)
     for rule in rules:
         stated = rule.headers(headers, where) if rule.headers is not None else None
         if stated is not None:
             return stated
-    readers = _every_platforms_rules() if answers is None else (answers,)
+    readers = _platform_rules if answers is None else (answers,)
     if status in (429, 412) or status in _THROTTLE_STATUSES:
         why = " (the site throttles this client)" if status in _THROTTLE_STATUSES else ""
         return RateLimited(f"HTTP {status}{why}{where}", retry_after=retry_after)

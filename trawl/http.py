@@ -18,13 +18,16 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import httpcore
 import httpx
 
 from trawl.errors import BlockedAddress, TooLarge
 from trawl.netguard import check_address, check_host, check_proxied_target
-from trawl.settings import DEFAULT_MAX_CONNECTIONS, NetSettings
+
+if TYPE_CHECKING:  # the settings are handed in: loading them would load every platform
+    from trawl.settings import NetSettings
 
 # Idle connections kept open for reuse; the rest of the pool closes once its request is done.
 MAX_KEEPALIVE_CONNECTIONS = 16
@@ -166,7 +169,7 @@ def make_client(net: NetSettings) -> httpx.Client:
         follow_redirects=True,
         max_redirects=net.max_redirects,
         headers={"User-Agent": net.user_agent},
-        limits=httpx.Limits(max_connections=net.max_connections or DEFAULT_MAX_CONNECTIONS,
+        limits=httpx.Limits(max_connections=net.pool_size,
                             max_keepalive_connections=MAX_KEEPALIVE_CONNECTIONS),
         proxy=net.proxy or None,
         verify=net.ca_bundle or True,

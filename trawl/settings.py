@@ -177,6 +177,12 @@ class NetSettings(_Section):
             ipaddress.ip_network(network, strict=False)  # ValueError names the bad entry
         return value
 
+    @property
+    def pool_size(self) -> int:
+        """The connections the HTTP client's pool holds: ``max_connections``, or (0, these settings
+        made outside :class:`Settings`) :data:`DEFAULT_MAX_CONNECTIONS`, the default worker's."""
+        return self.max_connections or DEFAULT_MAX_CONNECTIONS
+
 
 class DownloadSettings(_Section):
     chunk_size: ByteSize = Field(default=1 * MiB, ge=16 * 1024)  # read by no code today (accepted, has no effect)

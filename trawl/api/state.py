@@ -24,7 +24,7 @@ from trawl.platforms.registry import Registry
 from trawl.settings import Settings
 from trawl.storage.blobs import BlobStore
 from trawl.storage.catalog import Catalog
-from trawl.web import Sessions
+from trawl.web.sessions import Sessions
 
 T = TypeVar("T")
 

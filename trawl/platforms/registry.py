@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trawl.errors import LoginRequired, UnsupportedUrl
+from trawl.errors import LoginRequired, UnsupportedUrl, use_platform_rules
 from trawl.platforms import bilibili, facebook, generic, weibo
 from trawl.platforms.base import Resolver
 from trawl.platforms.generic import GenericResolver
@@ -22,6 +22,8 @@ PLATFORMS: tuple[Platform, ...] = (
     facebook.PLATFORM,
     generic.PLATFORM,
 )
+# An answer of unknown origin (a media URL's) is read with every platform's rules.
+use_platform_rules(p.errors for p in PLATFORMS if p.errors is not None)
 
 
 @dataclass(frozen=True)

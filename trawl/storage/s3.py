@@ -35,7 +35,7 @@ from botocore.exceptions import BotoCoreError, ClientError, ConnectionClosedErro
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from trawl.errors import ContentCorrupt, StorageError
-from trawl.storage.blobs import BLOBS, BlobNotFound, BlobReader, BlobStat, IncompleteUpload, blob_key
+from trawl.storage.protocol import BLOBS, BlobNotFound, BlobReader, BlobStat, IncompleteUpload, blob_key
 
 if TYPE_CHECKING:
     from trawl.settings import StorageSettings

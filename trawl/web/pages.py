@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hmac
 from datetime import UTC, date, datetime
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
@@ -18,14 +19,14 @@ from trawl.export import download_name
 from trawl.storage.library import COUNT_CAP, KINDS, SORTS, LibraryQuery
 from trawl.storage.records import CatalogItem, CommittedAsset
 from trawl.text import shown
-from trawl.web import HERE, LOGIN_PATH, LOGOUT_PATH, session_cookie
+from trawl.web.sessions import LOGIN_PATH, LOGOUT_PATH, session_cookie
 from trawl.web.activity import activity_view
 
 PAGE_SIZE = 48
 MAX_PAGE = 10_000
 
 router = APIRouter(include_in_schema=False)
-templates = Jinja2Templates(directory=HERE / "templates")
+templates = Jinja2Templates(directory=Path(__file__).resolve().parent / "templates")
 
 
 def size_text(size: int | None) -> str:

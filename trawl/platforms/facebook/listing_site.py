@@ -48,13 +48,16 @@ from __future__ import annotations
 import html
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
-from trawl.platforms.facebook.site import _LOGIN_WALL, _UNAVAILABLE, VIDEOS, FacebookSite, _relay, _script
+from trawl.platforms.facebook.page_parts import LOGIN_WALL, UNAVAILABLE, VIDEOS, relay, script
 from trawl.simulator.media import MediaFile
 from trawl.simulator.server import Request, Response, Simulator
 from trawl.simulator.signed import SignedMedia
+
+if TYPE_CHECKING:  # the site makes this one (its media)
+    from trawl.platforms.facebook.site import FacebookSite
 
 PHOTO_CDN_PREFIX = "/v/t39.30808-6"
 HARBOUR_UID = "100064102938475"
@@ -137,7 +140,7 @@ class FacebookMediaSite:
         self._lock = threading.Lock()
         for photo in PHOTOS.values():
             self.cdn.add(self._image_name(photo.id), MediaFile("jpeg", f"facebook-photo-{photo.id}", photo.size))
-        sim.add_route(r"/login/?", lambda req: self._html(_LOGIN_WALL))
+        sim.add_route(r"/login/?", lambda req: self._html(LOGIN_WALL))
         sim.add_route(r"/photo(?:\.php)?/?", self._serve_photo)
         sim.add_route(r"/media/set/?", self._serve_set)
         sim.add_route(r"/(?P<profile>[^/]+)/videos/?", self._serve_videos_tab)
@@ -189,10 +192,10 @@ class FacebookMediaSite:
         }
         viewer = {"nextMediaAfterNodeId": {"__typename": "Photo", "id": next_id} if next_id else None,
                   "prevMediaBeforeNodeId": None}
-        blocks = [_relay("CometPhotoRootContentQueryRelayPreloader_1", {"currMedia": node}),
-                  _relay("CometPhotoRootContentQueryRelayPreloader_2", {"creation_story": story if photo.caption else
+        blocks = [relay("CometPhotoRootContentQueryRelayPreloader_1", {"currMedia": node}),
+                  relay("CometPhotoRootContentQueryRelayPreloader_2", {"creation_story": story if photo.caption else
                                                                          {"owner": story["owner"]}}),
-                  _relay("CometPhotoRootViewerQueryRelayPreloader_3", {"mediaViewer": viewer})]
+                  relay("CometPhotoRootViewerQueryRelayPreloader_3", {"mediaViewer": viewer})]
         return self._page(f"{photo.caption.splitlines()[0] if photo.caption else 'Photo'}", blocks)
 
     def set_html(self, set_id: str) -> str:
@@ -203,7 +206,7 @@ class FacebookMediaSite:
         data = {"mediaSetToken": set_id, "title": {"text": title},
                 "owner": {"__typename": "User", "id": UIDS.get(owner, HARBOUR_UID)},
                 "media": {"edges": grid, "page_info": {"has_next_page": False}}}
-        return self._page(title, [_relay("CometMediaSetPageQueryRelayPreloader_1", data)])
+        return self._page(title, [relay("CometMediaSetPageQueryRelayPreloader_1", data)])
 
     def photos_tab_html(self, profile: str) -> str:
         set_id = PROFILE_SETS.get(profile)
@@ -218,7 +221,7 @@ class FacebookMediaSite:
         data = {"user": {"__typename": "User", "id": UIDS.get(profile, HARBOUR_UID), "name": profile},
                 "collection": {"id": f"C:{profile}:photos_by", "pageItems": {
                     "edges": edges, "page_info": {"has_next_page": False, "end_cursor": None}}}}
-        return self._page(f"{profile} photos", [_relay("ProfileCometAppCollectionPhotosRendererQuery_1", data)])
+        return self._page(f"{profile} photos", [relay("ProfileCometAppCollectionPhotosRendererQuery_1", data)])
 
     def albums_tab_html(self, profile: str) -> str:
         edges = []
@@ -236,7 +239,7 @@ class FacebookMediaSite:
                                    "pageItems": {"edges": edges, "page_info": {"has_next_page": False,
                                                                                  "end_cursor": f"album:{len(edges)}"}}},
                     "id": f"R:{profile}:albums"}
-        return self._page(f"{profile} albums", [_relay("ProfileCometAppSectionQuery_1",
+        return self._page(f"{profile} albums", [relay("ProfileCometAppSectionQuery_1",
                                                        {"renderer": renderer})])
 
     def videos_tab_html(self, profile: str, cursor: str) -> str | None:
@@ -261,16 +264,16 @@ class FacebookMediaSite:
         data = {"user": {"__typename": "User", "id": UIDS.get(profile, HARBOUR_UID)},
                 "collection": {"id": f"C:{profile}:videos", "pageItems": items}}
         suggestion = {"__typename": "Video", "id": "9990000000000001", "videoId": "9990000000000001"}
-        return self._page(f"{profile} videos", [_relay("ProfileCometAppCollectionVideosRendererQuery_1", data),
-                                                _relay("CometVideoSuggestionsRelayPreloader_3",
+        return self._page(f"{profile} videos", [relay("ProfileCometAppCollectionVideosRendererQuery_1", data),
+                                                relay("CometVideoSuggestionsRelayPreloader_3",
                                                        {"suggested": [{"media": suggestion}]})])
 
     # -- serving -----------------------------------------------------------------------------
     def site_login_wall(self) -> str:
-        return _LOGIN_WALL
+        return LOGIN_WALL
 
     def _page(self, title: str, blocks: list[dict[str, Any]]) -> str:
-        scripts = "\n".join(_script(block) for block in blocks)
+        scripts = "\n".join(script(block) for block in blocks)
         # Anonymous real pages carry a login form in their header beside the content.
         return (f'<!DOCTYPE html><html lang="en"><head><title>{html.escape(title)} | Facebook</title></head><body>'
                 f'<form id="login_form" action="/login/" method="post"></form><div id="mount_0_0"></div>\n'
@@ -304,21 +307,21 @@ class FacebookMediaSite:
         if photo_id == BLOCKED_PHOTO_ID:
             return self._html(_BLOCKED)
         if photo_id not in PHOTOS:
-            return self._html(_UNAVAILABLE)
+            return self._html(UNAVAILABLE)
         return self._html(self.photo_html(photo_id, req.arg("set") or ""))
 
     def _serve_set(self, req: Request) -> Response:
         self._count(req)
         set_id = req.arg("set") or ""
         if set_id not in SETS:
-            return self._html(_UNAVAILABLE)
+            return self._html(UNAVAILABLE)
         return self._html(self.set_html(set_id))
 
     def _tab(self, req: Request) -> tuple[str, Response | None]:
         self._count(req)
         profile = req.match.group("profile") if req.match else ""
         if profile == LOGIN_PROFILE:
-            return profile, self._html(_LOGIN_WALL)
+            return profile, self._html(LOGIN_WALL)
         if profile == HIDDEN_PROFILE:
             return profile, self._html(_HIDDEN)
         if profile not in UIDS:

@@ -56,8 +56,9 @@ from trawl.errors import LoginRequired, ParseError, cookies_advice
 from trawl.platforms.base import Page, ResolveContext, Resolver, base_pattern, dig
 from trawl.platforms.facebook.config import FacebookSettings
 from trawl.platforms.facebook.errors import classify_listing_page, classify_page
+from trawl.platforms.facebook.hosts import HOSTS, page_headers
 from trawl.platforms.facebook.photo import FacebookPhotoResolver, check_photo_answer, extr, parse_photo_page
-from trawl.platforms.facebook.resolver import _HOSTS, FacebookResolver, json_blocks, page_headers
+from trawl.platforms.facebook.resolver import FacebookResolver, json_blocks
 from trawl.platforms.platform import ListingForm
 
 PHOTOS_PER_PAGE = 20  # photos of a set walk per listing page (each one photo page request)
@@ -98,7 +99,7 @@ def _profile_id(match: re.Match[str]) -> str:
 
 def listing_forms(config: FacebookSettings) -> list[ListingForm]:
     """The listing URL forms Facebook's pages take, on its real hosts and the configured page base."""
-    site = base_pattern(_HOSTS, config.page_base)
+    site = base_pattern(HOSTS, config.page_base)
     login = "only a logged-in account can list " + "{}" + "; " + cookies_advice("facebook")
 
     def form(kind: str, pattern: str, listing_id: Callable[[re.Match[str]], str] = _profile_id,

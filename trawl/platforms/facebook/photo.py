@@ -38,7 +38,7 @@ from trawl.models import Asset, Resolved, compact, upload_date
 from trawl.platforms.base import Page, ResolveContext, Resolver, base_pattern, int_or_none, unsupported
 from trawl.platforms.facebook.config import FacebookSettings
 from trawl.platforms.facebook.errors import classify_page
-from trawl.platforms.facebook.resolver import _HOSTS, page_headers
+from trawl.platforms.facebook.hosts import HOSTS, page_headers
 from trawl.urls import validate_url
 
 _SET = r"[A-Za-z0-9._-]+"  # a set id: a.<album>, pb.<uid>.-2207520000, pcb.<post id or pfbid...>, t.<uid>
@@ -134,7 +134,7 @@ class FacebookPhotoResolver(Resolver):
 
     def __init__(self, config: FacebookSettings) -> None:
         self.config = config
-        site = base_pattern(_HOSTS, config.page_base)
+        site = base_pattern(HOSTS, config.page_base)
         no_setextract = r"(?![^#]*&setextract(?:[=&#]|$))"
         self.url_patterns = (
             re.compile(rf"{site}/photo(?:\.php)?/?\?{no_setextract}(?:[^#]*&)?fbid=(?P<id>\d+)(?:[&#].*)?$",

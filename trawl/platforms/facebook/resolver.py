@@ -39,17 +39,16 @@ from trawl.platforms.base import (
     base_pattern,
     dig,
     float_or_none,
-    load_cookies,
     str_or_none,
     unsupported,
 )
 from trawl.platforms.facebook.config import FacebookSettings
 from trawl.platforms.facebook.errors import classify_page
+from trawl.platforms.facebook.hosts import HOSTS, page_headers
+from trawl.platforms.facebook.photo import FacebookPhotoResolver
 from trawl.platforms.generic import parse_page_meta
 from trawl.urls import validate_url
 
-# www., m., web., mbasic., touch. and locale hosts (de-de., pt-br.) all serve the same videos.
-_HOSTS = r"(?:(?:www|m|web|mbasic|touch|[a-z]{2}-[a-z]{2})\.)?facebook\.com"
 _END = r"/?(?:[?#].*)?$"
 _STORY = r"(?:pfbid[A-Za-z0-9]+|\d+)"  # a post id: numeric, or the newer opaque pfbid form
 # Where a post's own videos sit in its JSON; anything outside these keys (suggestions) is not its.
@@ -93,7 +92,7 @@ class FacebookResolver(Resolver):
 
     def __init__(self, config: FacebookSettings) -> None:
         self.config = config
-        site = base_pattern(_HOSTS, config.page_base)
+        site = base_pattern(HOSTS, config.page_base)
         short = base_pattern(r"fb\.watch", config.short_base)
         self.video_patterns = (
             re.compile(rf"{site}/[^/?#]+/videos/(?:[^/?#]+/)?(?P<id>\d+){_END}", re.IGNORECASE),
@@ -262,17 +261,6 @@ class FacebookResolver(Resolver):
         )
 
 
-def page_headers(config: FacebookSettings) -> dict[str, str]:
-    """The headers of a page request: a browser, English pages (so the login and "not available"
-    markers can be recognised), the settings' extra headers and the cookies file's cookies."""
-    headers = {"User-Agent": config.user_agent, "Accept-Language": "en-US,en;q=0.9", **config.headers}
-    # Read on every request so a refreshed cookies file is used without restarting workers.
-    cookies = load_cookies(config.cookies_file)
-    if cookies:
-        headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
-    return headers
-
-
 def json_blocks(text: str) -> list[Any]:
     """The parsed ``<script type="application/json" data-sjs>`` blocks; broken ones are skipped."""
     # A forward scan rather than one regex: a lazy ``<script>(.*?)</script>`` turns quadratic on
@@ -413,6 +401,4 @@ def resolvers(config: FacebookSettings) -> list[Resolver]:
     The video resolver comes first: the registry hands the first resolver of a platform to its
     listings (:mod:`.listings`).
     """
-    from trawl.platforms.facebook.photo import FacebookPhotoResolver
-
     return [FacebookResolver(config), FacebookPhotoResolver(config)]

@@ -28,10 +28,11 @@ import json
 import re
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from trawl.platforms.facebook.config import FacebookSettings
+from trawl.platforms.facebook.listing_site import FacebookMediaSite
+from trawl.platforms.facebook.page_parts import LOGIN_WALL, UNAVAILABLE, VIDEOS, FbVideo, relay, script
 from trawl.platforms.platform import PlatformDemo
 from trawl.simulator.demo import DemoCase
 from trawl.simulator.media import MediaFile
@@ -59,61 +60,12 @@ POSTS: dict[str, tuple[str, ...]] = {
 }
 
 
-@dataclass(frozen=True)
-class FbVideo:
-    """A served video and what a resolver should find out about it.
-
-    ``layout`` is how its page describes it: ``classic`` (``playable_url[_quality_hd]`` and
-    ``browser_native_*_url``, title in a separate node), ``reel`` (``progressive_urls[]``,
-    title only in ``og:title``) or ``og`` (OpenGraph only, no JSON node).
-    """
-
-    id: str
-    page: str  # the page name in /<page>/videos/<id>
-    title: str
-    uploader: str | None
-    duration: float | None
-    hd_size: int | None
-    sd_size: int | None
-    layout: str
-
-
-VIDEOS = (
-    FbVideo("1029384756473829", "harbourcouncil", "Harbour lights at dusk", "Harbour Council", 42.5,
-            700_000, 300_000, "classic"),
-    FbVideo("2847561930284756", "tidepoolstudio", "Tidepool timelapse", "Tidepool Studio", 15.2,
-            500_000, 200_000, "reel"),
-    FbVideo("3958271046382910", "keepersdiary", "A lighthouse keeper's day", None, None, None, 250_000, "og"),
-)
-
-_LOGIN_WALL = """<!DOCTYPE html><html lang="en"><head><title>Log in to Facebook</title>
-<meta property="og:title" content="Log in or sign up to view" /></head>
-<body><div class="_4-u2"><h2>You must log in to continue.</h2>
-<form id="login_form" action="/login/device-based/regular/login/" method="post">
-<input type="text" name="email" /><input type="password" name="pass" /></form></div></body></html>"""
-_UNAVAILABLE = """<!DOCTYPE html><html lang="en"><head><title>Facebook</title></head>
-<body><h2>This content isn&#039;t available right now</h2>
-<p>When this happens, it&#039;s usually because the owner only shared it with a small group of people,
-changed who can see it or it&#039;s been deleted.</p></body></html>"""
 # The wording of Facebook's block page as public reports quote it; the markup is an assumption.
 _BLOCKED = """<!DOCTYPE html><html lang="en"><head><title>Facebook</title></head>
 <body><h2>You’re Temporarily Blocked</h2>
 <p>It looks like you were misusing this feature by going too fast. You’ve been temporarily blocked from
 using it.</p></body></html>"""
 _NOT_FOUND = b"<!DOCTYPE html><html><head><title>Page not found</title></head><body>Page not found</body></html>"
-
-
-def _script(doc: Any) -> str:
-    # Real pages escape "/" and "<" inside these blocks so "</script>" never appears in them.
-    text = json.dumps(doc, separators=(",", ":")).replace("/", "\\/").replace("<", "\\u003c")
-    return f'<script type="application/json" data-content-len="{len(text)}" data-sjs>{text}</script>'
-
-
-def _relay(name: str, data: dict[str, Any]) -> dict[str, Any]:
-    """A Relay payload wrapped the way real pages wrap theirs: require -> __bbox -> require -> ..."""
-    result = {"__bbox": {"complete": True, "result": {"data": data, "extensions": {"is_final": True}}}}
-    inner = {"__bbox": {"require": [["RelayPrefetchedStreamCache", "next", [], [f"adp_{name}", result]]]}}
-    return {"require": [["ScheduledServerJS", "handle", None, [inner]]]}
 
 
 class FacebookSite:
@@ -160,8 +112,6 @@ class FacebookSite:
         for video in VIDEOS:  # a page's own profile: no video on it
             sim.add_page(f"/{video.page}", f"<html><head><title>{video.uploader or video.page}</title></head></html>")
         # Photo pages, photo sets and profile tabs (videos, photos, albums).
-        from trawl.platforms.facebook.listing_site import FacebookMediaSite
-
         self.media = FacebookMediaSite(sim, self)
 
     # -- what tests use ----------------------------------------------------------------------
@@ -212,17 +162,17 @@ class FacebookSite:
                 og |= {"og:video": url, "og:video:secure_url": url, "og:video:type": "video/mp4",
                        "og:image": self.media_url(video.id, "cover")}
             else:
-                blocks.append(_relay("CometVideoRootQueryRelayPreloader_1",
+                blocks.append(relay("CometVideoRootQueryRelayPreloader_1",
                                      {"video": {"story": {"attachments": [{"media": self._video_node(video)}]}}}))
             if video.layout == "classic":
                 # Anonymous real pages have a login form in their header while the video plays.
                 header_login = '<form id="login_form" action="/login/" method="post"></form>'
                 title_node = {"__typename": "Video", "id": video.id, "title": {"text": video.title}}
-                blocks.append(_relay("CometVideoRootQueryRelayPreloader_2",
+                blocks.append(relay("CometVideoRootQueryRelayPreloader_2",
                                      {"creation_story": {"attachments": [{"media": title_node}]}}))
-        blocks.append(_relay("CometVideoSuggestionsRelayPreloader_3", {"suggested": [{"media": neighbour}]}))
+        blocks.append(relay("CometVideoSuggestionsRelayPreloader_3", {"suggested": [{"media": neighbour}]}))
         meta = "\n".join(f'<meta property="{k}" content="{html.escape(v)}" />' for k, v in og.items())
-        scripts = "\n".join(_script(block) for block in blocks)
+        scripts = "\n".join(script(block) for block in blocks)
         return (f'<!DOCTYPE html><html lang="en"><head><title>{html.escape(og["og:title"])} | Facebook</title>\n'
                 f"{meta}\n</head><body>{header_login}<div id=\"mount_0_0\"></div>\n{scripts}\n</body></html>")
 
@@ -254,10 +204,10 @@ class FacebookSite:
             data = {"node": {"__typename": "Story", "comet_sections": {"content": {"story": {
                 "attachments": [{"styles": {"attachment": attachment}}] if nodes else []}}}}}
         blocks = [{"define": [["SiteData", [], {"server_revision": 1012345678, "locale": "en_US"}, 317]]},
-                  _relay("CometSinglePostContentQueryRelayPreloader_1", data),
-                  _relay("CometVideoSuggestionsRelayPreloader_3", {"suggested": [{"media": self._neighbour_node(
+                  relay("CometSinglePostContentQueryRelayPreloader_1", data),
+                  relay("CometVideoSuggestionsRelayPreloader_3", {"suggested": [{"media": self._neighbour_node(
                       ids[0] if ids else "")}]})]
-        scripts = "\n".join(_script(block) for block in blocks)
+        scripts = "\n".join(script(block) for block in blocks)
         return (f'<!DOCTYPE html><html lang="en"><head><title>Harbour Council | Facebook</title>'
                 f'<meta property="og:title" content="Harbour Council" /></head><body><div id="mount_0_0"></div>\n'
                 f"{scripts}\n</body></html>")
@@ -304,9 +254,9 @@ class FacebookSite:
             limited = (anonymous and self.max_anonymous_requests is not None
                        and self.anonymous_requests > self.max_anonymous_requests)
         if limited or video_id == LOGIN_WALL_ID:
-            return self._html(_LOGIN_WALL)
+            return self._html(LOGIN_WALL)
         if video_id == UNAVAILABLE_ID:
-            return self._html(_UNAVAILABLE)
+            return self._html(UNAVAILABLE)
         if video_id == BLOCKED_ID:
             return self._html(_BLOCKED)
         if video_id in self.videos or video_id == NO_VIDEO_ID:
