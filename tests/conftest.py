@@ -17,6 +17,7 @@ from tests.s3server import SeaweedFS, seaweedfs
 from trawl.settings import CatalogSettings, NetSettings, Settings, TemporalSettings
 from trawl.simulator import Simulator
 from trawl.simulator.references import REFERENCE_DIR
+from trawl.worker.main import running_worker
 from trawl.contracts import SEARCH_ATTRIBUTES as SA_KEYS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -123,6 +124,14 @@ def temporal_address(temporal_env: WorkflowEnvironment) -> str:
 def sim() -> Iterator[Simulator]:
     with Simulator() as simulator:
         yield simulator
+
+
+@pytest.fixture
+async def worker(temporal_client: Client, settings: Settings) -> AsyncIterator[None]:
+    """Every trawl worker of a process, on the test's settings (a module's own ``settings``
+    fixture, where it has one), for the duration of the test."""
+    async with running_worker(temporal_client, settings):
+        yield
 
 
 @pytest.fixture

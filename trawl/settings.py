@@ -204,7 +204,7 @@ class DownloadSettings(_Section):
     # Range (throttled CDNs limit each connection); 1 turns segments off. Per platform:
     # segments_by_platform = {"<platform>": 8}.
     segments: int = Field(default=4, ge=1, le=32)
-    segments_by_platform: dict[str, int] = {}  # segments for one platform's files instead, e.g. {"bilibili" = 8}
+    segments_by_platform: dict[str, int] = {}  # segments for one platform's files instead, e.g. {"<platform>" = 8}
     segment_min_size: ByteSize = Field(default=32 * MiB, ge=1 * MiB)  # smaller files use one connection
     # A fresh segmented download opens its extra connections once the first one would need
     # longer than this for the rest of the file ("0s": at once); a server fast enough over one

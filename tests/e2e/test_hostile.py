@@ -11,7 +11,7 @@ import gzip
 import json
 import logging
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -50,12 +50,6 @@ def settings(tmp_path: Path, temporal_address: str) -> Settings:
         retry={stage: {"initial_interval": "100ms", "maximum_interval": "200ms", "maximum_attempts": 2}
                for stage in ("fetch", "download", "verify", "commit")},
     )
-
-
-@pytest.fixture
-async def worker(temporal_client: Client, settings: Settings) -> AsyncIterator[None]:
-    async with running_worker(temporal_client, settings):
-        yield
 
 
 def endless(chunk: bytes = b"\0" * 65536) -> Iterator[bytes]:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.test_cli import trawl_env as cli_env
+from tests.polling import wait_until
 from trawl.simulator import MediaFile, Simulator
 from trawl.simulator import faults
 from trawl.simulator.demo import og_page
@@ -102,13 +103,6 @@ def answers(port: int) -> bool:
             return True
     except OSError:
         return False
-
-
-def wait_until(condition, what: str, deadline: float = DEADLINE) -> None:  # noqa: ANN001 - a callable
-    end = time.monotonic() + deadline
-    while not condition():
-        assert time.monotonic() < end, f"timed out waiting for {what}"
-        time.sleep(0.2)
 
 
 def read_until(fd: int, needle: bytes, deadline: float = DEADLINE) -> bytes:

@@ -13,16 +13,10 @@ import pytest
 from tests.e2e.test_chaos import TRAWL, start_server
 from tests.e2e.test_cli import run, trawl_env
 from tests.workers.test_supervisor import restartable_ports
+from tests.polling import wait_until
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
 
 SIZE = 4_000_000
-
-
-def wait_until(predicate, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 @pytest.mark.slow

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
-import time
 from pathlib import Path
 
 from temporalio.client import Client, WorkflowHandle
@@ -13,6 +11,7 @@ from temporalio.client import Client, WorkflowHandle
 from trawl.cli import progress_bar
 from trawl.starter.client import item_result, start_item
 from tests.e2e.test_cli import run, trawl_env
+from tests.polling import until
 from trawl.platforms.registry import default_registry
 from trawl.settings import Settings
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
@@ -33,19 +32,6 @@ async def status(url: str, env: dict[str, str], tmp_path: Path) -> dict:
     done = await asyncio.to_thread(run, ["status", url, "--json"], env, tmp_path)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
-
-
-async def until(condition, what: str, timeout: float = 30.0) -> None:
-    """Poll ``condition`` (a value or an awaitable of one) until it is true, failing at the deadline."""
-    deadline = time.monotonic() + timeout
-    while True:
-        reached = condition()
-        if inspect.isawaitable(reached):
-            reached = await reached
-        if reached:
-            return
-        assert time.monotonic() < deadline, f"not reached: {what}"
-        await asyncio.sleep(0.1)
 
 
 async def download_stopped(handle: WorkflowHandle) -> bool:

@@ -8,7 +8,6 @@ import asyncio
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from trawl.starter.client import item_result, start_crawl, start_item
 from tests.conftest import make_settings, test_catalog_url
 from tests.e2e.test_cli import TRAWL
 from tests.s3server import SeaweedFS, s3_url
+from tests.polling import until as wait_until
 from trawl.platforms.registry import default_registry
 from trawl.settings import Settings, StorageSettings
 from trawl.storage.blobs import hash_blob, key_sha256, open_blob_store
@@ -68,13 +68,6 @@ def kill_host(process: subprocess.Popen[bytes]) -> None:
     process.wait(timeout=30)
 
 
-async def wait_until(predicate, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.1)
-
-
 def assert_store_consistent(settings: Settings, tmp_path: Path, expected_items: int) -> None:
     catalog = Catalog(settings.catalog_url)
     items = catalog.list(limit=1000)
@@ -108,7 +101,7 @@ async def test_a_host_dies_for_good_mid_crawl_and_the_other_finishes(temporal_cl
     host_b = start_host(settings, tmp_path, "host-b")
     try:
         crawl, _ = await start_crawl(temporal_client, settings, default_registry(), urls, concurrency=16)
-        await wait_until(lambda: len(parts(tmp_path / "host-a-scratch")) >= 2)  # A holds partial files
+        await wait_until(lambda: len(parts(tmp_path / "host-a-scratch")) >= 2, "partial files on A", 120)  # A holds them
         kill_host(host_a)  # every process of host A, never restarted
         stats = await asyncio.wait_for(crawl.result(), 300)
     finally:

@@ -15,6 +15,7 @@ from temporalio.client import Client
 
 from trawl.starter.client import item_result, start_item
 from tests.conftest import make_settings
+from tests.polling import until as wait_until
 from trawl.platforms.registry import default_registry
 from trawl.settings import Settings
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
@@ -45,13 +46,6 @@ def start_worker(settings: Settings, tmp_path: Path, **extra: str) -> subprocess
     log = open(tmp_path / f"worker-{time.monotonic_ns()}.log", "wb")
     return subprocess.Popen([TRAWL, "worker"], env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)
-
-
-async def wait_until(predicate, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.05)
 
 
 @pytest.mark.slow

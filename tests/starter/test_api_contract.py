@@ -8,12 +8,9 @@ and the API's own.
 
 from __future__ import annotations
 
-import asyncio
 import re
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -23,6 +20,7 @@ from trawl.starter import views
 from trawl.starter.client import start_crawl
 from tests.starter.test_api_bounds import api_at, api_settings
 from tests.starter.test_api import TOKEN
+from tests.polling import until
 from trawl.platforms.registry import default_registry
 from trawl.settings import Settings
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
@@ -41,15 +39,6 @@ def settings(tmp_path: Path, temporal_address: str) -> Settings:
 async def api(temporal_client: Client, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     async with api_at(temporal_client, settings, worker=True) as client:
         yield client
-
-
-async def until(probe: Callable[[], Awaitable[Any]], what: str, timeout: float = 60) -> Any:
-    """``probe()``'s first truthy answer, polled; fails naming ``what`` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not (answer := await probe()):
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        await asyncio.sleep(0.2)
-    return answer
 
 
 async def committed_job(api: httpx.AsyncClient, sim: Simulator, name: str, size: int = 30_000) -> dict:

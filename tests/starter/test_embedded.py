@@ -14,12 +14,13 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.test_cli import TRAWL, _free_port, _free_ports, run, trawl_env
+from tests.polling import wait_until
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="scans /proc; PR_SET_PDEATHSIG is Linux only")
 
@@ -42,16 +43,6 @@ def dev_servers(db: Path) -> list[int]:
         if state != "Z" and "start-dev" in args and "server" in args and target in args:
             found.append(int(entry.name))
     return sorted(found)
-
-
-def wait_until(check: Callable[[], object], what: str, timeout: float = DEADLINE) -> object:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"gave up after {timeout:.0f} s waiting for {what}")
 
 
 def answers(port: int) -> bool:

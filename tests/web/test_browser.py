@@ -17,6 +17,7 @@ from temporalio.client import Client
 from tests.conftest import make_settings
 from tests.starter.test_api import free_port, serving
 from tests.web.conftest import ARTIFACTS
+from tests import polling
 from trawl.settings import ApiSettings, Settings
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
 from trawl.simulator.demo import og_page
@@ -27,13 +28,7 @@ MiB = 1024 * 1024
 
 async def until(check: Callable[[], Any], what: str, timeout: float = 60) -> Any:
     """Poll ``check`` (run in a thread: Selenium blocks) until it returns something true."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = await asyncio.to_thread(check)
-        if found:
-            return found
-        assert time.monotonic() < deadline, f"never happened: {what}"
-        await asyncio.sleep(0.25)
+    return await polling.until(lambda: asyncio.to_thread(check), what, timeout, every=0.25)
 
 
 def site(sim: Simulator) -> list[str]:

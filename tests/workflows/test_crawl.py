@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -16,6 +15,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from trawl.activities.crawl import route_items
 from trawl.starter.client import item_options, start_crawl
 from tests.conftest import make_settings
+from tests.polling import until
 from trawl.platforms.registry import default_registry
 from trawl.settings import Settings, SourceSettings
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
@@ -34,25 +34,12 @@ def settings(tmp_path: Path, temporal_address: str) -> Settings:
         stage: {"initial_interval": "100ms", "maximum_interval": "500ms"} for stage in ("fetch", "download")})
 
 
-@pytest.fixture
-async def worker(temporal_client: Client, settings: Settings) -> AsyncIterator[None]:
-    async with running_worker(temporal_client, settings):
-        yield
-
-
 def files(sim: Simulator, count: int, size: int = 20_000, throttle: int | None = None, tag: str = "c") -> list[str]:
     urls = []
     for i in range(count):
         sim.add_file(f"/{tag}/{i}.mp4", MediaFile("mp4", f"{tag}-{i}", size + i), FileBehaviour(throttle_bps=throttle))
         urls.append(sim.url(f"/{tag}/{i}.mp4"))
     return urls
-
-
-async def until(predicate, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not await predicate():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.2)
 
 
 async def not_yet_paused(client: Client, urls: list[str]) -> list[str]:
@@ -92,7 +79,7 @@ async def test_crawl_commits_every_item_once_and_dedups(temporal_client: Client,
 
     async def listed() -> bool:
         return len([w async for w in temporal_client.list_workflows(query)]) == 6
-    await until(listed, 20)
+    await until(listed, "the crawl's items listed", 20)
 
 
 async def test_pause_stops_new_work_and_resume_finishes(temporal_client: Client, settings: Settings,
@@ -174,7 +161,7 @@ async def test_temporal_cancellation_cancels_the_items(temporal_client: Client, 
     async def none_running() -> bool:  # visibility catches up with the children's cancellation
         return not [w async for w in temporal_client.list_workflows(
             f"CrawlId = '{handle.id}' AND ExecutionStatus = 'Running'")]
-    await until(none_running, 30)
+    await until(none_running, "no item running", 30)
     assert not list(settings.work_dir.rglob("*.part"))
 
 
@@ -252,7 +239,7 @@ async def test_known_items_of_a_source_start_no_item_workflow(temporal_client: C
 
     async def new_item_listed() -> bool:
         return new_item in await started()
-    await until(new_item_listed, 20)
+    await until(new_item_listed, "the new item listed", 20)
     assert await started() == [new_item]  # the two known URLs ran nothing
 
 

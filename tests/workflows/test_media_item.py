@@ -6,7 +6,6 @@ import asyncio
 import inspect
 import time
 from collections import deque
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,6 @@ from trawl.settings import Settings
 from trawl.simulator import FileBehaviour, MediaFile, Request, Response, Simulator
 from trawl.simulator.demo import og_page
 from trawl.storage.catalog import Catalog
-from trawl.worker.main import running_worker
 from trawl.workflows.media_item import ItemResult, MediaItemWorkflow, Progress
 
 FAST_RETRY = {stage: {"initial_interval": "100ms", "maximum_interval": "500ms"}
@@ -30,12 +28,6 @@ FAST_RETRY = {stage: {"initial_interval": "100ms", "maximum_interval": "500ms"}
 @pytest.fixture
 def settings(tmp_path: Path, temporal_address: str) -> Settings:
     return make_settings(tmp_path, temporal_address, retry=FAST_RETRY, download={"max_redownloads": 1})
-
-
-@pytest.fixture
-async def worker(temporal_client: Client, settings: Settings) -> AsyncIterator[None]:
-    async with running_worker(temporal_client, settings):
-        yield
 
 
 async def crawl(client: Client, settings: Settings, url: str) -> ItemResult:

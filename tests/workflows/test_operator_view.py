@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from temporalio.exceptions import ApplicationError
 
 from trawl.starter.client import cancel_crawl, item_progress, item_result, start_crawl, start_item
 from tests.conftest import make_settings
+from tests.polling import until
 from trawl.models import Resolved
 from trawl.platforms.base import ResolveContext
 from trawl.platforms.generic import GenericResolver
@@ -36,19 +36,6 @@ def settings(tmp_path: Path, temporal_address: str) -> Settings:
     return make_settings(tmp_path, temporal_address, retry={
         stage: {"initial_interval": "100ms", "maximum_interval": "300ms", "maximum_attempts": 2}
         for stage in ("fetch", "download", "verify", "commit")})
-
-
-@pytest.fixture
-async def worker(temporal_client: Client, settings: Settings) -> AsyncIterator[None]:
-    async with running_worker(temporal_client, settings):
-        yield
-
-
-async def until(predicate, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not await predicate():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.1)
 
 
 async def current_details(client: Client, workflow_id: str) -> str:

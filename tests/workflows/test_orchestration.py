@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import sys
 import time
 import uuid
 from collections import Counter, defaultdict, deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -54,6 +53,7 @@ from trawl.workflows.crawl import CrawlInput, CrawlStats, CrawlWorkflow
 from trawl.contracts import SEARCH_ATTRIBUTES
 from trawl.workflows.media_item import ItemInput, ItemResult, MediaItemWorkflow, Progress
 from trawl.contracts import ItemOptions, download_queue, fetch_queue, join_queue, workflow_queue
+from tests.polling import until
 
 TEST_SERVER = str(Path(sys.executable).parent / "temporal-test-server")
 SIZE = 1000
@@ -295,20 +295,6 @@ async def failed_run(handle: WorkflowHandle) -> ApplicationError:
     cause = caught.value.cause
     assert isinstance(cause, ApplicationError), caught.value
     return cause
-
-
-async def until(condition: Callable[[], object], what: str) -> None:
-    """Wait for ``condition`` (polled; truthy, or an awaitable of it), failing with ``what`` if it
-    is not reached by the deadline."""
-    deadline = time.monotonic() + DEADLINE_S
-    while True:
-        reached = condition()
-        if inspect.isawaitable(reached):
-            reached = await reached
-        if reached:
-            return
-        assert time.monotonic() < deadline, f"not reached: {what}"
-        await asyncio.sleep(0.02)
 
 
 async def progress(handle: WorkflowHandle) -> Progress:

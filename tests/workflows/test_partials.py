@@ -7,7 +7,6 @@ import json
 import logging
 import os
 import time
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -22,7 +21,6 @@ from trawl.settings import Settings
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
 from trawl.workdirs import OWNER_FILE
 from trawl.worker.cleanup import clean_work_dir
-from trawl.worker.main import running_worker
 from trawl.workflows.media_item import MediaItemWorkflow
 
 SIZE = 3_000_000
@@ -34,12 +32,6 @@ def settings(tmp_path: Path, temporal_address: str) -> Settings:
     # One download attempt: a cut body fails the item (truncated) with its bytes on disk.
     return make_settings(tmp_path, temporal_address,
                          retry={"download": {"maximum_attempts": 1, "initial_interval": "100ms"}})
-
-
-@pytest.fixture
-async def worker(temporal_client: Client, settings: Settings) -> AsyncIterator[None]:
-    async with running_worker(temporal_client, settings):
-        yield
 
 
 def parts(settings: Settings) -> list[Path]:

@@ -10,7 +10,6 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -42,12 +41,6 @@ TRAWL = str(Path(sys.executable).parent / "trawl")
 def settings(tmp_path: Path, temporal_address: str, s3_server: SeaweedFS) -> Settings:
     storage = StorageSettings(url=s3_url(), s3_endpoint_url=s3_server.endpoint, s3_part_size=5 * MiB)
     return make_settings(tmp_path, temporal_address, retry=FAST_RETRY, storage=storage)
-
-
-@pytest.fixture
-async def worker(temporal_client: Client, settings: Settings) -> AsyncIterator[None]:
-    async with running_worker(temporal_client, settings):
-        yield
 
 
 async def crawl(client: Client, settings: Settings, url: str) -> ItemResult:
