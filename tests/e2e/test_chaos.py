@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import TEMPORAL_BIN, test_catalog_url
 from tests.e2e.test_platforms import platform_env
-from tests.workers.test_supervisor import restartable_ports, started_pids
+from tests.worker.test_supervisor import restartable_ports, started_pids
 from trawl.download import file_sha256
 from trawl.simulator import MediaFile, Simulator
 from trawl.platforms.bilibili.site import install_bilibili_site

@@ -15,7 +15,7 @@ import pytest
 
 from tests.e2e.test_cli import TRAWL, run, trawl_env
 from tests.tcpproxy import TcpProxy
-from tests.workers.test_supervisor import free_ports, metrics_up, started_pids, wait
+from tests.worker.test_supervisor import free_ports, metrics_up, started_pids, wait
 from trawl.settings import ConfigError, load_settings
 from trawl.simulator import MediaFile, Simulator
 

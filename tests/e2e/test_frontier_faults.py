@@ -20,7 +20,7 @@ from temporalio.client import Client
 
 from tests.conftest import postgres_mode
 from tests.e2e.test_chaos import cluster_env, start_server, start_workers, stop, trawl
-from tests.workers.test_supervisor import restartable_ports, started_pids
+from tests.worker.test_supervisor import restartable_ports, started_pids
 from tests.workflows.test_frontier import known_to_the_catalog
 from trawl.download import file_sha256
 from trawl.platforms.registry import default_registry

@@ -15,7 +15,7 @@ from temporalio.client import Client
 from trawl.starter.client import item_result, start_item
 from tests.conftest import make_settings
 from tests.e2e.test_cli import trawl_env
-from tests.workers.test_supervisor import free_ports
+from tests.worker.test_supervisor import free_ports
 from trawl.platforms.registry import default_registry
 from trawl.simulator import MediaFile, Simulator
 from trawl.simulator import faults

@@ -12,7 +12,7 @@ import pytest
 
 from tests.e2e.test_chaos import TRAWL, start_server
 from tests.e2e.test_cli import run, trawl_env
-from tests.workers.test_supervisor import restartable_ports
+from tests.worker.test_supervisor import restartable_ports
 from tests.polling import wait_until
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
 

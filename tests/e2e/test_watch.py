@@ -34,7 +34,7 @@ from trawl.starter.watches import Watch, WatchRun, get_watch, run_of, schedule_i
 from tests.e2e.test_chaos import start_server
 from tests.e2e.test_cli import run, trawl_env
 from tests.e2e.test_crawl_cli import cli, env_for
-from tests.workers.test_supervisor import restartable_ports
+from tests.worker.test_supervisor import restartable_ports
 from trawl.settings import Settings, SourceSettings, TemporalSettings, WatchSettings
 from trawl.simulator import MediaFile, Simulator
 from trawl.simulator.feed import install_feed_site

@@ -15,7 +15,7 @@ import pytest
 from temporalio.client import Client
 
 from tests.conftest import make_settings
-from tests.starter.test_api import free_port, serving
+from tests.api.test_api import free_port, serving
 from tests.web.conftest import ARTIFACTS
 from tests import polling
 from trawl.settings import ApiSettings, Settings

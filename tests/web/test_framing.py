@@ -17,7 +17,7 @@ import pytest
 from temporalio.client import Client
 
 from tests.conftest import make_settings
-from tests.starter.test_api import free_port, serving
+from tests.api.test_api import free_port, serving
 from tests.web.test_pages import HTML, VIDEO, base, stored
 from trawl.settings import ApiSettings
 

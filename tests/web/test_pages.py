@@ -16,7 +16,7 @@ import pytest
 from temporalio.client import Client
 
 from tests.conftest import make_settings
-from tests.starter.test_api import free_port, serving
+from tests.api.test_api import free_port, serving
 from trawl.settings import ApiSettings, Settings
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
 from trawl.storage.blobs import open_blob_store

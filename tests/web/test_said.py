@@ -14,7 +14,7 @@ import pytest
 from temporalio.client import Client
 
 from tests.conftest import make_settings
-from tests.starter.test_api import free_port, serving
+from tests.api.test_api import free_port, serving
 from tests.web.test_pages import base, form_token
 from trawl.settings import ApiSettings
 

@@ -16,7 +16,7 @@ import httpx
 from temporalio.client import Client
 
 from tests.conftest import make_settings
-from tests.starter.test_api import free_port, serving
+from tests.api.test_api import free_port, serving
 from tests.web.test_pages import HTML, READ_TOKEN, TOKEN, base, form_token
 from trawl.settings import ApiSettings, Settings
 

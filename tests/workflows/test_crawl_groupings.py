@@ -33,7 +33,7 @@ from temporalio.testing import WorkflowEnvironment
 from tests.conftest import TEMPORAL_BIN, make_settings, postgres_mode, test_catalog_url
 from tests.e2e.test_chaos import cluster_env, start_workers, stop, trawl
 from tests.e2e.test_platforms import platform_env
-from tests.workers.test_supervisor import started_pids
+from tests.worker.test_supervisor import started_pids
 from trawl.contracts import SEARCH_ATTRIBUTES, workflow_queue
 from trawl.platforms.bilibili.site import TEN_PARTS, install_bilibili_site
 from trawl.platforms.registry import build_registry

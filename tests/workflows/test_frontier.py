@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from temporalio.client import Client
 
-from tests.workflows.test_crawl import files, settings, worker  # noqa: F401 - fixtures
+from tests.workflows.test_crawl import files, settings  # noqa: F401 - fixtures
 from trawl.platforms.registry import default_registry
 from trawl.settings import Settings
 from trawl.simulator import MediaFile, Simulator

@@ -27,7 +27,7 @@ from trawl.api import OPEN_PATHS, create_app, serve_api
 from trawl.starter.binding import ApiConfigError
 from trawl.api.limits import RateLimit
 from tests.conftest import make_settings
-from tests.starter.test_api import TOKEN, free_port, serving
+from tests.api.test_api import TOKEN, free_port, serving
 from trawl.settings import ApiSettings, Settings
 from trawl.storage.blobs import open_blob_store
 from trawl.storage.catalog import Catalog, CommittedAsset

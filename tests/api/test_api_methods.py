@@ -13,8 +13,8 @@ import httpx
 from temporalio.client import Client
 
 from tests.conftest import make_settings
-from tests.starter.test_api import TOKEN, free_port, serving
-from tests.starter.test_api_access import DATA, READ_TOKEN, committed
+from tests.api.test_api import TOKEN, free_port, serving
+from tests.api.test_api_access import DATA, READ_TOKEN, committed
 from trawl.settings import ApiSettings
 
 # Headers that may differ between two answers to the same request.

@@ -15,7 +15,7 @@ import uuid
 import httpx
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from tests.starter.test_api import api, settings  # noqa: F401 - the API with a worker, and its settings
+from tests.api.test_api import api, settings  # noqa: F401 - the API with a worker, and its settings
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
 
 

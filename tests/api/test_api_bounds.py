@@ -20,7 +20,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from trawl.starter.client import MAX_URLS_PER_REQUEST
 from trawl.api.limits import RateLimit
 from tests.conftest import make_settings
-from tests.starter.test_api import TOKEN, free_port, serving
+from tests.api.test_api import TOKEN, free_port, serving
 from trawl.settings import ApiSettings, Settings
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
 from trawl.worker.main import running_worker

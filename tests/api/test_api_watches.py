@@ -13,7 +13,7 @@ import pytest
 from temporalio.client import Client
 
 from tests.conftest import make_settings
-from tests.starter.test_api import TOKEN, free_port, serving
+from tests.api.test_api import TOKEN, free_port, serving
 from trawl.settings import ApiSettings, Settings, SourceSettings
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
 from trawl.worker.main import running_worker

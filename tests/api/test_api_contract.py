@@ -18,8 +18,8 @@ from temporalio.client import Client
 
 from trawl.starter import views
 from trawl.starter.client import start_crawl
-from tests.starter.test_api_bounds import api_at, api_settings
-from tests.starter.test_api import TOKEN
+from tests.api.test_api_bounds import api_at, api_settings
+from tests.api.test_api import TOKEN
 from tests.polling import until
 from trawl.platforms.registry import default_registry
 from trawl.settings import Settings

@@ -12,7 +12,7 @@ import httpx
 from temporalio.client import Client
 
 from tests.conftest import make_settings
-from tests.starter.test_api import TOKEN, free_port, serving
+from tests.api.test_api import TOKEN, free_port, serving
 from trawl.export import MANIFEST, Exporter
 from trawl.settings import ApiSettings, ExportSettings
 from trawl.storage.blobs import open_blob_store

@@ -15,7 +15,7 @@ from temporalio.client import Client
 
 from tests.conftest import make_settings
 from tests.s3server import SeaweedFS, s3_url
-from tests.starter.test_api import TOKEN, free_port, serving
+from tests.api.test_api import TOKEN, free_port, serving
 from trawl.settings import ApiSettings, Settings, StorageSettings
 from trawl.storage.blobs import blob_key, open_blob_store
 from trawl.storage.catalog import Catalog, CommittedAsset
