@@ -36,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
         DiscardInput, DownloadInput, DownloadProgress, DownloadResult, FetchInput, FetchResult, ItemInput, ItemResult,
         Progress, VerifyInput, VerifyResult)
     from trawl.models import OPTIONAL_KINDS, Asset, Resolved, known_total
+    from trawl.workflows.progress import ProgressBook
 
 
 # workflow.patched ids (docs/upgrading.md), one per change of the command sequence since the
@@ -45,7 +46,6 @@ with workflow.unsafe.imports_passed_through():
 #   tiny item is downloaded and committed by its fetch, its identity upserted with its outcome. A
 #   tiny item went from 22 history events (4 upserts, a memo, 2 activities) to 14 (bench/cost.py).
 LEAN_HISTORY = "lean-history"
-MiB = 1024 * 1024
 T = TypeVar("T")
 Done = TypeVar("Done")
 
@@ -69,21 +69,17 @@ def _failure(err: ActivityError) -> tuple[str, str]:
 @workflow.defn(name=ITEM_WORKFLOW)
 class MediaItemWorkflow:
     def __init__(self) -> None:
-        self._progress = Progress()
+        self._book = ProgressBook()
+        self._progress = self._book.progress  # the progress query's answer, kept by the book
         self._paused = False
         self._pause_cancelled: set[str] = set()
         self._running: dict[str, asyncio.Task[DownloadResult]] = {}
         self._canonical_url: str | None = None
-        self._title: str | None = None
         # Re-fetches after url_expired: a generation counter so concurrent assets share one.
         self._generation = 0
         self._fresh: Resolved | None = None
         self._refetch_lock = asyncio.Lock()
-        self._partial: dict[str, int] = {}  # asset name -> bytes of its unfinished download
         self._local_queue: str | None = None  # the claimed host's queue (None: the shared queue)
-        self._verified: set[str] = set()  # assets whose download was verified
-        self._reported_totals: dict[str, int] = {}  # asset name -> size its server announced
-        self._totals_known = False  # the platform gave every asset's size up front
         self._lean = False  # LEAN_HISTORY
         self._identified = False  # the identity's search attributes are upserted
 
@@ -91,21 +87,12 @@ class MediaItemWorkflow:
     @workflow.signal(name=DOWNLOAD_PROGRESS)
     def download_progress(self, report: DownloadProgress) -> None:
         """A running download's bytes, sent by the activity at coarse steps for the live details."""
-        # A paused download's last report may arrive after its activity ended: take reports of
-        # every asset not verified yet.
         if report.stage in STAGES and report.asset in self._running:
             # A small item's one activity: its download is done and a later stage waits.
             self._progress.stage = report.stage
-            self._stage_details(report.stage)
+            self._book.show(report.stage)
             return
-        if report.asset not in self._verified:
-            self._partial[report.asset] = max(self._partial.get(report.asset, 0), report.bytes_done)
-            if report.bytes_total and not self._totals_known:
-                # Sizes the platform did not give: what the servers announce, as they announce it.
-                self._reported_totals[report.asset] = report.bytes_total
-                self._progress.bytes_total = sum(self._reported_totals.values())
-            self._refresh_bytes()
-            self._stage_details(self._progress.stage)
+        self._book.reported(report)
 
     @workflow.signal(name=PAUSE)
     def pause(self) -> None:
@@ -114,12 +101,12 @@ class MediaItemWorkflow:
         for name, task in self._running.items():
             self._pause_cancelled.add(name)
             task.cancel()
-        self._stage_details(self._progress.stage)
+        self._book.show(self._progress.stage)
 
     @workflow.signal(name=RESUME)
     def resume(self) -> None:
         self._paused = self._progress.paused = False
-        self._stage_details(self._progress.stage)
+        self._book.show(self._progress.stage)
 
     @workflow.query(name=PROGRESS)
     def progress(self) -> Progress:
@@ -137,16 +124,15 @@ class MediaItemWorkflow:
             fetched = await self._fetch(first=True)
             resolved = fetched.resolved
             self._canonical_url = resolved.canonical_url
-            self._title = resolved.title
+            self._book.title = resolved.title
             if not (self._lean and (fetched.committed or fetched.finished)):
                 self._identify(resolved)  # lean: an item done by its fetch says it with its outcome
             if fetched.committed:
                 return self._finish(self._result("duplicate", resolved, fetched.stored))
-            self._progress.bytes_total = known_total(resolved.assets)
-            self._totals_known = self._progress.bytes_total is not None
+            self._book.known_total(known_total(resolved.assets))
             if fetched.finished:
-                self._progress.bytes_finished = sum(asset.size for asset in fetched.finished.assets)
-                self._refresh_bytes()
+                self._book.all_done([asset.name for asset in resolved.assets],
+                                    sum(asset.size for asset in fetched.finished.assets))
                 return self._finish(self._result(fetched.finished.outcome, resolved, fetched.finished.assets))
             if self._small(resolved):
                 committed = await self._in_one_activity(resolved)
@@ -208,7 +194,7 @@ class MediaItemWorkflow:
     async def _cancelled(self, resolved: Resolved | None) -> None:
         last_stage = self._progress.stage
         self._progress.stage = "cancelled"
-        self._stage_details("cancelled")
+        self._book.show("cancelled")
         identity = _identity(resolved) if self._lean and resolved and not self._identified else []
         workflow.upsert_search_attributes([*identity, STAGE.value_set("cancelled"), OUTCOME.value_set("cancelled")])
         await self._discard()
@@ -240,14 +226,10 @@ class MediaItemWorkflow:
             ))
 
         async def corrupt() -> None:  # the activity removed the corrupt file
-            self._partial.clear()
-            self._refresh_bytes()
+            self._book.unfinished_gone()
 
         committed = await self._until_done(SMALL_ITEM_ASSET, resolved, attempt, corrupt)
-        self._verified.update(asset.name for asset in resolved.assets)
-        self._partial.clear()
-        self._progress.bytes_finished = sum(asset.size for asset in committed.assets)
-        self._refresh_bytes()
+        self._book.all_done([asset.name for asset in resolved.assets], sum(asset.size for asset in committed.assets))
         return committed
 
     async def _on_one_host(self, resolved: Resolved) -> CommitResult:
@@ -268,10 +250,7 @@ class MediaItemWorkflow:
                 if changes >= self._opts.max_host_changes:
                     raise ItemFailed("host_lost", f"{lost}; gave up after {changes} host changes") from None
                 changes += 1
-                self._partial.clear()
-                self._verified.clear()
-                self._progress.bytes_finished = 0
-                self._refresh_bytes()
+                self._book.restart()
                 workflow.logger.warning(f"host lost ({lost}); downloading again on another host")
 
     async def _claim_host(self) -> str:
@@ -364,8 +343,7 @@ class MediaItemWorkflow:
             if asset.kind not in OPTIONAL_KINDS:
                 raise
             workflow.logger.warning(f"{name} left out: {failed.error_class}: {failed.message}")
-            self._partial.pop(name, None)
-            self._refresh_bytes()
+            self._book.dropped(name)
             return None
 
     async def _download_verified(self, resolved: Resolved, name: str) -> tuple[Asset, DownloadResult, VerifyResult]:
@@ -388,15 +366,11 @@ class MediaItemWorkflow:
             return asset, download, verified
 
         async def corrupt() -> None:
-            self._partial.pop(name, None)
-            self._refresh_bytes()
+            self._book.dropped(name)
             await self._discard([name])
 
         asset, download, verified = await self._until_done(name, resolved, attempt, corrupt)
-        self._partial.pop(name, None)
-        self._verified.add(name)
-        self._progress.bytes_finished += download.size
-        self._refresh_bytes()
+        self._book.verified(name, download.size)
         return asset, download, verified
 
     async def _until_done(self, running: str, resolved: Resolved, attempt: Callable[[Resolved], Awaitable[Done]],
@@ -456,7 +430,7 @@ class MediaItemWorkflow:
         if running not in self._pause_cancelled:
             raise asyncio.CancelledError
         self._pause_cancelled.discard(running)
-        self._stage_details(self._progress.stage)
+        self._book.show(self._progress.stage)
 
     async def _download(self, asset: Asset, resolved: Resolved) -> DownloadResult:
         result = await self._track(asset.name, workflow.start_activity_method(
@@ -471,8 +445,7 @@ class MediaItemWorkflow:
             **self._local(),
         ))
         # Downloads report no progress at completion: their result says it.
-        self._partial[asset.name] = result.size
-        self._refresh_bytes()
+        self._book.downloaded(asset.name, result.size)
         return result
 
     @property
@@ -491,9 +464,9 @@ class MediaItemWorkflow:
 
     async def _wait_unpaused(self) -> None:
         if self._paused:
-            self._stage_details("paused")
+            self._book.show("paused")
             await workflow.wait_condition(lambda: not self._paused)
-            self._stage_details(self._progress.stage)
+            self._book.show(self._progress.stage)
 
     async def _discard(self, names: list[str] | None = None) -> None:
         try:
@@ -509,30 +482,12 @@ class MediaItemWorkflow:
             if not _host_lost(err):
                 raise  # a host that is gone took its partial files with it
 
-    def _refresh_bytes(self) -> None:
-        self._progress.bytes_done = self._progress.bytes_finished + sum(self._partial.values())
-
     def _stage(self, stage: str) -> None:
         if stage != self._progress.stage:
             self._progress.stage = stage
             if not self._lean:  # lean: the details line (and the progress query) say it
                 workflow.upsert_search_attributes([STAGE.value_set(stage)])
-        self._stage_details(stage)
-
-    def _stage_details(self, stage: str) -> None:
-        # The static summary is fixed at start (the URL); the title arrives with fetch, so the
-        # Web UI's live details line carries it: "download 35% 14.2/40.0 MiB - <title>".
-        progress = self._progress
-        shown = "paused" if progress.paused and stage not in ("done", "cancelled") else stage
-        total, done = progress.bytes_total, progress.bytes_done
-        amount = ""
-        if total:
-            amount = f" {100 * done // total}% {done / MiB:.1f}/{total / MiB:.1f} MiB"
-        elif done:
-            amount = f" {done / MiB:.1f} MiB"
-        kept = " kept" if shown == "paused" and done else ""
-        title = f" - {self._title[:200]}" if self._title else ""
-        workflow.set_current_details(f"{shown}{amount}{kept}{title}")
+        self._book.show(stage)
 
     def _finish(self, result: ItemResult) -> ItemResult:
         """Stage, Outcome and ErrorClass in the one upsert that ends the run (lean: with the
@@ -548,9 +503,7 @@ class MediaItemWorkflow:
         if result.error_class:
             ended.append(ERROR_CLASS.value_set(result.error_class[:255]))
         workflow.upsert_search_attributes(ended)
-        error = f" {result.error_class}" if result.error_class else ""
-        title = f" - {self._title[:200]}" if self._title else ""
-        workflow.set_current_details(f"{result.outcome}{error}{title}")
+        self._book.ended(result.outcome, result.error_class)
         self._summary(result.outcome, last_stage, result.platform or self._inp.platform, result.canonical_key,
                       result.error_class, sum(a.size for a in result.assets))
         return result

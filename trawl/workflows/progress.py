@@ -1,0 +1,107 @@
+"""An item's progress as its workflow keeps it: the ``progress`` query's answer and the Web UI's
+live details line ("download 35% 14.2/40.0 MiB - <title>").
+
+Bookkeeping only: no command comes from here (the details line is metadata, not history), so the
+item workflow's story stays in :mod:`trawl.workflows.media_item`.
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from trawl.contracts import DownloadProgress, Progress
+
+MiB = 1024 * 1024
+
+
+class ProgressBook:
+    """Bytes of verified assets, of unfinished downloads (as last reported or kept) and the total
+    (from the platform when it gave every size, else as the servers announce them)."""
+
+    def __init__(self) -> None:
+        self.progress = Progress()
+        self.title: str | None = None
+        self._partial: dict[str, int] = {}  # asset name -> bytes of its unfinished download
+        self._verified: set[str] = set()  # assets whose download was verified
+        self._reported_totals: dict[str, int] = {}  # asset name -> size its server announced
+        self._totals_known = False  # the platform gave every asset's size up front
+
+    # -- bytes ------------------------------------------------------------------------------
+    def known_total(self, total: int | None) -> None:
+        """The platform's total of every asset's size (None: not all of them are known)."""
+        self.progress.bytes_total = total
+        self._totals_known = total is not None
+
+    def reported(self, report: DownloadProgress) -> None:
+        """A running download's report. A paused download's last report may arrive after its
+        activity ended: reports of every asset not verified yet count."""
+        if report.asset in self._verified:
+            return
+        self._partial[report.asset] = max(self._partial.get(report.asset, 0), report.bytes_done)
+        if report.bytes_total and not self._totals_known:
+            # Sizes the platform did not give: what the servers announce, as they announce it.
+            self._reported_totals[report.asset] = report.bytes_total
+            self.progress.bytes_total = sum(self._reported_totals.values())
+        self._refresh()
+        self.show(self.progress.stage)
+
+    def downloaded(self, name: str, size: int) -> None:
+        """An asset's download ended with ``size`` bytes (not verified yet)."""
+        self._partial[name] = size
+        self._refresh()
+
+    def dropped(self, name: str) -> None:
+        """An asset's bytes are gone (a corrupt file removed, an optional asset left out)."""
+        self._partial.pop(name, None)
+        self._refresh()
+
+    def verified(self, name: str, size: int) -> None:
+        self._partial.pop(name, None)
+        self._verified.add(name)
+        self.progress.bytes_finished += size
+        self._refresh()
+
+    def all_done(self, names: list[str], size: int) -> None:
+        """Every asset done in one step (a small item's one activity, a tiny item's fetch)."""
+        self._verified.update(names)
+        self._partial.clear()
+        self.progress.bytes_finished = size
+        self._refresh()
+
+    def unfinished_gone(self) -> None:
+        """Every unfinished download's bytes are gone (the small item's activity removed them)."""
+        self._partial.clear()
+        self._refresh()
+
+    def restart(self) -> None:
+        """Everything is downloaded again (the host holding the files was lost)."""
+        self._partial.clear()
+        self._verified.clear()
+        self.progress.bytes_finished = 0
+        self._refresh()
+
+    def _refresh(self) -> None:
+        self.progress.bytes_done = self.progress.bytes_finished + sum(self._partial.values())
+
+    # -- the details line ---------------------------------------------------------------------
+    def show(self, stage: str) -> None:
+        """The live details line for ``stage`` (the static summary is fixed at start: the URL; the
+        title arrives with fetch, so the details line carries it)."""
+        progress = self.progress
+        shown = "paused" if progress.paused and stage not in ("done", "cancelled") else stage
+        total, done = progress.bytes_total, progress.bytes_done
+        amount = ""
+        if total:
+            amount = f" {100 * done // total}% {done / MiB:.1f}/{total / MiB:.1f} MiB"
+        elif done:
+            amount = f" {done / MiB:.1f} MiB"
+        kept = " kept" if shown == "paused" and done else ""
+        workflow.set_current_details(f"{shown}{amount}{kept}{self._title_suffix()}")
+
+    def ended(self, outcome: str, error_class: str | None) -> None:
+        error = f" {error_class}" if error_class else ""
+        workflow.set_current_details(f"{outcome}{error}{self._title_suffix()}")
+
+    def _title_suffix(self) -> str:
+        return f" - {self.title[:200]}" if self.title else ""
