@@ -47,7 +47,7 @@ from tests.workflows import record_histories as scenarios  # noqa: E402
 from trawl.contracts import SEARCH_ATTRIBUTES  # noqa: E402
 from trawl.platforms.bilibili.site import install_bilibili_site  # noqa: E402
 from trawl.simulator import FileBehaviour, MediaFile, Simulator  # noqa: E402
-from trawl.simulator.hls import install_hls_site  # noqa: E402
+from trawl.simulator.hls_site import install_hls_site  # noqa: E402
 from trawl.starter.client import start_crawl  # noqa: E402
 from trawl.worker.main import running_worker  # noqa: E402
 

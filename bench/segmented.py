@@ -1,7 +1,7 @@
 """A throttled CDN (a per-connection rate limit): single-connection clients against segments.
 
 The simulator limits each connection to --rate bytes/s (nginx's ``limit_rate``). Measured in one
-run, on the same file: curl, yt-dlp and ``aria2c -xN -sN`` when installed, trawl's Downloader
+run, on the same file: curl, yt-dlp and ``aria2c -xN -sN`` when installed, trawl's HttpDownloader
 with 1 and N segments (the download stage alone), trawl end to end (submitted -> committed,
 a worker per setting) with 1 and N segments, then a worker SIGKILLed at ~50 % of an N-segment
 download and a new one started: how many bytes were served twice, and that in seconds of one
@@ -39,11 +39,11 @@ def timed(cmd: list[str]) -> float:
 def downloader_seconds(url: str, part: Path, segments: int) -> tuple[float, int]:
     import httpx
 
-    from trawl.download import Downloader, HostSlots
+    from trawl.download import HttpDownloader, HostSlots
 
     with httpx.Client() as client:
         started = time.perf_counter()
-        out = Downloader(client, max_file_size=1 << 40, segments=segments, segment_min_size=1 << 20,
+        out = HttpDownloader(client, max_file_size=1 << 40, segments=segments, segment_min_size=1 << 20,
                          host_slots=HostSlots(8)).download([url], part)
         elapsed = time.perf_counter() - started
     part.unlink()

@@ -197,10 +197,10 @@ def test_the_package_has_no_import_circle() -> None:
 
 def test_the_circle_check_bites() -> None:
     graph = {"trawl.errors": {"trawl.platforms.registry"}, "trawl.platforms.registry": {"trawl.platforms.base"},
-             "trawl.platforms.base": {"trawl.http", "trawl.errors"}, "trawl.http": {"trawl.errors"},
+             "trawl.platforms.base": {"trawl.http_client", "trawl.errors"}, "trawl.http_client": {"trawl.errors"},
              "trawl.api": {"trawl.web"}, "trawl.web": {"trawl.api"}, "trawl.urls": {"trawl.urls"}, "trawl.text": set()}
     assert circles(graph) == [["trawl.api", "trawl.web"],
-                              ["trawl.errors", "trawl.http", "trawl.platforms.base", "trawl.platforms.registry"],
+                              ["trawl.errors", "trawl.http_client", "trawl.platforms.base", "trawl.platforms.registry"],
                               ["trawl.urls"]]
 
 
@@ -225,13 +225,13 @@ def late():
         "trawl", "trawl.web", "trawl.platforms.base", "trawl.urls", "trawl.text", "trawl.platforms.registry"}
     graph = imports()
     assert "trawl.web" in graph["trawl.api"]  # from trawl import web: the web page's layer, not the core's
-    assert "trawl.settings" not in graph["trawl.http"]  # a TYPE_CHECKING import
+    assert "trawl.settings" not in graph["trawl.http_client"]  # a TYPE_CHECKING import
 
 
 def test_the_http_client_loads_no_platform() -> None:
-    """``import trawl.http`` (every downloader's client) loads no platform, nor the settings that list them."""
+    """``import trawl.http_client`` (every downloader's client) loads no platform, nor the settings that list them."""
     loaded = subprocess.run(
-        [sys.executable, "-c", "import sys, trawl.http; print(*sorted(m for m in sys.modules if m.startswith('trawl')))"],
+        [sys.executable, "-c", "import sys, trawl.http_client; print(*sorted(m for m in sys.modules if m.startswith('trawl')))"],
         capture_output=True, text=True, check=True, cwd=PACKAGE.parent).stdout.split()
-    assert "trawl.http" in loaded
+    assert "trawl.http_client" in loaded
     assert [m for m in loaded if m.startswith("trawl.platforms") or m == "trawl.settings"] == []

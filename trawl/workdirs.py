@@ -7,13 +7,22 @@ the workflow id).
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 OWNER_FILE = "workflow-id"
+
+
+def workdir_name(workflow_id: str) -> str:
+    """A file-system-safe directory name for one workflow's partial files: its id made safe and
+    cut, then a hash of the whole id, so two ids cut alike still name two directories."""
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", workflow_id)[:80]
+    return f"{safe}-{hashlib.sha1(workflow_id.encode()).hexdigest()[:12]}"
 
 
 def mark_owner(directory: Path, workflow_id: str) -> None:

@@ -14,7 +14,6 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from trawl.activities.commit import CommitActivities
-from trawl.activities.errors import workdir_name
 from trawl.contracts import CommitFile, CommitInput, CommitResult, DownloadResult
 from tests.s3server import SeaweedFS
 from tests.trawl.storage.test_blobs import keys, make_s3, store  # noqa: F401 - store: the fixture of both backends
@@ -25,6 +24,7 @@ from trawl.storage.blobs import BlobStore, LocalBlobStore, blob_key, hash_blob
 from trawl.errors import StorageError
 from trawl.storage.catalog import Catalog
 from trawl.storage.orphans import reclaim_announced
+from trawl.workdirs import workdir_name
 
 EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 FUTURE = datetime.now(UTC) + timedelta(days=2)

@@ -1,6 +1,6 @@
 """The download activity in an ActivityEnvironment, against the simulator over loopback.
 
-What the worker does around ``Downloader``: heartbeats carrying the resume state, a retry that
+What the worker does around ``HttpDownloader``: heartbeats carrying the resume state, a retry that
 resumes from the last heartbeat's details, cancellation and worker shutdown polled at heartbeats
 (the partial file is kept), and failures classified into ApplicationErrors.
 """

@@ -18,7 +18,7 @@ from trawl.download.hls import remux_output
 from trawl.models import Asset
 from trawl.simulator import Simulator
 from trawl.simulator.faults import status
-from trawl.simulator.hls import HlsStream, install_hls_site, ts_segment
+from trawl.simulator.hls_site import HlsStream, install_hls_site, ts_segment
 
 
 def run(h, url: str):  # noqa: ANN001, ANN201 - the test module's Harness and the activity's result

@@ -12,13 +12,13 @@ from pathlib import Path
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from trawl.activities.errors import workdir_name
 from tests.e2e.test_chaos import TRAWL
 from tests.e2e.test_cli import trawl_env
 from tests.smallfs import in_small_filesystem
 from trawl.platforms.registry import default_registry
 from trawl.settings import Settings
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
+from trawl.workdirs import workdir_name
 
 
 async def pending_attempt(client: Client, workflow_id: str) -> int:

@@ -20,7 +20,7 @@ from trawl.settings import Settings
 from trawl.simulator import Simulator
 from trawl.simulator.demo import og_page
 from trawl.simulator.faults import status
-from trawl.simulator.hls import HlsStream, id3_playlist_segment, install_hls_site, ts_segment
+from trawl.simulator.hls_site import HlsStream, id3_playlist_segment, install_hls_site, ts_segment
 from trawl.storage.catalog import Catalog
 from trawl.worker.main import running_worker
 

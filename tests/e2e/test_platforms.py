@@ -213,7 +213,7 @@ async def test_expired_media_url_is_refetched_and_resumed(temporal_client: Clien
                              platforms=PlatformsSettings(bilibili=bili.settings()))
     registry = build_registry(settings.platforms)
     resolver = registry.resolvers[0]
-    from trawl.http import make_client
+    from trawl.http_client import make_client
     from trawl.platforms.base import ResolveContext
 
     with make_client(settings.net) as http:

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from trawl.download.http import OVERLAP, Downloader
+from trawl.download.http import OVERLAP, HttpDownloader
 from trawl.download.state import ResumeState, Stopped, file_sha256, load_state, state_path
 from trawl.errors import ContentCorrupt, StorageError, TooLarge, Truncated, TrawlError, UnsupportedUrl, UrlExpired
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
@@ -30,8 +30,8 @@ def part(tmp_path: Path) -> Path:
     return tmp_path / "work" / "video.part"
 
 
-def make(client: httpx.Client, beats: list[ResumeState] | None = None, **kw) -> Downloader:
-    return Downloader(client, max_file_size=kw.pop("max_file_size", 1 << 40),
+def make(client: httpx.Client, beats: list[ResumeState] | None = None, **kw) -> HttpDownloader:
+    return HttpDownloader(client, max_file_size=kw.pop("max_file_size", 1 << 40),
                       heartbeat=(beats.append if beats is not None else (lambda s: None)), heartbeat_every=0, **kw)
 
 
@@ -303,12 +303,28 @@ def test_a_small_body_is_read_into_a_buffer_of_its_size(sim: Simulator, client: 
 def test_the_protocol_picks_the_downloader() -> None:
     from trawl.download import DOWNLOADERS, HlsDownloader, downloader_for
 
-    assert DOWNLOADERS == {"http": Downloader, "hls": HlsDownloader}
-    assert downloader_for("http") is Downloader and downloader_for("hls") is HlsDownloader
+    assert DOWNLOADERS == {"http": HttpDownloader, "hls": HlsDownloader}
+    assert downloader_for("http") is HttpDownloader and downloader_for("hls") is HlsDownloader
     with pytest.raises(UnsupportedUrl, match="dash"):
         downloader_for("dash")
     previous = {"offset": 5, "url": "http://a.test/f"}
-    assert Downloader.previous_state(previous, ["http://a.test/f"]) == ResumeState(offset=5, url="http://a.test/f")
-    assert Downloader.previous_state(previous, ["http://b.test/f"]) is None  # another file's state
-    assert Downloader.previous_state({"protocol": "hls", "segment": 2}, ["http://a.test/f"]) is None
+    assert HttpDownloader.previous_state(previous, ["http://a.test/f"]) == ResumeState(offset=5, url="http://a.test/f")
+    assert HttpDownloader.previous_state(previous, ["http://b.test/f"]) is None  # another file's state
+    assert HttpDownloader.previous_state({"protocol": "hls", "segment": 2}, ["http://a.test/f"]) is None
     assert HlsDownloader.previous_state({"protocol": "hls", "segment": 2}, []).segment == 2
+
+
+def test_every_downloader_takes_what_the_protocol_offers() -> None:
+    """Each downloader of the map accepts every parameter :class:`Downloader` names, by that name
+    (the activity calls them by keyword), and takes no other without a default."""
+    import inspect
+
+    from trawl.download import DOWNLOADERS, Downloader
+
+    for protocol, downloader in DOWNLOADERS.items():
+        for method in ("from_settings", "previous_state", "download"):
+            wanted = inspect.signature(getattr(Downloader, method)).parameters
+            given = inspect.signature(getattr(downloader, method)).parameters
+            assert set(wanted) - {"self"} <= set(given), (protocol, method)
+            extra = [p for name, p in given.items() if name not in wanted and p.default is inspect.Parameter.empty]
+            assert extra == [], (protocol, method)

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 import trawl.errors
-from trawl.activities.errors import to_application_error
+from trawl.activities.application_errors import to_application_error
 from trawl.errors import (
     NON_RETRYABLE,
     RATE_LIMIT_DEFAULT_DELAY,
@@ -208,7 +208,7 @@ def test_name_not_found_is_retried_briefly_then_fails_clearly() -> None:
 
 @pytest.mark.parametrize("allow_private", [True, False], ids=["plain", "guarded"])
 def test_unresolvable_host_through_trawls_client_is_name_not_found(allow_private: bool) -> None:
-    from trawl.http import make_client
+    from trawl.http_client import make_client
     from trawl.platforms.base import ResolveContext
     from trawl.platforms.generic import GenericResolver
     from trawl.settings import NetSettings

@@ -14,17 +14,17 @@ from pathlib import Path
 import httpx
 import pytest
 
-from trawl.activities.errors import to_application_error
+from trawl.activities.application_errors import to_application_error
 from trawl.download.hls import HlsDownloader, HlsState, load_hls_state, remux_output
 from trawl.download.state import Stopped, state_path
 from trawl.errors import (BlockedAddress, ContentCorrupt, ParseError, SegmentMissing, TooLarge, UnsupportedUrl,
                           UrlExpired)
-from trawl.hls import MAX_SEGMENTS, MediaPlaylist, parse_playlist
-from trawl.http import make_client
+from trawl.hls_playlists import MAX_SEGMENTS, MediaPlaylist, parse_playlist
+from trawl.http_client import make_client
 from trawl.settings import NetSettings
 from trawl.simulator import Simulator
 from trawl.simulator.faults import html_error, reset, status
-from trawl.simulator.hls import HlsSite, HlsStream, id3_playlist_segment, install_hls_site, ts_segment
+from trawl.simulator.hls_site import HlsSite, HlsStream, id3_playlist_segment, install_hls_site, ts_segment
 from trawl.sniff import sniff
 
 FFMPEG = shutil.which("ffmpeg")

@@ -10,7 +10,7 @@ import pytest
 
 from tests.trawl.test_hls_download import secret_file
 from trawl.merge import merge_dash
-from trawl.simulator.hls import id3_playlist_segment
+from trawl.simulator.hls_site import id3_playlist_segment
 
 pytestmark = pytest.mark.skipif(shutil.which("ffmpeg") is None or shutil.which("ffprobe") is None,
                                 reason="ffmpeg/ffprobe are not installed (.ci/run installs them)")

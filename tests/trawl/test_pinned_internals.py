@@ -4,7 +4,7 @@
   h11's private objects to the socket, and raises httpcore's ``READ_NUM_BYTES``;
 - the API's Range answers (:func:`trawl.api.items.blob_response`) call Starlette's
   ``FileResponse._parse_range_header``;
-- the address guard (:func:`trawl.http.guard_connections`) swaps the network backend in
+- the address guard (:func:`trawl.http_client.guard_connections`) swaps the network backend in
   httpx's pools;
 - the catalog's bound on a PostgreSQL server's answer (:mod:`trawl.storage.catalog`) overrides
   psycopg's ``Connection.wait(gen, interval, timeout)`` and catches ``errors._WaitTimeout``.
@@ -35,7 +35,7 @@ import httpx
 import pytest
 
 from trawl.download import fastpath
-from trawl.http import make_client
+from trawl.http_client import make_client
 from trawl.settings import NetSettings
 from trawl.storage import catalog
 

@@ -27,7 +27,7 @@ import pytest
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
-from trawl.activities.errors import to_application_error
+from trawl.activities.application_errors import to_application_error
 from trawl.errors import (
     ALL_ERRORS,
     BY_CLASS,

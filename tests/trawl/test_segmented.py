@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from trawl.download.http import Downloader
+from trawl.download.http import HttpDownloader
 from trawl.download.segmented import HostSlots, plan_segments
 from trawl.download.state import ResumeState, Stopped, file_sha256, load_state
 from trawl.errors import NotFound, TrawlError
@@ -33,11 +33,11 @@ def part(tmp_path: Path) -> Path:
     return tmp_path / "work" / "video.part"
 
 
-def make(client: httpx.Client, beats: list[ResumeState] | None = None, *, segments: int = 4, **kw) -> Downloader:
+def make(client: httpx.Client, beats: list[ResumeState] | None = None, *, segments: int = 4, **kw) -> HttpDownloader:
     # Every connection at once (split_after_s=0) unless a test says otherwise: these edge cases
     # are about the segments, on a simulator fast enough for one connection.
     kw.setdefault("split_after_s", 0)
-    return Downloader(client, max_file_size=1 << 40, segments=segments, segment_min_size=MIN,
+    return HttpDownloader(client, max_file_size=1 << 40, segments=segments, segment_min_size=MIN,
                       heartbeat=(beats.append if beats is not None else (lambda s: None)), heartbeat_every=0, **kw)
 
 

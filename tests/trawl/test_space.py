@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.smallfs import small_filesystem
-from trawl.download.http import Downloader
+from trawl.download.http import HttpDownloader
 from trawl.download.state import ResumeState, Stopped, file_sha256
 from trawl.errors import StorageError, TooLarge
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
@@ -34,8 +34,8 @@ def client() -> Iterator[httpx.Client]:
         yield c
 
 
-def make(client: httpx.Client, **kw) -> Downloader:
-    return Downloader(client, max_file_size=1 << 40, heartbeat_every=0, keep_free=KEEP_FREE, **kw)
+def make(client: httpx.Client, **kw) -> HttpDownloader:
+    return HttpDownloader(client, max_file_size=1 << 40, heartbeat_every=0, keep_free=KEEP_FREE, **kw)
 
 
 def free(path: Path) -> int:
@@ -95,7 +95,7 @@ def test_a_download_without_room_writes_nothing_while_one_that_fits_finishes(sim
     assert make(client).download([sim.url("/middle.mp4")], parts["middle"]).sha256 == middle.sha256()
 
 
-def _outcome(downloader: Downloader, sim: Simulator, name: str, part: Path) -> object:
+def _outcome(downloader: HttpDownloader, sim: Simulator, name: str, part: Path) -> object:
     try:
         return downloader.download([sim.url(f"/{name}.mp4")], part)
     except Exception as exc:  # noqa: BLE001 - the test looks at it

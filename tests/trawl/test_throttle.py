@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from trawl.download.http import Downloader
+from trawl.download.http import HttpDownloader
 from trawl.download.state import ResumeState, Stopped, file_sha256
 from trawl.download.throttle import Throttle
 from trawl.simulator import MediaFile, Simulator
@@ -76,7 +76,7 @@ def test_a_throttled_download_stops_when_asked_while_it_waits(sim: Simulator, tm
     beats: list[ResumeState] = []
     stop = {"now": False}
     with httpx.Client() as client:
-        downloader = Downloader(client, max_file_size=1 << 30, heartbeat=beats.append,
+        downloader = HttpDownloader(client, max_file_size=1 << 30, heartbeat=beats.append,
                                 should_stop=lambda: stop["now"], segments=8, segment_min_size=1 << 20,
                                 limit_rate=100_000)
         assert downloader.segments == 1  # a limited download keeps to one connection
@@ -106,7 +106,7 @@ def test_a_throttled_download_reports_bytes_at_an_even_pace(sim: Simulator, tmp_
     clock = FakeClock()
     beats: list[tuple[float, int]] = []
     with httpx.Client() as client:
-        downloader = Downloader(client, max_file_size=1 << 30, heartbeat=lambda s: beats.append((clock.now, s.offset)),
+        downloader = HttpDownloader(client, max_file_size=1 << 30, heartbeat=lambda s: beats.append((clock.now, s.offset)),
                                 should_stop=lambda: False, limit_rate=100_000)
         downloader.throttle = throttle = Throttle(100_000, clock=clock, sleep=clock.sleep)
         out = downloader.download([sim.url("/paced.mp4")], tmp_path / "p.part")

@@ -9,7 +9,7 @@ import pytest
 
 from trawl.errors import ContentCorrupt
 from trawl.simulator import MediaFile, Simulator
-from trawl.simulator.hls import id3_playlist_segment
+from trawl.simulator.hls_site import id3_playlist_segment
 from trawl.verify import verify_file
 
 

@@ -37,7 +37,7 @@ from trawl.simulator import FileBehaviour, MediaFile, Request, Response, Simulat
 from trawl.platforms.bilibili.site import TEN_PARTS, install_bilibili_site
 from trawl.simulator.demo import og_page
 from trawl.simulator.feed import FeedSite
-from trawl.simulator.hls import install_hls_site
+from trawl.simulator.hls_site import install_hls_site
 from trawl.worker.main import running_worker
 from trawl.workflows.crawl import CrawlWorkflow
 from trawl.workflows.media_item import MediaItemWorkflow

@@ -2,7 +2,7 @@
 
 The activities are fakes registered under the real names ("fetch", "download", ...): they answer
 from a script, raise ``ApplicationError(type=..., non_retryable=...)`` as the real ones would
-(``trawl.activities.errors`` makes a failure final at the stage's attempt limit), and record every call.
+(``trawl.activities.application_errors`` makes a failure final at the stage's attempt limit), and record every call.
 Retry backoffs and ``Retry-After`` delays are skipped, not waited: the stages keep their default
 policies (1 s doubling to 60 s, no attempt limit). Time is skipped only while a test awaits a
 result; while it steers a running workflow (pause, cancel, the crawl window) time runs normally
@@ -76,7 +76,7 @@ async def env() -> AsyncIterator[WorkflowEnvironment]:
 
 
 def failure(error_class: str, *, final: bool = True, retry_after: timedelta | None = None) -> ApplicationError:
-    """What a real activity raises for a classified failure (trawl.activities.errors.to_application_error)."""
+    """What a real activity raises for a classified failure (trawl.activities.application_errors.to_application_error)."""
     return ApplicationError(f"simulated {error_class}", type=error_class, non_retryable=final,
                             next_retry_delay=retry_after)
 

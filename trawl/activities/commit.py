@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
 
-from trawl.activities.errors import classified, workdir_name
+from trawl.activities.application_errors import classified
 from trawl.activities.liveness import heartbeating
 from trawl.contracts import CommitFile, CommitInput, CommitResult, DownloadResult, StoredAsset, stored_assets
 from trawl.download import file_sha256, state_path
@@ -27,6 +27,7 @@ from trawl.merge import merge_dash
 from trawl.models import Asset, Resolved, compact, refuse_previews
 from trawl.storage.blobs import BlobStore, blob_key
 from trawl.storage.records import CommittedAsset
+from trawl.workdirs import workdir_name
 
 if TYPE_CHECKING:  # the catalog (SQLAlchemy) is built by the worker and handed in
     from trawl.storage.catalog import Catalog

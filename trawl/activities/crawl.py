@@ -18,10 +18,10 @@ from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.service import RPCError, RPCStatusCode
 
-from trawl.activities.errors import stage_attempts, stage_max_delay, to_application_error
+from trawl.activities.application_errors import stage_attempts, stage_max_delay, to_application_error
 from trawl.activities.liveness import heartbeating
 from trawl.errors import TrawlError
-from trawl.http import make_client
+from trawl.http_client import make_client
 from trawl.platforms.base import ResolveContext
 from trawl.platforms.registry import Registry
 from trawl.settings import Settings

@@ -13,11 +13,11 @@ import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, CancelledError
 
-from trawl.activities.errors import classified, workdir_name
+from trawl.activities.application_errors import classified
 from trawl.contracts import DiscardInput, DownloadInput, DownloadResult
 from trawl.download import DownloadOutcome, HostSlots, Stopped, discard, discard_hls, downloader_for
 from trawl.settings import DownloadSettings
-from trawl.workdirs import mark_owner
+from trawl.workdirs import mark_owner, workdir_name
 
 ProgressSink = Callable[[str, dict[str, Any]], None]
 # Reports per download of known size (every 25 %): each is a signal, 4 history events and a

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, CancelledError
 
-from trawl.activities.errors import classified
+from trawl.activities.application_errors import classified
 from trawl.activities.liveness import heartbeating
 from trawl.contracts import CommitResult, FetchInput, FetchResult, SmallItemInput, stored_assets
 from trawl.known import known_with_more, route_more

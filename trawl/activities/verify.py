@@ -7,7 +7,7 @@ from pathlib import Path
 
 from temporalio import activity
 
-from trawl.activities.errors import classified
+from trawl.activities.application_errors import classified
 from trawl.activities.liveness import heartbeating
 from trawl.contracts import VerifyInput, VerifyResult
 from trawl.verify import verify_file

@@ -15,7 +15,7 @@ The web page for people (``trawl.web``: the library, an item, the activity) is s
 under ``/``.
 
 One router per resource: ``jobs``, ``crawls``, ``items`` (the catalog), ``watches``, ``health``; ``docs``
-serves the documentation pages, ``errors`` turns exceptions into JSON answers and declares them,
+serves the documentation pages, ``error_responses`` turns exceptions into JSON answers and declares them,
 ``models`` holds the bodies, ``state`` what the routers share. Items and crawls are rendered by
 ``trawl.starter.views``, as the CLI renders them.
 """
@@ -32,7 +32,7 @@ from fastapi import FastAPI
 from temporalio.client import Client
 
 from trawl import web
-from trawl.api import crawls, docs, errors, health, items, jobs, watches
+from trawl.api import crawls, docs, error_responses, health, items, jobs, watches
 from trawl.api.state import CATALOG_THREADS, ApiState
 from trawl.starter.client import connect, ensure_search_attributes
 from trawl.api.limits import BodySizeLimit, FrameGuard, RateLimit
@@ -77,7 +77,7 @@ def create_app(settings: Settings, client: Client | None = None) -> FastAPI:
                        cookie=web.session_cookie(settings.api.port), cookie_access=state.sessions.access,
                        login_path=web.LOGIN_PATH)
     app.add_middleware(FrameGuard)  # outermost: refusals too are never framed
-    errors.install(app)
+    error_responses.install(app)
     for resource in (jobs, crawls, items, watches, health):
         app.include_router(resource.router)
     docs.install(app)

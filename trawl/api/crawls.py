@@ -15,7 +15,7 @@ from temporalio.client import WorkflowExecution, WorkflowExecutionStatus, Workfl
 from temporalio.service import RPCError
 
 from trawl.starter import views
-from trawl.api.errors import MESSAGE_SHOWN, already_closed, declared, described, finished
+from trawl.api.error_responses import MESSAGE_SHOWN, already_closed, declared, described, finished
 from trawl.api.models import Action, Crawl, CrawlCreate, CrawlPage, UrlsAdd
 from trawl.api.state import ApiState, api_state, bearer
 from trawl.starter.client import (MAX_URLS_PER_REQUEST, CrawlRefused, add_to_crawl, cancel_crawl, crawl_handle,

@@ -9,7 +9,7 @@ from collections.abc import Awaitable
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
-from trawl.api.errors import declared
+from trawl.api.error_responses import declared
 from trawl.api.models import Health
 from trawl.api.state import ApiState, api_state
 

@@ -19,7 +19,7 @@ from starlette.datastructures import Headers
 from starlette.responses import MalformedRangeHeader, RangeNotSatisfiable, Response
 
 from trawl.starter import views
-from trawl.api.errors import declared
+from trawl.api.error_responses import declared
 from trawl.api.models import Item, ItemPage
 from trawl.api.state import ApiState, api_state, bearer
 from trawl.export import Template, download_name, ext_for

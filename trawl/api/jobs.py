@@ -10,7 +10,7 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError
 
 from trawl.starter import views
-from trawl.api.errors import MESSAGE_SHOWN, already_closed, declared, described, finished
+from trawl.api.error_responses import MESSAGE_SHOWN, already_closed, declared, described, finished
 from trawl.api.models import Action, Job, JobCreate, JobStatus, Progress
 from trawl.api.state import ApiState, api_state, bearer
 from trawl.starter.client import item_handle, item_progress, item_result, start_item

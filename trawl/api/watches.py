@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, HTTPException
 from pydantic import BaseModel, Field
 
-from trawl.api.errors import declared
+from trawl.api.error_responses import declared
 from trawl.api.models import CRAWL_URLS_LIMITS
 from trawl.api.state import ApiState, api_state, bearer
 from trawl.platforms.registry import listing_kinds

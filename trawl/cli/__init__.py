@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
                       worker=settings.worker.identity or default_worker_name())
     try:
         if supervising:
-            from trawl.http import make_client
+            from trawl.http_client import make_client
             from trawl.worker.supervisor import supervise  # signal handlers need the main thread
 
             make_client(settings.net).close()  # a refused proxy is said once here, not by every child

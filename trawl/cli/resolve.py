@@ -35,7 +35,7 @@ def listing_urls(settings: Settings, registry: Registry, listing: ListingRoute) 
 
 
 def _expanded(settings: Settings, registry: Registry, source: Any) -> list[str]:
-    from trawl.http import make_client
+    from trawl.http_client import make_client
     from trawl.platforms.base import ResolveContext
     from trawl.sources import expand
 
@@ -71,7 +71,7 @@ def print_listing(registry: Registry, listing: ListingRoute, entries: list[str],
 
 def cmd_resolve(args: argparse.Namespace, settings: Settings) -> int:
     """Resolve without downloading, like ``yt-dlp -j``."""
-    from trawl.http import make_client
+    from trawl.http_client import make_client
     from trawl.models import refuse_previews
     from trawl.platforms.base import ResolveContext
 

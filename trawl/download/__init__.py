@@ -1,10 +1,11 @@
 """Downloads to a ``.part`` file, resumably, one downloader per protocol (yt-dlp's downloader map).
 
 An asset says which protocol its URLs need (:attr:`trawl.models.Asset.protocol`);
-:func:`downloader_for` picks the downloader from :data:`DOWNLOADERS`. Each is built the same way
-(``from_settings``), reads its own state back from heartbeat details (``previous_state``) and
-downloads with ``download(urls, part, headers=, expected_size=, previous=)`` to a
-:class:`DownloadOutcome`, raising :class:`Stopped` when asked to stop.
+:func:`downloader_for` picks the downloader from :data:`DOWNLOADERS`. Each is a
+:class:`Downloader`: built the same way (``from_settings``), reading its own state back from
+heartbeat details (``previous_state``) and downloading with
+``download(urls, part, headers=, expected_size=, previous=)`` to a :class:`DownloadOutcome`,
+raising :class:`Stopped` when asked to stop.
 
 Modules, each importing only those listed before it:
 
@@ -19,13 +20,15 @@ Modules, each importing only those listed before it:
   that finds it worth it hands over to it).
 - :mod:`~trawl.download.http`: plain HTTP, one file (``http``).
 - :mod:`~trawl.download.hls`: an HLS stream into one file (``hls``); it shares the primitives
-  and imports nothing of the HTTP downloaders. The playlists it reads are :mod:`trawl.hls`'s.
+  and imports nothing of the HTTP downloaders. The playlists it reads are :mod:`trawl.hls_playlists`'s.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Protocol
+
 from trawl.download.hls import HlsDownloader, HlsState, discard_hls
-from trawl.download.http import Downloader
+from trawl.download.http import HttpDownloader
 from trawl.download.segmented import HostSlots
 from trawl.download.state import (
     DownloadOutcome,
@@ -39,14 +42,48 @@ from trawl.download.state import (
 )
 from trawl.errors import UnsupportedUrl
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    import httpx
+
+    from trawl.settings import DownloadSettings
+
+
+class Downloader(Protocol):
+    """What every downloader of :data:`DOWNLOADERS` offers the download activity.
+
+    Its state (what ``heartbeat`` receives, ``previous_state`` returns and ``download`` takes
+    back as ``previous``) is its own dataclass, so it is ``Any`` here.
+    """
+
+    @classmethod
+    def from_settings(cls, client: httpx.Client, settings: DownloadSettings, *, heartbeat: Callable[[Any], None],
+                      should_stop: Callable[[], bool], platform: str = "", quality: int = 0, limit_rate: int = 0,
+                      host_slots: HostSlots | None = None) -> Downloader:
+        """A downloader as ``settings`` set it up for one asset; each takes the options it uses."""
+        ...
+
+    @staticmethod
+    def previous_state(details: object, urls: list[str]) -> Any:  # noqa: ANN401 - the downloader's own state
+        """The last attempt's state in its heartbeat ``details``, or None."""
+        ...
+
+    def download(self, urls: list[str], part: Path, *, headers: dict[str, str] | None = None,
+                 expected_size: int | None = None, previous: Any = None) -> DownloadOutcome:  # noqa: ANN401
+        """Download the first of ``urls`` that works into ``part``."""
+        ...
+
+
 # Protocol (``Asset.protocol``) -> the downloader of its URLs.
-DOWNLOADERS: dict[str, type[Downloader] | type[HlsDownloader]] = {
-    "http": Downloader,
+DOWNLOADERS: dict[str, type[Downloader]] = {
+    "http": HttpDownloader,
     "hls": HlsDownloader,
 }
 
 
-def downloader_for(protocol: str) -> type[Downloader] | type[HlsDownloader]:
+def downloader_for(protocol: str) -> type[Downloader]:
     """The downloader of ``protocol``'s URLs.
 
     Raises:
@@ -62,6 +99,7 @@ __all__ = [
     "DOWNLOADERS",
     "DownloadOutcome",
     "Downloader",
+    "HttpDownloader",
     "HlsDownloader",
     "HlsState",
     "HostSlots",

@@ -1,6 +1,6 @@
 """Downloading a VOD HLS stream into one file, resumable segment by segment.
 
-The playlist is fetched (a master playlist: the variant :func:`trawl.hls.choose_variant` picks,
+The playlist is fetched (a master playlist: the variant :func:`trawl.hls_playlists.choose_variant` picks,
 then its media playlist), refused when live, and its segments are appended in order to the
 asset's ``.part`` file, each verified before the next: the status (200, or a 206 whose
 ``Content-Range`` is the ``EXT-X-BYTERANGE`` asked for), the length (``Content-Length`` or the
@@ -14,7 +14,7 @@ Resume state (:class:`HlsState`) is the next segment's index and the bytes befor
 beside the file after every segment, once the segment's bytes are on disk (``fdatasync``), and
 heartbeated; a retry keeps that prefix, re-hashes it and goes on with the next segment, so a
 killed worker costs at most the segment that was in flight. A retry meets the same stream only
-when the playlist's :attr:`~trawl.hls.MediaPlaylist.fingerprint` is unchanged (fresh URL
+when the playlist's :attr:`~trawl.hls_playlists.MediaPlaylist.fingerprint` is unchanged (fresh URL
 signatures do not change it); anything else starts over.
 
 A segment failing for a transient reason (network, 5xx, a cut body, a page instead of media) is
@@ -63,7 +63,7 @@ from trawl.errors import (
     classify_exception,
     classify_response,
 )
-from trawl.hls import (
+from trawl.hls_playlists import (
     Aes128Decryptor,
     ByteRange,
     MasterPlaylist,
@@ -73,7 +73,7 @@ from trawl.hls import (
     parse_playlist,
     require_vod,
 )
-from trawl.http import read_limited
+from trawl.http_client import read_limited
 from trawl.logs import get_logger
 from trawl.ranges import parse_content_range
 from trawl.sniff import SNIFF_BYTES, ffmpeg_input, sniff

@@ -79,7 +79,10 @@ SPLIT_AFTER_S = 2.0
 Heartbeat = Callable[[ResumeState], None]
 
 
-class Downloader:
+class HttpDownloader:
+    """Plain HTTP (protocol ``http``): one file, resumed by range, split over several connections
+    when that pays (:mod:`trawl.download.segmented`)."""
+
     def __init__(
         self,
         client: httpx.Client,
@@ -126,7 +129,7 @@ class Downloader:
     @classmethod
     def from_settings(cls, client: httpx.Client, settings: DownloadSettings, *, heartbeat: Heartbeat,
                       should_stop: Callable[[], bool], platform: str = "", quality: int = 0, limit_rate: int = 0,
-                      host_slots: HostSlots | None = None) -> Downloader:
+                      host_slots: HostSlots | None = None) -> HttpDownloader:
         """A downloader as ``settings`` set it up for one asset: the constructor every downloader of
         :data:`trawl.download.DOWNLOADERS` shares (``quality`` is for HLS, unused here).
 

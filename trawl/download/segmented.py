@@ -1,7 +1,7 @@
 """One file over several connections, each fetching its own byte range into the same file.
 
 Throttled CDNs limit each connection, not each client; N ranges in parallel go about N times
-as fast. :class:`trawl.download.http.Downloader` starts a run once a ``Range: bytes=0-`` request was
+as fast. :class:`trawl.download.http.HttpDownloader` starts a run once a ``Range: bytes=0-`` request was
 answered 206 with the size and a strong validator; the first connection keeps that answer for
 segment 0, the others ask ``Range: bytes=<from>-<to>`` with ``If-Range``.
 
@@ -95,7 +95,7 @@ class HostSlots:
 
 
 class Owner(Protocol):
-    """What a run uses of the downloader that starts it (:class:`trawl.download.http.Downloader`)."""
+    """What a run uses of the downloader that starts it (:class:`trawl.download.http.HttpDownloader`)."""
 
     client: httpx.Client
     segments: int  # connections wanted

@@ -104,9 +104,9 @@ class Resolver(ABC):
 
 
 def read_limited(resp: httpx.Response, limit: int, url: str) -> bytes:
-    """:func:`trawl.http.read_limited`: the body of ``resp``, refused past ``limit`` bytes."""
-    # Imported here: trawl.http reads the settings, which are built from the platforms' list.
-    from trawl.http import read_limited as read
+    """:func:`trawl.http_client.read_limited`: the body of ``resp``, refused past ``limit`` bytes."""
+    # Imported here: trawl.http_client reads the settings, which are built from the platforms' list.
+    from trawl.http_client import read_limited as read
 
     return read(resp, limit, url)
 

@@ -13,7 +13,7 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 
 from trawl.errors import UnsupportedUrl, classify_exception, classify_response
-from trawl.hls import MediaPlaylist, is_hls_type, is_hls_url, parse_playlist, require_vod
+from trawl.hls_playlists import MediaPlaylist, is_hls_type, is_hls_url, parse_playlist, require_vod
 from trawl.models import Asset, Resolved
 from trawl.ranges import parse_content_range
 from trawl.platforms.base import Page, ResolveContext, Resolver, float_or_none, int_or_none, read_limited

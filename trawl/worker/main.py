@@ -28,7 +28,7 @@ from trawl.activities.fetch import FetchActivities
 from trawl.activities.host import HostActivities
 from trawl.activities.small import SmallItemActivities
 from trawl.activities.verify import VerifyActivities
-from trawl.http import make_client
+from trawl.http_client import make_client
 from trawl.logs import default_worker_name
 from trawl.platforms.base import ResolveContext
 from trawl.platforms.registry import Registry, build_registry
@@ -102,7 +102,7 @@ async def running_worker(
     http = make_client(settings.net)
     retry = settings.retry
     blobs = open_blob_store(settings)  # a local directory or an S3 bucket, by storage.url
-    # Each stage's attempt limit is applied by its activities (trawl.activities.errors), so that
+    # Each stage's attempt limit is applied by its activities (trawl.activities.application_errors), so that
     # infrastructure failures can wait out the stage's schedule_to_close instead.
     download = DownloadActivities(http, settings.work_dir, settings.download, retry.download.maximum_interval,
                                   retry.download.maximum_attempts, progress=progress_signaller(client))

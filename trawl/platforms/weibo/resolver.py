@@ -54,7 +54,7 @@ from trawl.errors import (
     classify_exception,
     classify_response,
 )
-from trawl.hls import is_hls_type, is_hls_url
+from trawl.hls_playlists import is_hls_type, is_hls_url
 from trawl.models import Asset, Resolved, compact, count_or_none, upload_date
 from trawl.platforms.base import (
     ResolveContext,

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from trawl.errors import ContentCorrupt, ParseError, TooLarge, TrawlError, UnsupportedUrl
-from trawl.hls import (
+from trawl.hls_playlists import (
     MAX_SEGMENTS,
     Aes128Decryptor,
     ByteRange,
@@ -24,7 +24,7 @@ from trawl.platforms.generic import GenericResolver, kind_from_content_type
 from trawl.platforms.weibo.resolver import _video_asset
 from trawl.simulator import Simulator
 from trawl.simulator.demo import og_page
-from trawl.simulator.hls import KEY, encrypt, install_hls_site
+from trawl.simulator.hls_site import KEY, encrypt, install_hls_site
 
 BASE = "https://cdn.example.com/v/1/index.m3u8"
 
@@ -144,7 +144,7 @@ def test_blank_and_comment_lines_never_reach_the_parser(parsed_texts: list[str])
 
 
 def test_a_playlist_of_too_many_lines_is_refused_before_parsing(parsed_texts: list[str]) -> None:
-    from trawl.hls import MAX_PLAYLIST_LINES
+    from trawl.hls_playlists import MAX_PLAYLIST_LINES
 
     text = "#EXTM3U\n" + "#EXT-X-DISCONTINUITY\n" * MAX_PLAYLIST_LINES + "#EXTINF:2,\na.ts\n#EXT-X-ENDLIST\n"
     with pytest.raises(ParseError, match="lines"):
@@ -154,7 +154,7 @@ def test_a_playlist_of_too_many_lines_is_refused_before_parsing(parsed_texts: li
 
 def test_a_playlist_of_too_many_keys_is_refused_before_parsing(parsed_texts: list[str]) -> None:
     """The parser compares every key with every key before it: distinct keys cost their square."""
-    from trawl.hls import MAX_KEY_TAGS
+    from trawl.hls_playlists import MAX_KEY_TAGS
 
     def keyed(count: int) -> str:
         return "#EXTM3U\n" + "".join(f'#EXT-X-KEY:METHOD=AES-128,URI="k",IV=0x{i:032x}\n#EXTINF:2,\na.ts\n'

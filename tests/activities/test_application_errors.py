@@ -10,7 +10,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from trawl.activities.errors import classified, to_application_error
+from trawl.activities.application_errors import classified, to_application_error
 from trawl.contracts import DownloadInput
 from trawl.errors import Http5xx, NameNotFound, NotFound, RateLimited, StorageError
 from trawl.models import Asset

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import functools
-import hashlib
-import re
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -114,10 +112,3 @@ def classified(max_delay: Callable[[Any], timedelta | None]) -> Callable[[F], F]
         return run  # type: ignore[return-value]
 
     return wrap
-
-
-def workdir_name(workflow_id: str) -> str:
-    """A file-system-safe directory name for one workflow's partial files."""
-    safe = re.sub(r"[^A-Za-z0-9._-]", "_", workflow_id)[:80]
-    return f"{safe}-{hashlib.sha1(workflow_id.encode()).hexdigest()[:12]}"
-

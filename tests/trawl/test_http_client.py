@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from trawl.errors import BlockedAddress
-from trawl.http import make_client
+from trawl.http_client import make_client
 from trawl.netguard import check_host, is_blocked_ip
 from trawl.platforms.base import ResolveContext
 from trawl.platforms.generic import GenericResolver
@@ -92,7 +92,7 @@ def test_hosts_exempted_by_no_proxy_are_still_guarded(monkeypatch: pytest.Monkey
 
 
 def test_every_transport_of_a_guarded_client_uses_the_guard(monkeypatch: pytest.MonkeyPatch) -> None:
-    from trawl.http import GuardedBackend, ProxiedTargetGuard
+    from trawl.http_client import GuardedBackend, ProxiedTargetGuard
 
     for var in PROXY_VARS:
         monkeypatch.delenv(var, raising=False)
@@ -108,7 +108,7 @@ def test_every_transport_of_a_guarded_client_uses_the_guard(monkeypatch: pytest.
 
 def test_a_direct_connection_goes_to_the_checked_address(sim: Simulator) -> None:
     """The socket is opened to the address the guard checked, not to a second lookup."""
-    from trawl.http import GuardedBackend
+    from trawl.http_client import GuardedBackend
 
     port = httpx.URL(sim.base_url).port
     backend = GuardedBackend(("127.0.0.0/8",))
