@@ -2,8 +2,9 @@
 
 From the bottom: the domain core (``trawl``'s own modules, ``trawl.storage``, ``trawl.platforms``,
 ``trawl.simulator``; it never imports ``temporalio``), ``trawl.contracts`` (what crosses
-Temporal), ``trawl.activities``, ``trawl.workflows``, ``trawl.worker``, ``trawl.starter`` (the
-Temporal client side: starting, reading, the embedded server) and, on top, ``trawl.cli`` and
+Temporal: data and names) with ``trawl.routing`` (the core's answers made into contracts),
+``trawl.activities``, ``trawl.workflows``, ``trawl.worker``, ``trawl.starter`` (the Temporal
+client side: starting, reading, the embedded server) and, on top, ``trawl.cli`` and
 ``trawl.api`` with the web page it serves (``trawl.web``). A module imports its own layer and those below, lazily imported modules included.
 """
 
@@ -20,8 +21,8 @@ LAYERS = ("core", "contracts", "activities", "workflows", "worker", "starter", "
 
 def layer(module: str) -> str:
     part = module.split(".")[1] if module.count(".") else ""
-    return {"contracts": "contracts", "activities": "activities", "workflows": "workflows", "worker": "worker",
-            "starter": "starter", "cli": "top", "api": "top", "web": "top"}.get(part, "core")
+    return {"contracts": "contracts", "routing": "contracts", "activities": "activities", "workflows": "workflows",
+            "worker": "worker", "starter": "starter", "cli": "top", "api": "top", "web": "top"}.get(part, "core")
 
 
 def _modules() -> dict[str, Path]:
@@ -92,6 +93,12 @@ def test_the_domain_core_imports_no_temporal() -> None:
 
 def test_contracts_import_only_the_core() -> None:
     assert {layer(n) for n in imports()["trawl.contracts"] if n.startswith("trawl.")} == {"core"}
+    assert {layer(n) for n in imports()["trawl.routing"] if n.startswith("trawl.")} == {"core", "contracts"}
+
+
+def test_contracts_are_data_and_names() -> None:
+    """What crosses Temporal depends on no store, registry or settings: it is data and names."""
+    assert sorted(n for n in imports()["trawl.contracts"] if n.startswith("trawl.")) == ["trawl.errors", "trawl.models"]
 
 
 def test_the_check_bites() -> None:

@@ -13,20 +13,14 @@ importing the workflows and their activities.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from temporalio.common import RetryPolicy, SearchAttributeKey
 
-from trawl.errors import BY_CLASS, NON_RETRYABLE, TrawlError
+from trawl.errors import BY_CLASS, NON_RETRYABLE
 from trawl.models import Asset, MoreItem, Resolved
-from trawl.storage.blobs import blob_key
-from trawl.storage.records import CatalogItem
-
-if TYPE_CHECKING:
-    from trawl.platforms.registry import Registry
 
 # -- search attributes of the item and crawl workflows (registered by trawl.starter.embedded) ---
 PLATFORM = SearchAttributeKey.for_keyword("Platform")
@@ -200,12 +194,10 @@ class StoredAsset:
     mime: str | None = None
 
     def __post_init__(self) -> None:
-        self.key = self.key or blob_key(self.sha256)
-
-
-def stored_assets(item: CatalogItem) -> list[StoredAsset]:
-    """The committed files of a catalog item."""
-    return [StoredAsset(a.name, a.kind, a.sha256, a.size, a.key, a.mime) for a in item.assets]
+        # Such a result's blob has the key its sha256 names: the store's one key form,
+        # ``sha256/ab/cd/<sha256>`` (trawl.storage.protocol.blob_key, which a stored key can never
+        # leave; tests/test_contracts.py holds the two together).
+        self.key = self.key or f"sha256/{self.sha256[:2]}/{self.sha256[2:4]}/{self.sha256}"
 
 
 @dataclass
@@ -374,38 +366,6 @@ class Refusal:
 
     def __str__(self) -> str:
         return f"{self.url}: {self.error_class}: {self.message}"
-
-
-def routed(registry: Registry, urls: Iterable[str]) -> Iterator[CrawlItem | Refusal]:
-    """Each URL as a crawl carries it (:func:`crawl_item`), or its refusal, in order, as they come."""
-    for index, url in enumerate(urls):
-        try:
-            yield crawl_item(registry, url)
-        except TrawlError as err:
-            yield Refusal(index, url, err.error_class, err.message)
-
-
-def route_all(registry: Registry, urls: Iterable[str]) -> tuple[list[CrawlItem], list[Refusal]]:
-    """:func:`routed`, the items and the refusals apart."""
-    items: list[CrawlItem] = []
-    refusals: list[Refusal] = []
-    for routed_url in routed(registry, urls):
-        (refusals if isinstance(routed_url, Refusal) else items).append(routed_url)  # type: ignore[arg-type]
-    return items, refusals
-
-
-def crawl_item(registry: Registry, url: str) -> CrawlItem:
-    """``url`` as a crawl carries it, routed offline: a listing to expand, or an item.
-
-    Raises:
-        TrawlError: no resolver takes it (``unsupported_url``), or it is a listing form only a
-            logged-in account can list (``login_required``).
-    """
-    listing = registry.listing_for(url)
-    if listing is not None:
-        return CrawlItem(listing.url, listing.platform, listing.workflow_id, listing=listing.definition())
-    route = registry.route(url)
-    return CrawlItem(url.strip(), route.platform, route.workflow_id)
 
 
 @dataclass

@@ -10,7 +10,7 @@ import pytest
 
 from trawl.cli import build_parser, yt_dlp_aliases
 from trawl.cli.crawl import read_urls
-from trawl.cli.export import crawl_choices, crawl_settings, quality_audio, quality_height, split_cookies
+from trawl.cli.choices import crawl_choices, crawl_settings, quality_audio, quality_height, split_cookies
 from trawl.starter.client import CrawlChoices, item_options
 from trawl.cli.output import CommandError
 from trawl.platforms.bilibili.resolver import qn_for_height

@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from trawl.cli import crawl_progress_line, format_eta, format_speed, progress_bar, stats_line
+from trawl.cli import crawl_progress_line, progress_bar, stats_line
 from trawl.cli.output import Rate
+from trawl.formatting import format_eta, format_speed
 from trawl.starter.client import start_item
 from tests.e2e.test_cli import TRAWL, run, trawl_env
 from tests.e2e.test_steering import cli_env

@@ -16,7 +16,7 @@ from tests.e2e.test_crawl_cli import cli, env_for, wait_finished
 from tests.e2e.test_platforms import platform_env
 from tests.e2e.test_watch import triggered_run
 from tests.api.test_api import TOKEN, free_port, serving
-from trawl.contracts import crawl_item
+from trawl.routing import crawl_item
 from trawl.platforms.bilibili.site import (COLLECTION_ID, FAVORITES_ID, LIST_MID, PRIVATE_FAVORITES_ID, SERIES_ID,
                                            install_bilibili_site)
 from trawl.platforms.facebook.site import install_facebook_site

@@ -20,11 +20,12 @@ from temporalio import activity
 
 from trawl.activities.application_errors import classified
 from trawl.activities.liveness import heartbeating
-from trawl.contracts import CommitFile, CommitInput, CommitResult, DownloadResult, StoredAsset, stored_assets
+from trawl.contracts import CommitFile, CommitInput, CommitResult, DownloadResult, StoredAsset
 from trawl.download import file_sha256, state_path
 from trawl.errors import StorageError
 from trawl.merge import merge_dash
 from trawl.models import Asset, Resolved, compact, refuse_previews
+from trawl.routing import stored_assets
 from trawl.storage.blobs import BlobStore, blob_key
 from trawl.storage.records import CommittedAsset
 from trawl.workdirs import workdir_name

@@ -28,8 +28,8 @@ from trawl.settings import Settings
 from trawl.sources import SourceError, expand, find_source, source_from_definition
 
 from trawl.contracts import (  # noqa: F401 - CrawlItem: imported from here by tools
-    CrawlItem, ExpandInput, ExpandResult, FrontierAdd, FrontierGrew, FrontierPage, FrontierRead, JoinInput, JoinResult,
-    route_all)
+    CrawlItem, ExpandInput, ExpandResult, FrontierAdd, FrontierGrew, FrontierPage, FrontierRead, JoinInput, JoinResult)
+from trawl.routing import route_all
 
 if TYPE_CHECKING:  # the catalog (SQLAlchemy) is built by the worker and handed in
     from trawl.storage.catalog import Catalog

@@ -25,9 +25,10 @@ from temporalio.exceptions import ApplicationError, CancelledError
 
 from trawl.activities.application_errors import classified
 from trawl.activities.liveness import heartbeating
-from trawl.contracts import CommitResult, FetchInput, FetchResult, SmallItemInput, stored_assets
+from trawl.contracts import CommitResult, FetchInput, FetchResult, SmallItemInput
 from trawl.known import known_with_more, route_more
 from trawl.models import Resolved, as_preview, known_total, refuse_previews
+from trawl.routing import stored_assets
 from trawl.platforms.base import ResolveContext
 from trawl.platforms.registry import Registry
 from trawl.storage.records import CatalogItem

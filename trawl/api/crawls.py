@@ -22,7 +22,8 @@ from trawl.starter.client import (MAX_URLS_PER_REQUEST, CrawlRefused, add_to_cra
                                   start_crawl)
 from trawl.starter.views import crawl_failure, visibility_literal
 from trawl.starter.waiting import running_items
-from trawl.contracts import CRAWL_WORKFLOW, CrawlStats, route_all, workflow_queue
+from trawl.contracts import CRAWL_WORKFLOW, CrawlStats, workflow_queue
+from trawl.routing import route_all
 from trawl.text import shown
 
 MAX_CRAWLS_PAGE = 100

@@ -4,15 +4,18 @@ Every command and flag is declared in :mod:`trawl.cli.args`, which imports nothi
 ``--version`` and ``--help`` answer at once; a command's module is imported only when it runs.
 The commands live in one module per group:
 
-- :mod:`trawl.cli.crawl`: ``crawl``, ``crawls``, ``crawl-status``, ``items``, ``fsck``
+- :mod:`trawl.cli.crawl`: ``crawl``, ``crawls``, ``crawl-status`` (:mod:`trawl.cli.choices`: what
+  ``-f``, ``--limit-rate`` and ``--cookies`` choose)
+- :mod:`trawl.cli.catalog`: ``items``, ``fsck``
 - :mod:`trawl.cli.resolve`: ``resolve`` (and the URLs of a source or a listing)
 - :mod:`trawl.cli.steering`: ``status``, ``pause``, ``resume``, ``cancel``
 - :mod:`trawl.cli.serve`: ``server``, ``worker``, ``up``, ``api``, ``setup``, ``demo``, ``simulator``
 - :mod:`trawl.cli.logs`: ``logs triage``
 - :mod:`trawl.cli.watch`: ``watch add|list|pause|resume|trigger|remove``
-- :mod:`trawl.cli.export`: ``export`` (named files; ``crawl``'s yt-dlp-style flags)
+- :mod:`trawl.cli.export`: ``export`` (named files; ``crawl --export``)
 
-What they print comes from :mod:`trawl.cli.output` (lines, speed, the live status line) and
+What they print comes from :mod:`trawl.cli.output` (lines, the live status line; sizes, speeds
+and ETAs from :mod:`trawl.formatting`, which the web page shares) and
 :mod:`trawl.starter.views` (the JSON forms, shared with the HTTP API); :mod:`trawl.cli.progress`
 measures work being awaited, :mod:`trawl.cli.common` holds the Temporal session. A person's mistake is a
 :class:`~trawl.cli.output.CommandError`: one line, no traceback, exit status 2 for usage and
@@ -38,8 +41,7 @@ from trawl.cli.exits import EXIT_INTERRUPTED, EXIT_USAGE
 # ``trawl --version`` and ``--help`` import none of them.
 _LAZY = {
     "crawl_urls": "trawl.cli.crawl", "read_urls": "trawl.cli.crawl", "session": "trawl.cli.common",
-    "EXIT_FAILED_ITEMS": "trawl.cli.exits", "crawl_progress_line": "trawl.cli.output",
-    "format_eta": "trawl.cli.output", "format_speed": "trawl.cli.output", "progress_bar": "trawl.cli.output",
+    "EXIT_FAILED_ITEMS": "trawl.cli.exits", "crawl_progress_line": "trawl.cli.output", "progress_bar": "trawl.cli.output",
     "result_line": "trawl.cli.output", "stats_line": "trawl.cli.output",
 }
 

@@ -18,7 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--log-level", default=None, help="log level (default WARNING for one-shot commands)")
     parser.add_argument("--version", action="version", version=f"trawl {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for group in (_crawl, _steering, _serve, _logs, _watch, _export):
+    for group in (_crawl, _catalog, _steering, _serve, _logs, _watch, _export):
         group(sub)
     return parser
 
@@ -109,17 +109,19 @@ def _crawl(sub: argparse._SubParsersAction) -> None:
     resolve.add_argument("-j", "--json", action="store_true", help="one JSON object per URL (yt-dlp's -j)")
     resolve.set_defaults(func="resolve:cmd_resolve")
 
+
+def _catalog(sub: argparse._SubParsersAction) -> None:
     items = sub.add_parser("items", help="list the catalog")
     items.add_argument("--json", action="store_true")
     items.add_argument("--platform")
     items.add_argument("--limit", type=int, default=1000)
-    items.set_defaults(func="crawl:cmd_items")
+    items.set_defaults(func="catalog:cmd_items")
 
     fsck = sub.add_parser("fsck", help="check every blob against its hash and every catalog row against the store")
     fsck.add_argument("--repair", action="store_true",
                       help="move damaged blobs to data/quarantine, drop their rows and crawl those items again")
     fsck.add_argument("--json", action="store_true")
-    fsck.set_defaults(func="crawl:cmd_fsck")
+    fsck.set_defaults(func="catalog:cmd_fsck")
 
 
 def _steering(sub: argparse._SubParsersAction) -> None:

@@ -1,12 +1,12 @@
-"""What the ``trawl`` commands print: sizes, item and crawl lines, speed and ETA, the live status
-line on a terminal, and the one-line error a person's mistake gets.
+"""What the ``trawl`` commands print: item and crawl lines, speed and ETA, the live status line on
+a terminal, and the one-line error a person's mistake gets. Sizes, speeds, clocks and ETAs are
+written by :mod:`trawl.formatting`, which the web page uses too.
 
 The JSON forms of items, results and crawls come from :mod:`trawl.starter.views`, shared with the API.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from collections import deque
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from wcwidth import wcswidth, wcwidth
 
+from trawl.formatting import format_eta, format_speed, human_size
 from trawl.text import escaped
 from trawl.cli.exits import EXIT_FAILED_ITEMS, EXIT_INTERRUPTED, EXIT_USAGE  # noqa: F401 - the commands take them here
 
@@ -30,15 +31,6 @@ class CommandError(Exception):
         super().__init__(message)
         self.message = message
         self.code = code
-
-
-def human_size(size: float) -> str:
-    value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{size} B"
 
 
 def display_width(text: str) -> int:
@@ -105,29 +97,6 @@ class Rate:
         if now > then:
             self.speed = (value - before) / (now - then)
         return self.speed
-
-
-def eta_seconds(remaining: float | None, speed: float | None) -> float | None:
-    if remaining is None or not speed or speed <= 0:
-        return None
-    return max(0.0, remaining) / speed
-
-
-def format_speed(speed: float | None) -> str:
-    return f"{human_size(speed)}/s" if speed is not None else ""
-
-
-def clock(seconds: float) -> str:
-    """``m:ss``, or ``h:mm:ss`` from an hour (seconds rounded up)."""
-    hours, rest = divmod(math.ceil(seconds), 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
-
-
-def format_eta(seconds: float | None) -> str:
-    if seconds is None or seconds < 0:
-        return ""
-    return f"ETA {clock(seconds)}"
 
 
 def _speed_eta(speed: float | None, eta: float | None) -> list[str]:

@@ -12,7 +12,8 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from trawl.cli.output import Rate, StatusLine, crawl_progress_line, eta_seconds
+from trawl.cli.output import Rate, StatusLine, crawl_progress_line
+from trawl.formatting import eta_seconds
 from trawl.starter.client import item_progress
 from trawl.contracts import ItemResult
 

@@ -7,7 +7,8 @@ import argparse
 import json
 from typing import Any
 
-from trawl.cli.output import EXIT_FAILED_ITEMS, clean, human_size, printable
+from trawl.cli.output import EXIT_FAILED_ITEMS, clean, printable
+from trawl.formatting import human_size
 from trawl.errors import TrawlError, UnsupportedUrl
 from trawl.platforms.registry import ListingRoute, Registry, build_registry
 from trawl.settings import Settings

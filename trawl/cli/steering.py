@@ -19,12 +19,12 @@ from trawl.cli.output import (
     CommandError,
     Rate,
     StatusLine,
-    eta_seconds,
     fitted_progress_bar,
     is_terminal,
     progress_bar,
     result_line,
 )
+from trawl.formatting import eta_seconds
 from trawl.starter.client import cancel_crawl, item_handle, item_progress, item_result
 from trawl.starter.views import result_dict, started_url, status_name
 from trawl.platforms.registry import build_registry

@@ -39,7 +39,8 @@ from trawl.worker.runtime import ONE_SHOT_MARK, core_logging
 from trawl.contracts import (
     ADD_URLS, CRAWL_ID, CRAWL_WORKFLOW, FRONTIER_ADDED, ITEM_WORKFLOW, KEPT_REFUSALS, PLATFORM, PROGRESS, STATS,
     CrawlInput, CrawlState, CrawlStats, FrontierGrew, ItemInput, ItemOptions, ItemResult, Progress, Refusal,
-    StagePolicy, download_queue, route_all, routed, workflow_queue)
+    StagePolicy, download_queue, workflow_queue)
+from trawl.routing import route_all, routed
 
 if TYPE_CHECKING:  # SQLAlchemy loads only in the commands that open the catalog
     from trawl.storage.catalog import Catalog

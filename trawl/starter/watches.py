@@ -73,7 +73,8 @@ from trawl.durations import parse_duration
 from trawl.platforms.registry import Registry
 from trawl.settings import Settings
 from trawl.sources import SourceError, describe, find_source, source_definition
-from trawl.contracts import CRAWL_WORKFLOW, CrawlInput, route_all, workflow_queue
+from trawl.contracts import CRAWL_WORKFLOW, CrawlInput, workflow_queue
+from trawl.routing import route_all
 
 WATCH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
 # A run's counts come from its worker (a query) while it runs; a worker that cannot answer within

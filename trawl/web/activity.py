@@ -23,7 +23,7 @@ from trawl.starter.views import visibility_literal
 from trawl.starter.waiting import RunningItems, running_items
 from trawl.api.models import Crawl
 from trawl.api.state import ApiState
-from trawl.cli.output import eta_seconds
+from trawl.formatting import eta_seconds
 from trawl.contracts import DEMO_QUEUE_SUFFIX, ITEM_WORKFLOW, workflow_queue
 from trawl.errors import NON_RETRYABLE
 from trawl.starter.watches import Watch, list_watches

@@ -14,7 +14,7 @@ from fastapi.templating import Jinja2Templates
 
 from trawl.api.items import export_template
 from trawl.api.state import ApiState, api_state
-from trawl.cli.output import clock, human_size
+from trawl.formatting import clock, human_size
 from trawl.export import download_name
 from trawl.storage.library import COUNT_CAP, KINDS, SORTS, LibraryQuery
 from trawl.storage.records import CatalogItem, CommittedAsset

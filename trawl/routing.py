@@ -1,0 +1,61 @@
+"""From the core's answers to what crosses Temporal, offline: a URL routed as a crawl carries it
+(:func:`crawl_item`: an item, or a listing to expand; :func:`routed`, :func:`route_all` for many,
+refusals apart) and a committed catalog item's files as a result carries them
+(:func:`stored_assets`).
+
+It sits beside :mod:`trawl.contracts` (which holds the data and the names only): it builds their
+classes from the registry's and the catalog's answers, so the clients, the activities and the
+starter route a URL the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
+
+from trawl.contracts import CrawlItem, Refusal, StoredAsset
+from trawl.errors import TrawlError
+
+if TYPE_CHECKING:
+    from trawl.platforms.registry import Registry
+    from trawl.storage.records import CatalogItem
+
+
+def crawl_item(registry: Registry, url: str) -> CrawlItem:
+    """``url`` as a crawl carries it, routed offline: a listing to expand, or an item.
+
+    Raises:
+        TrawlError: no resolver takes it (``unsupported_url``), or it is a listing form only a
+            logged-in account can list (``login_required``).
+    """
+    listing = registry.listing_for(url)
+    if listing is not None:
+        return CrawlItem(listing.url, listing.platform, listing.workflow_id, listing=listing.definition())
+    route = registry.route(url)
+    return CrawlItem(url.strip(), route.platform, route.workflow_id)
+
+
+def routed(registry: Registry, urls: Iterable[str]) -> Iterator[CrawlItem | Refusal]:
+    """Each URL as a crawl carries it (:func:`crawl_item`), or its refusal, in order, as they come."""
+    for index, url in enumerate(urls):
+        try:
+            yield crawl_item(registry, url)
+        except TrawlError as err:
+            yield Refusal(index, url, err.error_class, err.message)
+
+
+def route_all(registry: Registry, urls: Iterable[str]) -> tuple[list[CrawlItem], list[Refusal]]:
+    """:func:`routed`, the items and the refusals apart."""
+    items: list[CrawlItem] = []
+    refusals: list[Refusal] = []
+    for routed_url in routed(registry, urls):
+        (refusals if isinstance(routed_url, Refusal) else items).append(routed_url)  # type: ignore[arg-type]
+    return items, refusals
+
+
+def stored_assets(item: CatalogItem) -> list[StoredAsset]:
+    """The committed files of a catalog item."""
+    return [StoredAsset(a.name, a.kind, a.sha256, a.size, a.key, a.mime) for a in item.assets]
+
+
+__all__ = ["crawl_item", "route_all", "routed", "stored_assets"]
