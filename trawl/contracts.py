@@ -67,13 +67,13 @@ class StagePolicy:
 
     def retry_policy(self) -> RetryPolicy:
         """The stage's policy; classes retried only briefly (name_not_found) are retryable here
-        and made final by the activity itself at their ``max_attempts`` (trawl.activities.errors)."""
+        and made final by the activity itself at their ``max_attempts`` (trawl.activities.application_errors)."""
         return RetryPolicy(
             initial_interval=timedelta(seconds=self.initial_interval_s),
             backoff_coefficient=self.backoff_coefficient,
             maximum_interval=timedelta(seconds=self.maximum_interval_s),
             # No attempt limit here: the activities apply maximum_attempts to every class but the
-            # infrastructure ones, which retry until schedule_to_close (trawl.activities.errors).
+            # infrastructure ones, which retry until schedule_to_close (trawl.activities.application_errors).
             maximum_attempts=0,
             non_retryable_error_types=list(NON_RETRYABLE),
         )
