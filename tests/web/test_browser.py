@@ -27,8 +27,17 @@ MiB = 1024 * 1024
 
 
 async def until(check: Callable[[], Any], what: str, timeout: float = 60) -> Any:
-    """Poll ``check`` (run in a thread: Selenium blocks) until it returns something true."""
-    return await polling.until(lambda: asyncio.to_thread(check), what, timeout, every=0.25)
+    """Poll ``check`` (run in a thread: Selenium blocks) until it returns something true; an element
+    missing or stale while the page is replaced (a typed search navigates) is a "not yet"."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+
+    def look() -> Any:
+        try:
+            return check()
+        except (NoSuchElementException, StaleElementReferenceException):
+            return None
+
+    return await polling.until(lambda: asyncio.to_thread(look), what, timeout, every=0.25)
 
 
 def site(sim: Simulator) -> list[str]:
