@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import new_postgres_database, postgres_mode
+from tests.ports import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -90,12 +90,6 @@ def commands(block: Block) -> list[Command]:
     return found
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _pattern(shown: str) -> re.Pattern[str]:
     parts = [r"\s+".join(re.escape(word) for word in piece.split()) for piece in shown.strip().split("...")]
     return re.compile(r"\s*" + ".*".join(parts) + r"\s*")
@@ -130,8 +124,8 @@ def test_the_shown_output_check_bites() -> None:
 def _environment(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRAWL_")}
     env.update(HOME=str(home), PATH=f"{Path(sys.executable).parent}:{env.get('PATH', '')}", COLUMNS="200",
-               TRAWL_TEMPORAL__ADDRESS=f"127.0.0.1:{_free_port()}", TRAWL_TEMPORAL__UI_PORT=str(_free_port()),
-               TRAWL_API__PORT=str(_free_port()), TRAWL_WORKER__METRICS_PORT=str(_free_port()))
+               TRAWL_TEMPORAL__ADDRESS=f"127.0.0.1:{free_port()}", TRAWL_TEMPORAL__UI_PORT=str(free_port()),
+               TRAWL_API__PORT=str(free_port()), TRAWL_WORKER__METRICS_PORT=str(free_port()))
     if postgres_mode():
         env["TRAWL_CATALOG__URL"] = new_postgres_database()
     return env

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_cli import _free_port, _free_ports
+from tests.ports import free_port, free_ports
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -52,7 +52,7 @@ def test_the_unpacked_wheel_crawls_without_the_repository(wheel: Path, tmp_path:
     assert version.returncode == 0 and version.stdout.startswith("trawl "), version.stderr
     # The demo crawls the simulated sites through an embedded server: migrations and the
     # simulator's captured answers come from the package.
-    ports = {"TRAWL_TEMPORAL__ADDRESS": f"127.0.0.1:{_free_port()}", "TRAWL_TEMPORAL__UI_PORT": str(_free_port())}
-    demo = subprocess.run([sys.executable, "-m", "trawl.cli", "demo", "--sim-port", str(_free_ports(4))], cwd=work,
+    ports = {"TRAWL_TEMPORAL__ADDRESS": f"127.0.0.1:{free_port()}", "TRAWL_TEMPORAL__UI_PORT": str(free_port())}
+    demo = subprocess.run([sys.executable, "-m", "trawl.cli", "demo", "--sim-port", str(free_ports(4))], cwd=work,
                           env={**env, **ports}, capture_output=True, text=True, timeout=240)
     assert demo.returncode == 0 and "demo OK" in demo.stdout, demo.stdout[-2000:] + demo.stderr[-2000:]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,17 +18,12 @@ from trawl.starter import views
 from trawl.starter.client import crawl_handle
 from trawl.starter.binding import ApiConfigError, require_safe_binding
 from tests.conftest import make_settings
+from tests.ports import free_port  # noqa: F401 - also the API tests' importers'
 from trawl.settings import ApiSettings, Settings, SourceSettings
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
 from trawl.worker.main import running_worker
 
 TOKEN = "s3cret-token"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

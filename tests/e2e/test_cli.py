@@ -15,6 +15,7 @@ import pytest
 
 from tests.conftest import new_postgres_database, postgres_mode
 from tests.s3server import BUCKET, SeaweedFS, s3_url
+from tests.ports import restartable_ports
 from trawl.download import file_sha256
 from trawl.simulator import MediaFile, Simulator
 from trawl.simulator.demo import og_page
@@ -128,37 +129,14 @@ def test_bad_configuration_is_reported_before_anything_runs(tmp_path: Path) -> N
     assert "retry.fetch.initial_interval" in result.stderr and "Traceback" not in result.stderr
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _free_ports(count: int) -> int:
-    """The first of ``count`` consecutive free ports (the demo's simulators use a range)."""
-    for _ in range(50):
-        first = _free_port()
-        try:
-            socks = []
-            for offset in range(count):
-                sock = socket.socket()
-                socks.append(sock)
-                sock.bind(("127.0.0.1", first + offset))
-        except OSError:
-            continue
-        finally:
-            for sock in socks:
-                sock.close()
-        return first
-    raise RuntimeError("no range of free ports")
-
-
 @pytest.mark.slow
 def test_demo_on_the_embedded_server_twice(tmp_path: Path) -> None:
     """`trawl demo` starts its own dev server, crawls, stops the server; twice gives the same store."""
-    port = _free_port()
-    env = trawl_env(tmp_path, TRAWL_TEMPORAL__ADDRESS=f"127.0.0.1:{port}", TRAWL_TEMPORAL__UI_PORT=str(_free_port()))
-    sim_port = str(_free_ports(4))
+    # Both runs start their servers on the same ports: below the ephemeral range, so nothing that
+    # starts meanwhile (the first run's dev server picks ports of its own) can take one.
+    port = restartable_ports(6)
+    env = trawl_env(tmp_path, TRAWL_TEMPORAL__ADDRESS=f"127.0.0.1:{port}", TRAWL_TEMPORAL__UI_PORT=str(port + 1))
+    sim_port = str(port + 2)
     first = run(["demo", "--sim-port", sim_port], env, tmp_path, timeout=300)
     assert first.returncode == 0, first.stdout + first.stderr
     assert "demo OK" in first.stdout

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_cli import TRAWL, _free_port, trawl_env
+from tests.e2e.test_cli import TRAWL, trawl_env
+from tests.ports import free_port
 from tests.e2e.test_cli_mistakes import one_line_error
 from tests.starter.test_embedded import DEADLINE, answers, dev_servers, wait_until
 
@@ -113,8 +114,8 @@ def commands() -> Iterator[list[Command]]:
 
 def embedded_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     """A data directory whose own dev server runs on free ports (started by the command)."""
-    return trawl_env(tmp_path, TRAWL_TEMPORAL__ADDRESS=f"127.0.0.1:{_free_port()}",
-                     TRAWL_TEMPORAL__UI_PORT=str(_free_port()), TRAWL_WORKER__METRICS_PORT="0", **extra)
+    return trawl_env(tmp_path, TRAWL_TEMPORAL__ADDRESS=f"127.0.0.1:{free_port()}",
+                     TRAWL_TEMPORAL__UI_PORT=str(free_port()), TRAWL_WORKER__METRICS_PORT="0", **extra)
 
 
 def run_bounded(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -155,7 +156,7 @@ def broken_catalog(tmp_path: Path) -> str:
 
 
 def test_up_whose_catalog_cannot_open_ends_with_one_line(tmp_path: Path) -> None:
-    env = embedded_env(tmp_path, TRAWL_CATALOG__URL=broken_catalog(tmp_path), TRAWL_API__PORT=str(_free_port()))
+    env = embedded_env(tmp_path, TRAWL_CATALOG__URL=broken_catalog(tmp_path), TRAWL_API__PORT=str(free_port()))
     line = one_line_error(run_bounded(["up"], env, tmp_path))
     assert "catalog" in line and "unable to open database file" in line, line
     assert not dev_servers(tmp_path / "data" / "temporal.db")
@@ -163,7 +164,7 @@ def test_up_whose_catalog_cannot_open_ends_with_one_line(tmp_path: Path) -> None
 
 def test_api_whose_catalog_cannot_open_ends_with_one_line(tmp_path: Path, temporal_address: str) -> None:
     env = trawl_env(tmp_path, temporal_address, TRAWL_CATALOG__URL=broken_catalog(tmp_path),
-                    TRAWL_API__PORT=str(_free_port()))
+                    TRAWL_API__PORT=str(free_port()))
     line = one_line_error(run_bounded(["api"], env, tmp_path))
     assert "the API could not start" in line and "unable to open database file" in line, line
 
@@ -172,7 +173,7 @@ def test_api_whose_catalog_cannot_open_ends_with_one_line(tmp_path: Path, tempor
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_up_stops_on_a_signal_and_leaves_no_server(tmp_path: Path, commands: list[Command],
                                                    sig: signal.Signals) -> None:
-    api = _free_port()
+    api = free_port()
     up = Command(tmp_path, ["up", "--port", str(api)], embedded_env(tmp_path))
     commands.append(up)
     wait_until(lambda: "Ctrl-C stops" in up.err.read_text() or up.proc.poll() is not None, "up to run")
@@ -202,7 +203,7 @@ def test_a_command_waiting_to_start_a_server_stops_on_a_signal(tmp_path: Path, c
     lock = os.open(run_dir / "lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        cmd = Command(tmp_path, [*command, *(["--port", str(_free_port())] if command == ["up"] else [])],
+        cmd = Command(tmp_path, [*command, *(["--port", str(free_port())] if command == ["up"] else [])],
                       embedded_env(tmp_path))
         commands.append(cmd)
         wait_until(lambda: cmd.output() or cmd.proc.poll() is not None or _waits_on_lock(cmd.proc.pid),
@@ -230,7 +231,7 @@ def _waits_on_lock(pid: int) -> bool:
 def test_up_stopped_while_its_server_starts_leaves_none(tmp_path: Path, commands: list[Command],
                                                         sig: signal.Signals) -> None:
     db = tmp_path / "data" / "temporal.db"
-    up = Command(tmp_path, ["up", "--port", str(_free_port())], embedded_env(tmp_path))
+    up = Command(tmp_path, ["up", "--port", str(free_port())], embedded_env(tmp_path))
     commands.append(up)
     wait_until(lambda: dev_servers(db) or up.proc.poll() is not None, "the dev server to be started")
     assert up.proc.poll() is None, up.output()
@@ -252,7 +253,7 @@ def test_worker_stops_on_a_signal(tmp_path: Path, commands: list[Command], tempo
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_api_stops_on_a_signal(tmp_path: Path, commands: list[Command], temporal_address: str,
                                sig: signal.Signals) -> None:
-    port = _free_port()
+    port = free_port()
     api = Command(tmp_path, ["api", "--port", str(port)], trawl_env(tmp_path, temporal_address))
     commands.append(api)
     wait_until(lambda: "Ctrl-C stops" in api.err.read_text() or api.proc.poll() is not None, "the API")
@@ -262,7 +263,7 @@ def test_api_stops_on_a_signal(tmp_path: Path, commands: list[Command], temporal
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_simulator_stops_on_a_signal(tmp_path: Path, commands: list[Command], sig: signal.Signals) -> None:
-    port = _free_port()
+    port = free_port()
     sim = Command(tmp_path, ["simulator", "--port", str(port)], trawl_env(tmp_path))
     commands.append(sim)
     wait_until(lambda: "Ctrl-C stops" in sim.err.read_text() or sim.proc.poll() is not None, "the simulator")
@@ -272,7 +273,7 @@ def test_simulator_stops_on_a_signal(tmp_path: Path, commands: list[Command], si
 
 # -- 4: the simulator says how to crawl it ---------------------------------------------------------
 def test_simulator_says_how_to_crawl_loopback(tmp_path: Path, commands: list[Command]) -> None:
-    port = _free_port()
+    port = free_port()
     sim = Command(tmp_path, ["simulator", "--port", str(port)], trawl_env(tmp_path))
     commands.append(sim)
     wait_until(lambda: "Ctrl-C stops" in sim.err.read_text() or sim.proc.poll() is not None, "the simulator")
@@ -284,7 +285,7 @@ def test_simulator_says_how_to_crawl_loopback(tmp_path: Path, commands: list[Com
 
 # -- 13: quiet logs --------------------------------------------------------------------------------
 def test_api_logs_no_alembic_info(tmp_path: Path, commands: list[Command], temporal_address: str) -> None:
-    port = _free_port()
+    port = free_port()
     api = Command(tmp_path, ["api", "--port", str(port)], trawl_env(tmp_path, temporal_address))
     commands.append(api)
     wait_until(lambda: "Ctrl-C stops" in api.err.read_text() or api.proc.poll() is not None, "the API")

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_cli import TRAWL, _free_port, run, trawl_env
+from tests.e2e.test_cli import TRAWL, run, trawl_env
+from tests.ports import free_port
 from tests.e2e.test_cli_mistakes import closed_address, one_line_error
 from tests.e2e.test_lifecycle import Command, commands  # noqa: F401 - a fixture
 from tests.starter.test_embedded import DEADLINE, dev_servers, wait_until
@@ -30,7 +31,7 @@ def files_under(path: Path) -> set[Path]:
 def test_a_read_only_command_in_an_empty_directory_starts_nothing(tmp_path: Path, command: list[str]) -> None:
     address = closed_address()
     # Embedded servers on (the default): what a person has when nothing is configured.
-    env = trawl_env(tmp_path, TRAWL_TEMPORAL__ADDRESS=address, TRAWL_TEMPORAL__UI_PORT=str(_free_port()))
+    env = trawl_env(tmp_path, TRAWL_TEMPORAL__ADDRESS=address, TRAWL_TEMPORAL__UI_PORT=str(free_port()))
     before = files_under(tmp_path)
     line = one_line_error(run(command, env, tmp_path, timeout=DEADLINE))
     data_dir = str((tmp_path / "data").resolve())
@@ -60,8 +61,8 @@ def test_logs_triage_creates_no_files(tmp_path: Path) -> None:
 
 def test_a_read_only_command_uses_the_data_directorys_running_server(tmp_path: Path,
                                                                      commands: list[Command]) -> None:  # noqa: F811
-    port = _free_port()
-    env = trawl_env(tmp_path, TRAWL_TEMPORAL__ADDRESS=f"127.0.0.1:{port}", TRAWL_TEMPORAL__UI_PORT=str(_free_port()))
+    port = free_port()
+    env = trawl_env(tmp_path, TRAWL_TEMPORAL__ADDRESS=f"127.0.0.1:{port}", TRAWL_TEMPORAL__UI_PORT=str(free_port()))
     server = Command(tmp_path, ["server"], env)
     commands.append(server)
     wait_until(lambda: "Ctrl-C stops" in server.err.read_text() or server.proc.poll() is not None, "the server")

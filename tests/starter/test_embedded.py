@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_cli import TRAWL, _free_port, _free_ports, run, trawl_env
+from tests.e2e.test_cli import TRAWL, run, trawl_env
+from tests.ports import free_port, free_ports
 from tests.polling import wait_until
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="scans /proc; PR_SET_PDEATHSIG is Linux only")
@@ -63,7 +64,7 @@ class Stack:
 
     def env(self, port: int, ui_port: int | None = None, **extra: str) -> dict[str, str]:
         return trawl_env(self.tmp_path, TRAWL_TEMPORAL__ADDRESS=f"127.0.0.1:{port}",
-                         TRAWL_TEMPORAL__UI_PORT=str(ui_port or _free_port()), **extra)
+                         TRAWL_TEMPORAL__UI_PORT=str(ui_port or free_port()), **extra)
 
     def server(self, env: dict[str, str], name: str) -> subprocess.Popen[str]:
         """``trawl server`` in the background, its output in files (a pipe nobody reads could block it)."""
@@ -122,7 +123,7 @@ def test_a_command_told_another_address_refuses_the_running_server_and_starts_no
                                                                                    unserved_port: int) -> None:
     """An explicit temporal.address is never swapped for this data directory's server elsewhere
     (issue 24, item 5): nothing answers there, and a second server on one temporal.db cannot run."""
-    port, other = _free_port(), unserved_port
+    port, other = free_port(), unserved_port
     up = stack.server(stack.env(port), "up")
     first = serving(stack, port)
     assert len(first) == 1
@@ -143,7 +144,7 @@ def test_a_command_told_another_address_refuses_the_running_server_and_starts_no
 
 
 def test_a_sigkilled_command_leaves_no_server_running(stack: Stack) -> None:
-    port = _free_port()
+    port = free_port()
     server = stack.server(stack.env(port), "server")
     pids = serving(stack, port)
     stop(server, signal.SIGKILL)
@@ -153,7 +154,7 @@ def test_a_sigkilled_command_leaves_no_server_running(stack: Stack) -> None:
 
 def test_a_shared_server_lives_while_any_command_uses_it(stack: Stack) -> None:
     """Sharing stays: the command that started the server dies, the one still using it keeps it."""
-    port = _free_port()
+    port = free_port()
     env = stack.env(port)
     starter = stack.server(env, "starter")
     pids = serving(stack, port)
@@ -168,7 +169,7 @@ def test_a_shared_server_lives_while_any_command_uses_it(stack: Stack) -> None:
 
 def test_a_sigkilled_one_shot_command_leaves_no_server_running(stack: Stack) -> None:
     """``crawl --no-worker`` waits for a result no worker will produce: killed while it waits."""
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([TRAWL, "crawl", "--no-worker", "http://127.0.0.1:9/never.mp4"], env=stack.env(port),
                             cwd=stack.tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
     stack.procs.append(proc)
@@ -180,7 +181,7 @@ def test_a_sigkilled_one_shot_command_leaves_no_server_running(stack: Stack) -> 
 
 # -- item 3: the dev server's HTTP port, and what a failed start shows --------------------------
 def test_the_ui_port_next_to_the_frontend_port_works(stack: Stack) -> None:
-    port = _free_ports(2)
+    port = free_ports(2)
     server = stack.server(stack.env(port, ui_port=port + 1), "server")
     serving(stack, port)
     assert stop(server) == 0, stack.stderr("server")
@@ -192,7 +193,7 @@ def test_a_failed_start_shows_only_this_starts_log_lines(stack: Stack) -> None:
     run_dir.mkdir(parents=True)
     (run_dir / "temporal.log").write_text("STALE banner of an earlier run\n" * 5)
     stack.db.mkdir()  # a directory where the database file should be: the dev server cannot open it
-    done = run(["server"], stack.env(_free_port()), stack.tmp_path, timeout=DEADLINE)
+    done = run(["server"], stack.env(free_port()), stack.tmp_path, timeout=DEADLINE)
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
     assert "unable to open database file" in done.stderr  # this start's own output
@@ -204,7 +205,7 @@ def test_a_busy_ui_port_is_one_line(stack: Stack) -> None:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         ui_port = busy.getsockname()[1]
-        done = run(["server"], stack.env(_free_port(), ui_port=ui_port), stack.tmp_path, timeout=DEADLINE)
+        done = run(["server"], stack.env(free_port(), ui_port=ui_port), stack.tmp_path, timeout=DEADLINE)
     assert done.returncode == 2, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and str(ui_port) in lines[0] and "TRAWL_TEMPORAL__UI_PORT" in lines[0], lines
@@ -212,7 +213,7 @@ def test_a_busy_ui_port_is_one_line(stack: Stack) -> None:
 
 
 def test_the_frontend_port_as_ui_port_is_one_line(stack: Stack) -> None:
-    port = _free_port()
+    port = free_port()
     done = run(["server"], stack.env(port, ui_port=port), stack.tmp_path, timeout=DEADLINE)
     assert done.returncode == 2, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]

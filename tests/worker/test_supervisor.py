@@ -5,58 +5,17 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
-import socket
 import subprocess
 import sys
 import urllib.request
 from pathlib import Path
 
 from tests.e2e.test_cli import trawl_env
+from tests.ports import free_ports, restartable_ports  # noqa: F401 - restartable_ports: its importers'
 from tests.polling import wait_until as wait
 
 TRAWL = str(Path(sys.executable).parent / "trawl")
-
-
-def _all_free(first: int, count: int) -> bool:
-    """Ports ``first`` to ``first + count - 1`` can all be bound on 127.0.0.1 now."""
-    try:
-        for offset in range(count):
-            with socket.socket() as probe:
-                probe.bind(("127.0.0.1", first + offset))
-    except OSError:
-        return False
-    return True
-
-
-def free_ports(count: int) -> int:
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            first = s.getsockname()[1]
-        if _all_free(first, count):
-            return first
-    raise RuntimeError("no free port range")
-
-
-def restartable_ports(count: int) -> int:
-    """The first of ``count`` consecutive free loopback ports for a server the test restarts on them.
-
-    Chosen below the kernel's ephemeral range: while the server is down, no outgoing connection and
-    no port-0 bind (a dev server picks five of its own that way) can take them, as happened to a
-    restart on ports from :func:`free_ports`.
-    """
-    try:
-        ephemeral = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        ephemeral = 32768
-    top = min(20000, ephemeral) - count  # SeaweedFS test servers choose from 20000 up
-    for _ in range(200):
-        first = random.randrange(10000, top)
-        if _all_free(first, count):
-            return first
-    raise RuntimeError("no free loopback port range below the ephemeral ports")
 
 
 def metrics_up(port: int) -> bool:
