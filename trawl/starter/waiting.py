@@ -90,10 +90,10 @@ def _time(stamp: Any) -> datetime | None:
 
 
 def _failed_at(activity: Any) -> datetime | None:
-    """When the activity's failures began, as far as the server tells: it keeps the latest failed
-    attempt's end (``last_attempt_complete_time``), not the first's, so that, else the latest
-    attempt's start. Never the first attempt's schedule: an item may have run fine for minutes
-    before its store went away."""
+    """When the activity's failures began, as far as the server tells: the latest failed attempt's
+    end (``last_attempt_complete_time``; the server keeps no first failure's time), else the
+    latest attempt's start. Never the first attempt's schedule: an item may have run fine for
+    minutes before its store went away."""
     return _time(activity.last_attempt_complete_time) or _time(activity.last_started_time)
 
 
