@@ -52,10 +52,13 @@ STARTUP = ("temporalio", "pydantic", "trawl.settings", "trawl.platforms", "httpx
 
 def ran(argv: list[str], probed: tuple[str, ...], env: dict[str, str] | None = None) -> list[str]:
     """The probed modules loaded by running ``trawl ARGV`` in a fresh interpreter."""
-    code = ("import contextlib, io, sys\nfrom trawl.cli import main\n"
+    # It leaves with os._exit, as the installed command does (trawl.cli.console_main): the
+    # Temporal SDK's native threads may still call into Python while an interpreter finalizes.
+    code = ("import contextlib, io, os, sys\nfrom trawl.cli import main\n"
             "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
             f"    main({argv!r})\n"
-            f"print(' '.join(m for m in {probed!r} if m in sys.modules))")
+            f"print(' '.join(m for m in {probed!r} if m in sys.modules), flush=True)\n"
+            "sys.stderr.flush()\nos._exit(0)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           env={**os.environ, **(env or {})})
     assert done.returncode == 0, done.stderr
