@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.s3server import BUCKET, SeaweedFS, seaweedfs
+from tests.polling import wait_until
 from trawl.errors import StorageError
 from trawl.storage.blobs import blob_key
 from trawl.storage.s3 import S3BlobStore
@@ -83,6 +84,8 @@ def test_an_outage_longer_than_the_wait_is_a_storage_error(weed: SeaweedFS) -> N
     store = S3BlobStore(BUCKET, "longer", endpoint_url=weed.endpoint, timeout=0.5, outage_wait=1.0)
     weed.freeze()
     try:
+        # Frozen for sure before the request (a fresh-check once saw this request answered).
+        wait_until(lambda: not weed.answers(timeout=0.5), "the store to stop answering", 30)
         with pytest.raises(StorageError, match="(?i)timeout"):
             store.stat(blob_key(hashlib.sha256(b"x").hexdigest()))
     finally:
