@@ -14,6 +14,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from trawl.starter.embedded import SEARCH_ATTRIBUTES
 from tests.s3server import SeaweedFS, seaweedfs
+from trawl.storage.catalog import Catalog
 from trawl.settings import CatalogSettings, NetSettings, Settings, TemporalSettings
 from trawl.simulator import Simulator
 from trawl.simulator.references import REFERENCE_DIR
@@ -158,3 +159,12 @@ def catalog_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]
         yield f"sqlite:///{tmp_path / 'catalog.db'}"
         return
     yield new_postgres_database()
+
+
+@pytest.fixture
+def catalog(catalog_url: str) -> Iterator[Catalog]:
+    """A catalog with its schema, on SQLite and on PostgreSQL (``catalog_url``); closed after the test."""
+    catalog = Catalog(catalog_url)
+    catalog.create_schema()
+    yield catalog
+    catalog.close()

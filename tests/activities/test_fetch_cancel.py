@@ -49,14 +49,6 @@ class HeldStore(LocalBlobStore):
 
 
 @pytest.fixture
-def catalog(catalog_url: str) -> Iterator[Catalog]:
-    catalog = Catalog(catalog_url)
-    catalog.create_schema()
-    yield catalog
-    catalog.close()
-
-
-@pytest.fixture
 def parts(tmp_path: Path, catalog: Catalog) -> Iterator[tuple[FetchActivities, HeldStore]]:
     store = HeldStore(tmp_path / "blobs")
     with httpx.Client() as http:

@@ -7,11 +7,9 @@ simulator's request counts are the proof.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import httpx
-import pytest
 from temporalio.testing import ActivityEnvironment
 
 from trawl.activities.crawl import all_known
@@ -24,14 +22,6 @@ from trawl.simulator import MediaFile, Simulator
 from trawl.platforms.bilibili.site import HIRES_VIDEO, install_bilibili_site
 from trawl.simulator.demo import og_page
 from trawl.storage.catalog import Catalog, CommittedAsset
-
-
-@pytest.fixture
-def catalog(catalog_url: str) -> Iterator[Catalog]:
-    cat = Catalog(catalog_url)
-    cat.create_schema()
-    yield cat
-    cat.close()
 
 
 def commit(catalog: Catalog, key: str, source_url: str, canonical_url: str | None = None,

@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -21,14 +20,6 @@ from trawl.worker.cleanup import clean_orphans
 
 LATER = datetime.now(UTC) + timedelta(days=2)  # when every blob made by a test is old
 DAY = timedelta(hours=24)
-
-
-@pytest.fixture
-def catalog(catalog_url: str) -> Iterator[Catalog]:
-    catalog = Catalog(catalog_url)
-    catalog.create_schema()
-    yield catalog
-    catalog.close()
 
 
 def put(store: BlobStore, tmp_path: Path, data: bytes) -> str:
