@@ -13,8 +13,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+# Ports: make demo DEMO_ARGS="--sim-port 19000" (the simulators'); the Temporal server's, the
+# Web UI's and the API's through TRAWL_TEMPORAL__ADDRESS, TRAWL_TEMPORAL__UI_PORT, TRAWL_API__PORT.
+DEMO_ARGS ?=
 demo: $(STAMP)
-	$(BIN)/trawl demo
+	$(BIN)/trawl demo $(DEMO_ARGS)
 
 test: $(STAMP)
 	$(BIN)/pytest -q -n 4

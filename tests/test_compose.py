@@ -15,7 +15,6 @@ import socket
 import stat
 import subprocess
 import sys
-import time
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -29,6 +28,7 @@ from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
 
+from tests.polling import wait_until
 from trawl.starter.binding import ApiConfigError, require_safe_binding
 from trawl.durations import parse_duration
 from trawl.settings import Settings
@@ -325,11 +325,13 @@ def _run_admin_tools(tmp_path: Path, address: str, namespace: str, retention: st
     with open(log, "wb") as out:
         proc = subprocess.Popen(["/bin/sh", "-c", script(service)], env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 60
-        while not ready.exists():
+        def namespace_ready() -> bool:
+            if ready.exists():
+                return True
             assert proc.poll() is None, f"the script exited {proc.returncode}: {log.read_text()}"
-            assert time.monotonic() < deadline, "the namespace was never ready"
-            time.sleep(0.1)
+            return False
+
+        wait_until(namespace_ready, "the namespace to be ready", 60)
         kind, check = service["healthcheck"]["test"]
         assert kind == "CMD-SHELL"
         assert subprocess.run(["/bin/sh", "-c", check], env=env, capture_output=True, timeout=60).returncode == 0
@@ -404,3 +406,17 @@ def test_dockerfile_installs_the_package_ffmpeg_and_runs_trawl() -> None:
     assert install and "ffmpeg" in install.group(1).split()  # Debian's ffmpeg ships ffprobe too
     assert "rm -rf /var/lib/apt/lists/*" in text
     assert "ffprobe -version" in text  # the build fails if either tool is missing
+
+
+async def test_setup_waits_for_its_namespace_then_says_how_to_create_it(temporal_client: Client,
+                                                                      settings: Settings) -> None:
+    """A namespace the server does not know (yet: one just created is seen a few seconds later) is
+    waited for, then named in one line saying how to create it."""
+    from trawl.cli.output import CommandError
+    from trawl.cli.serve import register_search_attributes
+
+    namespace = f"never-created-{uuid.uuid4().hex[:8]}"
+    missing = settings.model_copy(update={"temporal": settings.temporal.model_copy(update={"namespace": namespace})})
+    with pytest.raises(CommandError, match=rf"^namespace {namespace} does not exist at .*: create it"):
+        await register_search_attributes(temporal_client, missing, wait_s=1.0)
+    await register_search_attributes(temporal_client, settings, wait_s=1.0)  # a known one: at once

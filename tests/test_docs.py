@@ -122,7 +122,8 @@ def test_the_shown_output_check_bites() -> None:
 
 
 def _environment(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAWL_")}
+    # The data directory is the default one, under this page's HOME (not the suite's XDG_DATA_HOME).
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAWL_") and k != "XDG_DATA_HOME"}
     env.update(HOME=str(home), PATH=f"{Path(sys.executable).parent}:{env.get('PATH', '')}", COLUMNS="200",
                TRAWL_TEMPORAL__ADDRESS=f"127.0.0.1:{free_port()}", TRAWL_TEMPORAL__UI_PORT=str(free_port()),
                TRAWL_API__PORT=str(free_port()), TRAWL_WORKER__METRICS_PORT=str(free_port()))

@@ -37,6 +37,13 @@ def test_the_wheel_holds_one_top_level_package_and_its_data(wheel: Path) -> None
     assert "trawl = trawl.cli:console_main" in zipfile.ZipFile(wheel).read(entry).decode()
 
 
+def test_the_wheel_carries_its_licence(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert "License-Expression: MIT" in metadata and "License-File: LICENSE" in metadata
+    assert "MIT License" in zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("/LICENSE"))).decode()
+
+
 def test_the_unpacked_wheel_crawls_without_the_repository(wheel: Path, tmp_path: Path) -> None:
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)

@@ -13,6 +13,7 @@ importing the workflows and their activities.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -36,14 +37,19 @@ SEARCH_ATTRIBUTES = (PLATFORM, CANONICAL_KEY, STAGE, OUTCOME, CRAWL_ID, TITLE, E
 # -- workflow types, their signals and queries: the names clients address them by ---------------
 ITEM_WORKFLOW = "MediaItemWorkflow"
 CRAWL_WORKFLOW = "CrawlWorkflow"
+EXTRAS_WORKFLOW = "ExtrasRefreshWorkflow"  # a committed item's extras fetched again, as a dated snapshot
 PAUSE = "pause"  # signal, item and crawl: stop at the next step, downloads keeping their bytes
 RESUME = "resume"  # signal, item and crawl
+# signal, item: a live recording ends now, what it holds finished and committed (`trawl crawl`'s Ctrl-C)
+END_RECORDING = "end_recording"
 CANCEL_CRAWL = "cancel"  # signal, crawl (an item is cancelled through Temporal cancellation)
 ADD_URLS = "add_urls"  # signal, crawl: list[CrawlItem]
 FRONTIER_ADDED = "frontier_added"  # signal, crawl: FrontierGrew, what a client added to its frontier
 DOWNLOAD_PROGRESS = "download_progress"  # signal, item: DownloadProgress, sent by the download activity
 PROGRESS = "progress"  # query, item -> Progress
 STATS = "stats"  # query, crawl -> CrawlStats
+RESULTS = "results"  # query, crawl: the results recorded after a sequence number -> CrawlResults
+RESULTS_READ = "results_read"  # signal, crawl: ResultsRead, how far a following command has printed
 
 # -- per-stage retry and timeout policies, as data the starter builds from the settings ---------
 
@@ -88,6 +94,35 @@ class StagePolicy:
 
 
 @dataclass
+class LiveParts:
+    """How a live recording is cut into parts: a part ends at the first segment boundary at or
+    past ``seconds`` of media or ``bytes`` (0: no size limit); the ``max_parts``-th takes the rest."""
+
+    seconds: float = 3600.0
+    bytes: int = 0
+    max_parts: int = 200
+
+
+@dataclass
+class LivePart:
+    """The part a recording's download is to record (DownloadInput.live_part)."""
+
+    index: int  # 1, 2, ...: never reused (a part lost with its host leaves a hole, and a gap)
+    seconds: float
+    bytes: int = 0
+    last: bool = False  # the last part allowed: it takes the rest of the recording
+    # The record of the last part committed (DownloadResult.live), where the recording goes on
+    # from on a host that does not hold its state; None: this is the first part.
+    after: dict[str, Any] | None = None
+    # The recording ends here, and why (source_ended: a re-fetch found the source over; url_expired:
+    # no working address to be had): the part held is finished without reading the playlist.
+    end: str = ""
+    # Set by the download activity from its asset (Asset.live_after), not by the workflow: where an
+    # earlier recording of the broadcast stopped; the first part of a new one goes on after it.
+    earlier: dict[str, Any] | None = None
+
+
+@dataclass
 class ItemOptions:
     """Everything an item workflow needs to know about the deployment, fixed at start."""
 
@@ -106,14 +141,27 @@ class ItemOptions:
     # as one activity; 0 (runs started before it existed) never does.
     small_item_size: int = 0
     # Items of at most this many bytes (every asset's size known from the platform) are downloaded,
-    # verified and committed by fetch itself: one activity for the whole item. 0: never.
+    # verified and committed by their first fetch: one activity for the whole item. 0: never.
     with_fetch_size: int = 0
+    # That first fetch is the activity fetch_and_store_tiny; False (runs started before it): the
+    # fetch activity, told with_fetch_size.
+    tiny_activity: bool = False
     # A crawl's own choices (`trawl crawl -f`, `--limit-rate`); 0: the worker's settings.
     quality: int = 0  # the tallest video wanted, in lines (720 = 720p)
     limit_rate: int = 0  # bytes per second for each download
     audio: str = ""  # lossless, dolby or aac: where a platform offers several kinds (-f ...+ba[acodec=...])
     # Keep what the platform offers only as a preview, under a key of its own (download.keep_previews).
     keep_previews: bool = False
+    # The extras' policy (retry.extras): a committed item's extras (Resolved.extras) are fetched,
+    # each in an activity of its own (trawl.activities.extras). None (runs started before it): none.
+    extras: StagePolicy | None = None
+    # A live recording is committed in parts of this length (download.live_part_duration and
+    # live_part_size); None (runs started before parts): it is one file, committed at its end.
+    live_parts: LiveParts | None = None
+    # A recording a URL's run finds is recorded by the broadcast's own workflow (its id names the
+    # broadcast: broadcast_workflow_id), which every URL of it joins; False (runs started before):
+    # the URL's run records it itself.
+    broadcast_workflows: bool = False
 
     def fetch_queue(self, platform: str) -> str:
         return fetch_queue(self.queue_prefix, platform)
@@ -171,7 +219,8 @@ class FetchInput:
     # worker runs it); None: the worker's own setting (runs started before the options carried it).
     stage_attempts: int | None = None
     # A first fetch may finish an item whose assets total at most this many bytes (download,
-    # verify and commit, as small_item does) in the same activity; 0: it only resolves.
+    # verify and commit, as small_item does) in the same activity (fetch_and_store_tiny; runs
+    # started before it: fetch); 0: it only resolves.
     with_fetch_size: int = 0
     limit_rate: int = 0  # as DownloadInput's, for that download
     download_attempts: int | None = None  # the download stage's attempt limit, for its log lines
@@ -205,7 +254,7 @@ class FetchResult:
     resolved: Resolved
     committed: bool  # the catalog already holds this canonical key
     stored: list[StoredAsset] = field(default_factory=list)  # its assets, when committed
-    # The item downloaded, verified and committed by the fetch itself (FetchInput.with_fetch_size);
+    # The item downloaded, verified and committed by fetch_and_store_tiny (FetchInput.with_fetch_size);
     # None: only resolved (not that small, or that attempt failed: the workflow goes on as usual).
     finished: CommitResult | None = None
 
@@ -219,6 +268,7 @@ class DownloadInput:
     quality: int = 0  # HLS: the crawl's -f as a height; 0: download.hls_quality
     limit_rate: int = 0  # the crawl's --limit-rate; 0: download.limit_rate
     stage_attempts: int | None = None  # as FetchInput's
+    live_part: LivePart | None = None  # a recording in parts: the part to record (None: all of it in one)
 
 
 @dataclass
@@ -234,6 +284,9 @@ class DownloadResult:
     resumed_from: int = 0
     transferred: int = 0
     connections: int = 1  # the most connections the download used at once (segments)
+    # A part of a live recording: its record (trawl.download.live.part_record: its sequences,
+    # seconds, where it starts in the recording, its gaps, and why the recording ended if it did).
+    live: dict[str, Any] | None = None
 
 
 @dataclass
@@ -267,6 +320,9 @@ class CommitInput:
     resolved: Resolved
     files: list[CommitFile] = field(default_factory=list)
     stage_attempts: int | None = None  # as FetchInput's
+    # Add the files to the item (created with the first), not commit it once: a live recording's
+    # parts as they are recorded, then its other files.
+    append: bool = False
 
 
 @dataclass
@@ -295,6 +351,89 @@ class SmallItemInput:
     stage_attempts: int | None = None
 
 
+@dataclass
+class ExtraInput:
+    """Fetch one extra (``extra``: a name of the platform's, Resolved.extras) of a committed item."""
+
+    workflow_id: str
+    resolved: Resolved
+    extra: str
+    stage_attempts: int | None = None  # as FetchInput's
+    # A refresh's snapshot (``20261205T130800Z``): its files are stored as ``<name>@<snapshot>``,
+    # beside the earlier ones, never over them; "": the item's first extras.
+    snapshot: str = ""
+
+
+@dataclass
+class StoredExtra:
+    """A file an extra stored (``key``), or one recorded missing (``missing``: its error class)."""
+
+    name: str
+    kind: str
+    language: str = ""
+    key: str = ""
+    sha256: str = ""
+    size: int = 0
+    mime: str | None = None
+    missing: str = ""
+    reason: str = ""
+
+    @property
+    def blob(self) -> str:
+        """Its blob's key (an item's result leaves ``key`` out: a crawl carries many results)."""
+        sha = self.sha256
+        return self.key or (f"sha256/{sha[:2]}/{sha[2:4]}/{sha}" if sha else "")
+
+
+@dataclass
+class ExtraResult:
+    extra: str
+    files: list[StoredExtra] = field(default_factory=list)
+
+
+@dataclass
+class RefreshInput:
+    """Fetch a committed item's extras again (``extras``: those named; empty: every one that applies)."""
+
+    canonical_key: str
+    platform: str
+    extras: list[str] = field(default_factory=list)
+    options: ItemOptions = field(default_factory=ItemOptions)
+
+
+@dataclass
+class PlanInput:
+    canonical_key: str
+    extras: list[str] = field(default_factory=list)
+
+
+@dataclass
+class PlanResult:
+    """The committed item as its extras need it (no media URLs), and the extras to fetch."""
+
+    resolved: Resolved
+    extras: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RefreshResult:
+    canonical_key: str
+    snapshot: str
+    extras: list[StoredExtra] = field(default_factory=list)
+
+
+@dataclass
+class MissingExtraInput:
+    """Record an extra that kept failing as missing, with its class and reason."""
+
+    workflow_id: str
+    canonical_key: str
+    platform: str
+    extra: str
+    error_class: str
+    reason: str
+
+
 # -- the item workflow's input, result and what it reports --------------------------------------
 @dataclass
 class ItemInput:
@@ -302,6 +441,26 @@ class ItemInput:
     platform: str = "generic"
     crawl_id: str | None = None
     options: ItemOptions = field(default_factory=ItemOptions)
+    # The broadcast this run records, resolved by the URL's run that handed it over (the run's id
+    # is broadcast_workflow_id of its key): no first fetch, no hand-over. None: a run of a URL.
+    broadcast: Resolved | None = None
+
+
+def broadcast_workflow_id(canonical_key: str) -> str:
+    """The workflow id of the recording of one broadcast: its item's key names the room (or the
+    playlist's URL) and the broadcast's start, so however many URLs and crawls ask for it, it is
+    recorded once."""
+    return f"item-{canonical_key}"
+
+
+@dataclass
+class BroadcastInput:
+    """Start (or join) the recording of a broadcast (the activity record_broadcast) and wait for it."""
+
+    workflow_id: str  # broadcast_workflow_id
+    task_queue: str  # the item workflows' queue
+    item: ItemInput  # the broadcast run's input (ItemInput.broadcast set)
+    summary: str = ""
 
 
 @dataclass
@@ -318,6 +477,22 @@ class ItemResult:
     # Other items the URL stands for (parts 2..N of a bare multi-part video URL), routed: whoever
     # started this item starts them as their own items.
     more: list[MoreItem] = field(default_factory=list)
+    # Its extras once committed (ItemOptions.extras): each file stored or recorded missing.
+    extras: list[StoredExtra] = field(default_factory=list)
+
+    @classmethod
+    def from_details(cls, fields: dict[str, Any], url: str = "") -> ItemResult:
+        """A failed item's result as its failure's details carry it (plain dicts), for ``url``."""
+        result = cls(**{k: v for k, v in fields.items() if k in {f.name for f in dataclasses.fields(cls)}})
+        asset_fields = {f.name for f in dataclasses.fields(StoredAsset)}
+        result.assets = [StoredAsset(**{k: v for k, v in a.items() if k in asset_fields}) if isinstance(a, dict)
+                         else a for a in result.assets]
+        result.more = [m for m in map(MoreItem.of, result.more) if m is not None]
+        extra_fields = {f.name for f in dataclasses.fields(StoredExtra)}
+        result.extras = [StoredExtra(**{k: v for k, v in e.items() if k in extra_fields}) if isinstance(e, dict)
+                         else e for e in result.extras]
+        result.url = url or result.url
+        return result
 
 
 @dataclass
@@ -329,6 +504,9 @@ class Progress:
     last_error: str | None = None
     paused: bool = False
     bytes_finished: int = 0  # verified assets only
+    # The broadcast's own workflow that records what this item found (broadcast_workflow_id): its
+    # progress is the recording's; this run only waits for it (and passes pause and resume on).
+    recording: str | None = None
 
 
 @dataclass
@@ -341,6 +519,8 @@ class DownloadProgress:
     # The stage a small item's one activity is really in when its download is done but a later
     # stage waits (a commit retried while the store is down); "": the report is a download's.
     stage: str = ""
+    # A live recording's measures (trawl.download.live.recording_view), for the details line.
+    live: dict[str, Any] | None = None
 
 
 # -- crawls --------------------------------------------------------------------------------------
@@ -424,6 +604,9 @@ class FrontierPage:
     known: int = 0  # committed items the catalog knows offline: duplicates, no item workflow
     read: int = 0  # entries read (items, known ones, listings); 0: nothing after the cursor
     cursor: int = 0  # the last entry read
+    # The known ones themselves (``known`` counts them), so a crawl followed by a command shows
+    # each one's line; runs recorded before this field read it empty.
+    known_items: list[CrawlItem] = field(default_factory=list)
 
 
 @dataclass
@@ -465,6 +648,13 @@ class CrawlState:
     frontier_read: int = 0
     cursor: int = 0
     exhausted: bool = False
+    # Results recorded so far (the sequence number of the next one), the latest ones themselves
+    # (a followed crawl carries the ones its command has not read), how far the following
+    # command has read, and whether it let go (or was given up on): see CrawlInput.follow.
+    reported: int = 0
+    results: list[ItemResult] = field(default_factory=list)
+    results_read: int = 0
+    unfollowed: bool = False
 
 
 @dataclass
@@ -485,6 +675,10 @@ class CrawlInput:
     # first; ``frontier_added`` counts what the starter put there already.
     frontier: bool = False
     frontier_added: int = 0
+    # A command prints this crawl's results as they come (an attached ``trawl crawl``): the crawl
+    # starts and reads nothing more while RESULTS_BACKLOG results wait unread, so none is dropped
+    # before the command has read it, unless the command stops reading for FOLLOWER_PATIENCE_S.
+    follow: bool = False
 
 
 KEPT_REFUSALS = 100  # the latest refusals a crawl carries (all are counted)
@@ -512,3 +706,37 @@ class CrawlStats:
     # The latest refusals, each "URL: why" (a URL no resolver takes, a listing that could not be
     # read); ``refused`` counts them all.
     refusals: list[str] = field(default_factory=list)
+
+
+RESULTS_KEPT = 4000  # the latest results a crawl keeps for its query (RESULTS)
+RESULTS_BACKLOG = 1000  # unread results a followed crawl lets wait before it holds back
+RESULTS_PAGE = 500  # results one query returns at most
+FOLLOWER_PATIENCE_S = 60  # a followed crawl held back this long without a read goes on alone
+
+
+@dataclass
+class ResultsRead:
+    """How far a command following a crawl has read its results (``RESULTS_READ``); ``leaving``:
+    it stops following (Ctrl-C), so the crawl no longer holds back for it."""
+
+    read: int
+    leaving: bool = False
+
+
+@dataclass
+class CrawlResults:
+    """A page of a crawl's results (``RESULTS``) with its counts, for a command that follows it.
+
+    ``results`` are those recorded from ``first`` on (at most RESULTS_PAGE); ``next`` is the
+    number to ask from next time; ``missed`` counts results after the one asked for that are no
+    longer kept. ``running`` names some running items (for their progress). ``wants_read``: the
+    crawl holds back until the command signals how far it has read.
+    """
+
+    results: list[ItemResult]
+    first: int
+    next: int
+    missed: int
+    stats: CrawlStats
+    running: list[CrawlItem] = field(default_factory=list)
+    wants_read: bool = False  # held back until the command says how far it read (RESULTS_READ)

@@ -28,6 +28,8 @@ briefly: a few attempts, then final)::
     |                                               "private" or geo-blocking codes
     +-- PreviewOnly           [preview_only]        the platform offers only a preview or trailer
     |                                               of the item (a supporter-only video's 试看)
+    +-- PaidOnly              [paid_only]           the item is sold or kept for paying members (a
+    |                                               paid or member-only episode, a course not bought)
     +-- PlatformError         [platform_error]      an error the site states that has no class
     |                                               above: an unlisted platform code, another 4xx
     +-- UnsupportedUrl        [unsupported_url]     no resolver claims the URL, malformed URL
@@ -188,6 +190,14 @@ class PreviewOnly(TrawlError):
     retryable = False
 
 
+class PaidOnly(TrawlError):
+    """The platform sells the item, or keeps it for paying members (大会员, a course bought): no
+    retry helps; the cookies of an account that has it do (``platforms.<name>.cookies_file``)."""
+
+    error_class = "paid_only"
+    retryable = False
+
+
 class PlatformError(TrawlError):
     """An error the site states that no other class describes (an unlisted code, a 405...).
 
@@ -236,7 +246,7 @@ class InternalError(TrawlError):
 ALL_ERRORS: tuple[type[TrawlError], ...] = (
     NetworkTimeout, NetworkError, NameNotFound, Http5xx, RateLimited, UrlExpired, Truncated, SegmentMissing,
     ContentCorrupt,
-    NotFound, LoginRequired, Forbidden, PreviewOnly, PlatformError, UnsupportedUrl, ParseError, TooLarge,
+    NotFound, LoginRequired, Forbidden, PreviewOnly, PaidOnly, PlatformError, UnsupportedUrl, ParseError, TooLarge,
     BlockedAddress,
     StorageError, InternalError,
 )

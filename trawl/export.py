@@ -15,9 +15,10 @@ item never takes a name an older one had. A file that is there with the right by
 alone, so exporting again adds only what is new; ``.trawl-export.json`` remembers size, mtime
 and sha256 of what was written so a second run does not re-read copies.
 
-Files are hard links to the blob where the store is a local directory on the same filesystem
-(``link="hardlink"``: the file *is* the blob, so editing it in place changes the store), symbolic
-links to it (``"symlink"``, local stores only), and copies otherwise, streamed from the
+Files are copies by default (``link="copy"``), or hard links to the blob where the store is a
+local directory on the same filesystem (``"hardlink"``: the file *is* the blob, so editing it in
+place changes the store), or symbolic links to it (``"symlink"``, local stores only); a link that
+cannot be made is a copy. Copies are streamed from the
 :class:`~trawl.storage.blobs.BlobStore` (any backend), hashed on the way and renamed into place
 only when the bytes match their key.
 
@@ -41,6 +42,7 @@ import hashlib
 import json
 import mimetypes
 import os
+import posixpath
 import re
 import stat
 import string
@@ -50,16 +52,22 @@ import unicodedata
 import uuid
 import weakref
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import unquote, urlsplit
 
+from trawl.extras import EXTRA_KINDS
+from trawl.embed import embed
+from trawl.export_extras import MAX_EXTRA_BYTES, ExtrasChoice, embedding, info_fields, sidecars
+from trawl.subtitles import SubtitleError
 from trawl.errors import ContentCorrupt
 from trawl.naming import DEFAULT_TEMPLATE, FIELDS, LINK_MODES
 from trawl.storage.blobs import READ_CHUNK, BlobStore
 from trawl.storage.records import CatalogItem, CommittedAsset
+from trawl.urls import WEB_KEY_PREFIX
 
 if TYPE_CHECKING:  # the caller opens the catalog
     from trawl.storage.catalog import Catalog
@@ -78,6 +86,8 @@ EXT_BY_MIME = {
     "audio/webm": "webm", "video/x-flv": "flv", "video/mp2t": "ts", "application/ogg": "ogg",
     "audio/ogg": "ogg", "audio/mpeg": "mp3", "audio/flac": "flac", "audio/wav": "wav",
     "image/jpeg": "jpg", "image/png": "png", "image/gif": "gif", "image/webp": "webp",
+    # A live recording's comments (trawl.download.live_comments): mimetypes says .xsl and nothing.
+    "application/xml": "xml", "application/x-ndjson": "jsonl",
 }
 
 # A character that would split or escape a name becomes a look-alike that does not (as yt-dlp does).
@@ -382,6 +392,24 @@ def _platform_id(item: CatalogItem) -> str:
     return item.canonical_key.split(":", 1)[1] if ":" in item.canonical_key else item.canonical_key
 
 
+def readable_id(item: CatalogItem) -> str:
+    """``{id}``: the platform's id; for an item keyed by a hash of its URL (a page or file no
+    platform claims), the URL's file name without its extension, as yt-dlp's generic extractor
+    names it (``clip`` for ``.../clip.mp4``), else its host: forty hex digits say nothing to a person."""
+    ident = _platform_id(item)
+    if not item.canonical_key.startswith(WEB_KEY_PREFIX):
+        return ident
+    parts = urlsplit(item.canonical_url)
+    name = unquote(posixpath.basename(parts.path.rstrip("/")))
+    stem, dot, _ = name.rpartition(".")
+    return (stem if dot and stem else name) or parts.hostname or ident
+
+
+def url_host(item: CatalogItem) -> str:
+    """The host of the item's page: its uploader when the platform names none."""
+    return urlsplit(item.canonical_url or item.source_url or "").hostname or ""
+
+
 def field_values(item: CatalogItem, asset: CommittedAsset) -> dict[str, str]:
     """The template's field values for one of an item's assets ("" where not known: rendered NA).
 
@@ -390,16 +418,16 @@ def field_values(item: CatalogItem, asset: CommittedAsset) -> dict[str, str]:
     """
     meta = item.metadata
     ext = ext_for(asset.mime)
-    ident = _platform_id(item)
+    ident = readable_id(item)
     title = item.title or meta.get("title") or ""
     if title.lower().endswith("." + ext) and len(title) > len(ext) + 1:
         title = title[: -len(ext) - 1]  # a direct file's title is its file name: no "clip.mp4.mp4"
-    part = _PART.search(ident)
+    part = _PART.search(_platform_id(item))
     part_value = part[1] if part else meta.get("part") or meta.get("playlist_index")
     return {
         "platform": item.platform, "id": ident, "key": item.canonical_key,
         "title": title,
-        "uploader": item.uploader or meta.get("uploader") or "",
+        "uploader": item.uploader or meta.get("uploader") or url_host(item),
         "uploader_id": str(meta.get("uploader_id") or ""),
         "upload_date": upload_date(item.published_at) or str(meta.get("upload_date") or ""),
         "part": str(part_value or ""), "duration": str(int(item.duration)) if item.duration is not None else "",
@@ -458,6 +486,7 @@ class ExportStats:
     copied_instead: int = 0  # hardlink or symlink asked for, a copy made (remote store, another filesystem)
     items: int = 0
     refused: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what was left undone without failing (an embedding)
 
     def add(self, other: ExportStats) -> None:
         self.written += other.written
@@ -465,6 +494,7 @@ class ExportStats:
         self.copied_instead += other.copied_instead
         self.items += other.items
         self.refused += other.refused
+        self.notes += other.notes
 
 
 class Exporter:
@@ -480,17 +510,19 @@ class Exporter:
         root: the export directory (created when missing).
         store: the blob store the catalog's keys are in.
         template: the name template.
-        link: ``hardlink`` (falls back to a copy where the store is not a local directory on
-            ``root``'s filesystem), ``symlink`` (local stores only, else a copy) or ``copy``.
+        link: ``copy``, ``hardlink`` (falls back to a copy where the store is not a local
+            directory on ``root``'s filesystem) or ``symlink`` (local stores only, else a copy).
         windows_names: names valid on Windows too; collisions compared without case.
         write_info_json: write ``<name>.info.json`` beside each item's main file.
+        extras: which extras to write beside it (subtitles, danmaku, comments: trawl.export_extras).
 
     Attributes:
         swept: the staging files (relative paths) removed when the exporter opened the root.
     """
 
     def __init__(self, root: Path, store: BlobStore, template: Template | str = DEFAULT_TEMPLATE, *,
-                 link: LinkMode = "hardlink", windows_names: bool = False, write_info_json: bool = False) -> None:
+                 link: LinkMode = "copy", windows_names: bool = False, write_info_json: bool = False,
+                 extras: ExtrasChoice | None = None) -> None:
         if link not in LINK_MODES:
             raise ValueError(f"link must be one of {', '.join(LINK_MODES)}, not {link!r}")
         self.root = Path(root)
@@ -499,10 +531,13 @@ class Exporter:
         self.link = link
         self.windows = windows_names
         self.write_info_json = write_info_json
+        self.extras = extras or ExtrasChoice()
         self._lock = threading.Lock()
         self._claimed: dict[str, tuple[str, str]] = {}  # folded relative path -> (item key, asset name)
         self._manifest: dict[str, list[Any]] = {}
         self._sidecars: dict[str, list[Any]] = {}  # relative path -> [item key, sha256, size, mtime_ns]
+        # relative path -> [item key, the asset's sha256, the copy's sha256, size, mtime_ns] (trawl.embed)
+        self._embedded: dict[str, list[Any]] = {}
         self._manifest_dirty = False
         self._dir_names: dict[str, dict[str, str]] = {}
         self.root.mkdir(parents=True, exist_ok=True)
@@ -534,7 +569,8 @@ class Exporter:
         with self._lock:
             if not self._manifest_dirty:
                 return
-            data = json.dumps({"version": 1, "files": self._manifest, "info": self._sidecars}, sort_keys=True,
+            data = json.dumps({"version": 1, "files": self._manifest, "info": self._sidecars,
+                               "embedded": self._embedded}, sort_keys=True,
                               ensure_ascii=False)
             _write_atomically(self._root_fd, MANIFEST, data.encode())
             self._manifest_dirty = False
@@ -560,8 +596,10 @@ class Exporter:
     def _marks(self, item: CatalogItem) -> list[tuple[CommittedAsset, str]]:
         """Each asset with the mark its name needs within its item: assets of one item that would
         share a name are told apart by their asset names (`` - image-2``), the others need none."""
+        # Extras (danmaku, subtitles, comments) are not media: they go beside it, named as yt-dlp
+        # names them, only when asked for.
         first = [(asset, self._fold("/".join(self.template.render(field_values(item, asset), windows=self.windows))))
-                 for asset in item.assets]
+                 for asset in item.assets if asset.kind not in EXTRA_KINDS]
         counts: dict[str, int] = {}
         for _, rel in first:
             counts[rel] = counts.get(rel, 0) + 1
@@ -570,6 +608,9 @@ class Exporter:
     def _export_item(self, item: CatalogItem) -> ExportStats:
         stats = ExportStats(items=1)
         files: dict[str, str] = {}
+        if self.write_info_json and any(a.kind in EXTRA_KINDS for a in item.assets):
+            # Chapters (and with --write-comments the comments) go into the info JSON, as yt-dlp's do.
+            item = replace(item, metadata={**item.metadata, **info_fields(item, self.extras, self._read)})
         marks = self._marks(item)
         anchor = None
         if self.write_info_json and item.assets:
@@ -583,12 +624,111 @@ class Exporter:
                                                        files if asset is anchor else None)
             except UnsafeTarget as err:
                 stats.refused.append(str(err))
+        if self.extras.any and files:
+            media = files[_main_asset(item, files).name]
+            try:
+                by_suffix = dict(sidecars(item, self.extras, self._read, self.write_info_json))
+            except SubtitleError as err:
+                stats.refused.append(f"{media}: {err}")
+                by_suffix = {}
+            for suffix, data in by_suffix.items():
+                try:
+                    self._export_sidecar(item, media, suffix, data, stats)
+                except UnsafeTarget as err:
+                    stats.refused.append(str(err))
+        if self.extras.embeds and files:
+            try:
+                self._embed(item, files, stats)
+            except UnsafeTarget as err:
+                stats.refused.append(str(err))
         if self.write_info_json and files:
             try:
                 self._export_info(item, files, stats)
             except UnsafeTarget as err:
                 stats.refused.append(str(err))
         return stats
+
+    def _embed(self, item: CatalogItem, files: dict[str, str], stats: ExportStats) -> None:
+        """Replace the exported main file by a copy with the extras embedded (trawl.embed): the blob it
+        may be a link to is never written. A copy made before for the same blob is kept; one that
+        cannot be made (no ffmpeg, a container without subtitles) leaves the file as it is, noted."""
+        main = _main_asset(item, files)
+        rel = files[main.name]
+        if main.kind not in ("video", "audio"):
+            return
+        try:
+            wanted = embedding(item, self.extras, self._read)
+        except SubtitleError as err:
+            stats.notes.append(f"{rel}: not embedded: {err}")
+            return
+        if wanted.empty:
+            return
+        parent = self._make_parent(rel)
+        try:
+            name = _last(rel)
+            st = os.stat(name, dir_fd=parent, follow_symlinks=False)
+            known = self._embedded.get(rel)
+            if known is not None and known[:2] == [item.canonical_key, main.sha256] and \
+                    known[3:] == [st.st_size, st.st_mtime_ns]:
+                return
+            staging = _staging_name(name)
+            try:
+                # The directory as this process holds it open (ffmpeg, another process, reads it there:
+                # no path through a link that could have been swapped in since).
+                here = Path(f"/proc/{os.getpid()}/fd/{parent}")
+                why = embed(here / name, here / staging, wanted)
+                if why:
+                    stats.notes.append(f"{rel}: not embedded: {why}")
+                    return
+                sha = _file_sha256(parent, staging)
+                os.replace(staging, name, src_dir_fd=parent, dst_dir_fd=parent)
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(staging, dir_fd=parent)
+            st = os.stat(name, dir_fd=parent, follow_symlinks=False)
+            self._embedded[rel] = [item.canonical_key, main.sha256, sha, st.st_size, st.st_mtime_ns]
+            self._manifest.pop(rel, None)  # no longer the blob's bytes
+            self._manifest_dirty = True
+            if rel not in stats.written:
+                stats.written.append(rel)
+        finally:
+            os.close(parent)
+
+    def _read(self, asset: CommittedAsset) -> bytes:
+        """A stored extra's bytes (a track, a comment document), bounded, checked against its size."""
+        if asset.size > MAX_EXTRA_BYTES:
+            raise ContentCorrupt(f"{asset.name}: {asset.size} bytes, over the {MAX_EXTRA_BYTES} an export reads")
+        with self.store.open(asset.key) as reader:
+            data = reader.read(asset.size + 1)
+        if len(data) != asset.size or hashlib.sha256(data).hexdigest() != asset.sha256:
+            raise ContentCorrupt(f"blob {asset.key} does not hash to its name (run trawl fsck); not exported")
+        return data
+
+    def _export_sidecar(self, item: CatalogItem, media: str, suffix: str, data: bytes, stats: ExportStats,
+                        refused: str = "not written for") -> None:
+        """Write ``NAME<suffix>`` (``NAME.zh-CN.srt``) beside the main file ``media``, as the info JSON is
+        written: a name another item's file has, or a file trawl did not write for this item, is never
+        replaced (one line says so)."""
+        rel = _info_name(media, self.template, suffix)
+        owner = (item.canonical_key, suffix)
+        state = self._info_state(rel, item.canonical_key, data)
+        if self._claimed.get(self._fold(rel), owner) != owner or state == "other":
+            stats.refused.append(f"{rel}: the name is taken by another file; {refused} {media}")
+            return
+        self._claimed[self._fold(rel)] = owner
+        parent = self._make_parent(rel)
+        try:
+            name = _last(rel)
+            if state == "same":
+                stats.kept += 1
+            else:
+                _write_atomically(parent, name, data)
+                stats.written.append(rel)
+                if self.windows:
+                    self._listing(parent, rel)[name.casefold()] = name
+            self._remember_info(rel, item.canonical_key, data, os.stat(name, dir_fd=parent, follow_symlinks=False))
+        finally:
+            os.close(parent)
 
     def _export_asset(self, item: CatalogItem, asset: CommittedAsset, mark: str, stats: ExportStats,
                       sidecar_of: dict[str, str] | None = None) -> str:
@@ -636,29 +776,8 @@ class Exporter:
         not write for this item (a person's own, or one they edited), is never replaced: if the main
         file could not be placed and the name beside the file that stands in for it is taken, the
         sidecar is not written and one line says so."""
-        owner = (item.canonical_key, INFO_SUFFIX)  # no asset is called that
         media = files[_main_asset(item, files).name]
-        data = _info_bytes(item, files)
-        rel = _info_name(media, self.template)
-        folded = self._fold(rel)
-        state = self._info_state(rel, item.canonical_key, data)
-        if self._claimed.get(folded, owner) != owner or state == "other":
-            stats.refused.append(f"{rel}: the name is taken by another file; no info JSON for {media}")
-            return
-        self._claimed[folded] = owner
-        parent = self._make_parent(rel)
-        try:
-            name = _last(rel)
-            if state == "same":
-                stats.kept += 1
-            else:
-                _write_atomically(parent, name, data)
-                stats.written.append(rel)
-                if self.windows:
-                    self._listing(parent, rel)[name.casefold()] = name
-            self._remember_info(rel, item.canonical_key, data, os.stat(name, dir_fd=parent, follow_symlinks=False))
-        finally:
-            os.close(parent)
+        self._export_sidecar(item, media, INFO_SUFFIX, _info_bytes(item, files), stats, refused="no info JSON for")
 
     # -- what is on disk -------------------------------------------------------------------------
     def _open_parent(self, rel: str, *, create: bool) -> int | None:
@@ -734,6 +853,10 @@ class Exporter:
                 if local is not None and os.readlink(name, dir_fd=parent) == str(local.resolve()):
                     return "same"
                 return "other"
+            embedded = self._embedded.get(rel)
+            if stat.S_ISREG(st.st_mode) and embedded is not None and embedded[1] == asset.sha256 and \
+                    embedded[3:] == [st.st_size, st.st_mtime_ns]:
+                return "same"  # the copy with the extras embedded that trawl made of this asset
             if not stat.S_ISREG(st.st_mode) or st.st_size != asset.size:
                 return "other"
             if local is not None:
@@ -888,6 +1011,9 @@ class Exporter:
                 self._manifest = {k: v for k, v in files.items() if isinstance(v, list) and len(v) == 3}
             if isinstance(info, dict):
                 self._sidecars = {k: v for k, v in info.items() if isinstance(v, list) and len(v) == 4}
+            embedded = data.get("embedded", {})
+            if isinstance(embedded, dict):
+                self._embedded = {k: v for k, v in embedded.items() if isinstance(v, list) and len(v) == 5}
 
 
 def _main_asset(item: CatalogItem, files: dict[str, str]) -> CommittedAsset:
@@ -903,11 +1029,11 @@ def _info_bytes(item: CatalogItem, files: dict[str, str]) -> bytes:
     return (json.dumps(info_json(item, files), indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
 
 
-def _info_name(media: str, template: Template) -> str:
-    """``Title [id].info.json`` beside ``Title [id].mp4`` (``Title [id] (2).mp4``: ``Title [id] (2).info.json``)."""
+def _info_name(media: str, template: Template, tail: str = INFO_SUFFIX) -> str:
+    """``Title [id].info.json`` beside ``Title [id].mp4`` (``Title [id] (2).mp4``: ``Title [id] (2).info.json``);
+    another ``tail`` names another sidecar the same way (``Title [id].zh-CN.srt``)."""
     head, _, name = media.rpartition("/")
     stem = name.rsplit(".", 1)[0] if template.names_ext_last and "." in name else name
-    tail = INFO_SUFFIX
     info = _cut(stem, MAX_COMPONENT_BYTES - len(tail.encode())).rstrip(". ") + tail
     return f"{head}/{info}" if head else info
 

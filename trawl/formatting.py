@@ -8,6 +8,7 @@ The reverse, text people write into settings and flags, is :mod:`trawl.sizes` an
 from __future__ import annotations
 
 import math
+from typing import Any
 
 
 def human_size(size: float) -> str:
@@ -47,3 +48,21 @@ def format_eta(seconds: float | None) -> str:
 
 
 __all__ = ["clock", "eta_seconds", "format_eta", "format_speed", "human_size"]
+
+
+def recording_words(live: dict[str, Any], speed: float | None = None) -> str:
+    """A live recording as people read it (``live``: trawl.download.live.recording_view), with
+    ``speed`` when known: ``recording 12:34 of media, 45.6 MiB, 12.0 KiB/s, part 3, 2 missing;
+    waits for 1209 (window 1200-1208)`` (the part from the second on)."""
+    words = [f"recording {clock(float(live.get('seconds') or 0))} of media", human_size(int(live.get("bytes") or 0))]
+    if speed is not None:
+        words.append(format_speed(speed))
+    if (live.get("part") or 0) > 1:
+        words.append(f"part {live['part']}")
+    if live.get("missing"):
+        words.append(f"{live['missing']} missing")
+    line = ", ".join(words)
+    window = live.get("window")
+    if live.get("next") is not None and window:
+        line += f"; waits for {live['next']} (window {window[0]}-{window[1]})"
+    return line

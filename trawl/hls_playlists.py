@@ -8,7 +8,9 @@ needs and refuses what trawl cannot download:
   (``EXT-X-BYTERANGE``, the offset carried over from the previous range of the same URL), its
   init section (``EXT-X-MAP``), its AES-128 key and IV (``EXT-X-KEY``; without an IV, the media
   sequence number), and whether a discontinuity precedes it;
-- a live playlist (no ``EXT-X-ENDLIST``), SAMPLE-AES or any other key method is
+- a media playlist says whether it is live (no ``EXT-X-ENDLIST``: :func:`require_vod` refuses
+  it where a finished stream is needed, :mod:`trawl.download.live` records it), its media
+  sequence and target duration; SAMPLE-AES or any other key method is
   :class:`~trawl.errors.UnsupportedUrl`; text that is not a playlist is
   :class:`~trawl.errors.ParseError`; a playlist of more than :data:`MAX_SEGMENTS` segments or
   :data:`MAX_KEY_TAGS` distinct keys is :class:`~trawl.errors.TooLarge`; blank and comment lines
@@ -120,6 +122,12 @@ class MediaPlaylist:
     url: str
     segments: list[Segment]
     endlist: bool
+    media_sequence: int = 0  # EXT-X-MEDIA-SEQUENCE: the sequence number of ``segments[0]``
+    target_duration: float | None = None  # EXT-X-TARGETDURATION: how often a live playlist is read again
+
+    def sequence(self, segment: Segment) -> int:
+        """The media sequence number of ``segment`` (its place in the stream, not the playlist)."""
+        return self.media_sequence + segment.index
 
     @property
     def duration(self) -> float:
@@ -175,7 +183,9 @@ def parse_playlist(text: str, url: str) -> MasterPlaylist | MediaPlaylist:
     segments = _segments(parsed, url)
     if not segments and parsed.is_endlist:  # without ENDLIST it is a live playlist not yet started
         raise ParseError(f"{url}: HLS playlist without segments")
-    return MediaPlaylist(url, segments, bool(parsed.is_endlist))
+    target = parsed.target_duration
+    return MediaPlaylist(url, segments, bool(parsed.is_endlist), int(parsed.media_sequence or 0),
+                         float(target) if target else None)
 
 
 def _meaningful_lines(text: str, url: str) -> list[str]:

@@ -3,7 +3,8 @@
 The address guard sits below httpx, in the network backend that opens every TCP connection of
 the client: the host is resolved there, every address it resolves to is checked, and the socket
 is opened to a checked address. So whatever route httpx picks for a request (direct, through
-``net.proxy``, through ``HTTP(S)_PROXY``, or direct again because ``NO_PROXY`` lists the host),
+``net.proxy`` or one of ``net.proxies``, through ``HTTP(S)_PROXY``, or direct again because
+``NO_PROXY`` lists the host),
 the connection actually made is to an allowed address, and a name cannot resolve differently
 between the check and the connect (DNS rebinding).
 
@@ -138,46 +139,84 @@ def guard_connections(client: httpx.Client, backend: httpcore.NetworkBackend) ->
         pool._network_backend = backend
 
 
+def proxy_list(net: NetSettings) -> list[str]:
+    """The proxies ``net.proxies`` rotates over (``net.proxy`` first when both are set); empty when
+    ``net.proxies`` is, and the single proxy (or none) is used as before."""
+    if not net.proxies:
+        return []
+    return list(dict.fromkeys([*([net.proxy] if net.proxy else []), *(p.strip() for p in net.proxies)]))
+
+
+def check_proxy(proxy: str, net: NetSettings) -> None:
+    """Refuse a proxy whose own address the guard would refuse (a name is resolved for it).
+
+    Raises:
+        BlockedAddress: naming the proxy (never its password) and what to do.
+    """
+    if net.allow_private:
+        return
+    parts = httpx.URL(proxy)
+    try:
+        check_host(parts.host, parts.port or 80, allow_private=False, allowed_networks=tuple(net.allowed_networks))
+    except BlockedAddress as err:
+        raise BlockedAddress(f"the proxy {parts.host}:{parts.port or 80} is refused by the address guard "
+                             f"({err.message.split(': ', 1)[-1]}); add its address to net.allowed_networks "
+                             "or unset the proxy") from None
+
+
 def make_client(net: NetSettings) -> httpx.Client:
     """A synchronous client with timeouts, redirects bounded and every connection checked by the guard.
 
     Its pool holds ``net.max_connections`` connections (0, a NetSettings made outside
     :class:`~trawl.settings.Settings`: the default worker's figure); a request that finds none free
-    within ``net.connect_timeout`` fails with httpx's PoolTimeout.
+    within ``net.connect_timeout`` fails with httpx's PoolTimeout. With ``net.proxies`` each proxy
+    has a pool of that size (:mod:`trawl.proxy_rotation`).
 
     Raises:
-        BlockedAddress: the configured proxy's own address is refused (said before anything runs).
+        BlockedAddress: a configured proxy's own address is refused (said before anything runs).
     """
     allowed = tuple(net.allowed_networks)
-    proxy = proxy_url(net)
-    if proxy and not net.allow_private:
-        parts = httpx.URL(proxy)
-        try:
-            check_host(parts.host, parts.port or 80, allow_private=False, allowed_networks=allowed)
-        except BlockedAddress as err:
-            raise BlockedAddress(f"the proxy {parts.host}:{parts.port or 80} is refused by the address guard "
-                                 f"({err.message.split(': ', 1)[-1]}); add its address to net.allowed_networks "
-                                 "or unset the proxy") from None
+    rotated = proxy_list(net)
+    for proxy in rotated or [p for p in [proxy_url(net)] if p]:
+        check_proxy(proxy, net)
     timeout = httpx.Timeout(
         connect=net.connect_timeout.total_seconds(),
         read=net.read_timeout.total_seconds(),
         write=net.read_timeout.total_seconds(),
         pool=net.connect_timeout.total_seconds(),
     )
-    client = httpx.Client(
-        timeout=timeout,
-        follow_redirects=True,
-        max_redirects=net.max_redirects,
-        headers={"User-Agent": net.user_agent},
-        limits=httpx.Limits(max_connections=net.pool_size,
-                            max_keepalive_connections=MAX_KEEPALIVE_CONNECTIONS),
-        proxy=net.proxy or None,
-        verify=net.ca_bundle or True,
-    )
+    limits = httpx.Limits(max_connections=net.pool_size, max_keepalive_connections=MAX_KEEPALIVE_CONNECTIONS)
+    common = dict(timeout=timeout, follow_redirects=True, max_redirects=net.max_redirects,
+                  headers={"User-Agent": net.user_agent})
+    if rotated:
+        return httpx.Client(**common, transport=_rotating(rotated, net, limits))  # type: ignore[arg-type]
+    client = httpx.Client(**common, limits=limits, proxy=net.proxy or None,  # type: ignore[arg-type]
+                          verify=net.ca_bundle or True)
     if not net.allow_private:
         guard_connections(client, GuardedBackend(allowed))
         guard_proxied_targets(client, allowed)
     return client
+
+
+def _rotating(proxies: list[str], net: NetSettings, limits: httpx.Limits) -> httpx.BaseTransport:
+    """``net.proxies``' transport: one guarded transport per proxy under :class:`RotatingProxies`."""
+    from trawl.proxies import ProxyPool
+    from trawl.proxy_rotation import RotatingProxies
+
+    allowed = tuple(net.allowed_networks)
+    transports: dict[str, httpx.BaseTransport] = {}
+    for proxy in proxies:
+        transport = httpx.HTTPTransport(proxy=proxy, limits=limits, verify=net.ca_bundle or True)
+        if not net.allow_private:
+            pool = getattr(transport, "_pool", None)
+            if not hasattr(pool, "_network_backend"):  # fails closed, as guard_connections does
+                raise RuntimeError("cannot guard a proxy's connections: check the httpx version")
+            pool._network_backend = GuardedBackend(allowed)  # type: ignore[union-attr]
+            transports[proxy] = ProxiedTargetGuard(transport, allowed)
+        else:
+            transports[proxy] = transport
+    pool = ProxyPool(proxies, rest_s=net.proxy_rest.total_seconds(), failures_to_rest=net.proxy_failures)
+    return RotatingProxies(pool, transports)
 
 
 def read_limited(resp: httpx.Response, limit: int, url: str) -> bytes:

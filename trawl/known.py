@@ -3,7 +3,7 @@ other items it stands for besides (parts 2..N of a video), routed."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from trawl.errors import TrawlError
 from trawl.models import MoreItem
@@ -21,7 +21,15 @@ def known_item(catalog: Catalog, registry: Registry, url: str) -> CatalogItem | 
     if key is None:
         return None
     item = catalog.get(key)
-    return item if item is not None and item.status == "committed" else None
+    return item if item is not None and item.status == "committed" and not recording_unfinished(item.metadata) else None
+
+
+def recording_unfinished(metadata: dict[str, Any]) -> bool:
+    """Whether a committed item is a live recording that has not ended (``live_status: is_live``:
+    its parts so far are stored, its broadcast's workflow runs, or failed or was cancelled). Such
+    an item is not *known*: asked again, the URL joins the recording that runs, or records the rest
+    of the broadcast (its parts after those stored)."""
+    return metadata.get("live_status") == "is_live"
 
 
 def known_with_more(catalog: Catalog, registry: Registry, url: str) -> tuple[CatalogItem, list[str]] | None:

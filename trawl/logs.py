@@ -8,6 +8,7 @@ writes has the same shape.
 from __future__ import annotations
 
 import logging
+import logging.handlers
 import os
 import socket
 import sys
@@ -112,8 +113,51 @@ def stdout_for_logs() -> TextIO:
     return os.fdopen(own, "w", buffering=1, encoding="utf-8", errors="backslashreplace")
 
 
+# Set when this process's stream carries plain lines for a person (see configure_logging's ``plain``).
+_plain_stream = False
+RECORD_FILE_BYTES = 10 * 1024 * 1024  # the data directory's log file is rotated at this size, 3 kept
+
+
+def plain_stream() -> bool:
+    """This process writes plain lines for a person on its log stream (a one-shot command)."""
+    return _plain_stream
+
+
+def _plain(_logger: Any, _name: str, event: dict[str, Any]) -> str:
+    """``trawl: <message> (key=value, ...)``: a line for a person, whatever the stream is attached to."""
+    message = event.pop("event", "")
+    level = event.pop("level", "")
+    trace = event.pop("exception", None)
+    for key in ("ts", "worker", "logger"):
+        event.pop(key, None)
+    details = ", ".join(f"{key}={value}" for key, value in event.items() if value is not None and value != "")
+    head = "trawl: " + ("" if level in ("warning", "info", "") else f"{level}: ")
+    return head + str(message) + (f" ({details})" if details else "") + (f"\n{trace}" if trace else "")
+
+
+class _NotTheRecord(logging.Filter):
+    """Keeps the worker's record of its work (:data:`RECORD_LOGGERS`) off a person's stream."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.name.startswith(RECORD_LOGGERS)
+
+
+class _RecordFile(logging.handlers.RotatingFileHandler):
+    """The data directory's log file: opened at the first line, and only when the directory is
+    there (a command that only reads creates no file); a line it cannot write is dropped."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.stream is None and not os.path.isdir(os.path.dirname(self.baseFilename)):
+            return
+        super().emit(record)
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
+        pass
+
+
 def configure_logging(
-    *, stream: TextIO | None = None, json: bool | None = None, level: str = "INFO", worker: str | None = None
+    *, stream: TextIO | None = None, json: bool | None = None, level: str = "INFO", worker: str | None = None,
+    plain: bool = False, record_file: os.PathLike[str] | str | None = None,
 ) -> None:
     """Configure structlog and the standard library for this process.
 
@@ -123,9 +167,17 @@ def configure_logging(
         level: the minimum level; on a JSON stream the worker's record (:data:`RECORD_LOGGERS`)
             is kept whole, successes included, as long as the level keeps warnings.
         worker: the ``worker`` field on every line.
+        plain: the stream is a person's (a one-shot command's stderr, on a terminal or not): plain
+            ``trawl: ...`` lines at ``level``, without the worker's record of its work.
+        record_file: with ``plain``, the JSON lines (INFO and up, the record whole) go to this
+            file instead (the data directory's ``trawl.log``; rotated at 10 MiB, 3 kept).
     """
+    global _plain_stream
+    _plain_stream = plain
     stream = stream or sys.stdout
-    if json is None:
+    if plain:
+        json = False
+    elif json is None:
         json = not stream.isatty()
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
@@ -136,7 +188,8 @@ def configure_logging(
     ]
     if worker:
         shared.insert(0, _StaticFields(worker=worker))
-    renderer: Any = structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
+    renderer: Any = (_plain if plain else structlog.processors.JSONRenderer() if json
+                     else structlog.dev.ConsoleRenderer(colors=False))
     structlog.configure(
         processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
         logger_factory=structlog.stdlib.LoggerFactory(),
@@ -159,9 +212,23 @@ def configure_logging(
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())
+    if plain:
+        handler.setLevel(level.upper())
+        handler.addFilter(_NotTheRecord())
+        if record_file is not None:
+            recorded = _RecordFile(record_file, maxBytes=RECORD_FILE_BYTES, backupCount=3, delay=True,
+                                   encoding="utf-8")
+            recorded.setFormatter(structlog.stdlib.ProcessorFormatter(
+                foreign_pre_chain=shared,
+                processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                            structlog.processors.format_exc_info, _required_fields,
+                            structlog.processors.JSONRenderer()]))
+            recorded.setLevel(logging.INFO)
+            root.addHandler(recorded)
+            root.setLevel(min(root.level, logging.INFO))
     # A JSON stream is read by programs (triage): it carries the record whole whenever it carries
     # the record's warnings. On a terminal the level alone decides what a person sees.
-    whole_record = json and root.level <= logging.WARNING
+    whole_record = (json or (plain and record_file is not None)) and root.level <= logging.WARNING
     for name in RECORD_LOGGERS:
         logging.getLogger(name).setLevel(min(root.level, logging.INFO) if whole_record else logging.NOTSET)
     # Alembic says at INFO what it loads and each migration it checks, at every start of a command

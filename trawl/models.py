@@ -9,6 +9,9 @@ from typing import Any
 from trawl.errors import PreviewOnly
 
 ASSET_KINDS = ("video", "audio", "image", "thumbnail")
+# The protocol of a live HLS stream's asset: its download is a recording (trawl.download.live),
+# which the item workflow runs with a short heartbeat timeout.
+LIVE_PROTOCOL = "hls-live"
 # Kinds an item does without when they cannot be had: a missing cover must not lose the video.
 OPTIONAL_KINDS = ("thumbnail",)
 
@@ -22,10 +25,18 @@ class Asset:
         kind: one of :data:`ASSET_KINDS`.
         urls: the primary URL first, then backups serving the same bytes.
         headers: request headers the media host requires (Referer, User-Agent).
-        protocol: ``http`` (one file) or ``hls`` (``urls`` are HLS playlists: their segments
-            make the file).
+        protocol: ``http`` (one file), ``hls`` (``urls`` are HLS playlists: their segments
+            make the file) or ``hls-live`` (:data:`LIVE_PROTOCOL`: a live HLS playlist, recorded
+            until the broadcast ends).
         preview: empty, or why the platform says this file is only a preview or trailer of the
             item (never stored as the item: :func:`refuse_previews`).
+        live_after: a live recording's: where an earlier recording of the same broadcast stopped
+            (its parts are in the catalog, it never ended: trawl.download.live.resume_point), so a
+            new recording goes on after it instead of recording its sequences again.
+        duration: how long this file lasts when it is a piece of the item (one of several
+            segments), as the platform says, checked instead of the item's duration; 0: a piece
+            whose length the platform does not give (nothing to check it against). None: the
+            file lasts as long as the item.
     """
 
     name: str
@@ -37,6 +48,8 @@ class Asset:
     mime: str | None = None
     protocol: str = "http"
     preview: str = ""
+    live_after: dict[str, Any] | None = None
+    duration: float | None = None
 
 
 @dataclass
@@ -69,6 +82,7 @@ class Resolved:
     ``upload_date``, ``view_count``, ``like_count``, ``tags``, ``thumbnail``, ``parts``...), plus
     platform ids the pipeline needs (``mid``, ``aid``, ``cid``, ``merge``); JSON values only.
     ``more``: the other items the URL stands for (parts 2..N of a bare multi-part video URL).
+    ``extras``: the names of the extras fetched after its commit (:mod:`trawl.extras`).
     """
 
     canonical_key: str
@@ -81,6 +95,9 @@ class Resolved:
     published_at: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     more: list[MoreItem] = field(default_factory=list)
+    # The names of its platform's extras (danmaku, subtitles, comments: trawl.extras) to fetch
+    # once the item is committed, each in an activity of its own; set by the fetch activity.
+    extras: list[str] = field(default_factory=list)
 
 
 def known_total(assets: list[Asset]) -> int | None:

@@ -7,10 +7,10 @@ LINK_MODES: tuple[str, ...] = ("hardlink", "copy", "symlink")
 
 FIELDS: dict[str, str] = {
     "platform": "the platform's name (generic for a site no platform claims)",
-    "id": "the platform's id (the canonical key without its platform prefix)",
+    "id": "the platform's id (the canonical key without its platform prefix); for a page or file no platform claims, the URL's file name without extension",
     "key": "the canonical key, <platform>:<id>",
     "title": "the title",
-    "uploader": "the uploader's name",
+    "uploader": "the uploader's name; the page's host when the platform names none",
     "uploader_id": "the uploader's id, when the platform gives it",
     "upload_date": "YYYYMMDD",
     "part": "the part number of a multi-part video",

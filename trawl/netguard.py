@@ -58,7 +58,8 @@ def check_address(host: str, address: str, *, allow_private: bool, allowed_netwo
     """Refuse a connection already made (the address a name resolved to when connecting)."""
     if not allow_private and not is_allowed(address, allowed_networks):
         raise BlockedAddress(f"refusing {host} -> {address}: not a public address (set net.allow_private or "
-                             "net.allowed_networks to allow)")
+                             "net.allowed_networks to allow); for a server of your own on this machine or network: "
+                             "TRAWL_NET__ALLOW_PRIVATE=true")
 
 
 def check_host(host: str, port: int, *, allow_private: bool, allowed_networks: tuple[str, ...] = ()) -> None:

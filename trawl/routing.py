@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from trawl.contracts import CrawlItem, Refusal, StoredAsset
 from trawl.errors import TrawlError
+from trawl.extras import EXTRA_KINDS
 
 if TYPE_CHECKING:
     from trawl.platforms.registry import Registry
@@ -54,8 +55,11 @@ def route_all(registry: Registry, urls: Iterable[str]) -> tuple[list[CrawlItem],
 
 
 def stored_assets(item: CatalogItem) -> list[StoredAsset]:
-    """The committed files of a catalog item."""
-    return [StoredAsset(a.name, a.kind, a.sha256, a.size, a.key, a.mime) for a in item.assets]
+    """The committed media files of a catalog item: what its first commit answered. Its extras
+    (danmaku, subtitles, comments) are added later and not counted, or a duplicate's size would
+    depend on whether they had landed yet."""
+    return [StoredAsset(a.name, a.kind, a.sha256, a.size, a.key, a.mime) for a in item.assets
+            if a.kind not in EXTRA_KINDS]
 
 
 __all__ = ["crawl_item", "route_all", "routed", "stored_assets"]

@@ -14,7 +14,7 @@ the model its platform module declares; the source kinds include the kinds the p
 from __future__ import annotations
 
 import ipaddress
-import os
+import json
 import socket
 import re
 import tomllib
@@ -22,6 +22,7 @@ from datetime import timedelta
 from functools import cache
 from pathlib import Path
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -29,6 +30,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     create_model,
     field_validator,
     model_validator,
@@ -41,6 +43,11 @@ from pydantic_settings import (
 )
 
 from trawl.durations import parse_duration
+from trawl.errors import redact
+from trawl.netguard import is_allowed
+from trawl.proxies import check_proxy_url
+from trawl.paths import (  # noqa: F401 - read here too
+    DEFAULT_DATA_DIR_SHOWN, config_file, config_files, default_data_dir, user_config_file)
 # PlatformSettings, every [platforms.<name>] section's base, is read from here too.
 from trawl.platforms.platform import Platform, PlatformSettings, PlatformsSettingsBase, platforms_model  # noqa: F401
 from trawl.platforms.registry import PLATFORMS, listing_kinds
@@ -72,6 +79,11 @@ class TemporalSettings(_Section):
     # Start the Temporal CLI dev server when nothing answers at `address`.
     embedded: bool = True
     ui_port: int = 8233  # the embedded server's Web UI port (the web page links to it)
+    # The embedded server a one-shot command (`trawl crawl URL`) starts keeps running in the
+    # background, with a worker, for the commands after it, and stops by itself once no command
+    # has used it and its worker has run no activity for this long (`trawl down` stops it now).
+    # 0: no background server; it stops with the last command using it.
+    idle_timeout: Duration = Field(default=timedelta(minutes=10), ge=timedelta(0), le=timedelta(days=7))
     # Prefix of every task queue, so two deployments can share one server.
     task_queue_prefix: str = "trawl"
     # A server beyond localhost (self-hosted with TLS, or Temporal Cloud). The SDK's environment
@@ -97,6 +109,10 @@ class TemporalSettings(_Section):
 class CatalogSettings(_Section):
     # SQLAlchemy URL; empty means SQLite at <data_dir>/catalog.db.
     url: str = ""
+    # Search reads an item's extras line by line (a subtitle cue, a danmaku, a comment): the first
+    # this many lines of each kind of an item are indexed, each cut to 300 characters; 0 indexes
+    # none. The index costs about 17 bytes a character of text (docs/library.md).
+    search_extras_lines: int = Field(default=2000, ge=0, le=100_000)
 
 
 _BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
@@ -155,6 +171,17 @@ class NetSettings(_Section):
     allowed_networks: list[str] = []
     # An HTTP(S) proxy for all outbound traffic (HTTP_PROXY/HTTPS_PROXY/NO_PROXY are honoured too).
     proxy: str = ""
+    # Several HTTP(S) proxies, e.g. ["http://user:pass@proxy1.example:3128", "http://proxy2.example:8080"]:
+    # each platform's requests take them in turn, and one that fails (unreachable, 407, its own
+    # 5xx) is rested for proxy_rest. net.proxy, if set too, is the first; the HTTP(S)_PROXY
+    # variables are not read then. Checked at start: an entry that does not parse, or whose address
+    # the guard refuses (a private one, unless allow_private or allowed_networks), stops the command.
+    proxies: list[str] = []
+    # How long a proxy that failed is skipped (when all are resting, the one back soonest is tried).
+    proxy_rest: Duration = Field(default=timedelta(seconds=60), gt=timedelta(0))
+    # Server errors in a row that are the proxy's own (a CONNECT answered 5xx, a 5xx with
+    # Proxy-Status or X-Squid-Error) that rest it; unreachable and 407 rest it at once.
+    proxy_failures: int = Field(default=3, ge=1)
     # A CA bundle file for TLS verification (a corporate proxy's CA, say); empty: certifi's.
     ca_bundle: str = ""
     user_agent: str = "trawl/0.1 (media crawler)"  # the User-Agent of the HTTP client's requests
@@ -175,6 +202,25 @@ class NetSettings(_Section):
     def _networks(cls, value: list[str]) -> list[str]:
         for network in value:
             ipaddress.ip_network(network, strict=False)  # ValueError names the bad entry
+        return value
+
+    @field_validator("proxies")
+    @classmethod
+    def _proxies(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        """Each entry parses; one written as an address the guard refuses is refused here (a name is
+        resolved and checked when the HTTP client is made, :func:`trawl.http_client.make_client`)."""
+        for entry in value:
+            check_proxy_url(entry)  # ValueError names the bad entry
+            if info.data.get("allow_private"):
+                continue
+            host = (urlsplit(entry.strip()).hostname or "").split("%", 1)[0]
+            try:
+                literal = ipaddress.ip_address(host)
+            except ValueError:
+                continue
+            if not is_allowed(str(literal), tuple(info.data.get("allowed_networks") or ())):
+                raise ValueError(f"the proxy {redact(entry)} is a private address, refused by the address guard; "
+                                 "add it to net.allowed_networks (or set net.allow_private)")
         return value
 
     @property
@@ -223,7 +269,8 @@ class DownloadSettings(_Section):
     # landing on another host downloads up to 16 MiB again.
     small_item_size: ByteSize = Field(default=16 * MiB, ge=0)
     # An item whose assets are all known to total at most this many bytes is downloaded, verified
-    # and committed by its fetch, in the same activity on the platform's fetch queue: one activity
+    # and committed by its first fetch, the activity fetch_and_store_tiny on the platform's fetch
+    # queue (every item's first fetch is that activity; it only resolves the others): one activity
     # and no search-attribute upsert before its outcome (docs/benchmarks.md, bench/cost.py: 22
     # history events became 14). Kept small because the download then holds a fetch slot (8 per
     # platform and worker) and must fit fetch's start_to_close. If that attempt fails, or a
@@ -239,10 +286,35 @@ class DownloadSettings(_Section):
     # HLS: the variant of a master playlist is the tallest at or below this many lines (1080 =
     # 1080p), else the lowest; variants without a RESOLUTION rank by bandwidth.
     hls_quality: int = Field(default=1080, ge=1)
+    # Live HLS recordings (docs/live.md): a recording ends once it holds this much media, for a
+    # playlist that never gains EXT-X-ENDLIST; what it holds is committed. At most 48 hours, and
+    # shorter than retry.download.schedule_to_close (left at its default, 0.9 of a shorter one);
+    # keep it under retry.download.start_to_close too, or the attempt times out first (the next
+    # one goes on from the last media sequence).
+    live_max_duration: Duration = Field(default=timedelta(hours=4), gt=timedelta(0), le=timedelta(hours=48))
+    # A live playlist that gains no new segment (or cannot be read) for this long has stalled: the
+    # recording ends and what it holds is committed (a recording that holds nothing fails as
+    # not_found). From 5 seconds to 1 hour.
+    live_stall_timeout: Duration = Field(default=timedelta(seconds=60), ge=timedelta(seconds=5),
+                                         le=timedelta(hours=1))
+    # A recording is committed in parts as it goes (docs/live.md), each a playable file: a part
+    # ends at the first segment boundary at or past this much media (from 2 seconds to 24 hours)...
+    live_part_duration: Duration = Field(default=timedelta(hours=1), ge=timedelta(seconds=2),
+                                         le=timedelta(hours=24))
+    # ...or at or past this many bytes ("2G"; 0: no size limit, at least 1 MiB otherwise). A
+    # recording has at most 200 parts (its workflow's history stays bounded): the 200th takes the rest.
+    live_part_size: ByteSize = Field(default=0, ge=0)
 
     # Bytes per second for each download (yt-dlp's --limit-rate, e.g. "500K", "2M"); 0: no limit.
     # A limited download uses one connection.
     limit_rate: ByteSize = Field(default=0, ge=0)
+
+    @field_validator("live_part_size")
+    @classmethod
+    def _part_size_holds_segments(cls, value: int) -> int:
+        if 0 < value < MiB:
+            raise ValueError("a part of a recording must be 0 (no size limit) or at least 1 MiB")
+        return value
 
     def segments_for(self, platform: str) -> int:
         return self.segments_by_platform.get(platform, self.segments)
@@ -357,6 +429,9 @@ _STAGE_DEFAULTS = {
     "download": _stage("2s", "5m", 20, "6h", "24h"),
     "verify": _stage("1s", "30s", 5, "30m", "2h"),
     "commit": _stage("1s", "1m", 10, "30m", "2h"),
+    # An extra (danmaku, subtitles, comments) after its item is committed: a few tries, then it is
+    # recorded missing with its class; the item stays committed (docs/extras.md).
+    "extras": _stage("2s", "2m", 5, "30m", "1h"),
 }
 
 
@@ -365,6 +440,7 @@ class RetrySettings(_Section):
     download: StageRetry = _STAGE_DEFAULTS["download"]
     verify: StageRetry = _STAGE_DEFAULTS["verify"]
     commit: StageRetry = _STAGE_DEFAULTS["commit"]
+    extras: StageRetry = _STAGE_DEFAULTS["extras"]
 
     @model_validator(mode="before")
     @classmethod
@@ -399,6 +475,25 @@ class SourceSettings(_Section):
     # read one page); true reads all max_pages pages, e.g. to fill in what an earlier, shorter
     # listing never reached.
     full_listing: bool = False
+    # Filters applied while its listing pages (yt-dlp's syntax; docs/crawls.md, "Filters"); "": none.
+    # Only entries published on or after this day: 20260101, today, now-7days (at each run).
+    dateafter: str = Field(default="", max_length=100)
+    datebefore: str = Field(default="", max_length=100)  # only entries published on or before this day
+    # Conditions on what the listing says of an entry: duration > 60 & title ~= (?i)news.
+    match_filter: str = Field(default="", max_length=1000)
+    max_downloads: int = Field(default=0, ge=0)  # at most this many entries of the listing; 0: all
+    playlist_items: str = Field(default="", max_length=1000)  # entries by position: 1-5,8,-3:
+
+    @field_validator("dateafter", "datebefore", "match_filter", "playlist_items")
+    @classmethod
+    def _parses(cls, value: str, info: ValidationInfo) -> str:
+        from trawl.listing_filters import FilterError, ListingFilters
+
+        try:
+            ListingFilters(**{info.field_name: value}).check()
+        except FilterError as err:
+            raise ValueError(str(err)) from None
+        return value
 
     @model_validator(mode="after")
     def _needs_its_argument(self) -> SourceSettings:
@@ -422,6 +517,9 @@ class WatchSettings(_Section):
     jitter: Duration = timedelta(0)
     # Shortest interval `watch add --every` accepts.
     min_interval: Duration = timedelta(seconds=1)
+    # How often a watch of a live room (`watch add NAME ROOM_URL`) asks whether the room is live,
+    # unless --every says otherwise: a broadcast starts recording within about this long.
+    live_poll_interval: Duration = timedelta(seconds=10)
 
     @field_validator("catchup_window")
     @classmethod
@@ -430,6 +528,55 @@ class WatchSettings(_Section):
             raise ValueError("must be at least 10s (Temporal's smallest catch-up window)")
         return value
 
+    @field_validator("live_poll_interval")
+    @classmethod
+    def _poll_bounds(cls, value: timedelta) -> timedelta:
+        if not timedelta(seconds=1) <= value <= timedelta(hours=1) or value.microseconds:
+            raise ValueError("must be whole seconds, from 1s to 1h (a live room is asked once each)")
+        return value
+
+
+NOTIFY_EVENTS = ("watch_item", "needs_person", "live_recording")
+
+
+class WebhookSettings(_Section):
+    """A webhook: a JSON POST for each event (``trawl.notify``)."""
+
+    url: str  # http(s); its address passes the address guard like any request (net.allow_private)
+    # Signs each body: header X-Trawl-Signature: sha256=<HMAC-SHA256 of the body, hex>. Empty: unsigned.
+    secret: str = ""
+    # watch_item (a watch's run committed a new item), needs_person (an item failed for a reason a
+    # person must fix: login_required, forbidden, blocked_address), live_recording (a recording
+    # committed a part, or ended). Empty: all of them.
+    events: list[str] = []
+    attempts: int = Field(default=5, ge=1, le=20)  # tries per event, waiting 1 s, 2 s, 4 s, ... (at most 60 s)
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, value: str) -> str:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"a webhook URL is http:// or https:// with a host, not {value[:80]!r}")
+        return value
+
+    @field_validator("events")
+    @classmethod
+    def _events(cls, value: list[str]) -> list[str]:
+        unknown = [e for e in value if e not in NOTIFY_EVENTS]
+        if unknown:
+            raise ValueError(f"unknown event(s) {', '.join(unknown)}: give some of {', '.join(NOTIFY_EVENTS)}")
+        return value
+
+
+class NotifySettings(_Section):
+    """Notifications: webhooks called on the events people act on (``trawl.notify``)."""
+
+    # [[notify.webhooks]] tables: url, secret (signs each body: X-Trawl-Signature), events
+    # (watch_item, needs_person, live_recording; empty: all), attempts (default 5). See docs/library.md.
+    webhooks: list[WebhookSettings] = []
+
 
 class ExportSettings(_Section):
     """Named files (``trawl export``, ``trawl crawl --export``) and the API's download names."""
@@ -437,12 +584,32 @@ class ExportSettings(_Section):
     # Fields: {platform} {id} {key} {title} {uploader} {uploader_id} {upload_date} {part} {kind}
     # {asset} {ext} {sha256}; "/" makes directories. The API offers the last component.
     template: str = "{platform}/{uploader}/{title} [{id}].{ext}"
-    # hardlink (a copy where the store is remote or on another filesystem), symlink or copy.
-    link: Literal["hardlink", "copy", "symlink"] = "hardlink"
+    # copy (files to edit freely), hardlink (no extra space, but the file IS the stored blob: a copy
+    # where the store is remote or on another filesystem) or symlink. Copy since the links of the
+    # first default surprised people who edit what they download.
+    link: Literal["hardlink", "copy", "symlink"] = "copy"
     # Names valid on Windows too (<>:"|?* replaced, collisions compared without case).
     windows_names: bool = False
     # <name>.info.json beside each item's main file, from the catalog.
     write_info_json: bool = False
+    # Extras beside the main file, as yt-dlp's flags (docs/extras.md): the uploader's subtitle
+    # tracks as <name>.<lang>.<sub_format>, and the danmaku as <name>.danmaku.xml when sub_langs
+    # takes "danmaku".
+    write_subs: bool = False
+    # The automatic (AI) subtitle tracks (languages ai-*) too, named the same way.
+    write_auto_subs: bool = False
+    # Languages or regular expressions matched whole; "all"; "danmaku"; "-LANG" leaves one out.
+    sub_langs: list[str] = ["all"]
+    sub_format: Literal["srt", "vtt", "json"] = "srt"
+    # The comments: inside <name>.info.json with write_info_json, else <name>.comments.json.
+    write_comments: bool = False
+    # Into a copy of the main file made by ffmpeg (the stored blob is never modified): the subtitle
+    # tracks sub_langs takes (MP4, WebM).
+    embed_subs: bool = False
+    # The chapters, into that copy.
+    embed_chapters: bool = False
+    # Title, uploader, date, description and URL, into that copy.
+    embed_metadata: bool = False
 
     @field_validator("template")
     @classmethod
@@ -451,6 +618,22 @@ class ExportSettings(_Section):
 
         Template.parse(value)  # TemplateError is a ValueError naming the problem
         return value
+
+    @field_validator("sub_langs")
+    @classmethod
+    def _sub_langs(cls, value: list[str]) -> list[str]:
+        from trawl.export_extras import ExtrasChoice
+
+        ExtrasChoice(sub_langs=tuple(value))  # ExtrasChoiceError is a ValueError naming the pattern
+        return value
+
+
+class LogSettings(_Section):
+    # One-shot commands (crawl, items, ...) write their JSON log lines on stderr, as --log-json
+    # does. Otherwise their stderr carries plain lines for a person (warnings and errors), on a
+    # terminal or not, and the JSON lines go to <data_dir>/trawl.log. Long-running commands
+    # (worker, up, ...) write JSON on stdout either way.
+    json_stderr: bool = False
 
 
 class Settings(BaseSettings):
@@ -461,7 +644,10 @@ class Settings(BaseSettings):
         toml_file="trawl.toml",
     )
 
-    data_dir: Path = Path("data")  # holds temporal.db, catalog.db, blobs/ and work/ (partial files)
+    # Holds temporal.db, catalog.db, blobs/ and work/ (partial files): one archive wherever a
+    # command runs. Earlier versions kept it in ./data of the working directory (set data_dir to
+    # that directory, or TRAWL_DATA_DIR, to keep using one).
+    data_dir: Path = Field(default_factory=default_data_dir, json_schema_extra={"shown_default": DEFAULT_DATA_DIR_SHOWN})
     temporal: TemporalSettings = TemporalSettings()
     catalog: CatalogSettings = CatalogSettings()
     storage: StorageSettings = StorageSettings()
@@ -474,6 +660,24 @@ class Settings(BaseSettings):
     watch: WatchSettings = WatchSettings()
     api: ApiSettings = ApiSettings()
     export: ExportSettings = ExportSettings()
+    logs: LogSettings = LogSettings()
+    notify: NotifySettings = NotifySettings()
+
+    @model_validator(mode="after")
+    def _recordings_fit_their_download(self) -> Settings:
+        # A recording is one download attempt after another (each goes on from the last media
+        # sequence held), but all of them must end within the stage's schedule_to_close.
+        limit = self.retry.download.schedule_to_close
+        if limit is None or self.download.live_max_duration < limit:
+            return self
+        if "live_max_duration" not in self.download.model_fields_set:  # the default: fitted, not refused
+            self.download = self.download.model_copy(update={"live_max_duration": limit * 0.9})
+            return self
+        if self.download.live_max_duration >= limit:
+            raise ValueError(f"download.live_max_duration ({_hours(self.download.live_max_duration)}) must be shorter "
+                             f"than retry.download.schedule_to_close ({_hours(limit)}): a recording must end before "
+                             "its download is given up on")
+        return self
 
     @model_validator(mode="after")
     def _derive_max_connections(self) -> Settings:
@@ -520,6 +724,24 @@ class Settings(BaseSettings):
         return self.data_dir / "temporal.db"
 
 
+def settings_json(settings: Settings) -> str:
+    """``settings`` as JSON that :func:`settings_from_json` reads back whole (durations in
+    seconds), for a process that must run with exactly these settings (the background worker)."""
+    def plain(value: object) -> object:
+        if isinstance(value, timedelta):
+            return value.total_seconds()
+        if isinstance(value, Path):
+            return str(value)
+        raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+    return json.dumps(settings.model_dump(mode="python"), default=plain, sort_keys=True)
+
+
+def settings_from_json(text: str) -> Settings:
+    """The settings :func:`settings_json` wrote; no environment or file is read."""
+    return Settings.model_validate(json.loads(text))
+
+
 @cache
 def settings_for(platforms: tuple[Platform, ...]) -> type[Settings]:
     """A :class:`Settings` whose ``[platforms]`` are these platforms' sections (generic last):
@@ -533,20 +755,8 @@ def settings_for(platforms: tuple[Platform, ...]) -> type[Settings]:
 DEFAULT_MAX_CONNECTIONS = derived_max_connections(WorkerSettings(), DownloadSettings(), PlatformsSettings())
 
 
-def config_file() -> Path:
-    """The project's TOML file: ``TRAWL_CONFIG``, else ``trawl.toml`` here (it need not exist)."""
-    return Path(os.environ.get("TRAWL_CONFIG", "trawl.toml"))
-
-
-def user_config_file() -> Path:
-    """The user's own TOML file, read beneath the project's: ``$XDG_CONFIG_HOME/trawl/trawl.toml``."""
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "trawl" / "trawl.toml"
-
-
-def config_files() -> list[Path]:
-    """The TOML files settings are read from, weakest first (missing ones are skipped)."""
-    return [user_config_file(), config_file()]
+def _hours(value: timedelta) -> str:
+    return f"{value.total_seconds() / 3600:g}h"
 
 
 def load_settings(**overrides: object) -> Settings:
@@ -564,7 +774,7 @@ def load_settings(**overrides: object) -> Settings:
         problems = []
         for err in exc.errors():
             where = ".".join(str(part) for part in err["loc"]) or "settings"
-            problems.append(f"{where}: {err['msg']} (got {err.get('input')!r})")
+            problems.append(redact(f"{where}: {err['msg']} (got {err.get('input')!r})"))  # a proxy's password
         if len(problems) == 1:
             raise ConfigError(f"invalid configuration: {problems[0]}") from None
         raise ConfigError("invalid configuration:\n" + "\n".join(f"  {p}" for p in problems)) from None

@@ -167,8 +167,9 @@ def _rows(model: type[BaseModel], values: dict[str, Any], path: tuple[str, ...],
         elif name == "sources" and not path:
             continue  # below, as [[sources]]
         else:
-            scalars.append(Row(table, name, "TRAWL_" + "__".join((*path, name)).upper(),
-                               toml_value(value, info), meaning(model, name)))
+            extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+            shown = str(extra["shown_default"]) if "shown_default" in extra else toml_value(value, info)
+            scalars.append(Row(table, name, "TRAWL_" + "__".join((*path, name)).upper(), shown, meaning(model, name)))
     yield from scalars
     for name, value in sections:
         inner = (*path, name)

@@ -13,12 +13,14 @@ own settings. A ``url_file`` is read by that worker, on its host.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from trawl.errors import UnsupportedUrl
+from trawl.listing_filters import ListingFilters, Walk
 from trawl.platforms.base import ResolveContext
 from trawl.platforms.registry import ListingRoute, Registry, listing_platform
 from trawl.settings import Settings, SourceSettings
@@ -39,9 +41,24 @@ def find_source(settings: Settings, name: str) -> SourceSettings:
     raise SourceError(f"no source named {name!r} in the settings (known: {known})")
 
 
-def source_definition(source: SourceSettings) -> dict[str, Any]:
-    """A source as a crawl's input carries it: every field of its ``[[sources]]`` table, as JSON."""
-    return source.model_dump(mode="json")
+# A source's filters (trawl.listing_filters), carried in its definition only when set: a
+# definition without them reads as before on workers that do not know them.
+FILTER_FIELDS = ListingFilters.FIELDS
+
+
+def source_definition(source: SourceSettings, filters: ListingFilters | None = None) -> dict[str, Any]:
+    """A source as a crawl's input carries it: every field of its ``[[sources]]`` table, as JSON,
+    its filters overridden by ``filters`` (a crawl's ``--dateafter``, ...) where those are set."""
+    definition = source.model_dump(mode="json")
+    definition.update(filters.as_dict() if filters else {})
+    return {k: v for k, v in definition.items() if k not in FILTER_FIELDS or v}
+
+
+def with_filters(definition: dict[str, Any] | None, filters: ListingFilters | None) -> dict[str, Any] | None:
+    """A listing's or a source's definition with a crawl's filters (where they are set)."""
+    if definition is None or not filters:
+        return definition
+    return {**definition, **filters.as_dict()}
 
 
 def source_from_definition(definition: dict[str, Any]) -> SourceSettings:
@@ -79,20 +96,33 @@ def expand(source: SourceSettings, settings: Settings, registry: Registry, ctx: 
         settings: the process's settings (kept for callers; the registry carries the platforms').
         known: says whether a listing page holds only known items; paging stops after the first
             such page (unless the source sets ``full_listing``).
+
+    The source's filters (``dateafter``, ``match_filter``, ...) are applied while its listing
+    pages, on what each entry's listing says; a listing that pages through them stops as soon as
+    nothing after can pass (:class:`trawl.listing_filters.Walk`).
     """
-    enough = None if source.full_listing else known
+    walk = walk_of(source, known)
+    return walk.select(_listed(source, registry, ctx, walk))
+
+
+def walk_of(source: SourceSettings, known: Known | None = None, today: date | None = None) -> Walk:
+    """How a source's listing is walked: its filters, and ``known`` unless it sets ``full_listing``."""
+    return Walk(known=None if source.full_listing else known, filters=ListingFilters.of(source), today=today)
+
+
+def _listed(source: SourceSettings, registry: Registry, ctx: ResolveContext, walk: Walk) -> list[str]:
     if source.kind == "url_file":
         return read_url_file(Path(source.path))
     if source.kind == "feed":
         from trawl.feeds import feed_urls
 
-        return feed_urls(ctx, source.url, source.max_pages, enough)
+        return feed_urls(ctx, source.url, source.max_pages, walk)
     platform = listing_platform(source.kind)
     if platform is not None:
         resolver = registry.resolver_of(platform.name)
         if resolver is None:
             raise SourceError(f"source {source.name!r}: the {platform.name} platform is disabled")
-        return platform.listings[source.kind](resolver, ctx, source.id, source.max_pages, enough)
+        return platform.listings[source.kind](resolver, ctx, source.id, source.max_pages, walk)
     raise UnsupportedUrl(f"source {source.name!r}: unknown kind {source.kind!r}")
 
 

@@ -106,6 +106,9 @@ def url_sha1(url: str) -> str:
     return hashlib.sha1(url.encode("utf-8")).hexdigest()
 
 
+WEB_KEY_PREFIX = "web:"  # a key that is a hash of the URL: it names nothing a person would recognise
+
+
 def web_key(canonical_url: str) -> str:
     """Canonical key of a generic web resource."""
-    return f"web:{url_sha1(canonical_url)}"
+    return f"{WEB_KEY_PREFIX}{url_sha1(canonical_url)}"

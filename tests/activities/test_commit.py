@@ -4,7 +4,9 @@ blobs in a local directory or in a real S3 server (SeaweedFS on loopback)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
+import shutil
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,6 +22,7 @@ from tests.trawl.storage.test_blobs import keys, make_s3, store  # noqa: F401 - 
 from trawl.download import file_sha256
 from trawl.models import Asset, Resolved
 from trawl.simulator import MediaFile
+from trawl.simulator.media import SAMPLES
 from trawl.storage.blobs import BlobStore, LocalBlobStore, blob_key, hash_blob
 from trawl.errors import StorageError
 from trawl.storage.catalog import Catalog
@@ -199,3 +202,162 @@ def test_a_file_the_platform_calls_a_preview_is_never_committed(tmp_path: Path) 
         _run(commit, inp)
     assert caught.value.type == "preview_only" and caught.value.non_retryable
     assert commit.catalog.list() == [] and not list((tmp_path / "blobs").rglob("*"))
+
+
+def _part(work: Path, index: int, first: int, segments: int, ended: str | None = None,
+          recording: str = "2026-12-05T10:00:00+00:00") -> CommitFile:
+    """Part ``index`` of a recording as its download returns it (a file unless it holds nothing)."""
+    name = "video" if index == 1 else f"video-part{index:03d}"
+    record = {"part": index, "first_sequence": first, "last_sequence": first + segments - 1, "segments": segments,
+              "seconds": float(segments), "start_seconds": float(first), "started_at": f"2026-12-05T10:00:{first:02d}+00:00",
+              "gaps": [], "ended": ended, "ended_at": "2026-12-05T10:01:00+00:00" if ended else "",
+              "playlist": "http://live/index.m3u8", "recording_started_at": recording,
+              "recording_first_sequence": 0, "total_segments": first + segments, "total_seconds": float(first + segments),
+              "missing_segments": 0}
+    if not segments:
+        return CommitFile(Asset(name, "video", ["http://live/index.m3u8"]), DownloadResult(
+            "video", "", 0, "", "http://live/index.m3u8", live=record), "")
+    path = work / f"video-part{index:03d}.mp4.part"
+    path.write_bytes(MediaFile("mp4", f"part-{index}-{recording}", 3000).read(0, 3000))
+    download = DownloadResult("video", str(path), 3000, file_sha256(path), "http://live/index.m3u8", live=record)
+    return CommitFile(Asset(name, "video", [download.url]), download, "video/mp4")
+
+
+def test_a_recording_is_committed_part_by_part(tmp_path: Path, catalog: Catalog) -> None:
+    """CommitInput.append: each part joins the item (made with the first), listed in order in
+    metadata.live.parts; a part committed twice changes nothing; the work directory goes with the end."""
+    workflow_id = "url-live"
+    work = tmp_path / "work" / workdir_name(workflow_id)
+    work.mkdir(parents=True)
+    (work / "video.part.json").write_text("{}")  # the recording's state, beside which parts are made
+    commit = CommitActivities(catalog, LocalBlobStore(tmp_path / "blobs"), tmp_path / "work", timedelta(seconds=1))
+    resolved = Resolved("web:live-1", "http://live/index.m3u8", "generic", [], title="index.m3u8 (live)")
+
+    def append(*files: CommitFile) -> CommitResult:
+        return _run(commit, CommitInput(workflow_id, "http://live/index.m3u8", resolved, list(files), append=True))
+
+    first = append(_part(work, 1, 0, 3))
+    item = catalog.get("web:live-1")
+    assert item is not None and [a.name for a in item.assets] == ["video"] and item.metadata["live_status"] == "is_live"
+    assert [a.name for a in first.assets] == ["video"] and work.exists()
+    second = _part(work, 2, 3, 3)
+    append(second)
+    assert [a.name for a in append(second).assets] == ["video", "video-part002"]  # again: nothing new
+    last = append(_part(work, 3, 6, 0, ended="endlist"))
+    item = catalog.get("web:live-1")
+    assert item is not None and [a.name for a in last.assets] == ["video", "video-part002"]
+    live = item.metadata["live"]
+    assert [(p["part"], p["asset"], p["start_seconds"]) for p in live["parts"]] == [
+        (1, "video", 0.0), (2, "video-part002", 3.0), (3, None, 6.0)]
+    assert (live["segments"], live["seconds"], live["ended"], item.metadata["live_status"]) == (6, 6.0, "endlist",
+                                                                                                "was_live")
+    assert item.duration == 6.0 and sum(a.size for a in item.assets) == 6000 and not work.exists()
+
+
+def test_a_broadcast_recorded_again_adds_its_parts_after_the_first_recordings(tmp_path: Path,
+                                                                             catalog: Catalog) -> None:
+    """The broadcast's workflow run again (its first run failed after two parts): the second
+    recording's parts 1 and 2 are the item's parts 3 and 4, never the first's assets replaced or
+    dropped; a part committed again finds its own number; the counts add up both recordings."""
+    workflow_id = "item-web:live-2"
+    work = tmp_path / "work" / workdir_name(workflow_id)
+    work.mkdir(parents=True)
+    commit = CommitActivities(catalog, LocalBlobStore(tmp_path / "blobs"), tmp_path / "work", timedelta(seconds=1))
+    resolved = Resolved("web:live-2", "http://live/index.m3u8", "generic", [], title="index.m3u8 (live)")
+
+    def append(*files: CommitFile) -> CommitResult:
+        return _run(commit, CommitInput(workflow_id, "http://live/index.m3u8", resolved, list(files), append=True))
+
+    append(_part(work, 1, 0, 3))
+    append(_part(work, 2, 3, 2))
+    again = "2026-12-05T10:05:00+00:00"
+    first_again = _part(work, 1, 0, 4, recording=again)
+    assert [a.name for a in append(first_again).assets] == ["video", "video-part002", "video-part003"]
+    assert [a.name for a in append(first_again).assets] == ["video", "video-part002", "video-part003"]
+    last = append(_part(work, 2, 4, 1, ended="endlist", recording=again))
+    assert [a.name for a in last.assets] == ["video", "video-part002", "video-part003", "video-part004"]
+    assert len({a.sha256 for a in last.assets}) == 4  # four files, none replaced
+    item = catalog.get("web:live-2")
+    assert item is not None
+    live = item.metadata["live"]
+    assert [(p["part"], p["asset"], p["recording_part"], p["recording_started_at"][11:16]) for p in live["parts"]] == [
+        (1, "video", 1, "10:00"), (2, "video-part002", 2, "10:00"), (3, "video-part003", 1, "10:05"),
+        (4, "video-part004", 2, "10:05")]
+    assert (live["segments"], live["seconds"], live["ended"]) == (10, 10.0, "endlist")
+    assert sorted(live["recordings"]) == ["2026-12-05T10:00:00+00:00", again]
+
+
+def test_each_part_commits_its_own_comment_files(tmp_path: Path, catalog: Catalog) -> None:
+    """The sidecar's manifest of each part (trawl.download.live_comments.part_manifest_path): the
+    part's danmaku and messages join the item named for the part, as its video; the item's
+    live_comments sums the parts."""
+    workflow_id = "item-bilibili:live-7"
+    work = tmp_path / "work" / workdir_name(workflow_id)
+    work.mkdir(parents=True)
+    commit = CommitActivities(catalog, LocalBlobStore(tmp_path / "blobs"), tmp_path / "work", timedelta(seconds=1))
+    resolved = Resolved("bilibili:live-7", "https://live/7", "bilibili", [], title="live room 7")
+
+    def manifest(index: int, comments: int) -> None:
+        listed = []
+        for name, kind, mime, ext in (("live-danmaku", "danmaku", "application/xml", "xml"),
+                                      ("live-messages", "messages", "application/x-ndjson", "jsonl")):
+            suffix = "" if index == 1 else f"-part{index:03d}"
+            path = work / f"video.{name}{suffix}.{ext}"
+            path.write_bytes(f"{name} of part {index}".encode())
+            listed.append({"name": name + suffix, "kind": kind, "mime": mime, "path": path.name,
+                           "size": path.stat().st_size, "sha256": file_sha256(path), "count": comments})
+        summary = {"room_id": 7, "connections": index, "messages": comments + 1, "comments": comments, "offline": []}
+        (work / f"video.comments-part{index:03d}.json").write_text(json.dumps({"files": listed, "summary": summary}))
+
+    def append(*files: CommitFile) -> CommitResult:
+        return _run(commit, CommitInput(workflow_id, "https://live/7", resolved, list(files), append=True))
+
+    manifest(1, 5)
+    append(_part(work, 1, 0, 3))
+    manifest(2, 2)
+    last = append(_part(work, 2, 3, 2, ended="endlist"))
+    assert [a.name for a in last.assets] == ["live-danmaku", "live-danmaku-part002", "live-messages",
+                                             "live-messages-part002", "video", "video-part002"]
+    item = catalog.get("bilibili:live-7")
+    assert item is not None
+    said = item.metadata["live_comments"]
+    assert (said["comments"], said["messages"], said["connections"]) == (7, 9, 2)
+    assert [(p["part"], p["danmaku"], p["comments"]) for p in said["parts"]] == [
+        (1, "live-danmaku", 5), (2, "live-danmaku-part002", 2)]
+
+
+def _segments(tmp_path: Path) -> tuple[CommitActivities, CommitInput]:
+    """Part 2 of the simulator's two-part video: two real FLV segments the platform asks to join."""
+    work = tmp_path / "work"
+    wf_dir = work / workdir_name("item-bilibili:BV1GJ411x7h7_p2")
+    wf_dir.mkdir(parents=True)
+    files = []
+    for n in (1, 2):
+        path = wf_dir / f"video-{n}.part"
+        path.write_bytes((SAMPLES / f"bilibili-p2-{n}.flv").read_bytes())
+        download = DownloadResult(f"video-{n}", str(path), path.stat().st_size, file_sha256(path), f"https://cdn/{n}")
+        files.append(CommitFile(Asset(f"video-{n}", "video", [download.url], duration=90.0), download, "video/x-flv"))
+    resolved = Resolved("bilibili:BV1GJ411x7h7_p2", "https://www.bilibili.com/video/BV1GJ411x7h7?p=2", "bilibili",
+                        [f.asset for f in files], title="t", metadata={"merge": "join"})
+    catalog = Catalog(f"sqlite:///{tmp_path / 'catalog.db'}")
+    catalog.create_schema()
+    commit = CommitActivities(catalog, LocalBlobStore(tmp_path / "blobs"), work, timedelta(seconds=1))
+    return commit, CommitInput("item-bilibili:BV1GJ411x7h7_p2", "https://b23.tv/y", resolved, files)
+
+
+@pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg is not installed (.ci/run installs it)")
+def test_with_ffmpeg_the_segments_are_stored_joined(tmp_path: Path) -> None:
+    commit, inp = _segments(tmp_path)
+    result = _run(commit, inp)
+    [video] = result.assets
+    assert (result.outcome, video.name, video.kind, video.mime) == ("committed", "video", "video", "video/mp4")
+    stored = commit.blobs.local_path(video.key)
+    assert stored is not None and stored.read_bytes()[4:8] == b"ftyp"  # one MP4 of both segments' media
+    assert video.size < sum(f.download.size for f in inp.files)  # less the FLV's per-frame headers
+
+
+def test_without_ffmpeg_the_segments_are_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    commit, inp = _segments(tmp_path)
+    result = _run(commit, inp)
+    assert [(a.name, a.mime) for a in result.assets] == [("video-1", "video/x-flv"), ("video-2", "video/x-flv")]

@@ -22,6 +22,7 @@ from trawl.activities.commit import CommitActivities
 from trawl.activities.download import DownloadActivities
 from trawl.activities.fetch import FetchActivities
 from trawl.activities.small import SmallItemActivities
+from trawl.activities.tiny import TinyItemActivities
 from trawl.activities.verify import VerifyActivities
 from trawl.contracts import FetchInput
 from trawl.platforms.base import ResolveContext
@@ -49,30 +50,30 @@ class HeldStore(LocalBlobStore):
 
 
 @pytest.fixture
-def parts(tmp_path: Path, catalog: Catalog) -> Iterator[tuple[FetchActivities, HeldStore]]:
+def parts(tmp_path: Path, catalog: Catalog) -> Iterator[tuple[TinyItemActivities, HeldStore]]:
     store = HeldStore(tmp_path / "blobs")
     with httpx.Client() as http:
         download = DownloadActivities(http, tmp_path / "work", DownloadSettings(), timedelta(seconds=5))
         commit = CommitActivities(catalog, store, tmp_path / "work", timedelta(seconds=5))
         small = SmallItemActivities(download, VerifyActivities(timedelta(seconds=5)), commit)
-        yield FetchActivities(build_registry(), ResolveContext(http, 1 << 20), catalog, timedelta(seconds=5),
-                              small=small), store
+        fetch = FetchActivities(build_registry(), ResolveContext(http, 1 << 20), catalog, timedelta(seconds=5))
+        yield TinyItemActivities(fetch, small, timedelta(seconds=5)), store
 
 
 def environment() -> ActivityEnvironment:
     env = ActivityEnvironment()
-    env.info = dataclasses.replace(env.info, activity_type="fetch", workflow_id="item-tiny",
+    env.info = dataclasses.replace(env.info, activity_type="fetch_and_store_tiny", workflow_id="item-tiny",
                                    heartbeat_timeout=timedelta(seconds=10))
     return env
 
 
 def test_a_cancel_during_the_commit_lets_it_finish_and_the_result_says_committed(
-        sim: Simulator, catalog: Catalog, parts: tuple[FetchActivities, HeldStore]) -> None:
+        sim: Simulator, catalog: Catalog, parts: tuple[TinyItemActivities, HeldStore]) -> None:
     fetch, store = parts
     sim.add_file("/tiny.mp4", TINY)
     env = environment()
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        running = pool.submit(env.run, fetch.fetch, FetchInput(sim.url("/tiny.mp4"), "item-tiny",
+        running = pool.submit(env.run, fetch.fetch_and_store_tiny, FetchInput(sim.url("/tiny.mp4"), "item-tiny",
                                                                with_fetch_size=1 << 20))
         assert store.putting.wait(60), "the commit never began"
         env.cancel()
@@ -85,7 +86,7 @@ def test_a_cancel_during_the_commit_lets_it_finish_and_the_result_says_committed
 
 
 def test_a_cancel_before_the_commit_stores_nothing_and_the_fetch_ends_cancelled(
-        sim: Simulator, catalog: Catalog, parts: tuple[FetchActivities, HeldStore]) -> None:
+        sim: Simulator, catalog: Catalog, parts: tuple[TinyItemActivities, HeldStore]) -> None:
     fetch, store = parts
     store.go_on.set()
     env = environment()
@@ -96,5 +97,5 @@ def test_a_cancel_before_the_commit_stores_nothing_and_the_fetch_ends_cancelled(
 
     sim.add_exact("/tiny.mp4", cancelled_while_served)
     with pytest.raises(CancelledError):
-        env.run(fetch.fetch, FetchInput(sim.url("/tiny.mp4"), "item-tiny", with_fetch_size=1 << 20))
+        env.run(fetch.fetch_and_store_tiny, FetchInput(sim.url("/tiny.mp4"), "item-tiny", with_fetch_size=1 << 20))
     assert catalog.count() == 0 and not store.putting.is_set() and list(store.iterate()) == []

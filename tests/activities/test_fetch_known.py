@@ -10,10 +10,12 @@ import dataclasses
 from datetime import UTC, datetime, timedelta
 
 import httpx
+import pytest
 from temporalio.testing import ActivityEnvironment
 
 from trawl.activities.crawl import all_known
 from trawl.activities.fetch import FetchActivities
+from trawl.activities.tiny import TinyItemActivities
 from trawl.contracts import FetchInput, FetchResult
 from trawl.platforms.base import ResolveContext
 from trawl.platforms.registry import build_registry
@@ -76,6 +78,23 @@ def test_a_known_platform_item_is_answered_without_a_request(sim: Simulator, cat
         assert requests(sim) == before  # not one request to the platform
 
 
+def test_a_known_item_answers_its_media_not_the_extras_added_after(sim: Simulator, catalog: Catalog) -> None:
+    """A duplicate's result line shows the media's size, whether or not its danmaku and comments
+    have landed yet (they are committed after the media, by activities of their own)."""
+    site = install_bilibili_site(sim)
+    registry = build_registry(PlatformsSettings(bilibili=site.settings()))
+    with httpx.Client() as http:
+        activities = FetchActivities(registry, ResolveContext(http, 1 << 20), catalog, timedelta(seconds=5))
+        url = site.url("BV117411r7R1")
+        first = fetch(activities, url)
+        commit(catalog, first.resolved.canonical_key, url, first.resolved.canonical_url, first.resolved.metadata)
+        before = [(a.name, a.size) for a in fetch(activities, url).stored]
+        assert catalog.add_extras(first.resolved.canonical_key, [
+            CommittedAsset("danmaku", "danmaku", "b" * 64, 7_000, "application/xml", "sha256/bb/bb/" + "b" * 64)], [])
+        assert {a.name for a in catalog.get(first.resolved.canonical_key).assets} == {"video", "danmaku"}
+        assert [(a.name, a.size) for a in fetch(activities, url).stored] == before == [("video", 10)]
+
+
 def test_a_generic_url_form_that_led_to_an_item_is_remembered(sim: Simulator, catalog: Catalog) -> None:
     sim.add_file("/cdn/clip.mp4", MediaFile("mp4", "clip", 20_000))
     sim.add_page("/watch/clip", og_page("Clip", "/cdn/clip.mp4", canonical="/watch/clip"))
@@ -135,14 +154,18 @@ def test_a_retried_fetch_that_committed_its_tiny_item_says_committed_not_duplica
     sim.add_file("/cdn/own.mp4", MediaFile("mp4", "own", 20_000))
     url = sim.url("/cdn/own.mp4")
 
-    def attempt(number: int, run_started_at: str) -> FetchResult:
+    def attempt(number: int, run_started_at: str, older: bool = False) -> FetchResult:
+        """An attempt of fetch_and_store_tiny, or (``older``) of fetch as a run started before it asks."""
         env = ActivityEnvironment()
-        env.info = dataclasses.replace(env.info, activity_type="fetch", workflow_id="wf-1", attempt=number,
-                                       heartbeat_timeout=timedelta(seconds=10))
-        return env.run(activities.fetch, FetchInput(url, "wf-1", with_fetch_size=1 << 20, run_started_at=run_started_at))
+        env.info = dataclasses.replace(env.info, activity_type="fetch" if older else "fetch_and_store_tiny",
+                                       workflow_id="wf-1", attempt=number, heartbeat_timeout=timedelta(seconds=10))
+        return env.run(activities.fetch if older else tiny.fetch_and_store_tiny,
+                       FetchInput(url, "wf-1", with_fetch_size=1 << 20, run_started_at=run_started_at))
 
     with httpx.Client() as http:
         activities = FetchActivities(build_registry(), ResolveContext(http, 1 << 20), catalog, timedelta(seconds=5))
+        tiny = TinyItemActivities(activities, None, timedelta(seconds=5))  # type: ignore[arg-type] - stores nothing here
+        activities.older_tiny = tiny.fetched_and_stored
         began = datetime.now(UTC) - timedelta(minutes=1)
         commit(catalog, fetch(activities, url).resolved.canonical_key, url)  # by workflow wf-1, now
         own = attempt(2, began.isoformat())
@@ -150,3 +173,41 @@ def test_a_retried_fetch_that_committed_its_tiny_item_says_committed_not_duplica
         assert attempt(1, began.isoformat()).committed  # a first attempt committed nothing itself
         later = attempt(2, (datetime.now(UTC) + timedelta(minutes=1)).isoformat())  # a later run of wf-1
         assert later.committed and later.finished is None
+        # A run started before fetch_and_store_tiny asks fetch, which answers the same.
+        assert attempt(2, began.isoformat(), older=True) == own
+        assert fetch(activities, url).committed and fetch(activities, url).finished is None  # fetch alone: resolves
+
+
+def test_a_recording_that_never_ended_is_not_known_and_the_next_goes_on_after_it(
+        sim: Simulator, catalog: Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A live item whose recording stopped before the broadcast ended (live_status is_live: its
+    workflow failed or was cancelled) is resolved again, not answered from the catalog, and its
+    live asset says where the stored recording stopped; once a recording ended, it is known."""
+    from trawl.models import LIVE_PROTOCOL
+    from trawl.platforms import generic
+    from trawl.simulator.live_site import LiveSite, LiveStream
+
+    class SameSecond(datetime):
+        """A live playlist's key names the second its recording began: the fetches below are one
+        broadcast's, however long a loaded machine takes between them."""
+
+        @classmethod
+        def now(cls, tz=None):  # noqa: ANN001, ANN206 - datetime's own signature
+            return datetime(2026, 12, 5, 10, 0, 0, tzinfo=tz)
+
+    monkeypatch.setattr(generic, "datetime", SameSecond)
+
+    url = LiveSite(sim).install().add_stream("again", LiveStream(length=None).start())
+    with httpx.Client() as http:
+        activities = FetchActivities(build_registry(), ResolveContext(http, 1 << 20), catalog, timedelta(seconds=5))
+        first = fetch(activities, url)
+        assert first.resolved.assets[0].protocol == LIVE_PROTOCOL and first.resolved.assets[0].live_after is None
+        live = {"playlist": url, "last_sequence": 41, "ended": None, "parts": [{"part": 1, "asset": "video"}]}
+        commit(catalog, first.resolved.canonical_key, url, metadata={"live_status": "is_live", "live": live})
+        again = fetch(activities, url)
+        assert not again.committed and again.resolved.assets[0].live_after == {"playlist": url, "last_sequence": 41}
+        catalog.add_to_item(canonical_key=first.resolved.canonical_key, platform="generic", canonical_url=url,
+                            source_url=url, title="stored", uploader=None, published_at=None, workflow_id="wf-1",
+                            assets=[], describe=lambda metadata, every: (
+                                {**metadata, "live_status": "was_live", "live": {**live, "ended": "endlist"}}, None))
+        assert fetch(activities, url).committed

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from trawl.starter import views
 from trawl.starter.client import crawl_handle
 from trawl.starter.binding import ApiConfigError, require_safe_binding
 from tests.conftest import make_settings
+from tests.polling import until
 from tests.ports import free_port  # noqa: F401 - also the API tests' importers'
 from trawl.settings import ApiSettings, Settings, SourceSettings
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
@@ -40,8 +40,7 @@ async def serving(settings: Settings, client: Client) -> AsyncIterator[None]:
                                            port=settings.api.port, log_config=None, access_log=False))
     server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
     task = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.02)
+    await until(lambda: server.started, "the API server to start", every=0.02)
     try:
         yield
     finally:
@@ -60,13 +59,11 @@ async def api(temporal_client: Client, settings: Settings) -> AsyncIterator[http
 
 
 async def wait_job(api: httpx.AsyncClient, job_id: str, done: set[str], timeout: float = 60) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        job = (await api.get(f"/api/v1/jobs/{job_id}")).json()
-        if job["status"] in done:
-            return job
-        assert time.monotonic() < deadline, job
-        await asyncio.sleep(0.2)
+    async def job() -> dict:
+        return (await api.get(f"/api/v1/jobs/{job_id}")).json()
+
+    return await until(job, f"job {job_id} to be {' or '.join(sorted(done))}", timeout, every=0.2,
+                       holds=lambda job: job["status"] in done)
 
 
 async def test_job_lifecycle_and_idempotent_creation(api: httpx.AsyncClient, sim: Simulator) -> None:
@@ -135,10 +132,10 @@ async def test_crawls_through_the_api(api: httpx.AsyncClient, sim: Simulator) ->
     assert crawl["id"].startswith("crawl-") and "bad" in crawl["refused"][0]
     added = await api.post(f"/api/v1/crawls/{crawl['id']}/urls", json={"urls": [sim.url("/c/2.mp4")]})
     assert added.status_code in (202, 409)  # 409 only if the crawl already finished
-    deadline = time.monotonic() + 60
-    while (view := (await api.get(f"/api/v1/crawls/{crawl['id']}")).json())["status"] == "RUNNING":
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.2)
+    async def read() -> dict:
+        return (await api.get(f"/api/v1/crawls/{crawl['id']}")).json()
+
+    view = await until(read, "the crawl to end", 60, every=0.2, holds=lambda view: view["status"] != "RUNNING")
     assert view["status"] == "COMPLETED" and view["stats"]["outcomes"]["committed"] >= 2
     assert (await api.post("/api/v1/crawls", json={})).status_code == 422
     assert (await api.post("/api/v1/crawls", json={"source": "nope"})).status_code == 422
@@ -150,8 +147,7 @@ async def test_a_cancelled_crawl_item_keeps_its_url(api: httpx.AsyncClient, sim:
     sim.add_file("/slow/x.mp4", MediaFile("mp4", "api-cancel", 5_000_000), FileBehaviour(throttle_bps=200_000))
     url = sim.url("/slow/x.mp4")
     crawl = (await api.post("/api/v1/crawls", json={"urls": [url]})).json()
-    while sim.bytes_sent("/slow/x.mp4") < 100_000:
-        await asyncio.sleep(0.1)
+    await until(lambda: sim.bytes_sent("/slow/x.mp4") >= 100_000, "100 KB of the download served")
     assert (await api.post(f"/api/v1/crawls/{crawl['id']}/cancel")).status_code == 200
     from trawl.platforms.registry import default_registry
 

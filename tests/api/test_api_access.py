@@ -28,6 +28,7 @@ from trawl.starter.binding import ApiConfigError
 from trawl.api.limits import RateLimit
 from tests.conftest import make_settings
 from tests.api.test_api import TOKEN, free_port, serving
+from tests.polling import until
 from trawl.settings import ApiSettings, Settings
 from trawl.storage.blobs import open_blob_store
 from trawl.storage.catalog import Catalog, CommittedAsset
@@ -180,11 +181,8 @@ async def served_apart(settings: Settings, release: contextlib.ExitStack) -> Asy
     thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
     thread.start()
     try:
-        for _ in range(1500):
-            if server.started or not thread.is_alive():
-                break
-            await asyncio.sleep(0.02)
-        assert server.started, "the API did not start"
+        await until(lambda: server.started or not thread.is_alive(), "the API to start", 30, every=0.02)
+        assert server.started, "the API did not start: its thread ended"
         yield app
     finally:
         release.close()

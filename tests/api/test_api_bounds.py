@@ -6,7 +6,6 @@ Real uvicorn on loopback, real dev server; the only URLs ever fetched are the si
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -21,6 +20,7 @@ from trawl.starter.client import MAX_URLS_PER_REQUEST
 from trawl.api.limits import RateLimit
 from tests.conftest import make_settings
 from tests.api.test_api import TOKEN, free_port, serving
+from tests.polling import until
 from trawl.settings import ApiSettings, Settings
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
 from trawl.worker.main import running_worker
@@ -134,7 +134,8 @@ async def test_numeric_parameters_are_bounded(temporal_client: Client, tmp_path:
             assert answer.status_code == 422, (params, answer.text)
             assert answer.json()["detail"][0]["loc"] == ["query", next(iter(params))]
         fine = await api.get("/api/v1/items", params={"limit": 1000, "offset": 10**9})
-        assert fine.status_code == 200 and fine.json() == {"items": [], "limit": 1000, "offset": 10**9}
+        assert fine.status_code == 200 and fine.json() == {"items": [], "limit": 1000, "offset": 10**9,
+                                                        "total": None, "more_than_counted": False, "matched": {}}
         for body in ({"urls": [UNUSED], "concurrency": 10**30}, {"urls": [UNUSED], "concurrency": 0}):
             assert (await api.post("/api/v1/crawls", json=body)).status_code == 422
         # An id Temporal refuses as malformed is the client's mistake, not a retryable 503.
@@ -160,10 +161,10 @@ async def test_a_crawl_of_refused_urls_is_refused_with_a_reason_per_url(
         crawl = mixed.json()
         assert len(crawl["refused"]) == 1 and crawl["refused"][0].startswith("ftp://x/y: unsupported_url")
         assert crawl["stats"]["refused"] == 1
-        deadline = time.monotonic() + 60
-        while (view := (await api.get(f"/api/v1/crawls/{crawl['id']}")).json())["status"] == "RUNNING":
-            assert time.monotonic() < deadline, view
-            await asyncio.sleep(0.2)
+        async def read() -> dict:
+            return (await api.get(f"/api/v1/crawls/{crawl['id']}")).json()
+
+        view = await until(read, "the crawl to end", 60, every=0.2, holds=lambda view: view["status"] != "RUNNING")
         assert view["status"] == "COMPLETED" and view["stats"]["refused"] == 1
         assert view["stats"]["outcomes"] == {"committed": 1} and view["stats"]["runs"] == 1
 
@@ -252,10 +253,9 @@ async def test_refused_input_is_shown_escaped_and_cut(temporal_client: Client, t
         # A crawl that takes some URLs names the ones it refused the same way.
         mixed = await api.post("/api/v1/crawls", json={"urls": [huge, sim.url("/ok.mp4")]})
         assert mixed.status_code == 202 and len(mixed.content) < 2_000, len(mixed.content)
-        for _ in range(100):  # and its stats, once its worker has counted the refusal
-            view = await api.get(f"/api/v1/crawls/{mixed.json()['id']}")
-            if (view.json()["stats"] or {}).get("refusals"):
-                break
-            await asyncio.sleep(0.1)
+        # And its stats, once its worker has counted the refusal.
+        view = await until(lambda: api.get(f"/api/v1/crawls/{mixed.json()['id']}"),
+                           lambda view: f"the worker to count the refusal: {view.text}", 10,
+                           holds=lambda view: (view.json()["stats"] or {}).get("refusals"))
         assert len(view.content) < 4_000 and view.json()["stats"]["refusals"][0].startswith("ftp://x/aaa"), view.text
         await api.post(f"/api/v1/crawls/{mixed.json()['id']}/cancel")

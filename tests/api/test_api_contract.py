@@ -136,7 +136,7 @@ async def test_items_have_typed_response_models_that_match_the_answers(
     and an answer has exactly the declared fields."""
     schema = await schema_of(api)
     page = schema.json_body("/api/v1/items", "get", "200")
-    assert set(page["properties"]) == {"items", "limit", "offset"}
+    assert set(page["properties"]) == {"items", "limit", "offset", "total", "more_than_counted", "matched"}
     item = schema.resolve(page["properties"]["items"]["items"])
     assert schema.json_body("/api/v1/items/{key}", "get", "200") == item
     asset = schema.resolve(item["properties"]["assets"]["items"])

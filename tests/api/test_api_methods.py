@@ -18,7 +18,8 @@ from tests.api.test_api_access import DATA, READ_TOKEN, committed
 from trawl.settings import ApiSettings
 
 # Headers that may differ between two answers to the same request.
-CHANGING = {"date", "x-request-id"}
+# set-cookie: the first page a client opens gives it a viewer id (its watched state), the next one not.
+CHANGING = {"date", "x-request-id", "set-cookie"}
 
 
 async def test_head_answers_as_get_without_the_body_and_options_says_what_is_allowed(

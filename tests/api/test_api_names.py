@@ -44,7 +44,8 @@ async def test_downloads_carry_the_export_name(temporal_client: Client, tmp_path
         sha = hashlib.sha256(data).hexdigest()
         (tmp_path / "blob").write_bytes(data)
         blob = store.put(tmp_path / "blob", sha, len(data))
-        catalog.commit_item(canonical_key=key, platform=key.split(":")[0], canonical_url="u", source_url="u",
+        url = f"https://x.test/{key.split(':', 1)[1]}.html"  # a web key's {id} is its URL's file name
+        catalog.commit_item(canonical_key=key, platform=key.split(":")[0], canonical_url=url, source_url=url,
                             title=title, uploader="someone", duration=None, published_at=None, metadata=metadata,
                             workflow_id=None, assets=[CommittedAsset("video", "video", sha, len(data), mime, blob)])
     catalog.close()

@@ -3,8 +3,6 @@ delete, the mistakes, and a watch whose run outlasts its interval (later runs ar
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -14,6 +12,7 @@ from temporalio.client import Client
 
 from tests.conftest import make_settings
 from tests.api.test_api import TOKEN, free_port, serving
+from tests.polling import until
 from trawl.settings import ApiSettings, Settings, SourceSettings
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
 from trawl.worker.main import running_worker
@@ -35,14 +34,12 @@ async def api(temporal_client: Client, settings: Settings) -> AsyncIterator[http
             yield client
 
 
-async def until(api: httpx.AsyncClient, name: str, done, timeout: float = 60) -> dict:  # noqa: ANN001
-    deadline = time.monotonic() + timeout
-    while True:
-        watch = (await api.get(f"/api/v1/watches/{name}")).json()
-        if done(watch):
-            return watch
-        assert time.monotonic() < deadline, watch
-        await asyncio.sleep(0.3)
+async def wait_watch(api: httpx.AsyncClient, name: str, done, timeout: float = 60) -> dict:  # noqa: ANN001
+    """The watch ``name`` once ``done`` holds for it."""
+    async def watch() -> dict:
+        return (await api.get(f"/api/v1/watches/{name}")).json()
+
+    return await until(watch, f"the awaited state of watch {name}", timeout, every=0.3, holds=done)
 
 
 async def test_create_list_steer_and_delete(api: httpx.AsyncClient, sim: Simulator) -> None:
@@ -73,7 +70,7 @@ async def test_create_list_steer_and_delete(api: httpx.AsyncClient, sim: Simulat
 
     triggered = await api.post("/api/v1/watches/one-file/trigger")
     assert triggered.status_code == 202, triggered.text
-    done = await until(api, "one-file", lambda w: w["last_run"] and w["last_run"]["status"] == "COMPLETED")
+    done = await wait_watch(api, "one-file", lambda w: w["last_run"] and w["last_run"]["status"] == "COMPLETED")
     assert done["last_run"]["new"] == 1 and done["runs"] == 1
     crawl = (await api.get(f"/api/v1/crawls/{done['last_run']['crawl_id']}")).json()
     assert crawl["stats"]["outcomes"] == {"committed": 1}
@@ -81,11 +78,10 @@ async def test_create_list_steer_and_delete(api: httpx.AsyncClient, sim: Simulat
     resumed = (await api.post("/api/v1/watches/one-file/resume")).json()
     assert resumed["paused"] is False and resumed["next_run"]
 
-    names = []
-    deadline = time.monotonic() + 30
-    while names != ["list", "one-file"]:  # Temporal lists schedules from its visibility store
-        assert time.monotonic() < deadline, names
-        names = [w["name"] for w in (await api.get("/api/v1/watches")).json()["watches"]]
+    async def names() -> list[str]:  # Temporal lists schedules from its visibility store
+        return [w["name"] for w in (await api.get("/api/v1/watches")).json()["watches"]]
+
+    await until(names, "both watches listed", 30, holds=lambda names: names == ["list", "one-file"])
     for name in ("list", "one-file"):
         assert (await api.delete(f"/api/v1/watches/{name}")).status_code == 200
         assert (await api.get(f"/api/v1/watches/{name}")).status_code == 404
@@ -97,7 +93,7 @@ async def test_a_run_that_outlasts_the_interval_makes_later_runs_skip(api: httpx
     created = await api.post("/api/v1/watches", json={"name": "slow", "urls": [sim.url("/w/slow.mp4")],
                                                       "every": "1s"})
     assert created.status_code == 201, created.text
-    watch = await until(api, "slow", lambda w: w["skipped_overlap"] >= 2)
+    watch = await wait_watch(api, "slow", lambda w: w["skipped_overlap"] >= 2)
     assert watch["runs"] == 1 and len(watch["running"]) == 1 and watch["last_run"]["status"] == "RUNNING"
     query = f"TemporalScheduledById = '{watch['schedule_id']}' AND ExecutionStatus = 'Running'"
     assert [e.id async for e in temporal_client.list_workflows(query)] == watch["running"]
@@ -106,10 +102,10 @@ async def test_a_run_that_outlasts_the_interval_makes_later_runs_skip(api: httpx
     assert (await api.delete("/api/v1/watches/slow")).status_code == 200
     crawl_id = watch["running"][0]
     assert (await api.post(f"/api/v1/crawls/{crawl_id}/cancel")).status_code == 200
-    deadline = time.monotonic() + 60
-    while (await api.get(f"/api/v1/crawls/{crawl_id}")).json()["status"] == "RUNNING":
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.3)
+    async def status() -> str:
+        return (await api.get(f"/api/v1/crawls/{crawl_id}")).json()["status"]
+
+    await until(status, "the cancelled crawl to end", 60, every=0.3, holds=lambda status: status != "RUNNING")
 
 
 async def test_a_run_whose_source_cannot_be_expanded_is_failed_with_its_reason(api: httpx.AsyncClient) -> None:
@@ -119,17 +115,30 @@ async def test_a_run_whose_source_cannot_be_expanded_is_failed_with_its_reason(a
     assert created.status_code == 201, created.text
     assert created.json()["source_settings"]["path"].endswith("lost.txt")
     assert (await api.post("/api/v1/watches/lost/trigger")).status_code == 202
-    watch = await until(api, "lost", lambda w: w["last_run"] and w["last_run"]["status"] != "RUNNING")
+    watch = await wait_watch(api, "lost", lambda w: w["last_run"] and w["last_run"]["status"] != "RUNNING")
     run = watch["last_run"]
     assert run["status"] == "FAILED" and run["error"].startswith("source lost: cannot read URL file"), run
     crawl = (await api.get(f"/api/v1/crawls/{run['crawl_id']}")).json()
     assert crawl["status"] == "FAILED" and crawl["stats"]["error"] == run["error"], crawl
-    deadline = time.monotonic() + 30
-    while True:  # Temporal lists crawls from its visibility store, which may lag a moment
-        listed = [c for c in (await api.get("/api/v1/crawls")).json()["crawls"] if c["id"] == run["crawl_id"]]
-        if listed and listed[0]["status"] == "FAILED":
-            break
-        assert time.monotonic() < deadline, listed
-        await asyncio.sleep(0.3)
+    async def listing() -> list[dict]:  # Temporal lists crawls from its visibility store, which may lag a moment
+        return [c for c in (await api.get("/api/v1/crawls")).json()["crawls"] if c["id"] == run["crawl_id"]]
+
+    listed = await until(listing, "the failed crawl listed as failed", 30, every=0.3,
+                         holds=lambda listed: listed and listed[0]["status"] == "FAILED")
     assert len(listed) == 1 and listed[0]["stats"]["error"] == run["error"], listed
     assert (await api.delete("/api/v1/watches/lost")).status_code == 200
+
+
+async def test_a_live_rooms_watch_polls_it_without_an_interval(api: httpx.AsyncClient) -> None:
+    """A room's URL is recognised offline: its watch polls the room every watch.live_poll_interval
+    (created paused: no run asks the real site); any other URL still needs ``every``."""
+    created = await api.post("/api/v1/watches", json={"name": "room", "urls": ["https://live.bilibili.com/76"],
+                                                      "paused": True})
+    assert created.status_code == 201, created.text
+    body = created.json()
+    assert (body["every"], body["source"], body["source_description"], body["urls"]) == (
+        "10s", "https://live.bilibili.com/76", "bilibili_live 76", 0)
+    assert body["source_settings"]["kind"] == "bilibili_live"
+    plain = await api.post("/api/v1/watches", json={"name": "plain", "urls": ["https://example.org/a.mp4"]})
+    assert plain.status_code == 422 and "how often to crawl" in plain.json()["detail"]
+    assert (await api.delete("/api/v1/watches/room")).status_code in (200, 204)

@@ -10,7 +10,8 @@ import pytest
 
 from trawl.cli import build_parser, yt_dlp_aliases
 from trawl.cli.crawl import read_urls
-from trawl.cli.choices import crawl_choices, crawl_settings, quality_audio, quality_height, split_cookies
+from trawl.cli.choices import crawl_choices, crawl_settings, quality_audio, quality_height
+from trawl.cli.cookies import split_cookies
 from trawl.starter.client import CrawlChoices, item_options
 from trawl.cli.output import CommandError
 from trawl.platforms.bilibili.resolver import qn_for_height
@@ -126,7 +127,7 @@ def test_export_help_says_a_hard_link_is_the_blob_itself(capsys: pytest.CaptureF
     with pytest.raises(SystemExit):
         build_parser().parse_args(["export", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "same file as the stored blob" in text and "--link copy" in text
+    assert "same file as the stored blob" in text and "copies unless --link" in text  # copies by default
     assert "trawl fsck" in text
 
 

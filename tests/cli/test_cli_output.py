@@ -71,3 +71,15 @@ async def test_a_one_off_look_measures_over_its_whole_span() -> None:
                                                        look=progress_of)
     assert progress["bytes_done"] == 1 << 20
     assert speed == pytest.approx((1 << 20) / 3)
+
+
+def test_a_blocked_address_names_the_variable_that_allows_it() -> None:
+    """Issue 43, point 9: the refusal names the environment variable, not only the setting."""
+    import pytest
+
+    from trawl.errors import BlockedAddress
+    from trawl.netguard import check_address
+
+    with pytest.raises(BlockedAddress) as refused:
+        check_address("127.0.0.1", "127.0.0.1", allow_private=False)
+    assert "net.allow_private" in str(refused.value) and "TRAWL_NET__ALLOW_PRIVATE=true" in str(refused.value)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import new_postgres_database, postgres_mode
+from tests.polling import until
 from tests.s3server import BUCKET, SeaweedFS, s3_url
 from tests.ports import restartable_ports
 from trawl.download import file_sha256
@@ -52,7 +54,8 @@ def site(sim: Simulator) -> Simulator:
     sim.add_file("/media/a.mp4", MediaFile("mp4", "cli-a", 1_500_000))
     sim.add_file("/media/b.jpg", MediaFile("jpeg", "cli-b", 40_000))
     sim.add_file("/cdn/c.webm", MediaFile("webm", "cli-c", 700_000))
-    sim.add_page("/watch/c", og_page("Clip C", "/cdn/c.webm", video_type="video/webm"))
+    sim.add_page("/watch/c", og_page("Clip C", "/cdn/c.webm", video_type="video/webm",
+                                     description="The third clip, filmed at low tide."))
     return sim
 
 
@@ -130,6 +133,14 @@ def test_bad_configuration_is_reported_before_anything_runs(tmp_path: Path) -> N
 
 
 @pytest.mark.slow
+def playable(path: Path) -> bool:
+    """ffprobe reads a stream and a duration from ``path``."""
+    done = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "stream=codec_type:format=duration", "-of",
+                           "default=nw=1:nk=1", str(path)], capture_output=True, text=True)
+    *kinds, duration = done.stdout.split() or ["N/A"]
+    return done.returncode == 0 and bool(kinds) and duration.replace(".", "", 1).isdigit() and float(duration) > 0
+
+
 def test_demo_on_the_embedded_server_twice(tmp_path: Path) -> None:
     """`trawl demo` starts its own dev server, crawls, stops the server; twice gives the same store."""
     # Both runs start their servers on the same ports: below the ephemeral range, so nothing that
@@ -146,6 +157,11 @@ def test_demo_on_the_embedded_server_twice(tmp_path: Path) -> None:
     exported = sorted(p.relative_to(tmp_path / "data" / "export").as_posix()
                       for p in (tmp_path / "data" / "export").rglob("*.mp4"))
     assert "data/export/" in first.stdout and exported and all(e.rsplit("/", 1)[1] in first.stdout for e in exported)
+    media = [p for p in (tmp_path / "data" / "export").rglob("*") if p.suffix in (".mp4", ".webm", ".mp3", ".flv", ".m4a")]
+    if shutil.which("ffprobe"):  # every file the demo stored is real media, as long as its platform says
+        assert media and [p.name for p in media if not playable(p)] == []
+    if shutil.which("ffmpeg"):  # the DASH streams merged, the segments joined: one MP4 a browser plays
+        assert [p.name for p in media if p.suffix in (".flv", ".m4a")] == []
     with pytest.raises(OSError):  # the server it started is stopped
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
     catalog_before = records(run(["items", "--json"], env, tmp_path).stdout)
@@ -255,8 +271,7 @@ async def test_a_cancelled_crawl_items_status_names_its_url_and_one_spelling(
     async with running_worker(temporal_client, settings):
         started = await asyncio.to_thread(run, ["crawl", "--detach", url], env, tmp_path)
         crawl_id = started.stdout.strip()
-        while sim.bytes_sent("/slow/cancel.mp4") < 100_000:
-            await asyncio.sleep(0.1)
+        await until(lambda: sim.bytes_sent("/slow/cancel.mp4") >= 100_000, "100 KB of the download served")
         assert (await asyncio.to_thread(run, ["cancel", crawl_id], env, tmp_path)).returncode == 0
         handle = temporal_client.get_workflow_handle(default_registry().route(url).workflow_id)
         with contextlib.suppress(Exception):

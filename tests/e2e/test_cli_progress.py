@@ -151,7 +151,7 @@ def test_crawl_piped_prints_only_the_results(sim: Simulator, tmp_path: Path, tem
     assert "\r" not in done.stdout + done.stderr and "items" not in done.stderr and "ETA" not in done.stderr
 
 
-def test_ctrl_c_says_what_becomes_of_the_items(sim: Simulator, tmp_path: Path, temporal_address: str) -> None:
+def test_ctrl_c_says_what_becomes_of_the_crawl(sim: Simulator, tmp_path: Path, temporal_address: str) -> None:
     sim.add_file("/long.mp4", MediaFile("mp4", "interrupted", 12_000_000), FileBehaviour(throttle_bps=1_000_000))
     url = sim.url("/long.mp4")
     env = trawl_env(tmp_path, temporal_address)
@@ -170,12 +170,16 @@ def test_ctrl_c_says_what_becomes_of_the_items(sim: Simulator, tmp_path: Path, t
     assert proc.returncode == 130, (out, err)
     assert "Traceback" not in err
     workflow_id = default_registry().route(url).workflow_id
-    assert "1 item keeps its progress" in err and workflow_id in err, err
-    assert "`trawl crawl` again" in err and "`trawl up`" in err and "`trawl cancel ID`" in err, err
+    crawl_id = re.search(r"interrupted; crawl (crawl-[0-9a-f]+) and its 1 running item keep their progress", err)
+    assert crawl_id and workflow_id in err, err
+    assert "`trawl up`" in err and f"`trawl crawl-status {crawl_id[1]}`" in err, err
+    assert f"`trawl cancel {crawl_id[1]}`" in err, err
     shown = run(["status", url, "--json"], env, tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert json.loads(shown.stdout)["status"] == "RUNNING"  # still there, to be finished later
-    assert run(["cancel", url], env, tmp_path).returncode == 0
+    crawls = run(["crawls"], env, tmp_path)
+    assert crawls.returncode == 0 and re.search(rf"{crawl_id[1]}\s.*running", crawls.stdout), crawls.stdout
+    assert run(["cancel", crawl_id[1]], env, tmp_path).returncode == 0
 
 
 # -- 8: trawl status and trawl crawl-status -----------------------------------------------------------

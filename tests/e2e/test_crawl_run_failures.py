@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from temporalio.client import Client, WorkflowFailureError
 
 from trawl.starter.client import start_crawl
 from tests.e2e.test_crawl_cli import cli, env_for
+from tests.polling import until
 from trawl.platforms.registry import default_registry
 from trawl.settings import Settings
 from trawl.worker.main import running_worker
@@ -29,16 +29,16 @@ async def test_crawls_and_crawl_status_say_why_a_crawl_failed(temporal_client: C
             await asyncio.wait_for(handle.result(), 60)
     # Read from the failure itself: no worker needs to answer.
     status = await cli(["crawl-status", handle.id], env, tmp_path)
-    assert status.returncode == 0 and status.stdout.startswith(f"{handle.id}: failed\n"), status
+    assert status.returncode == 1 and status.stdout.startswith(f"{handle.id}: failed\n"), status
     assert REASON in status.stdout, status.stdout
     as_json = json.loads((await cli(["crawl-status", handle.id, "--json"], env, tmp_path)).stdout)
     assert as_json["status"] == "FAILED" and as_json["stats"]["error"].startswith(REASON), as_json
-    deadline = time.monotonic() + 30
-    while True:  # listed from Temporal's visibility store, which may lag a moment
-        listed = await cli(["crawls", "--limit", "1000"], env, tmp_path)
-        rows = [line for line in listed.stdout.splitlines() if line.startswith(handle.id)]
-        if rows and " failed " in rows[0]:
-            break
-        assert time.monotonic() < deadline, listed.stdout
-        await asyncio.sleep(0.5)
+    def rows_of(listed) -> list[str]:  # noqa: ANN001
+        return [line for line in listed.stdout.splitlines() if line.startswith(handle.id)]
+
+    # Listed from Temporal's visibility store, which may lag a moment.
+    listed = await until(lambda: cli(["crawls", "--limit", "1000"], env, tmp_path),
+                         lambda listed: f"`crawls` to list the crawl as failed: {listed.stdout}", 30, every=0.5,
+                         holds=lambda listed: (rows := rows_of(listed)) and " failed " in rows[0])
+    rows = rows_of(listed)
     assert len(rows) == 1 and REASON in rows[0], rows

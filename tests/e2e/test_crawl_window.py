@@ -1,5 +1,6 @@
-"""An attached crawl of a long file: its URLs are read as the window of awaited items has room,
-known ones are duplicates without a workflow, and every URL gets exactly one result."""
+"""An attached crawl of a long file: one CrawlWorkflow whose URLs wait in its frontier and start
+as its window has room; known ones are duplicates without a workflow, each with its line, and the
+command reads every result although the known ones come faster than it asks."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from temporalio.client import Client
 
 from tests.conftest import make_settings
 from trawl.cli.crawl import Awaited, crawl_urls, read_urls
-from trawl.contracts import ItemResult
+from trawl.contracts import STATS, CrawlStats, ItemResult
 from trawl.platforms.registry import build_registry
 from trawl.simulator import MediaFile, Simulator
 from trawl.storage.catalog import Catalog
@@ -53,13 +54,17 @@ async def test_a_long_file_is_crawled_through_a_bounded_window(temporal_client: 
     def seen(result: ItemResult) -> None:
         nonlocal most_awaited
         outcomes[result.outcome] += 1
-        most_awaited = max(most_awaited, len(awaited.waiting) + 1)  # this one left the window just now
+        most_awaited = max(most_awaited, len(awaited.waiting))  # the running items the crawl named last
 
     async with running_worker(temporal_client, settings, registry):
         kept = await asyncio.wait_for(crawl_urls(temporal_client, settings, registry, urls, seen, awaited=awaited,
                                                  keep=False, window=WINDOW), 240)
+        assert awaited.crawl_id is not None
+        stats = await temporal_client.get_workflow_handle(awaited.crawl_id).query(STATS, result_type=CrawlStats)
     assert kept == []  # nothing held: each result went to the callback
+    # A line per URL: the new one given twice is one item, its second line a duplicate.
     assert outcomes == {"duplicate": KNOWN + 1, "committed": NEW}
+    assert stats.outcomes == {"duplicate": KNOWN + 1, "committed": NEW}
     assert most_awaited <= WINDOW
     assert not any(sim.stats[f"/known/{i}.mp4"].requests for i in (0, 1500, KNOWN - 1))
     assert catalog.count() == NEW + 1

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import time
 from pathlib import Path
 
 from temporalio.client import Client
@@ -14,6 +13,7 @@ from temporalio.service import RPCError
 
 from tests.e2e.test_chaos import TRAWL
 from tests.e2e.test_cli import trawl_env
+from tests.polling import until
 from tests.smallfs import in_small_filesystem
 from trawl.platforms.registry import default_registry
 from trawl.settings import Settings
@@ -49,12 +49,15 @@ async def test_disk_full_is_retried_past_the_attempt_limit_and_reported(temporal
         crawl = subprocess.Popen([TRAWL, "crawl", "--json", url], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
                                  stderr=err_file, text=True)
     try:
-        deadline = time.monotonic() + 90
-        while await pending_attempt(temporal_client, workflow_id) < 4 or "waiting    storage_error" not in \
-                errors.read_text():
+        async def waiting_on_storage() -> bool:
+            if await pending_attempt(temporal_client, workflow_id) >= 4 and "waiting    storage_error" in \
+                    errors.read_text():
+                return True
             assert crawl.poll() is None, errors.read_text()[-2000:]  # not failed at the attempt limit
-            assert time.monotonic() < deadline, errors.read_text()[-2000:]
-            await asyncio.sleep(0.2)
+            return False
+
+        await until(waiting_on_storage, lambda _: "a fourth attempt and the crawl saying it waits on "
+                    f"storage_error: {errors.read_text()[-2000:]}", 90, every=0.2)
         part.unlink()  # space is back
         out, _ = await asyncio.to_thread(crawl.communicate, timeout=90)
     finally:
@@ -84,7 +87,7 @@ async def test_an_item_that_cannot_fit_fails_and_the_others_take_turns(temporal_
                     TRAWL_TEMPORAL__TASK_QUEUE_PREFIX=settings.temporal.task_queue_prefix,
                     TRAWL_CATALOG__URL=settings.catalog.url, TRAWL_WORKER__WORK_DIR=str(work),
                     TRAWL_RETRY__DOWNLOAD__INITIAL_INTERVAL="200ms", TRAWL_RETRY__DOWNLOAD__MAXIMUM_INTERVAL="1s")
-    command = in_small_filesystem(work, 20 * 1024 * 1024, [TRAWL, "crawl", "--json", *urls.values()])
+    command = in_small_filesystem(work, 20 * 1024 * 1024, [TRAWL, "--log-json", "crawl", "--json", *urls.values()])
     errors = tmp_path / "crawl.err"
     with open(errors, "w") as err_file:
         crawl = await asyncio.to_thread(subprocess.run, command, env=env, cwd=tmp_path, stdout=subprocess.PIPE,

@@ -33,29 +33,30 @@ def test_crawl_exports_as_it_commits_and_export_adds_only_what_is_new(
     assert set(results) == {site.url("/media/a.mp4"), site.url("/watch/c")}
     assert "exported 4 new file(s) into" in crawled.stderr
     clip = results[site.url("/watch/c")]
-    key_id = clip["canonical_key"].split(":", 1)[1]
     got = files_under(out)
-    assert got[f"generic/Clip C [{key_id}].webm"] == clip["assets"][0]["sha256"]
+    # A page or file no platform claims is named by its URL's file name, not the hash its key holds.
+    assert got["generic/Clip C [c].webm"] == clip["assets"][0]["sha256"]
     direct = results[site.url("/media/a.mp4")]
-    direct_id = direct["canonical_key"].split(":", 1)[1]
-    assert got[f"generic/a [{direct_id}].mp4"] == direct["assets"][0]["sha256"]  # not "a.mp4 [...].mp4"
-    info = json.loads((out / f"generic/Clip C [{key_id}].info.json").read_text())
+    assert got["generic/a [a].mp4"] == direct["assets"][0]["sha256"]  # not "a.mp4 [...].mp4"
+    info = json.loads((out / "generic/Clip C [c].info.json").read_text())
     assert info["title"] == "Clip C" and info["assets"][0]["sha256"] == clip["assets"][0]["sha256"]
-    # Hard links to the blobs: no second copy of the bytes.
-    assert (out / f"generic/Clip C [{key_id}].webm").stat().st_nlink == 2
+    assert info["description"] == "The third clip, filmed at low tide."  # the page's own words, kept
+    # Copies unless links are asked for: a file to edit freely, not the stored blob.
+    assert (out / "generic/Clip C [c].webm").stat().st_nlink == 1
 
-    copies = tmp_path / "copies"
-    first = run(["export", str(copies), "--link", "copy"], env, tmp_path)
+    linked = tmp_path / "linked"
+    first = run(["export", str(linked), "--link", "hardlink"], env, tmp_path)
     assert first.returncode == 0, first.stderr
-    assert sorted(first.stdout.split("\n")[:-1]) == sorted(
-        ["generic/NA/a [%s].mp4" % direct_id, f"generic/NA/Clip C [{key_id}].webm"])
-    assert "2 item(s): 2 new file(s), 0 already there" in first.stderr
-    before = {p: p.stat().st_mtime_ns for p in copies.rglob("*") if p.is_file()}
-    again = run(["export", str(copies), "--link", "copy"], env, tmp_path)
+    # No uploader: the page's host stands in for it.
+    assert sorted(first.stdout.split("\n")[:-1]) == ["generic/127.0.0.1/Clip C [c].webm", "generic/127.0.0.1/a [a].mp4"]
+    assert "2 item(s): 2 new file(s), 0 already there" in first.stderr and "[hardlink]" in first.stderr
+    before = {p: p.stat().st_mtime_ns for p in linked.rglob("*") if p.is_file()}
+    again = run(["export", str(linked), "--link", "hardlink"], env, tmp_path)
     assert again.returncode == 0 and again.stdout == ""
     assert "2 item(s): 0 new file(s), 2 already there" in again.stderr
-    assert {p: p.stat().st_mtime_ns for p in copies.rglob("*") if p.is_file()} == before
-    assert (copies / f"generic/NA/Clip C [{key_id}].webm").stat().st_nlink == 1
+    assert {p: p.stat().st_mtime_ns for p in linked.rglob("*") if p.is_file()} == before
+    # Hard links to the blobs: no second copy of the bytes.
+    assert (linked / "generic/127.0.0.1/Clip C [c].webm").stat().st_nlink == 2
 
     resolved = run(["-j", site.url("/watch/c")], env, tmp_path)
     assert resolved.returncode == 0, resolved.stderr

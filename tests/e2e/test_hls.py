@@ -61,17 +61,18 @@ async def test_a_worker_killed_mid_stream_costs_at_most_one_segment(temporal_cli
 
 
 @pytest.mark.slow
-async def test_og_video_stream_commits_and_missing_or_live_streams_fail_with_their_class(
+async def test_og_video_stream_commits_and_a_missing_segment_fails_with_its_class(
         temporal_client: Client, settings: Settings, sim: Simulator, tmp_path: Path) -> None:  # noqa: F811
     site = install_hls_site(sim)
     stream = real_stream(tmp_path / "made") if FFMPEG else HlsStream([ts_segment(f"og-{i}") for i in range(4)])
     sim.add_page("/watch/replay", og_page("The replay", site.add_stream("og", stream),
                                           video_type="application/vnd.apple.mpegurl"))
     sim.faults.add(r"/hls/disc/seg-1\.ts", status(404, times=100))
-    urls = [sim.url("/watch/replay"), site.url("disc"), sim.url("/hls/live/index.m3u8")]
+    # (A live playlist is recorded now: tests/e2e/test_live.py.)
+    urls = [sim.url("/watch/replay"), site.url("disc")]
     async with running_worker(temporal_client, settings):
         handles = [(await start_item(temporal_client, settings, default_registry(), u)).handle for u in urls]
-        replay, missing, live = await asyncio.wait_for(asyncio.gather(*(item_result(h, "") for h in handles)), 120)
+        replay, missing = await asyncio.wait_for(asyncio.gather(*(item_result(h, "") for h in handles)), 120)
     assert replay.outcome == "committed" and replay.title == "The replay", replay
     (asset,) = replay.assets
     blob = settings.data_dir / "blobs" / asset.key
@@ -82,9 +83,6 @@ async def test_og_video_stream_commits_and_missing_or_live_streams_fail_with_the
     assert (missing.outcome, missing.error_class) == ("failed", "segment_missing"), missing
     assert "segment 2 of 4" in (missing.error or "") and "3 attempts" in (missing.error or "")
     assert site.segment_requests("disc")[:2] == [1, 3]  # the segment before it was never fetched again
-    assert (live.outcome, live.error_class) == ("failed", "unsupported_url"), live
-    assert "live HLS stream" in (live.error or "")
-    assert site.segment_requests("live") == [0, 0, 0]
 
 
 async def test_a_crawls_quality_choice_reaches_every_worker(temporal_client: Client, settings: Settings,  # noqa: F811

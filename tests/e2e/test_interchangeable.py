@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import time
 from pathlib import Path
 
 from temporalio.client import Client
@@ -13,16 +12,13 @@ from temporalio.client import Client
 from trawl.starter.client import live_workers
 from tests.e2e.test_cli import records, run, trawl_env
 from tests.e2e.test_worker_kill import start_worker
+from tests.polling import until
 from trawl.settings import Settings
 from trawl.simulator import MediaFile, Simulator
 
 
 async def wait_for_workers(client: Client, settings: Settings, timeout: float = 60) -> list[str]:
-    deadline = time.monotonic() + timeout
-    while not (found := await live_workers(client, settings)):
-        assert time.monotonic() < deadline, "the worker never polled"
-        await asyncio.sleep(0.2)
-    return found
+    return await until(lambda: live_workers(client, settings), "the worker to poll", timeout, every=0.2)
 
 
 async def test_a_one_shot_crawl_leaves_the_work_to_running_workers_and_their_policy(

@@ -65,7 +65,11 @@ def test_a_one_shot_crawl_logs_every_attempt_and_item_before_it_exits(sim: Simul
     assert sorted(r["outcome"] for r in results) == ["committed"] * 4
     ids = {r["id"] for r in results}
 
-    events = json_lines(err_path.read_text())
+    # Stderr, piped to a file, is a person's still: plain lines, no JSON; the record is in the data
+    # directory's log file (issue 43, point 4).
+    assert not [line for line in err_path.read_text().splitlines() if line.startswith("{")], err_path.read_text()
+    record_path = tmp_path / "data" / "trawl.log"
+    events = json_lines(record_path.read_text())
     summaries = [e for e in events if e["event"] == "item"]
     assert sorted(e["task_id"] for e in summaries) == sorted(ids), summaries  # one summary per item
     assert all(e["outcome"] == "committed" for e in summaries)
@@ -79,7 +83,7 @@ def test_a_one_shot_crawl_logs_every_attempt_and_item_before_it_exits(sim: Simul
         assert fetch_ok[retry["task_id"]]["ts"] > retry["ts"]
     assert {e["task_id"] for e in activity if e["stage"] == "commit" and e["outcome"] == "ok"} == ids
 
-    triage = subprocess.run([TRAWL, "logs", "triage", str(err_path), "--json"], env=env, capture_output=True,
+    triage = subprocess.run([TRAWL, "logs", "triage", str(record_path), "--json"], env=env, capture_output=True,
                             text=True, timeout=DEADLINE)
     assert triage.returncode == 0, triage.stderr
     groups = json.loads(triage.stdout)["groups"]
@@ -185,13 +189,28 @@ def test_core_lines_are_json_on_the_log_stream_and_never_on_stdout_output(sim: S
     assert any(e["event"] == "worker started" for e in worker_events)
     crawl_out = paths["crawl.out"].read_text()
     assert not mentions_core(crawl_out) and "\x1b[" not in crawl_out, crawl_out[:2000]  # results only
-    crawl_log = json_lines(paths["crawl.err"].read_text())  # the crawl's log stream parses line by line too
+    # The crawl's stderr is a person's: plain lines, no terminal codes; its JSON record, in its data
+    # directory's log file, parses line by line too.
+    crawl_err = paths["crawl.err"].read_text()
+    assert "\x1b[" not in crawl_err and not [line for line in crawl_err.splitlines() if line.startswith("{")]
+    crawl_log = json_lines((tmp_path / "c" / "data" / "trawl.log").read_text())
     core = [e for e in worker_events + crawl_log if mentions_core(e["event"])]
     # The complaints that came arrived as JSON records, on the log streams only.
     assert core and all(e["level"] in ("warning", "error") and "\x1b[" not in e["event"] for e in core), core[:3]
 
 
 # -- item 10: output piped into a reader that goes away ends quietly --------------------------------
+def test_log_json_puts_the_json_lines_on_stderr(sim: Simulator, tmp_path: Path, temporal_address: str) -> None:
+    sim.add_file("/cdn/json.mp4", MediaFile("mp4", f"logs-json-{uuid.uuid4().hex}", 50_000))
+    env = trawl_env(tmp_path, temporal_address)
+    done = subprocess.run([TRAWL, "--log-json", "crawl", sim.url("/cdn/json.mp4")], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=DEADLINE)
+    assert done.returncode == 0, done.stderr
+    events = json_lines(done.stderr)
+    assert any(e["event"] == "item" and e["outcome"] == "committed" for e in events)
+    assert not (tmp_path / "data" / "trawl.log").exists()
+
+
 def test_triage_piped_into_head_ends_without_a_traceback(tmp_path: Path) -> None:
     log = tmp_path / "big.log"
     with open(log, "w") as f:  # a report far larger than a pipe's buffer

@@ -6,7 +6,6 @@ import asyncio
 import re
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from temporalio.client import Client
 from trawl.starter.client import item_result, start_item
 from tests.conftest import make_settings
 from tests.e2e.test_cli import trawl_env
+from tests.polling import until
 from tests.worker.test_supervisor import free_ports
 from trawl.platforms.registry import default_registry
 from trawl.simulator import MediaFile, Simulator
@@ -71,14 +71,15 @@ async def test_exposed_names_are_the_readme_names(temporal_client: Client, tmp_p
         started = await start_item(temporal_client, settings, default_registry(), sim.url("/watch/metric"))
         result = await asyncio.wait_for(item_result(started.handle, ""), 120)
         assert result.outcome == "committed"
-        exposition = ""
-        deadline = time.monotonic() + 30  # the exporter may lag the workflow's completion slightly
-        while time.monotonic() < deadline:
+        def scrape() -> str:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
-                exposition = resp.read().decode()
-            if set(readme_metrics()) <= set(families(exposition)):
-                break
-            await asyncio.sleep(0.5)
+                return resp.read().decode()
+
+        # The exporter may lag the workflow's completion slightly.
+        exposition = await until(
+            scrape, lambda exposition: "README's metrics on /metrics; missing: "
+            f"{sorted(set(readme_metrics()) - set(families(exposition)))}", 30, every=0.5,
+            holds=lambda exposition: set(readme_metrics()) <= set(families(exposition)))
     finally:
         worker.terminate()
         worker.wait(timeout=60)

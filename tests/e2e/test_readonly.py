@@ -72,9 +72,10 @@ def test_a_read_only_command_uses_the_data_directorys_running_server(tmp_path: P
 
 
 # -- 13: a notice among JSON lines is JSON ----------------------------------------------------------
-def test_the_workers_already_polling_notice_is_json_on_a_pipe(sim: Simulator, tmp_path: Path, temporal_address: str,
-                                                              commands: list[Command]) -> None:  # noqa: F811
+def test_the_workers_already_polling_notice_is_a_plain_line_on_a_pipe_and_json_when_asked(
+        sim: Simulator, tmp_path: Path, temporal_address: str, commands: list[Command]) -> None:  # noqa: F811
     sim.add_file("/n.mp4", MediaFile("mp4", "notice", 20_000))
+    sim.add_file("/m.mp4", MediaFile("mp4", "notice-json", 20_000))
     env = trawl_env(tmp_path, temporal_address, TRAWL_WORKER__METRICS_PORT="0")
     worker = Command(tmp_path, ["worker"], env, name="worker")
     commands.append(worker)
@@ -82,6 +83,13 @@ def test_the_workers_already_polling_notice_is_json_on_a_pipe(sim: Simulator, tm
     done = run(["crawl", sim.url("/n.mp4")], env, tmp_path)
     assert done.returncode == 0, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
+    notices = [line for line in lines if "already polling" in line]
+    assert len(notices) == 1 and notices[0].startswith("trawl: the workers already polling"), lines
+    assert not [line for line in lines if line.startswith("{")], lines  # a person's stream, piped or not
+
+    asked = run(["--log-json", "crawl", sim.url("/m.mp4")], env, tmp_path)
+    assert asked.returncode == 0, asked.stderr
+    lines = [line for line in asked.stderr.splitlines() if line.strip()]
     notices = [json.loads(line) for line in lines if "already polling" in line]
     assert len(notices) == 1 and notices[0]["level"] == "warning", lines
     assert notices[0]["workers"], notices

@@ -302,9 +302,11 @@ def test_a_small_body_is_read_into_a_buffer_of_its_size(sim: Simulator, client: 
 
 def test_the_protocol_picks_the_downloader() -> None:
     from trawl.download import DOWNLOADERS, HlsDownloader, downloader_for
+    from trawl.download.live import LiveHlsRecorder
 
-    assert DOWNLOADERS == {"http": HttpDownloader, "hls": HlsDownloader}
+    assert DOWNLOADERS == {"http": HttpDownloader, "hls": HlsDownloader, "hls-live": LiveHlsRecorder}
     assert downloader_for("http") is HttpDownloader and downloader_for("hls") is HlsDownloader
+    assert downloader_for("hls-live") is LiveHlsRecorder
     with pytest.raises(UnsupportedUrl, match="dash"):
         downloader_for("dash")
     previous = {"offset": 5, "url": "http://a.test/f"}

@@ -85,7 +85,8 @@ def test_classify_exception_table(exc: BaseException, expected: str) -> None:
 
 def test_non_retryable_classes_match_the_taxonomy() -> None:
     assert set(NON_RETRYABLE) == {
-        "url_expired", "content_corrupt", "not_found", "login_required", "forbidden", "preview_only", "platform_error",
+        "url_expired", "content_corrupt", "not_found", "login_required", "forbidden", "preview_only", "paid_only",
+        "platform_error",
         "unsupported_url", "parse_error", "too_large", "blocked_address",
     }
 

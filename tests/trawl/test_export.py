@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
+from tests.polling import wait_until
 from tests.s3server import SeaweedFS, s3_url
 from trawl.errors import ContentCorrupt
 from trawl.export import (
@@ -27,6 +27,7 @@ from trawl.export import (
     Template,
     TemplateError,
     download_name,
+    field_values,
     ext_for,
     safe_component,
     upload_date,
@@ -150,8 +151,9 @@ def fill(settings: Settings, tmp: Path) -> dict[str, bytes]:
         data = f"video of {key}".encode() * 100
         blob_key_, sha, size = _blob(store, tmp, data)
         contents[key] = data
-        catalog.commit_item(canonical_key=key, platform="generic", canonical_url=f"https://x.test/{key}",
-                            source_url=f"https://x.test/{key}", title=title, uploader=uploader, duration=None,
+        # A web key's {id} is its URL's file name: the key's own number here.
+        catalog.commit_item(canonical_key=key, platform="generic", canonical_url=f"https://x.test/{key[4:]}",
+                            source_url=f"https://x.test/{key[4:]}", title=title, uploader=uploader, duration=None,
                             published_at="2024-05-06T00:00:00Z", metadata={"tags": ["t"], "view_count": 7},
                             workflow_id=None, assets=[CommittedAsset("video", "video", sha, size, "video/mp4", blob_key_)])
     assets = []
@@ -229,7 +231,7 @@ def test_hostile_titles_export_to_safe_unique_stable_names(store_settings: Setti
         assert (root / "same/Same title.mp4").is_symlink()
     info = json.loads((root / "same/Same title (2).info.json").read_text())
     assert info["canonical_key"] == "web:8" and info["id"] == "8" and info["view_count"] == 7
-    assert info["upload_date"] == "20240506" and info["webpage_url"] == "https://x.test/web:8"
+    assert info["upload_date"] == "20240506" and info["webpage_url"] == "https://x.test/8"
     assert info["assets"] == [{"name": "video", "kind": "video", "mime": "video/mp4", "ext": "mp4",
                                "size": len(contents["web:8"]),
                                "sha256": hashlib.sha256(contents["web:8"]).hexdigest(),
@@ -380,8 +382,9 @@ def test_a_sidecar_keeps_its_media_files_name_and_never_replaces_a_file_it_did_n
     for key, mime in (("web:mp4", "video/mp4"), ("web:webm", "video/webm")):  # one name but the extension
         data = f"clip {key}".encode()
         blob, sha, size = _blob(store, tmp_path, data)
-        catalog.commit_item(canonical_key=key, platform="generic", canonical_url=f"https://x.test/{key}",
-                            source_url=f"https://x.test/{key}", title="Clip", uploader="u", duration=None,
+        # A web key's {id} is its URL's file name: the key's own number here.
+        catalog.commit_item(canonical_key=key, platform="generic", canonical_url=f"https://x.test/{key[4:]}",
+                            source_url=f"https://x.test/{key[4:]}", title="Clip", uploader="u", duration=None,
                             published_at=None, metadata={}, workflow_id=None,
                             assets=[CommittedAsset("video", "video", sha, size, mime, blob)])
     catalog.close()
@@ -479,10 +482,12 @@ def test_staging_files_of_a_killed_export_are_swept_and_a_running_ones_kept(tmp_
     running = subprocess.Popen(
         [sys.executable, "-c", _STALLED_EXPORT, settings.catalog_url, str(root), str(settings.blobs_dir)])
     try:
-        deadline = time.monotonic() + 30
-        while not (staging := [p for p in root.glob(".slow.mp4.*.trawl-tmp") if p.stat().st_size > 0]):
-            assert time.monotonic() < deadline and running.poll() is None, "the export did not start its copy"
-            time.sleep(0.05)
+        def staged() -> list[Path]:
+            found = [p for p in root.glob(".slow.mp4.*.trawl-tmp") if p.stat().st_size > 0]
+            assert found or running.poll() is None, "the export exited before it started its copy"
+            return found
+
+        staging = wait_until(staged, "the export to start its copy", 30, every=0.05)
         left.write_bytes(b"x" * 1000)
         with Exporter(root, store, "{title}.{ext}") as other:
             assert other.swept == []  # another export is running: its staging file and all others stay
@@ -494,3 +499,22 @@ def test_staging_files_of_a_killed_export_are_swept_and_a_running_ones_kept(tmp_
         assert sorted(after.swept) == sorted([staging[0].relative_to(root).as_posix(), "deep/" + left.name])
     assert not staging[0].exists() and not left.exists()
     assert all(path.read_bytes() == b"not trawl's" for path in mine)
+
+
+# -- a page or file no platform claims gets a readable name (issue 43, point 10) ---------------------
+@pytest.mark.parametrize(("url", "uploader", "name"), [
+    ("https://videos.example.org/clips/harbour%20dawn.mp4", None, "videos.example.org/harbour dawn [harbour dawn].mp4"),
+    ("https://videos.example.org/watch/gull", "Gull TV", "Gull TV/harbour dawn [gull].mp4"),
+    ("https://videos.example.org/", None, "videos.example.org/harbour dawn [videos.example.org].mp4"),
+])
+def test_a_web_item_is_named_by_its_host_and_file_name(url: str, uploader: str | None, name: str) -> None:
+    from trawl.storage.records import CatalogItem
+    from trawl.urls import web_key
+
+    item = CatalogItem(canonical_key=web_key(url), platform="generic", canonical_url=url, source_url=url,
+                       title="harbour dawn", uploader=uploader, duration=None, published_at=None, status="committed",
+                       workflow_id=None, created_at="2026-12-05T16:00:00Z",
+                       assets=[CommittedAsset("video", "video", "0" * 64, 1, "video/mp4", "k")])
+    values = field_values(item, item.assets[0])
+    assert "/".join(Template.parse("{uploader}/{title} [{id}].{ext}").render(values)) == name
+    assert values["key"] == web_key(url)  # {key} is still the whole key

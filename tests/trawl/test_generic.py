@@ -107,3 +107,60 @@ def test_registry_routes_generic_last_and_ids_are_stable() -> None:
     assert route.workflow_id.startswith("url-")
     with pytest.raises(TrawlError, match="unsupported scheme"):
         registry.route("file:///etc/passwd")
+
+
+def test_a_live_playlist_is_a_recording_named_by_its_start(sim: Simulator, ctx: ResolveContext) -> None:
+    """A media playlist without EXT-X-ENDLIST, or a master whose chosen variant is one, resolves to
+    an hls-live asset under a key of its own per broadcast; a finished one stays plain HLS."""
+    from trawl.simulator.hls_site import install_hls_site
+    from trawl.simulator.live_site import LiveSite, LiveStream
+
+    live = LiveSite(sim).install()
+    url = live.add_stream("now", LiveStream(length=None))
+    item = GenericResolver().resolve(url, ctx)
+    assert [(a.kind, a.protocol, a.urls) for a in item.assets] == [("video", "hls-live", [url])]
+    assert item.canonical_key.startswith(web_key(url) + "-live-") and "(live " in (item.title or "")
+    assert item.metadata == {"live_status": "is_live"} and item.published_at
+    hls = install_hls_site(sim)
+    hls.add_master("live-master", [("live", 800_000, (640, 360), None)])  # its one variant is live
+    master = GenericResolver().resolve(sim.url("/hls/live-master/master.m3u8"), ctx)
+    assert master.assets[0].protocol == "hls-live"
+    vod = GenericResolver().resolve(sim.url("/hls/vod/master.m3u8"), ctx)
+    assert vod.assets[0].protocol == "hls" and vod.canonical_key == web_key(sim.url("/hls/vod/master.m3u8"))
+
+
+def test_a_page_whose_og_video_is_a_live_playlist_is_a_recording(sim: Simulator) -> None:
+    """An og:video naming a live HLS playlist records (docs/live.md); one naming a finished
+    playlist stays a VOD stream; the page's key gains when the recording began."""
+    from trawl.models import LIVE_PROTOCOL
+    from trawl.simulator.live_site import LiveSite, LiveStream
+
+    site = LiveSite(sim).install()
+    live = site.add_stream("onpage", LiveStream(length=None).start())
+    over = site.add_stream("replay", LiveStream(length=2.0).start(0))
+    sim.add_page("/p/live", og_page("Live now", live, video_type="application/x-mpegURL"))
+    sim.add_page("/p/replay", og_page("Replay", over, video_type="application/x-mpegURL"))
+    with httpx.Client() as client:
+        ctx = ResolveContext(client, 5 << 20)
+        recording = GenericResolver().resolve(sim.url("/p/live"), ctx)
+        replay = GenericResolver().resolve(sim.url("/p/replay"), ctx)
+    (video,) = recording.assets
+    assert video.protocol == LIVE_PROTOCOL and video.urls == [live]
+    assert recording.canonical_key.startswith(web_key(canonicalize(sim.url("/p/live"))) + "-live-")
+    assert recording.title and recording.title.startswith("Live now (live ")
+    assert recording.metadata["live_status"] == "is_live"
+    assert [a.protocol for a in replay.assets] == ["hls"] and replay.canonical_key == web_key(
+        canonicalize(sim.url("/p/replay")))
+
+
+@pytest.mark.parametrize(("tag", "kept"), [
+    ('<meta property="og:description" content="  Waves,\n at dawn. " />', "Waves, at dawn."),
+    ('<meta name="description" content="Waves at dawn." />', "Waves at dawn."),
+    ('<meta name="twitter:description" content="Waves at dawn." />', "Waves at dawn."),
+    ("", None),
+])
+def test_a_pages_description_is_kept_for_the_info_json(tag: str, kept: str | None) -> None:
+    html = (f'<html><head><meta property="og:title" content="Dawn" />{tag}'
+            '<meta property="og:video" content="https://example.org/dawn.mp4" /></head></html>')
+    page = Page("https://example.org/watch/dawn", 200, httpx.Headers({"content-type": "text/html"}), html.encode())
+    assert GenericResolver().from_page(page).metadata.get("description") == kept

@@ -21,7 +21,7 @@ from trawl.hls_playlists import (
 )
 from trawl.platforms.base import ResolveContext
 from trawl.platforms.generic import GenericResolver, kind_from_content_type
-from trawl.platforms.weibo.resolver import _video_asset
+from trawl.platforms.weibo.media import video_asset as _video_asset
 from trawl.simulator import Simulator
 from trawl.simulator.demo import og_page
 from trawl.simulator.hls_site import KEY, encrypt, install_hls_site
@@ -260,11 +260,12 @@ def test_generic_never_takes_a_playlist_type_for_audio(mime: str) -> None:
     assert kind_from_content_type(mime) is None
 
 
-def test_generic_refuses_a_direct_live_playlist(sim: Simulator, ctx: ResolveContext) -> None:
+def test_generic_takes_a_direct_live_playlist_for_a_recording(sim: Simulator, ctx: ResolveContext) -> None:
+    """Refused once; recorded now (docs/live.md; tests/trawl/test_generic.py has the details)."""
     site = install_hls_site(sim)
-    with pytest.raises(UnsupportedUrl, match="live HLS stream") as caught:
-        GenericResolver().resolve(site.url("live"), ctx)
-    assert caught.value.error_class == "unsupported_url"
+    item = GenericResolver().resolve(site.url("live"), ctx)
+    assert [(a.kind, a.protocol) for a in item.assets] == [("video", "hls-live")]
+    assert site.segment_requests("live") == [0, 0, 0]  # resolving fetched no segment
 
 
 def _entry(url: str, mime: str, quality: int, protocol: str | None = None) -> dict:

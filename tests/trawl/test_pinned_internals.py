@@ -192,6 +192,10 @@ def test_httpx_keeps_the_network_backend_where_the_guard_swaps_it() -> None:
         assert isinstance(transport, httpx.HTTPTransport), changed("httpx", "Client._transport")
         pool = hop(transport, "_pool", "httpx", "HTTPTransport's connection pool")
         hop(pool, "_network_backend", "httpcore", "ConnectionPool's network backend")
+    # net.proxies: each proxy's own transport (trawl.http_client._rotating) swaps it the same way.
+    with httpx.HTTPTransport(proxy="http://127.0.0.1:9") as proxied:
+        pool = hop(proxied, "_pool", "httpx", "a proxy HTTPTransport's connection pool")
+        hop(pool, "_network_backend", "httpcore", "HTTPProxy's network backend")
 
 
 # -- the catalog's answer bound -------------------------------------------------------------------

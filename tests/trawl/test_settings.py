@@ -35,6 +35,9 @@ def test_catalog_defaults_to_sqlite_in_the_data_dir(tmp_path: Path) -> None:
         ("TRAWL_RETRY__COMMIT__MAXIMUM_INTERVAL", "1ms", "maximum_interval must be at least initial_interval"),
         ("TRAWL_WORKER__PROCESSES", "0", "worker.processes"),
         ("TRAWL_NET__NO_SUCH_SETTING", "1", "no_such_setting"),
+        ("TRAWL_CATALOG__SEARCH_EXTRAS_LINES", "-1", "catalog.search_extras_lines"),
+        ("TRAWL_CATALOG__SEARCH_EXTRAS_LINES", "100001", "catalog.search_extras_lines"),
+        ("TRAWL_CATALOG__SEARCH_EXTRAS_LINES", "many", "catalog.search_extras_lines"),
     ],
 )
 def test_bad_values_get_a_clear_message(monkeypatch: pytest.MonkeyPatch, env: str, value: str, message: str) -> None:

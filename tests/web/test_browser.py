@@ -5,7 +5,6 @@ showing up there without a reload. Real uvicorn, dev server, worker, catalog and
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -75,10 +74,7 @@ async def test_browse_search_play_steer_and_see_a_failure(browser: Any, temporal
             body = (await api.get(f"/api/v1/crawls/{crawl}")).json()
             return body["status"] == "COMPLETED"
 
-        deadline = time.monotonic() + 90
-        while not await finished():
-            assert time.monotonic() < deadline, "the crawl of four URLs did not finish"
-            await asyncio.sleep(0.3)
+        await polling.until(finished, "the crawl of four URLs to finish", 90, every=0.3)
 
         # The library: every item, their pictures drawn by the browser.
         await asyncio.to_thread(browser.get, base + "/")

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from temporalio.client import Client
 
 from tests.conftest import make_settings
 from tests.api.test_api import free_port, serving
+from tests.polling import until
 from tests.web.test_pages import HTML, VIDEO, base, stored
 from trawl.settings import ApiSettings
 
@@ -63,12 +63,8 @@ async def test_the_pages_run_under_their_policy_in_a_browser(browser: Any, tempo
                             ("/docs", ".swagger-ui .info"), ("/redoc", "[role=search], .api-content")):
             await asyncio.to_thread(browser.get, base(settings) + path)
             from selenium.webdriver.common.by import By
-            for _ in range(100):
-                if await asyncio.to_thread(browser.find_elements, By.CSS_SELECTOR, ready):
-                    break
-                await asyncio.sleep(0.1)
-            else:
-                pytest.fail(f"{path} never showed {ready!r}: {await asyncio.to_thread(browser.get_log, 'browser')}")
+            await until(lambda: asyncio.to_thread(browser.find_elements, By.CSS_SELECTOR, ready),
+                        lambda _: f"{path} to show {ready!r}: {browser.get_log('browser')}", 10)
             # Something from elsewhere (ReDoc's logo, from its makers' site) is refused, as meant.
             refused = [entry["message"] for entry in await asyncio.to_thread(browser.get_log, "browser")
                        if "Content Security Policy" in entry["message"]

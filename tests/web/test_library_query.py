@@ -69,7 +69,9 @@ def test_full_text_search_over_title_uploader_description_and_tags(catalog_url: 
     assert keys(catalog, text="birder") == ["web:d", "web:b"]  # uploader
     assert keys(catalog, text="wind") == ["web:d"]  # description
     assert keys(catalog, text="dawn") == ["web:a"]  # a tag
-    assert keys(catalog, text="gull") == ["web:d", "web:b"]  # a prefix: "gulls", "gull,"
+    assert keys(catalog, text="gull") == ["web:b", "web:d"]  # "gull," in a title first, then "gulls"
+    assert keys(catalog, text="gull", sort="new") == ["web:d", "web:b"]
+    assert keys(catalog, text="ULLS") == ["web:d"]  # anywhere in a word, any case
     assert keys(catalog, text="sunrise birds") == []  # every word must match
     assert keys(catalog, text="seabird portrait") == ["web:b"]
     assert keys(catalog, text="春天") == ["bili:c"]
@@ -84,7 +86,7 @@ def test_full_text_search_over_title_uploader_description_and_tags(catalog_url: 
 
 
 def test_bad_filters_are_refused_with_what_is_allowed() -> None:
-    with pytest.raises(ValueError, match="sort must be one of new"):
+    with pytest.raises(ValueError, match="sort must be one of relevance, new"):
         LibraryQuery(sort="random")
     with pytest.raises(ValueError, match="kind must be one of video, audio, image"):
         LibraryQuery(kind="thumbnail")

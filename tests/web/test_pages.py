@@ -4,10 +4,8 @@ offers, and who may use them (the sign-in cookie, the form token, the origin).""
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +15,12 @@ from temporalio.client import Client
 
 from tests.conftest import make_settings
 from tests.api.test_api import free_port, serving
+from tests.polling import until
 from trawl.settings import ApiSettings, Settings
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
 from trawl.storage.blobs import open_blob_store
 from trawl.storage.catalog import Catalog, CommittedAsset
-from trawl.web.pages import PAGE_SIZE
+from trawl.web.pages import PAGE_SIZE, item_path
 from trawl.worker.main import running_worker
 
 TOKEN = "page-token"
@@ -44,7 +43,9 @@ def stored(settings: Settings, key: str, title: str, files: dict[str, tuple[str,
             kind = name.split("-")[0]
             assets.append(CommittedAsset(name, kind, sha, len(data), mime, store.put(source, sha, len(data))))
         catalog.commit_item(canonical_key=key, platform=fields.pop("platform", "generic"),
-                            canonical_url=f"https://example.com/{key}", source_url=f"https://example.com/{key}?s=1",
+                            # A web key's {id} in names is its URL's file name: the key's own word here.
+                            canonical_url=f"https://example.com/{key.split(':', 1)[-1]}",
+                            source_url=f"https://example.com/{key.split(':', 1)[-1]}?s=1",
                             title=title, uploader=fields.pop("uploader", None), duration=fields.pop("duration", None),
                             published_at=fields.pop("published_at", None), metadata=fields.pop("metadata", {}),
                             workflow_id=fields.pop("workflow_id", None), assets=assets)
@@ -98,7 +99,7 @@ async def test_library_search_filters_pages_and_an_item(temporal_client: Client,
         dated = await web.get("/", params={"since": "2026-11-20", "until": "2026-11-20"})
         assert "1 item<" in dated.text
         bad = await web.get("/", params={"sort": "random"})
-        assert bad.status_code == 422 and "sort must be one of new" in bad.text
+        assert bad.status_code == 422 and "sort must be one of relevance, new" in bad.text
 
         page = await web.get("/items/web:sunrise")
         assert page.status_code == 200
@@ -124,13 +125,18 @@ async def test_library_search_filters_pages_and_an_item(temporal_client: Client,
 
 
 async def wait_for(web: httpx.AsyncClient, path: str, pattern: str, timeout: float = 60) -> str:
-    deadline = time.monotonic() + timeout
-    while True:
-        text = (await web.get(path)).text
-        if re.search(pattern, text, re.S):
-            return text
-        assert time.monotonic() < deadline, f"{pattern!r} never showed on {path}:\n{text}"
-        await asyncio.sleep(0.3)
+    async def page() -> str:
+        return (await web.get(path)).text
+
+    return await until(page, lambda text: f"{pattern!r} to show on {path}:\n{text}", timeout, every=0.3,
+                       holds=lambda text: re.search(pattern, text, re.S))
+
+
+def running_buttons(page: str) -> list[str]:
+    """The steering buttons of the running items' table, in order."""
+    section = re.search(r'<section id="running">.*?</section>', page, re.S)
+    assert section, page
+    return re.findall(r'action="/steer/(\w+)/item/', section.group(0))
 
 
 def form_token(page: str) -> str:
@@ -163,10 +169,18 @@ async def test_activity_steers_a_crawl_and_shows_its_failure(temporal_client: Cl
         # The failure, grouped by platform x stage x error class, with its example.
         text = await wait_for(web, "/activity/live", r"<td>generic</td><td>fetch</td>\s*<td><code>not_found</code>")
         assert re.search(r"<td class=\"num\">1</td>", text)
-        await wait_for(web, "/activity/live", r"Running items.*<td>download</td>")
+        # And named: its URL, class and message (no catalog item: it links to its workflow only).
+        named = re.search(r'<table class="failed-items">.*?</table>', text, re.S)
+        assert named and re.search(rf"<td>{re.escape(sim.url('/gone'))}</td>\s*<td><code>not_found</code></td>\s*"
+                                   r"<td>[^<]*404[^<]*</td>", named.group(0)), text
+        assert "/items/" not in named.group(0)
+        text = await wait_for(web, "/activity/live", r"Running items.*<td>download</td>")
+        assert running_buttons(text) == ["pause", "cancel"], text  # not paused: Pause, not Resume
         paused = await web.post(f"/steer/pause/crawl/{crawl}", data={"form_token": token})
         assert "pause sent" in (await web.get(paused.headers["location"])).text
         await wait_for(web, "/activity/live", r"running \(paused\)")
+        text = await wait_for(web, "/activity/live", r"Running items.*\(paused\)</td>")
+        assert running_buttons(text) == ["resume", "cancel"], text
         await web.post(f"/steer/resume/crawl/{crawl}", data={"form_token": token})
         await wait_for(web, "/activity/live", rf"<code>{crawl}</code></a></td>\s*<td>running</td>")
         cancelled = await web.post(f"/steer/cancel/crawl/{crawl}", data={"form_token": token})
@@ -176,6 +190,33 @@ async def test_activity_steers_a_crawl_and_shows_its_failure(temporal_client: Cl
         assert "has finished (CANCELLED): nothing to pause" in (await web.get(again.headers["location"])).text
         unknown = await web.post("/steer/pause/item/no-such-item", data={"form_token": token})
         assert "Could not pause item no-such-item" in (await web.get(unknown.headers["location"])).text
+
+
+async def test_a_failure_links_to_the_items_page_once_the_catalog_holds_it(
+        temporal_client: Client, open_settings: Settings, sim: Simulator) -> None:
+    """A URL that failed and was committed by a later crawl: its failure links to the item's page."""
+    url = sim.url("/later/clip.mp4")
+    async with serving(open_settings, temporal_client), running_worker(temporal_client, open_settings), \
+            httpx.AsyncClient(base_url=base(open_settings), timeout=30) as web:
+        token = form_token((await web.get("/activity")).text)
+        await web.post("/steer/crawl", data={"form_token": token, "urls": url})
+        text = await wait_for(web, "/activity/live", rf'<table class="failed-items">.*<td>{re.escape(url)}</td>')
+        assert 'href="/items/' not in text, text
+        sim.add_file("/later/clip.mp4", MediaFile("mp4", "page-later", 30_000))
+        await web.post("/steer/crawl", data={"form_token": token, "urls": url})
+        catalog = Catalog(open_settings.catalog_url)
+        try:
+            key = await until(lambda: _key_of(catalog, url), "the second crawl to commit the URL", 60)
+        finally:
+            catalog.close()
+        await wait_for(web, "/activity/live",
+                       rf'<table class="failed-items">.*<td><a href="{re.escape(item_path(key))}">{re.escape(url)}</a></td>')
+        page = await web.get(item_path(key))
+        assert page.status_code == 200
+
+
+async def _key_of(catalog: Catalog, url: str) -> str | None:
+    return catalog.keys_for_urls([url]).get(url)
 
 
 async def test_a_token_asks_the_browser_to_sign_in_and_guards_every_form(
@@ -244,17 +285,21 @@ async def test_a_watch_is_paused_resumed_and_run_from_the_page(temporal_client: 
         created = await web.post("/api/v1/watches", json={"name": "harbour", "urls": [sim.url("/v/w.mp4")],
                                                           "every": "1h"})
         assert created.status_code == 201, created.text
-        page = await wait_for(web, "/activity", r"<td>harbour<br>")
+        page = await wait_for(web, "/activity", r'<td><a href="/watches/harbour">harbour</a><br>')
         token = form_token(page)
         paused = await web.post("/steer/pause/watch/harbour", data={"form_token": token})
         assert "Watch harbour: pause sent" in (await web.get(paused.headers["location"])).text
-        await wait_for(web, "/activity/live", r"<td>harbour \(paused\)<br>")
+        await wait_for(web, "/activity/live", r'<td><a href="/watches/harbour">harbour</a> \(paused\)<br>')
         await web.post("/steer/resume/watch/harbour", data={"form_token": token})
-        await wait_for(web, "/activity/live", r"<td>harbour<br>")
+        await wait_for(web, "/activity/live", r'<td><a href="/watches/harbour">harbour</a><br>')
         run = await web.post("/steer/trigger/watch/harbour", data={"form_token": token})
         assert "Watch harbour: run started" in (await web.get(run.headers["location"])).text
         # The run is a crawl of the watch's URLs: it shows, and commits the file.
         await wait_for(web, "/activity/live", r"1 committed")
+        # The watch's page: each run, with what it brought (the file, committed by the run's crawl).
+        watch = await wait_for(web, "/watches/harbour", r": completed, 1 new, 0 known, 0 failed</h3>")
+        assert re.search(r'<a class="title" href="/items/[^"]+">w.mp4</a>', watch), watch
+        assert (await web.get("/watches/nowhere")).status_code == 404
         wrong = await web.post("/steer/cancel/watch/harbour", data={"form_token": token})
         assert wrong.status_code == 404  # a watch is paused, not cancelled
         gone = await web.post("/steer/pause/watch/nowhere", data={"form_token": token})

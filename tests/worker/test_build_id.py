@@ -3,7 +3,6 @@ SDK's default, which hashes every loaded module at each start (about 0.2 s)."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from temporalio.api.enums.v1 import TaskQueueType
@@ -13,6 +12,7 @@ from temporalio.client import Client
 
 import trawl
 from tests.conftest import make_settings
+from tests.polling import until
 from trawl.contracts import workflow_queue
 from trawl.worker.main import code_build_id, running_worker
 
@@ -26,9 +26,8 @@ async def test_the_workers_poll_with_trawls_build_id(temporal_client: Client, tm
         namespace="default", task_queue=TaskQueue(name=workflow_queue(settings.temporal.task_queue_prefix)),
         task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW)
     async with running_worker(temporal_client, settings):
-        for _ in range(100):  # the pollers show once they have polled
-            pollers = (await temporal_client.workflow_service.describe_task_queue(request)).pollers
-            if pollers:
-                break
-            await asyncio.sleep(0.1)
-    assert {p.worker_version_capabilities.build_id for p in pollers} == {build}
+        async def pollers() -> list:
+            return list((await temporal_client.workflow_service.describe_task_queue(request)).pollers)
+
+        found = await until(pollers, "the workers to poll", 10)  # they show once they have polled
+    assert {p.worker_version_capabilities.build_id for p in found} == {build}

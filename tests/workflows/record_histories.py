@@ -23,21 +23,25 @@ import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from pathlib import Path
 
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from trawl.activities.crawl import route_items
-from trawl.contracts import SEARCH_ATTRIBUTES
-from trawl.starter.client import add_to_crawl, cancel_crawl, item_result, start_crawl, start_item
+from trawl.contracts import (
+    END_RECORDING, RESULTS, RESULTS_READ, SEARCH_ATTRIBUTES, CrawlResults, ResultsRead, broadcast_workflow_id)
+from trawl.starter.client import (add_to_crawl, begin_crawl, cancel_crawl, item_result, start_crawl, start_extras_refresh,
+                                  start_item)
 from trawl.platforms.registry import build_registry
 from trawl.settings import CatalogSettings, NetSettings, PlatformsSettings, Settings, TemporalSettings
 from trawl.simulator import FileBehaviour, MediaFile, Request, Response, Simulator
-from trawl.platforms.bilibili.site import TEN_PARTS, install_bilibili_site
+from trawl.platforms.bilibili.site import TEN_PARTS, install_bilibili_site, pool_bvid
 from trawl.simulator.demo import og_page
 from trawl.simulator.feed import FeedSite
 from trawl.simulator.hls_site import install_hls_site
+from trawl.simulator.live_site import LiveSite, LiveStream
 from trawl.worker.main import running_worker
 from trawl.workflows.crawl import CrawlWorkflow
 from trawl.workflows.media_item import MediaItemWorkflow
@@ -143,6 +147,52 @@ async def thumbnail_left_out(r: Recorder) -> list[WorkflowHandle]:
     return [await r.finished(await r.item(r.sim.url("/p/cover")))]
 
 
+async def live_recorded(r: Recorder) -> list[WorkflowHandle]:
+    """A live HLS stream (6 one-second segments, then ENDLIST) recorded as one asset."""
+    site = LiveSite(r.sim).install()
+    return [await r.finished(await r.item(site.add_stream("rec", LiveStream(length=6.0))))]
+
+
+async def live_recorded_in_parts(r: Recorder) -> list[WorkflowHandle]:
+    """A live HLS stream (7 one-second segments, then ENDLIST) committed in parts of 3 seconds
+    (ItemOptions.live_parts) as it records: three parts, each verified and added to the item."""
+    site = LiveSite(r.sim).install()
+    url = site.add_stream("parts", LiveStream(length=7.0))
+    download = r.settings.download.model_copy(update={"live_part_duration": timedelta(seconds=3)})
+    started = await start_item(r.client, r.settings.model_copy(update={"download": download}), r.registry, url)
+    return [await r.finished(started.handle)]
+
+
+async def live_handed_to_its_broadcast(r: Recorder) -> list[WorkflowHandle]:
+    """A live HLS stream found by a URL's run and recorded by the broadcast's own workflow
+    (ItemOptions.broadcast_workflows), in parts of 3 seconds; a pause and a resume of the URL's run
+    passed on to it. Two histories: the URL's run, then the broadcast's."""
+    site = LiveSite(r.sim).install()
+    url = site.add_stream("handed", LiveStream(length=8.0, window=6))
+    download = r.settings.download.model_copy(update={"live_part_duration": timedelta(seconds=3)})
+    started = await start_item(r.client, r.settings.model_copy(update={"download": download}), r.registry, url)
+    await wait_until(lambda: sum(site.segment_requests("handed")) >= 2)
+    await started.handle.signal(MediaItemWorkflow.pause)
+    await asyncio.sleep(1)
+    await started.handle.signal(MediaItemWorkflow.resume)
+    result = await asyncio.wait_for(item_result(started.handle, ""), 120)
+    return [started.handle, r.client.get_workflow_handle(broadcast_workflow_id(result.canonical_key or ""))]
+
+
+async def live_ended_by_signal(r: Recorder) -> list[WorkflowHandle]:
+    """A live stream that never ends, recorded in parts of 3 seconds until its URL's run is told
+    END_RECORDING (an attached crawl's Ctrl-C): passed on, the part held is finished and committed.
+    Two histories: the URL's run, then the broadcast's."""
+    site = LiveSite(r.sim).install()
+    url = site.add_stream("ended", LiveStream(length=None, window=6))
+    download = r.settings.download.model_copy(update={"live_part_duration": timedelta(seconds=3)})
+    started = await start_item(r.client, r.settings.model_copy(update={"download": download}), r.registry, url)
+    await wait_until(lambda: sum(site.segment_requests("ended")) >= 5)
+    await started.handle.signal(END_RECORDING)
+    result = await asyncio.wait_for(item_result(started.handle, ""), 120)
+    return [started.handle, r.client.get_workflow_handle(broadcast_workflow_id(result.canonical_key or ""))]
+
+
 async def hls_committed(r: Recorder) -> list[WorkflowHandle]:
     """An HLS stream (a media playlist with a discontinuity) downloaded as one asset."""
     return [await r.finished(await r.item(r.hls.url("disc")))]  # type: ignore[attr-defined]
@@ -193,6 +243,30 @@ async def lean_cancelled(r: Recorder) -> list[WorkflowHandle]:
 
 
 # -- crawl scenarios ---------------------------------------------------------------------------
+# Recorded after ItemOptions.extras: a Bilibili video's danmaku after its commit.
+async def extras_committed(r: Recorder) -> list[WorkflowHandle]:
+    """A Bilibili part committed, then its extras fetched and stored, each in its own activity."""
+    return [await r.finished(await r.item(r.bili.url(pool_bvid(5))))]  # type: ignore[attr-defined]
+
+
+async def extra_missing(r: Recorder) -> list[WorkflowHandle]:
+    """A Bilibili video whose danmaku answers 503 every time: retried, then recorded missing."""
+    r.bili.extras.fault["danmaku"] = "503"  # type: ignore[attr-defined]
+    try:
+        return [await r.finished(await r.item(r.bili.url(pool_bvid(6))))]  # type: ignore[attr-defined]
+    finally:
+        r.bili.extras.fault.clear()  # type: ignore[attr-defined]
+
+
+async def extras_refreshed(r: Recorder) -> list[WorkflowHandle]:
+    """A committed Bilibili video's comments and danmaku fetched again as a dated snapshot."""
+    await r.finished(await r.item(r.bili.url(pool_bvid(7))))  # type: ignore[attr-defined]
+    handle = await start_extras_refresh(r.client, r.settings, f"bilibili:{pool_bvid(7)}", "bilibili",
+                                        ["comments", "danmaku"])
+    await asyncio.wait_for(handle.result(), 120)
+    return [handle]
+
+
 def _files(r: Recorder, tag: str, count: int, throttle: int | None = None) -> list[str]:
     for i in range(count):
         r.sim.add_file(f"/{tag}/{i}.mp4", MediaFile("mp4", f"h-{tag}-{i}", 400_000 + i),
@@ -294,6 +368,25 @@ async def crawl_part_already_done(r: Recorder) -> list[WorkflowHandle]:
     return [handle]
 
 
+async def crawl_followed(r: Recorder) -> list[WorkflowHandle]:
+    """A crawl an attached command follows (CrawlInput.follow): its results read page by page, and
+    before each continue-as-new it waits (a timer) until the reader says how far it has read."""
+    urls = _files(r, "cfollow", 6, throttle=2_000_000)
+    handle, _ = await begin_crawl(r.client, r.settings, r.registry, [*urls, urls[0]], concurrency=2,
+                                  history_limit=40, follow=True)
+    ending = asyncio.ensure_future(handle.result())
+    since = 0
+    while not ending.done():
+        page = await handle.query(RESULTS, since, result_type=CrawlResults)
+        since = page.next
+        if page.wants_read:
+            await handle.signal(RESULTS_READ, ResultsRead(since))
+        await asyncio.sleep(0.2)
+    await ending
+    runs = sorted([w async for w in r.client.list_workflows(f"WorkflowId='{handle.id}'")], key=lambda w: w.start_time)
+    return [r.client.get_workflow_handle(handle.id, run_id=w.run_id) for w in runs]
+
+
 SCENARIOS: dict[str, Scenario] = {
     "item_committed": committed, "item_duplicate": duplicate, "item_failed_not_found": failed_not_found,
     "item_failed_after_retries": failed_after_retries, "item_url_expired_refetched": url_expired,
@@ -313,6 +406,27 @@ SCENARIOS: dict[str, Scenario] = {
     "item_lean_cancelled": lean_cancelled,
     # OWN_RECORD (crawl): a part this run already started counts as a duplicate from its record.
     "crawl_part_already_done": crawl_part_already_done,
+    # A followed crawl (CrawlInput.follow: a new input, no patch; other crawls take no new step).
+    "crawl_followed": crawl_followed,
+    # ItemOptions.tiny_activity (a new input, no patch): a tiny item's first fetch is the activity
+    # fetch_and_store_tiny, which stores it whole or, after a 503, leaves it to small_item.
+    "item_tiny_stored_by_fetch_and_store_tiny": tiny_committed,
+    "item_tiny_fetch_and_store_tiny_left_to_small_item": tiny_left_to_small,
+    # ItemOptions.extras (a new input, no patch): a committed item's extras, each in an activity of
+    # its own after the commit; one that keeps failing recorded missing by record_missing_extra.
+    "item_extras_committed": extras_committed, "item_extra_missing": extra_missing,
+    # ExtrasRefreshWorkflow (a new workflow type): an item's extras again, as a dated snapshot.
+    "extras_refreshed": extras_refreshed,
+    # A live recording (Asset.protocol hls-live): no patch, its download's options differ (a short
+    # heartbeat timeout, quick retries); this records that path's commands.
+    "item_live_recorded": live_recorded,
+    # ItemOptions.live_parts (a new input, no patch): a recording committed in parts as it records.
+    "item_live_recorded_in_parts": live_recorded_in_parts,
+    # ItemOptions.broadcast_workflows (a new input, no patch): a URL's run hands its recording to the
+    # broadcast's own workflow (ItemInput.broadcast) and passes a pause and a resume on.
+    "item_live_handed_to_its_broadcast": live_handed_to_its_broadcast,
+    # END_RECORDING (a new signal, sent only to recordings of the runs above): the recording ends, committed.
+    "item_live_ended_by_signal": live_ended_by_signal,
 }
 
 
@@ -326,7 +440,7 @@ def recorder_settings(env: WorkflowEnvironment, tmp: Path, bili: object, prefix:
         catalog=CatalogSettings(url=""), net=NetSettings(allow_private=True),
         platforms=PlatformsSettings(bilibili=bili.settings()),  # type: ignore[attr-defined]
         retry={stage: {"initial_interval": "100ms", "maximum_interval": "300ms", "maximum_attempts": 3}
-               for stage in ("fetch", "download", "verify", "commit")},
+               for stage in ("fetch", "download", "verify", "commit", "extras")},
         **overrides,  # type: ignore[arg-type]
     )
 
@@ -348,6 +462,7 @@ async def record(out: Path, only: set[str] | None) -> list[Path]:
             recorder.ten_parts_url = bili.url(TEN_PARTS)  # type: ignore[attr-defined]
             recorder.two_parts_url = bili.url("BV1GJ411x7h7")  # type: ignore[attr-defined]
             recorder.hls = install_hls_site(sim)  # type: ignore[attr-defined]
+            recorder.bili = bili  # type: ignore[attr-defined]
             async with running_worker(env.client, settings):
                 for name, scenario in SCENARIOS.items():
                     if only and name not in only:

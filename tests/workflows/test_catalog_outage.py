@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -14,6 +13,7 @@ import pytest
 from temporalio.client import Client
 
 from tests.conftest import make_settings, new_postgres_database
+from tests.polling import until
 from tests.tcpproxy import TcpProxy
 from trawl.settings import CatalogSettings, Settings
 from trawl.simulator import MediaFile, Simulator
@@ -44,13 +44,12 @@ async def test_items_wait_out_a_catalog_outage_retrying_within_seconds_and_commi
             catalog_link.down()
             handles = [(await start_item(temporal_client, starter, default_registry(), sim.url(f"/v/pg-{n}.mp4"))).handle
                        for n in names]
-            deadline = time.monotonic() + 90
-            while True:  # until both items failed three times: past the policy's 1-2, 2-4 and 4-8 s
-                pending = [a for h in handles for a in (await h.describe()).raw_description.pending_activities]
-                if len(pending) == 2 and all(a.attempt >= 4 for a in pending):
-                    break
-                assert time.monotonic() < deadline, pending
-                await asyncio.sleep(0.5)
+            async def pending_activities() -> list:
+                return [a for h in handles for a in (await h.describe()).raw_description.pending_activities]
+
+            # Until both items failed three times: past the policy's 1-2, 2-4 and 4-8 s.
+            pending = await until(pending_activities, "both items' fourth attempt", 90, every=0.5,
+                                  holds=lambda pending: len(pending) == 2 and all(a.attempt >= 4 for a in pending))
             assert {a.last_failure.application_failure_info.type for a in pending} == {"storage_error"}, pending
             # 5 s at most (and the server's microseconds), where the policy alone would now wait 8 s.
             assert all(a.current_retry_interval.ToTimedelta() < timedelta(seconds=6) for a in pending), pending

@@ -18,6 +18,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from tests.conftest import make_settings
+from tests.polling import until
 from trawl.platforms.registry import default_registry
 from trawl.settings import Settings
 from trawl.simulator import MediaFile, Simulator
@@ -77,9 +78,8 @@ async def test_a_cancel_during_a_tiny_item_s_commit_leaves_outcome_and_catalog_a
 async def _until_cancel_requested(handle: object) -> None:
     """Until the workflow has answered the cancel (it asked the fetch to stop): what it does next
     is decided by then."""
-    for _ in range(600):
+    async def cancel_requested() -> bool:
         history = await handle.fetch_history()  # type: ignore[attr-defined]
-        if any(e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED for e in history.events):
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError("the workflow never asked the fetch to stop")
+        return any(e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED for e in history.events)
+
+    await until(cancel_requested, "the workflow to ask the fetch to stop", 60)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
-import time
 from collections import deque
 from pathlib import Path
 
@@ -13,6 +11,7 @@ from temporalio.client import Client, WorkflowHandle
 
 from trawl.starter.client import item_result, start_item
 from tests.conftest import make_settings
+from tests.polling import until
 from trawl.download import load_state
 from trawl.platforms.registry import default_registry
 from trawl.settings import Settings
@@ -61,17 +60,12 @@ async def test_commit_then_duplicate(temporal_client: Client, settings: Settings
     assert catalog.count() == 1
     # Both runs share the workflow id; visibility tells them apart by Outcome.
     query = f"WorkflowId = '{first.workflow_id}' AND Platform = 'generic'"
-    outcomes: list[str] = []
-
     async def listed() -> list[str]:
         return sorted([w.search_attributes.get("Outcome", ["?"])[0]
                        async for w in temporal_client.list_workflows(query)])
 
-    deadline = time.monotonic() + 10
-    while outcomes != ["committed", "duplicate"] and time.monotonic() < deadline:
-        outcomes = await listed()
-        await asyncio.sleep(0.2)
-    assert outcomes == ["committed", "duplicate"]
+    await until(listed, "both runs listed by their outcome", 10, every=0.2,
+                holds=lambda outcomes: outcomes == ["committed", "duplicate"])
 
 
 async def test_identical_bytes_under_two_keys_share_one_blob(temporal_client: Client, settings: Settings,
@@ -157,19 +151,6 @@ async def test_expired_url_is_refetched_and_resumed(temporal_client: Client, set
     assert sim.stats["/signed/2.mp4"].ranges == [f"bytes={cut}-"]
 
 
-async def _wait_for(predicate, timeout: float = 30.0) -> None:
-    """Poll ``predicate`` (a value or an awaitable of one) until it is true, failing at the deadline."""
-    deadline = time.monotonic() + timeout
-    while not await _truth(predicate()):
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.1)
-
-
-async def _truth(value) -> bool:
-    return bool(await value) if inspect.isawaitable(value) else bool(value)
-
-
 async def _download_stopped(handle: WorkflowHandle) -> bool:
     """The item is paused and its download activity has finished stopping (its bytes are on disk)."""
     progress = await handle.query(MediaItemWorkflow.progress, result_type=Progress)
@@ -184,10 +165,10 @@ async def test_pause_keeps_bytes_and_resume_continues(temporal_client: Client, s
     media = MediaFile("mp4", "pausable", size)
     sim.add_file("/slow.mp4", media, FileBehaviour(throttle_bps=1_000_000))
     started = await start_item(temporal_client, settings, default_registry(), sim.url("/slow.mp4"))
-    await _wait_for(lambda: sim.bytes_sent("/slow.mp4") > 500_000)
+    await until(lambda: sim.bytes_sent("/slow.mp4") > 500_000, "500 KB of the download served", 30)
     await started.handle.signal(MediaItemWorkflow.pause)
     # The download stops at its next heartbeat; once it has, its bytes are on disk and recorded.
-    await _wait_for(lambda: _download_stopped(started.handle))
+    await until(lambda: _download_stopped(started.handle), "the paused download to stop", 30)
     [part] = [p for p in part_files(settings) if p.suffix == ".part"]
     kept, requests = part.stat().st_size, sim.stats["/slow.mp4"].requests
     assert 0 < kept == load_state(part).offset < size
@@ -208,7 +189,7 @@ async def test_cancel_removes_partial_files(temporal_client: Client, settings: S
                                             worker) -> None:
     sim.add_file("/slow.mp4", MediaFile("mp4", "cancel", 8_000_000), FileBehaviour(throttle_bps=1_000_000))
     started = await start_item(temporal_client, settings, default_registry(), sim.url("/slow.mp4"))
-    await _wait_for(lambda: sim.bytes_sent("/slow.mp4") > 300_000)
+    await until(lambda: sim.bytes_sent("/slow.mp4") > 300_000, "300 KB of the download served", 30)
     await started.handle.cancel()
     result = await asyncio.wait_for(item_result(started.handle, ""), 60)
     assert result.outcome == "cancelled", result

@@ -59,11 +59,10 @@ async def test_a_failed_item_is_a_failed_execution_with_its_result(temporal_clie
     assert "\n" not in failure.message and failure.message.startswith("not_found: ")
     assert failure.details[0]["url"] == url and failure.details[0]["outcome"] == "failed"
     query = f"WorkflowId='{started.workflow_id}' AND ExecutionStatus='Failed'"
-    listed = [w.id async for w in temporal_client.list_workflows(query)]
-    deadline = time.monotonic() + 30
-    while not listed and time.monotonic() < deadline:  # visibility is eventually consistent
-        await asyncio.sleep(0.2)
-        listed = [w.id async for w in temporal_client.list_workflows(query)]
+    async def failed_runs() -> list[str]:
+        return [w.id async for w in temporal_client.list_workflows(query)]
+
+    listed = await until(failed_runs, "the failed run listed", 30, every=0.2)  # visibility is eventually consistent
     assert listed == [started.workflow_id]
     assert (await current_details(temporal_client, started.workflow_id)).startswith("failed not_found")
     again = await start_item(temporal_client, settings, default_registry(), url)  # a later crawl: a new run
@@ -200,11 +199,10 @@ async def test_the_list_reads_title_platform_outcome_and_error_class(temporal_cl
         "Half clip", "generic", "failed", "not_found")
 
     query = f"Title = 'Half clip' AND ErrorClass = 'not_found' AND WorkflowId = '{failed.workflow_id}'"
-    listed: list[tuple[str, str | None]] = []
-    deadline = time.monotonic() + 30
-    while not listed and time.monotonic() < deadline:  # visibility is eventually consistent
-        listed = [(w.id, w.typed_search_attributes.get(OUTCOME)) async for w in temporal_client.list_workflows(query)]
-        await asyncio.sleep(0.2)
+    async def found() -> list[tuple[str, str | None]]:
+        return [(w.id, w.typed_search_attributes.get(OUTCOME)) async for w in temporal_client.list_workflows(query)]
+
+    listed = await until(found, "the failed item listed by its title and error", 30, every=0.2)  # eventually consistent
     assert listed == [(failed.workflow_id, "failed")]
     # Platform is set at start; the identity and Stage=download ride on the one upsert after fetch,
     # ErrorClass and Outcome on the one that ends the run (lean-history: no Stage upsert per step,

@@ -15,6 +15,7 @@ from temporalio.client import Client
 
 from trawl.starter.client import item_result, start_item
 from tests.conftest import make_settings
+from tests.polling import until
 from trawl.logs import configure_logging
 from trawl.platforms.registry import default_registry
 from trawl.settings import Settings
@@ -36,13 +37,6 @@ def settings(tmp_path: Path, temporal_address: str) -> Settings:
 
 def parts(settings: Settings) -> list[Path]:
     return sorted(settings.work_dir.rglob("*.part"))
-
-
-async def wait_for(predicate, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.05)
 
 
 async def test_a_failed_item_keeps_its_bytes_and_a_recrawl_resumes(temporal_client: Client, settings: Settings,
@@ -70,12 +64,12 @@ async def test_cleanup_removes_only_what_ended_items_left(temporal_client: Clien
     failed = await start_item(temporal_client, settings, default_registry(), sim.url("/cut.mp4"))
     assert (await asyncio.wait_for(item_result(failed.handle, ""), 60)).outcome == "failed"
     paused = await start_item(temporal_client, settings, default_registry(), sim.url("/slow.mp4"))
-    await wait_for(lambda: sim.bytes_sent("/slow.mp4") > 300_000)
+    await until(lambda: sim.bytes_sent("/slow.mp4") > 300_000, "300 KB of the download served", 30, every=0.05)
     await paused.handle.signal(MediaItemWorkflow.pause)
     legacy = settings.work_dir / "made-before-owners"
     legacy.mkdir()
     (legacy / "video.part").write_bytes(b"x" * 100)
-    await wait_for(lambda: len(parts(settings)) == 3)
+    await until(lambda: parts(settings), "three partial files", 30, every=0.05, holds=lambda found: len(found) == 3)
 
     assert await clean_work_dir(temporal_client, settings.work_dir, timedelta(hours=1)) == []  # nothing idle yet
     old = time.time() - 7200
@@ -95,7 +89,7 @@ async def test_discard_logs_its_own_stage(temporal_client: Client, settings: Set
     configure_logging(json=True)
     try:
         started = await start_item(temporal_client, settings, default_registry(), sim.url("/slow.mp4"))
-        await wait_for(lambda: sim.bytes_sent("/slow.mp4") > 300_000)
+        await until(lambda: sim.bytes_sent("/slow.mp4") > 300_000, "300 KB of the download served", 30, every=0.05)
         await started.handle.cancel()
         assert (await asyncio.wait_for(item_result(started.handle, ""), 60)).outcome == "cancelled"
     finally:

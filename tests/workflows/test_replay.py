@@ -16,6 +16,7 @@ from temporalio.workflow import NondeterminismError
 
 from tests.workflows.careless_change import TimerBeforeFetch
 from trawl.workflows.crawl import CrawlWorkflow
+from trawl.workflows.extras import ExtrasRefreshWorkflow
 from trawl.workflows.media_item import MediaItemWorkflow
 
 HISTORIES = sorted((Path(__file__).resolve().parent / "histories").glob("*.json"))
@@ -24,7 +25,9 @@ EXPECTED = {"item_committed", "item_small_committed", "item_duplicate", "item_fa
             "item_dash_two_assets", "item_thumbnail_left_out", "item_hls_committed",
             "crawl_pause_resume_add_urls", "crawl_cancelled", "crawl_continue_as_new_run1", "crawl_continue_as_new_run2",
             "crawl_multipart", "crawl_source_failed", "crawl_joined_items_left_alone",
-            "crawl_frontier_run1", "crawl_frontier_run2", "crawl_frontier_run3", "crawl_part_already_done"}
+            "crawl_frontier_run1", "crawl_frontier_run2", "crawl_frontier_run3", "crawl_part_already_done",
+            "crawl_followed_run1", "crawl_followed_run2", "item_tiny_stored_by_fetch_and_store_tiny",
+            "item_tiny_fetch_and_store_tiny_left_to_small_item"}
 
 
 def history(path: Path) -> WorkflowHistory:
@@ -37,7 +40,7 @@ def test_every_scenario_has_a_recorded_history() -> None:
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
 async def test_history_replays_on_current_code(path: Path) -> None:
-    replayer = Replayer(workflows=[MediaItemWorkflow, CrawlWorkflow])
+    replayer = Replayer(workflows=[MediaItemWorkflow, CrawlWorkflow, ExtrasRefreshWorkflow])
     await replayer.replay_workflow(history(path))
 
 

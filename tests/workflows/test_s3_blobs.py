@@ -9,7 +9,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from trawl.starter.waiting import running_items
 from trawl.contracts import ITEM_WORKFLOW
 from tests.conftest import make_settings
 from tests.s3server import SeaweedFS, s3_url
+from tests.polling import until
 from tests.tcpproxy import TcpProxy
 from trawl.platforms.registry import default_registry
 from trawl.settings import Settings, StorageSettings
@@ -93,10 +93,13 @@ async def test_an_upload_left_by_a_killed_worker_is_reported_then_reclaimed_and_
                                   cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)
         try:
             started = await start_item(temporal_client, settings, default_registry(), sim.url("/v/killed.mp4"))
-            deadline = time.monotonic() + 120
-            while not any(u.parts for u in store.incomplete_uploads()):
-                assert time.monotonic() < deadline and killed.poll() is None, (tmp_path / "killed.log").read_text()[-3000:]
-                await asyncio.sleep(0.1)
+            def part_uploaded() -> bool:
+                uploaded = any(u.parts for u in store.incomplete_uploads())
+                assert uploaded or killed.poll() is None, (tmp_path / "killed.log").read_text()[-3000:]
+                return uploaded
+
+            await until(part_uploaded, lambda _: "a part of the upload to be stored: "
+                        + (tmp_path / "killed.log").read_text()[-3000:], 120)
         finally:
             killed.kill()
             killed.wait(timeout=30)
@@ -146,15 +149,15 @@ async def test_items_waiting_out_a_store_outage_say_so_retry_within_seconds_and_
         async with running_worker(temporal_client, down):
             handle, _ = await start_crawl(temporal_client, down, registry, [sim.url(f"/v/down-{n}.mp4") for n in names])
             query = f"WorkflowType = '{ITEM_WORKFLOW}' AND CrawlId = '{handle.id}' AND ExecutionStatus = 'Running'"
-            deadline = time.monotonic() + 90
-            while True:  # until both items failed three times: past the policy's 2, 4 and 8 s
+            async def running_and_pending() -> tuple[list[str], list]:
                 running = [e.id async for e in temporal_client.list_workflows(query)]
-                pending = [a for i in running
-                           for a in (await temporal_client.get_workflow_handle(i).describe()).raw_description.pending_activities]
-                if len(pending) == 2 and all(a.attempt >= 4 for a in pending):
-                    break
-                assert time.monotonic() < deadline, pending
-                await asyncio.sleep(0.5)
+                return running, [a for i in running for a in
+                                 (await temporal_client.get_workflow_handle(i).describe()).raw_description.pending_activities]
+
+            # Until both items failed three times: past the policy's 2, 4 and 8 s.
+            running, pending = await until(
+                running_and_pending, "both items' fourth attempt", 90, every=0.5,
+                holds=lambda answer: len(answer[1]) == 2 and all(a.attempt >= 4 for a in answer[1]))
             # 5 s (and the server's microseconds), where the policy alone would now wait 8 s.
             assert all(a.current_retry_interval.ToTimedelta() < timedelta(seconds=6) for a in pending), pending
             items = await running_items(temporal_client, handle.id)

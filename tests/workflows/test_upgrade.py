@@ -4,7 +4,6 @@ version N+1 (a change behind workflow.patched) finishes them, and every history 
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from temporalio.worker import Replayer
 
 from trawl.starter.client import item_result, start_crawl, start_item
 from tests.conftest import make_settings
+from tests.polling import until
 from tests.workflows.upgraded import UpgradedMediaItemWorkflow
 from trawl.platforms.registry import default_registry
 from trawl.settings import Settings
@@ -43,10 +43,7 @@ async def test_workers_of_the_next_version_finish_what_the_last_one_started(
         items = [await start_item(temporal_client, settings, registry, sim.url(p)) for p in paths[:3]]
         crawl, _ = await start_crawl(temporal_client, settings, registry, [sim.url(p) for p in paths[3:]],
                                      concurrency=3)
-        deadline = time.monotonic() + 60
-        while not all(sim.bytes_sent(p) > 300_000 for p in paths):
-            assert time.monotonic() < deadline, "downloads never got going"
-            await asyncio.sleep(0.1)
+        await until(lambda: all(sim.bytes_sent(p) > 300_000 for p in paths), "every download to get going", 60)
     # Version N is gone mid-download (graceful stop: the downloads kept their bytes).
     assert all(sim.bytes_sent(p) < SIZE for p in paths)
     async with running_worker(temporal_client, settings, workflows=(UpgradedMediaItemWorkflow, CrawlWorkflow)):

@@ -22,13 +22,17 @@ from trawl.activities.application_errors import stage_attempts, stage_max_delay,
 from trawl.activities.liveness import heartbeating
 from trawl.errors import TrawlError
 from trawl.http_client import make_client
+from trawl.known import recording_unfinished
 from trawl.platforms.base import ResolveContext
+from trawl.platforms.platform import Listed
 from trawl.platforms.registry import Registry
-from trawl.settings import Settings
+from trawl.settings import Settings, SourceSettings
+from trawl.storage.records import ListingEntry
 from trawl.sources import SourceError, expand, find_source, source_from_definition
 
 from trawl.contracts import (  # noqa: F401 - CrawlItem: imported from here by tools
     CrawlItem, ExpandInput, ExpandResult, FrontierAdd, FrontierGrew, FrontierPage, FrontierRead, JoinInput, JoinResult)
+from trawl.known import route_more
 from trawl.routing import route_all
 
 if TYPE_CHECKING:  # the catalog (SQLAlchemy) is built by the worker and handed in
@@ -60,21 +64,22 @@ def _keys_known_offline(catalog: Catalog, registry: Registry, urls: list[str]) -
     return keys
 
 
-def known_urls(catalog: Catalog, registry: Registry, urls: list[str]) -> set[str]:
-    """The URLs that stand for committed items only, known without a request: each one's item is
-    committed, and so is every other item it stands for (the parts of a multi-part video, from
-    the stored metadata). A few batched queries, whatever the number of URLs."""
+def known_urls(catalog: Catalog, registry: Registry, urls: list[str]) -> dict[str, list[str]]:
+    """The URLs that stand for committed items only, known without a request, each with the other
+    items it stands for: each one's item is committed, and so is every other item it stands for
+    (the parts of a multi-part video, from the stored metadata). A few batched queries, whatever
+    the number of URLs."""
     keys = _keys_known_offline(catalog, registry, urls)
     stored = catalog.committed_metadata(sorted(set(keys.values())))
     more: dict[str, list[str]] = {}
     for url, key in keys.items():
-        if key in stored:
+        if key in stored and not recording_unfinished(stored[key]):
             others = registry.resolver_for(url).more_offline(url, stored[key])
             if others is not None:
                 more[url] = others
     other_keys = {u: registry.resolver_for(u).offline_key(u) for others in more.values() for u in others}
     committed = catalog.committed_keys(sorted({k for k in other_keys.values() if k}))
-    return {url for url, others in more.items() if all(other_keys[u] in committed for u in others)}
+    return {url: others for url, others in more.items() if all(other_keys[u] in committed for u in others)}
 
 
 def all_known(catalog: Catalog, registry: Registry, urls: list[str]) -> bool:
@@ -84,12 +89,26 @@ def all_known(catalog: Catalog, registry: Registry, urls: list[str]) -> bool:
     return len(keys) == len(set(urls)) and catalog.committed_keys(list(keys.values())) >= set(keys.values())
 
 
+# Known items a frontier page returns at most (with the parts they stand for: a page of 500
+# hundred-part videos would otherwise weigh megabytes).
+MAX_KNOWN_ITEMS = 1000
 # The refusals an expansion into a frontier carries back (the latest ones; a crawl shows ten).
 MAX_REFUSALS_CARRIED = 20
 
 
 def _entries(items: list[CrawlItem]) -> Iterator[tuple[str, str, str, dict[str, Any] | None]]:
     return ((item.url, item.platform, item.workflow_id, item.listing) for item in items)
+
+
+def record_listing(catalog: Catalog, source: SourceSettings, urls: list[str]) -> None:
+    """Keep what a read of a listing gave, in its order (the web UI's page of it): its URLs, and
+    what the platform's listing said besides (``Listed``: its title, the entries' titles, the
+    dead entries)."""
+    listed = urls if isinstance(urls, Listed) else Listed(urls)
+    dead = {url: (title, why) for url, title, why in listed.gone}
+    entries = [ListingEntry(url, dead[url][0] if url in dead else listed.titles.get(url),
+                            dead[url][1] if url in dead else None) for url in listed.order]
+    catalog.record_listing(source.kind, source.url if source.kind == "feed" else source.id, entries, listed.title)
 
 
 class CrawlActivities:
@@ -109,6 +128,8 @@ class CrawlActivities:
                 urls = expand(source, self.settings, self.registry,
                               ResolveContext(http, self.settings.net.max_page_bytes),
                               known=lambda page: all_known(self.catalog, self.registry, page))
+            if source.kind != "url_file":
+                record_listing(self.catalog, source, urls)
         except SourceError as err:
             raise ApplicationError(str(err), type="unsupported_url", non_retryable=True) from None
         except TrawlError as err:
@@ -132,14 +153,25 @@ class CrawlActivities:
     @activity.defn(name="frontier_next")
     def frontier_next(self, inp: FrontierRead) -> FrontierPage:
         """The next page of a crawl's frontier after its cursor. Items the catalog knows committed
-        (offline key or a remembered URL form) are counted, not returned: they start nothing and
+        (offline key or a remembered URL form) come apart (``known_items``): they start nothing and
         take no fetch slot. Reading is idempotent: the cursor moves only in the workflow."""
         entries = self.catalog.frontier_page(inp.crawl_id, inp.after, inp.limit)
         items = [CrawlItem(e.url, e.platform, e.workflow_id, listing=e.listing) for e in entries]
         known = known_urls(self.catalog, self.registry, [item.url for item in items if item.listing is None])
-        return FrontierPage([item for item in items if item.listing is not None or item.url not in known],
-                            known=sum(1 for item in items if item.listing is None and item.url in known),
-                            read=len(entries), cursor=entries[-1].seq if entries else inp.after)
+        page = FrontierPage(read=0, cursor=inp.after)
+        for entry, item in zip(entries, items):
+            if item.listing is None and item.url in known:
+                page.known += 1
+                page.known_items.append(item)
+                # The parts it stands for are known too: each is a duplicate of its own.
+                page.known_items.extend(CrawlItem(m.url, m.platform, m.workflow_id)
+                                        for m in route_more(self.registry, known[item.url], item.workflow_id))
+            else:
+                page.items.append(item)
+            page.read, page.cursor = page.read + 1, entry.seq
+            if len(page.known_items) >= MAX_KNOWN_ITEMS:
+                break  # the rest next time: a page's payload stays small whatever the parts
+        return page
 
     @activity.defn(name="join_item")
     async def join_item(self, inp: JoinInput) -> JoinResult:

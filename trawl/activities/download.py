@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from collections.abc import Callable
 from dataclasses import asdict
@@ -14,8 +15,10 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError, CancelledError
 
 from trawl.activities.application_errors import classified
-from trawl.contracts import DiscardInput, DownloadInput, DownloadResult
+from trawl.contracts import DiscardInput, DownloadInput, DownloadResult, LivePart
 from trawl.download import DownloadOutcome, HostSlots, Stopped, discard, discard_hls, downloader_for
+from trawl.download.live import LIVE_PROTOCOL, discard_live, recording_view
+from trawl.download.live_comments import LiveCommentSidecars
 from trawl.settings import DownloadSettings
 from trawl.workdirs import mark_owner, workdir_name
 
@@ -24,6 +27,9 @@ ProgressSink = Callable[[str, dict[str, Any]], None]
 # billable action; the CLI and the API read exact bytes from the heartbeats instead.
 PROGRESS_STEPS = 4
 PROGRESS_EVERY_BYTES = 64 * 1024 * 1024  # without a known size
+# A live recording reports its measures (media recorded, size, window) when it holds its first
+# segment, then every this many seconds of media: the Web UI's details line says them.
+LIVE_REPORT_EVERY_S = 600.0
 
 
 class ProgressReporter:
@@ -45,6 +51,14 @@ class ProgressReporter:
         """Report a downloader's heartbeat state (its ``offset`` and ``estimated_total``) if it passed a step."""
         if self.sink is None:
             return
+        live = recording_view(asdict(state)) if getattr(state, "protocol", None) == LIVE_PROTOCOL else None
+        if live is not None:
+            step = int(live["seconds"] // LIVE_REPORT_EVERY_S) if live["segments"] else None
+            if step != self.last_step and step is not None:
+                self.last_step = step
+                self.sink(self.workflow_id, {"asset": self.asset, "bytes_done": live["bytes"], "bytes_total": None,
+                                             "live": live})
+            return
         total = self.total = state.estimated_total
         if total and state.offset >= total:
             return  # the activity's own result tells the item just after (a signal would cost a workflow task)
@@ -62,13 +76,15 @@ class ProgressReporter:
 
 class DownloadActivities:
     def __init__(self, client: httpx.Client, work_dir: Path, settings: DownloadSettings, max_delay: timedelta,
-                 max_attempts: int = 0, progress: ProgressSink | None = None) -> None:
+                 max_attempts: int = 0, progress: ProgressSink | None = None,
+                 sidecars: LiveCommentSidecars | None = None) -> None:
         self.client = client
         self.work_dir = Path(work_dir)
         self.settings = settings
         self.max_delay = max_delay
         self.max_attempts = max_attempts
         self.progress = progress
+        self.sidecars = sidecars or LiveCommentSidecars()  # a live recording's comments, beside it
         # One cap per worker process: every download's extra segment connections share it.
         self.host_slots = HostSlots(settings.max_connections_per_host)
 
@@ -103,13 +119,15 @@ class DownloadActivities:
         )
         details = activity.info().heartbeat_details
         try:
-            outcome = downloader.download(
-                inp.asset.urls,
-                part,
-                headers=inp.asset.headers,
-                expected_size=inp.asset.expected_size,
-                previous=downloader_class.previous_state(details[0] if details else None, inp.asset.urls),
-            )
+            with self.sidecars.around(inp.asset, inp.platform, inp.canonical_url, part, self.client):
+                outcome = downloader.download(
+                    inp.asset.urls,
+                    part,
+                    headers=inp.asset.headers,
+                    expected_size=inp.asset.expected_size,
+                    previous=downloader_class.previous_state(details[0] if details else None, inp.asset.urls),
+                    **({"live_part": _with_earlier(inp)} if inp.live_part is not None else {}),
+                )
         except Stopped as stopped:
             _stopped(stopped, report)
         return self._result(inp, outcome)
@@ -120,6 +138,7 @@ class DownloadActivities:
             asset_name=inp.asset.name, path=outcome.path, size=outcome.size, sha256=outcome.sha256,
             url=outcome.url, etag=outcome.etag, mime=outcome.mime, total=outcome.total,
             resumed_from=outcome.resumed_from, transferred=outcome.transferred, connections=outcome.connections,
+            live=outcome.live,
         )
 
     @activity.defn(name="discard")
@@ -129,8 +148,17 @@ class DownloadActivities:
             for name in inp.asset_names:
                 discard(self.part_path(inp.workflow_id, name))
                 discard_hls(self.part_path(inp.workflow_id, name))
+                discard_live(self.part_path(inp.workflow_id, name))
         else:
             shutil.rmtree(self.work_dir / workdir_name(inp.workflow_id), ignore_errors=True)
+
+
+def _with_earlier(inp: DownloadInput) -> LivePart | None:
+    """The part to record, told where an earlier recording of its broadcast stopped (its asset's
+    live_after, from the fetch), which the first part of a new recording goes on after."""
+    if inp.live_part is None or inp.asset.live_after is None:
+        return inp.live_part
+    return dataclasses.replace(inp.live_part, earlier=inp.asset.live_after)
 
 
 def _stopped(stopped: Stopped, report: ProgressReporter) -> NoReturn:

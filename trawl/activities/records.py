@@ -25,7 +25,7 @@ R = TypeVar("R")
 # Activity name -> pipeline stage: discard (removing partial files) and claim (choosing the host) are
 # stages of their own; a crawl expands a source like a fetch and waits on an item started elsewhere
 # as on a download.
-STAGE_OF = {"fetch": "fetch", "download": "download", "discard": "discard", "verify": "verify", "commit": "commit",
+STAGE_OF = {"fetch": "fetch", "fetch_and_store_tiny": "fetch", "download": "download", "discard": "discard", "verify": "verify", "commit": "commit",
             "expand_source": "fetch", "join_item": "download", "claim_host": "claim"}
 
 
@@ -48,7 +48,7 @@ def describe(arg: Any) -> dict[str, Any]:
     return fields
 
 
-def _is_last_attempt(err: ApplicationError, info: activity.Info) -> bool:
+def is_last_attempt(err: ApplicationError, info: activity.Info) -> bool:
     policy = info.retry_policy
     if err.non_retryable:
         return True
@@ -82,7 +82,7 @@ def recorded(stage: str, arg: Any) -> Iterator[Callable[[R], R]]:
     try:
         yield keep
     except ApplicationError as err:
-        outcome = "failed" if _is_last_attempt(err, info) else "retry"
+        outcome = "failed" if is_last_attempt(err, info) else "retry"
         meter.create_counter("trawl_activity_failures", "Failed activity attempts").add(
             1, {"stage": stage, "error_class": err.type or "internal_error"})
         log.warning("activity", outcome=outcome, error_class=err.type, error=err.message,

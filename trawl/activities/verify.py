@@ -25,6 +25,8 @@ class VerifyActivities:
     @heartbeating
     def verify(self, inp: VerifyInput) -> VerifyResult:
         expected = inp.asset.expected_size if inp.asset.expected_size is not None else inp.download.total
+        # A segment lasts its own length, not the item's (0: a length the platform did not give).
+        duration = inp.duration if inp.asset.duration is None else inp.asset.duration or None
         checked = verify_file(
             Path(inp.download.path),
             kind=inp.asset.kind,
@@ -32,7 +34,7 @@ class VerifyActivities:
             size=inp.download.size,
             expected_size=expected,
             expected_md5=inp.asset.expected_md5,
-            expected_duration=inp.duration,
+            expected_duration=duration,
             rehash=self.rehash,
         )
         return VerifyResult(asset_name=inp.asset.name, sniffed=checked.sniffed, mime=checked.mime)

@@ -18,11 +18,11 @@ from trawl.starter import views
 from trawl.api.error_responses import MESSAGE_SHOWN, already_closed, declared, described, finished
 from trawl.api.models import Action, Crawl, CrawlCreate, CrawlPage, UrlsAdd
 from trawl.api.state import ApiState, api_state, bearer
-from trawl.starter.client import (MAX_URLS_PER_REQUEST, CrawlRefused, add_to_crawl, cancel_crawl, crawl_handle,
+from trawl.starter.client import (MAX_URLS_PER_REQUEST, CrawlChoices, CrawlRefused, add_to_crawl, cancel_crawl, crawl_handle,
                                   start_crawl)
-from trawl.starter.views import crawl_failure, visibility_literal
+from trawl.starter.views import crawl_failure, crawls_query
 from trawl.starter.waiting import running_items
-from trawl.contracts import CRAWL_WORKFLOW, CrawlStats, workflow_queue
+from trawl.contracts import CRAWL_WORKFLOW, CrawlStats
 from trawl.routing import route_all
 from trawl.text import shown
 
@@ -46,7 +46,8 @@ async def create_crawl(body: CrawlCreate, state: ApiState = Depends(api_state)) 
         raise HTTPException(422, f"no source named {body.source!r}")
     _one_part(body.urls, "start the crawl with the first part, then POST the rest to /api/v1/crawls/{id}/urls")
     handle, refused = await start_crawl(state.client, state.settings, state.registry, body.urls,
-                                        source=body.source, concurrency=body.concurrency, catalog=state.catalog)
+                                        source=body.source, concurrency=body.concurrency, catalog=state.catalog,
+                                        choices=CrawlChoices(filters=body.filters()))
     return await crawl_view(state, handle.id, refused, written=True)
 
 
@@ -63,8 +64,7 @@ async def list_crawls(limit: int = Query(20, ge=1, le=MAX_CRAWLS_PAGE),
     """This deployment's crawls (its task queue prefix), newest first as Temporal's visibility
     orders them: running crawls by start, newest first, then finished ones by when they finished,
     most recent first. A crawl that continued as new is listed once, as its current run."""
-    queue = visibility_literal(workflow_queue(state.settings.temporal.task_queue_prefix))
-    query = f"WorkflowType = '{CRAWL_WORKFLOW}' AND TaskQueue = {queue} AND ExecutionStatus != 'ContinuedAsNew'"
+    query = crawls_query(state.settings.temporal.task_queue_prefix)
     wanted = offset + limit
     executions = [e async for e in state.client.list_workflows(query, limit=wanted, page_size=min(wanted, 1000))]
     crawls = await asyncio.gather(*(_listed(state, e) for e in executions[offset:]))

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import AsyncIterator
+from datetime import date
 from email.utils import formatdate
 from functools import lru_cache
+from typing import Any
 from secrets import token_hex
 from urllib.parse import quote
 
@@ -20,11 +22,15 @@ from starlette.responses import MalformedRangeHeader, RangeNotSatisfiable, Respo
 
 from trawl.starter import views
 from trawl.api.error_responses import declared
-from trawl.api.models import Item, ItemPage
+from trawl.api.models import ExtraMatch, Item, ItemPage, Rechecked
 from trawl.api.state import ApiState, api_state, bearer
 from trawl.export import Template, download_name, ext_for
 from trawl.storage.blobs import BlobStat, BlobStore
 from trawl.storage.catalog import CommittedAsset
+from trawl.storage.records import ExtraHit
+from trawl.text import shown
+from trawl.web.extras import seconds_param
+from trawl.storage.library import COUNT_CAP, SORTS, LibraryQuery
 
 MAX_ITEMS_PAGE = 1000
 MAX_ITEMS_OFFSET = 1_000_000_000
@@ -38,11 +44,94 @@ router = APIRouter(prefix="/api/v1/items", tags=["catalog"], responses=declared(
 
 @router.get("", response_model=ItemPage, responses=declared(422))
 async def list_items(platform: str | None = Query(None, max_length=64),
+                     q: str | None = Query(None, max_length=500, description=(
+                         "search, as the library page's: every word found anywhere in the title, uploader, "
+                         "tags or description, or in one line of a subtitle track, a danmaku or a comment, in "
+                         "any script and case; items whose title holds every word first, those found by their "
+                         "extras alone last, their line in `matched` (docs/library.md)")),
+                     uploader: str | None = Query(None, max_length=500, description="exactly this uploader"),
+                     kind: str | None = Query(None, max_length=16, description="video, audio or image"),
+                     since: str | None = Query(None, max_length=10, description="from this day (YYYY-MM-DD)"),
+                     until: str | None = Query(None, max_length=10, description="to this day (YYYY-MM-DD)"),
+                     sort: str | None = Query(None, max_length=16, description=", ".join(SORTS)),
+                     live: bool | None = Query(None, description="true: live recordings alone"),
+                     gone: bool | None = Query(None, description="true: items a re-check found gone upstream alone"),
                      limit: int = Query(100, ge=1, le=MAX_ITEMS_PAGE),
                      offset: int = Query(0, ge=0, le=MAX_ITEMS_OFFSET),
                      state: ApiState = Depends(api_state)) -> ItemPage:
-    items = await state.in_catalog(state.catalog.list, platform=platform, limit=limit, offset=offset)
-    return ItemPage(items=[Item(**views.item_dict(i)) for i in items], limit=limit, offset=offset)
+    """The catalog's items. With none of the library's filters, in commit order (oldest first);
+    with any (``q``, ``uploader``, ``kind``, ``since``, ``until``, ``sort``, ``live``, ``gone``), the library page's
+    query: its order (``sort``, by default the best match, then newest) and ``total``, the
+    matches counted up to 10,001 (more: ``more_than_counted``)."""
+    if all(v is None for v in (q, uploader, kind, since, until, sort, live, gone)):
+        items = await state.in_catalog(state.catalog.list, platform=platform, limit=limit, offset=offset)
+        return ItemPage(items=[Item(**views.item_dict(i)) for i in items], limit=limit, offset=offset)
+    if offset > MAX_LIBRARY_OFFSET:
+        raise HTTPException(422, f"offset must be at most {MAX_LIBRARY_OFFSET} with a search or filter")
+    try:
+        check_days(since=since, until=until)
+        query = LibraryQuery(text=q or "", platform=platform or None, uploader=uploader or None, kind=kind or None,
+                             since=since or None, until=until or None, sort=sort or "relevance", limit=limit,
+                             offset=offset, live=bool(live), gone=bool(gone))
+    except ValueError as err:
+        raise HTTPException(422, str(err)) from None
+    page = await state.in_catalog(state.catalog.library, query)
+    return ItemPage(items=[Item(**views.item_dict(i)) for i in page.items], limit=limit, offset=offset,
+                    matched={key: extra_match(key, hit) for key, hit in page.hits.items()},
+                    total=min(page.total, COUNT_CAP) if page.more_than_counted else page.total,
+                    more_than_counted=page.more_than_counted)
+
+
+def item_page(key: str, seconds: float | None = None) -> str:
+    """An item's web page, its player starting at ``seconds`` when given (the page's own
+    ``item_path`` and ``at_path``: trawl.web.pages)."""
+    path = "/items/" + quote(key, safe=":")
+    return path if seconds is None else f"{path}?t={seconds_param(seconds)}"
+
+
+def extra_match(key: str, hit: ExtraHit) -> ExtraMatch:
+    return ExtraMatch(kind=hit.kind, text=hit.text, seconds=hit.seconds,  # type: ignore[arg-type]
+                      page=item_page(key, hit.seconds))
+
+
+# A filtered or searched listing goes this deep at most (the web page's 10,000 pages of 48).
+MAX_LIBRARY_OFFSET = 480_000
+
+
+def check_days(**days: str | None) -> None:
+    """A day filter must be a day of the calendar (``9999-99-99`` has the shape and is none);
+    its shape is ``LibraryQuery``'s to check."""
+    for name, value in days.items():
+        try:
+            if value:
+                date.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"{name} must be a day as YYYY-MM-DD, not {shown(value, 40)!r}") from None
+
+
+@router.post("/{key:path}/recheck", response_model=Rechecked, responses=declared(403, 404, 422))
+async def recheck_item(key: str, state: ApiState = Depends(api_state)) -> Rechecked:
+    """Ask the item's platform whether it still has it (as ``trawl recheck KEY`` does) and record
+    what it says: ``gone`` upstream with the platform's reason (deleted, private, region-locked)
+    and the time, or ``there``; ``unknown`` when it could not tell (nothing is recorded). The
+    archived copy is never touched."""
+    from trawl.http_client import make_client
+    from trawl.platforms.base import ResolveContext
+    from trawl.recheck import recheck
+
+    item = await state.in_catalog(state.catalog.get, key)
+    if item is None:
+        raise HTTPException(404, f"no such item: {key!r}")
+    net = state.settings.net
+
+    def ask() -> Any:
+        with make_client(net) as http:
+            return next(recheck(state.catalog, state.registry, ResolveContext(http, net.max_page_bytes), [item]))
+
+    found = await run_in_threadpool(ask)
+    after = await state.in_catalog(state.catalog.get, key)
+    return Rechecked(canonical_key=key, outcome=found.outcome, reason=found.reason,
+                     gone_at=after.gone_at if after else None, checked_at=after.checked_at if after else None)
 
 
 @router.get("/{key:path}/assets/{kind}", response_class=Response, responses={

@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from trawl.starter.client import MAX_CRAWL_CONCURRENCY, MAX_URLS_PER_REQUEST
 from trawl.errors import TrawlError
+from trawl.listing_filters import FilterError, ListingFilters
 from trawl.urls import MAX_URL_LENGTH, validate_url
 from trawl.contracts import CrawlStats
 from trawl.starter.waiting import RunningItems
@@ -94,7 +95,35 @@ class Job(BaseModel):
 
 
 # -- crawls ----------------------------------------------------------------------------------------
-class CrawlCreate(BaseModel):
+class ListingFilterFields(BaseModel):
+    """yt-dlp's selection options (trawl crawl --dateafter, ...), applied while each listing of the
+    crawl (and its source) pages; a filter that does not parse is a 422 naming the mistake."""
+
+    dateafter: str = Field(default="", max_length=100, description="YYYYMMDD, today, now-7days: published on or after")
+    datebefore: str = Field(default="", max_length=100, description="published on or before")
+    match_filter: str = Field(default="", max_length=1000, examples=["duration > 60 & view_count >= 1000"],
+                              description="conditions joined by '&' on duration, view_count, title, is_live")
+    max_downloads: int = Field(default=0, ge=0, description="at most this many entries of each listing (0: all)")
+    playlist_items: str = Field(default="", max_length=1000, examples=["1-5,8,-3:"],
+                                description="entries of each listing by position")
+
+    @model_validator(mode="after")
+    def _filters_parse(self) -> ListingFilterFields:
+        try:
+            self.filters()
+        except FilterError as err:
+            raise ValueError(str(err)) from None
+        return self
+
+    def filters(self) -> ListingFilters | None:
+        """The filters set (parsed once: FilterError on a mistake), or None."""
+        filters = ListingFilters(self.dateafter, self.datebefore, self.match_filter, self.max_downloads,
+                                 self.playlist_items)
+        filters.check()
+        return filters or None
+
+
+class CrawlCreate(ListingFilterFields):
     urls: list[str] = Field(default_factory=list, description=CRAWL_URLS_LIMITS)
     source: str | None = Field(default=None, max_length=200)
     concurrency: int = Field(default=8, ge=1, le=MAX_CRAWL_CONCURRENCY)
@@ -132,6 +161,16 @@ class CrawlPage(BaseModel):
 
 
 # -- the catalog -----------------------------------------------------------------------------------
+class ExtraMatch(BaseModel):
+    """Where a search found an item in its extras rather than its own text: the first line of a
+    subtitle track, a danmaku or a comment that holds every word."""
+
+    kind: Literal["subtitles", "danmaku", "comments"]
+    text: str = Field(description="the line as indexed (spacing folded, cut to 300 characters)")
+    seconds: float | None = Field(description="when it shows in the video; null for a comment")
+    page: str = Field(description="the item's web page, at that moment when it has one (`/items/KEY?t=83`)")
+
+
 class Item(BaseModel):
     """A catalog item, as ``trawl items --json`` prints it (``trawl.starter.views.item_dict``)."""
 
@@ -149,12 +188,32 @@ class Item(BaseModel):
     assets: list[Asset]
     preview: str | None = Field(default=None, description="why this is only the platform's preview of an item "
                                                           "(download.keep_previews): its key ends in :preview")
+    gone_at: str | None = Field(default=None, description="a re-check found it gone upstream at this time "
+                                                          "(ISO UTC); its archived copy is kept")
+    gone_reason: str | None = Field(default=None, description="why, in the platform's words")
+
+
+class Rechecked(BaseModel):
+    """What a re-check found: ``there``, ``gone`` (upstream, for ``reason``: the platform's own) or
+    ``unknown`` (it could not tell, ``reason`` says why; nothing recorded)."""
+
+    canonical_key: str
+    outcome: Literal["there", "gone", "unknown"]
+    reason: str | None
+    gone_at: str | None = Field(description="since when it is known gone upstream (ISO UTC); null: not gone")
+    checked_at: str | None
 
 
 class ItemPage(BaseModel):
     items: list[Item]
     limit: int
     offset: int
+    total: int | None = Field(default=None, description="with a search or filter: how many items match, "
+                                                        "counted up to 10,000")
+    more_than_counted: bool = Field(default=False, description="more items match than `total` says")
+    matched: dict[str, ExtraMatch] = Field(default_factory=dict, description=(
+        "with `q`, by canonical key: the items found by a line of their extras (a subtitle cue, a danmaku, a "
+        "comment) rather than their own text, and that line"))
 
 
 class Health(BaseModel):

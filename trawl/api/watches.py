@@ -6,7 +6,7 @@ from fastapi import APIRouter, Depends, HTTPException
 from pydantic import BaseModel, Field
 
 from trawl.api.error_responses import declared
-from trawl.api.models import CRAWL_URLS_LIMITS
+from trawl.api.models import CRAWL_URLS_LIMITS, ListingFilterFields
 from trawl.api.state import ApiState, api_state, bearer
 from trawl.platforms.registry import listing_kinds
 from trawl.starter.client import MAX_CRAWL_CONCURRENCY, MAX_CRAWL_URLS
@@ -29,7 +29,7 @@ router = APIRouter(prefix="/api/v1/watches", tags=["watches"], responses=declare
                    dependencies=[Depends(bearer)])
 
 
-class WatchCreate(BaseModel):
+class WatchCreate(ListingFilterFields):
     """A source named in the settings, or URLs (not both), crawled every ``every``. The watch
     carries the source's definition as the settings have it now (a ``url_file`` needs an absolute
     path: the worker that runs the watch reads it on its host)."""
@@ -37,7 +37,9 @@ class WatchCreate(BaseModel):
     name: str = Field(min_length=1, max_length=63, examples=["news"])
     source: str | None = Field(default=None, max_length=200)
     urls: list[str] = Field(default_factory=list, max_length=MAX_CRAWL_URLS, description=CRAWL_URLS_LIMITS)
-    every: str = Field(examples=["1h", "30m"], max_length=32, description="interval between runs")
+    every: str | None = Field(default=None, examples=["1h", "30m"], max_length=32,
+                              description="interval between runs (a live room's URL: how often to ask whether it "
+                                          "is live, default watch.live_poll_interval)")
     jitter: str | None = Field(default=None, max_length=32, description="random delay per run, at most the interval")
     concurrency: int = Field(default=8, ge=1, le=MAX_CRAWL_CONCURRENCY)
     paused: bool = False
@@ -118,7 +120,8 @@ async def create_watch(body: WatchCreate, state: ApiState = Depends(api_state)) 
     try:
         watch, refused = await add_watch(state.client, state.settings, state.registry, body.name, source=body.source,
                                          urls=body.urls, every=body.every, jitter=body.jitter,
-                                         concurrency=body.concurrency, paused=body.paused)
+                                         concurrency=body.concurrency, paused=body.paused,
+                                         filters=body.filters())
     except WatchError as err:
         raise _http(err) from None
     return _model(watch, refused)

@@ -4,8 +4,9 @@ Every command and flag is declared in :mod:`trawl.cli.args`, which imports nothi
 ``--version`` and ``--help`` answer at once; a command's module is imported only when it runs.
 The commands live in one module per group:
 
-- :mod:`trawl.cli.crawl`: ``crawl``, ``crawls``, ``crawl-status`` (:mod:`trawl.cli.choices`: what
-  ``-f``, ``--limit-rate`` and ``--cookies`` choose)
+- :mod:`trawl.cli.crawl`: ``crawl``, ``crawls`` (:mod:`trawl.cli.choices`: what ``-f`` and
+  ``--limit-rate`` choose; :mod:`trawl.cli.cookies`: ``--cookies`` and ``--cookies-from-browser``);
+  :mod:`trawl.cli.crawl_status`: ``crawl-status``
 - :mod:`trawl.cli.catalog`: ``items``, ``fsck``
 - :mod:`trawl.cli.resolve`: ``resolve`` (and the URLs of a source or a listing)
 - :mod:`trawl.cli.steering`: ``status``, ``pause``, ``resume``, ``cancel``
@@ -13,6 +14,8 @@ The commands live in one module per group:
 - :mod:`trawl.cli.logs`: ``logs triage``
 - :mod:`trawl.cli.watch`: ``watch add|list|pause|resume|trigger|remove``
 - :mod:`trawl.cli.export`: ``export`` (named files; ``crawl --export``)
+- :mod:`trawl.cli.config`: ``config`` (the settings in effect and the paths)
+- :mod:`trawl.cli.shell`: ``completion``, ``manpage`` (generated from the parser)
 
 What they print comes from :mod:`trawl.cli.output` (lines, the live status line; sizes, speeds
 and ETAs from :mod:`trawl.formatting`, which the web page shares) and
@@ -72,14 +75,49 @@ def command_function(args: argparse.Namespace) -> Any:
 
 
 def yt_dlp_aliases(argv: list[str]) -> list[str]:
-    """``trawl -j URL`` (yt-dlp's dump-JSON) is ``trawl resolve --json URL``."""
+    """yt-dlp's habits: ``trawl -j URL`` (dump-JSON) is ``trawl resolve --json URL``, and a URL
+    where the command goes is ``trawl crawl``: ``trawl URL``, ``trawl -o '%(title)s.%(ext)s' URL``
+    (the crawl's options before the URL apply; ``--log-level`` stays the command's)."""
     if argv and argv[0] in ("-j", "--dump-json"):
         return ["resolve", "--json", *argv[1:]]
-    return argv
+    parser = build_parser()
+    commands, valued = _command_words(parser)
+    index = 0
+    while index < len(argv):  # the first word that is neither an option nor an option's value
+        word = argv[index]
+        if word == "--" or not word.startswith("-") or word == "-":
+            break
+        index += 2 if word in valued else 1
+    if index >= len(argv):
+        return argv
+    first = argv[index + 1] if argv[index] == "--" and index + 1 < len(argv) else argv[index]
+    if first in commands or "://" not in first:
+        return argv
+    top, rest, position = [], [], 0
+    while position < index:
+        word = argv[position]
+        if word == "--log-level":
+            top += argv[position:position + 2]
+            position += 2
+            continue
+        (top if word.startswith("--log-level=") else rest).append(word)
+        position += 1
+    return [*top, "crawl", *rest, *argv[index:]]
+
+
+def _command_words(parser: argparse.ArgumentParser) -> tuple[set[str], set[str]]:
+    """The parser's command names, and the options of the top level and of ``crawl`` that take a
+    value (so that a value, ``-o '%(title)s.%(ext)s'``, is not taken for the command)."""
+    sub = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
+    valued = {option for part in (parser, sub.choices["crawl"]) for action in part._actions
+              if action.nargs != 0 for option in action.option_strings}
+    return set(sub.choices), valued
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(yt_dlp_aliases(sys.argv[1:] if argv is None else argv))
+    if getattr(args, "needs_nothing", False):  # completion, manpage: from the parser alone, like --help
+        return command_function(args)(args)
     name = getattr(args, "command_name", args.command)
     # What every command needs, once its arguments parse (never for --version or --help); the
     # rest loads with the command's own module.
@@ -96,7 +134,12 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as err:
         print(f"trawl: {err}", file=sys.stderr)
         return EXIT_USAGE
+    _tell_of_an_old_archive(settings)
     long_running = getattr(args, "long_running", False)
+    if long_running:
+        from trawl.cli.common import in_foreground
+
+        in_foreground()  # a server it starts stops with it, not in the background
     processes = getattr(args, "processes", None) or settings.worker.processes
     supervising = args.command == "worker" and not args.supervised and processes > 1
     # Long-running commands log on stdout; one with a Temporal client of its own keeps that stream
@@ -107,10 +150,16 @@ def main(argv: list[str] | None = None) -> int:
         log_stream = sys.stdout if supervising else stdout_for_logs()
     elif is_terminal(sys.stderr):
         log_stream = AroundStatusLine(sys.stderr)  # `trawl crawl` keeps a live line there
+    # A one-shot command's stderr is a person's, whatever it is attached to (a terminal, a pipe, a
+    # cron mail): plain lines there, the JSON record in the data directory's trawl.log, unless
+    # --log-json (logs.json_stderr) asks for the JSON on stderr.
+    plain = not long_running and not (args.log_json or settings.logs.json_stderr)
     configure_logging(stream=log_stream,
                       level=args.log_level or ("INFO" if long_running else getattr(args, "log_level_default",
                                                                                    None) or "WARNING"),
-                      worker=settings.worker.identity or default_worker_name())
+                      worker=settings.worker.identity or default_worker_name(),
+                      json=True if not long_running and not plain else None,
+                      plain=plain, record_file=settings.data_dir / "trawl.log" if plain else None)
     try:
         if supervising:
             from trawl.http_client import make_client
@@ -143,6 +192,19 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"trawl {name}: {said[0]}", file=sys.stderr)
         return said[1]
+
+
+def _tell_of_an_old_archive(settings: Any) -> None:
+    """One line when ./data holds an archive of an earlier trawl (which kept it in the working
+    directory) and the settings use the default data directory instead."""
+    from trawl.paths import old_archive_here, user_config_file
+
+    old = None if "data_dir" in settings.model_fields_set else old_archive_here(settings.data_dir)
+    if old is not None:
+        print(f"trawl: {old} holds an archive of an earlier trawl, which kept it in the working directory; the "
+              f"archive is now {settings.data_dir}: keep using {old} with TRAWL_DATA_DIR={old} (or data_dir = "
+              f"\"{old}\" in {user_config_file()}), or move it there (mv {old} {settings.data_dir}, while that does "
+              "not exist)", file=sys.stderr)
 
 
 def _loaded(module: str, *names: str) -> tuple[type, ...]:
@@ -180,8 +242,19 @@ def console_main() -> None:
     the same reason an unexpected exception (a bug) prints its traceback here and exits 1, rather
     than leaving the interpreter to finalize under those threads.
     """
+    argv = yt_dlp_aliases(sys.argv[1:])
+    from trawl.cli.quick import delegate
+
+    code = delegate(argv)  # a warm process of the background server runs it, when there is one
+    os._exit(run_command(argv) if code is None else code)
+
+
+def run_command(argv: list[str]) -> int:
+    """Run the command ``argv`` as the installed ``trawl`` does and return its exit status, with
+    output flushed (see :func:`console_main`, and :mod:`trawl.cli.zygote`, whose forked children
+    run commands so)."""
     try:
-        code = main()
+        code = main(argv)
     except SystemExit as exit_:  # argparse: --help, a usage error
         code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else EXIT_USAGE)
         if not isinstance(exit_.code, (int, type(None))):
@@ -205,7 +278,7 @@ def console_main() -> None:
 
             quiet_stream(stream)
             code = code or 128 + signal.SIGPIPE
-    os._exit(code)
+    return code
 
 
 if __name__ == "__main__":

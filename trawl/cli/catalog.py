@@ -36,6 +36,46 @@ def cmd_items(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_recheck(args: argparse.Namespace, settings: Settings) -> int:
+    """Ask each item's platform whether it still has it (``trawl.recheck``): one line per item,
+    then the counts. Exits 1 when some item could not be checked."""
+    from itertools import islice
+
+    from trawl.http_client import make_client
+    from trawl.platforms.base import ResolveContext
+    from trawl.recheck import recheck
+
+    known = [p.name for p in PLATFORMS]
+    if args.platform is not None and args.platform not in known:
+        raise CommandError(f"unknown platform {args.platform!r}; give one of {', '.join(known)}")
+    if args.limit is not None and args.limit < 1:
+        raise CommandError("--limit must be 1 or more")
+    catalog = open_catalog(settings)
+    registry = build_registry(settings.platforms)
+    if args.keys:
+        items = [catalog.get(key) for key in args.keys]
+        missing = [key for key, item in zip(args.keys, items) if item is None]
+        if missing:
+            raise CommandError(f"no such item in the catalog: {', '.join(missing)}")
+        chosen: Any = [item for item in items if item is not None]
+    else:
+        chosen = catalog.committed(args.platform)
+    counts = {"there": 0, "gone": 0, "unknown": 0}
+
+    def pace(platform: str) -> float:  # the platform's requests_per_second, as its fetches keep to
+        rate = getattr(getattr(settings.platforms, platform, None), "requests_per_second", None)
+        return 1 / rate if rate else 0.0
+
+    with make_client(settings.net) as http:
+        for found in recheck(catalog, registry, ResolveContext(http, settings.net.max_page_bytes),
+                             islice(chosen, args.limit), pace):
+            counts[found.outcome] += 1
+            print(json.dumps(dataclasses.asdict(found), ensure_ascii=False) if args.json else found.line(), flush=True)
+    print(f"{counts['there']} there, {counts['gone']} gone upstream, {counts['unknown']} could not be checked",
+          file=sys.stderr)
+    return 1 if counts["unknown"] else 0
+
+
 async def cmd_fsck(args: argparse.Namespace, settings: Settings) -> int:
     """Check every blob against its name and every catalog row against the store.
 

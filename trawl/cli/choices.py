@@ -1,25 +1,24 @@
 """What ``trawl crawl`` is told to choose, yt-dlp's way: ``-f`` (the quality and the audio),
 ``--limit-rate`` and ``--keep-previews``, which ride in every item's options to every worker, and
-``--cookies``, which stays with this command's own worker (credentials never enter a workflow's
-history, which the Web UI shows)."""
+``--cookies`` and ``--cookies-from-browser``, which stay with this command's own worker
+(:mod:`trawl.cli.cookies`: credentials never enter a workflow's history, which the Web UI shows)."""
 
 from __future__ import annotations
 
 import argparse
-import http.cookiejar
-import os
 import re
-from pathlib import Path
-from urllib.parse import urlsplit
+from collections.abc import Iterable
 
+from temporalio.client import Client
+
+from trawl.cli.common import notice
+from trawl.cli.cookies import cookie_settings
 from trawl.cli.output import CommandError
-from trawl.platforms.registry import PLATFORMS
+from trawl.listing_filters import FilterError, ListingFilters
+from trawl.platforms.registry import Registry
 from trawl.settings import Settings
 from trawl.sizes import parse_size
 from trawl.starter.client import CrawlChoices
-
-# The real domains each platform's cookies belong to (the configured base URLs' hosts count too).
-PLATFORM_DOMAINS = {p.name: p.cookie_domains for p in PLATFORMS if p.cookie_domains}
 
 # yt-dlp's -f as trawl understands it: a height (720p, 1080), best, worst, or ...[height<=N].
 _HEIGHT = re.compile(r"(?:(?:best|bv\*?|b|bestvideo)\*?\[height<=\??(\d+)\](?:\+.*|/.*)?|(\d+)p?)")
@@ -68,62 +67,31 @@ def quality_height(spec: str) -> int:
     return height
 
 
-def split_cookies(path: str, settings: Settings, into: Path) -> dict[str, str]:
-    """Write the cookies of a Netscape ``cookies.txt`` into one file per platform they belong to.
-
-    A cookie belongs to a platform when its domain is one of the platform's
-    (:data:`PLATFORM_DOMAINS`, or a configured base URL's host, e.g. a simulator) or a subdomain of
-    one, compared label by label. A cookie for a wider domain (``.com.cn``, ``.com``) or for a name
-    that merely ends the same way (``notexample.com``) goes to no platform; no platform gets
-    another's cookies.
-
-    Returns:
-        platform -> the file written for it (only platforms with cookies).
+def listing_filters(args: argparse.Namespace) -> ListingFilters | None:
+    """``--dateafter``, ``--datebefore``, ``--match-filters``, ``--max-downloads``, ``-I``: parsed
+    now, so a mistake is one line before anything starts.
 
     Raises:
-        CommandError: the file cannot be read or is not in Netscape format.
+        CommandError: a filter that does not parse (exit 2), naming the flag and the mistake.
     """
-    jar = http.cookiejar.MozillaCookieJar(path)
-    try:
-        jar.load(ignore_discard=True, ignore_expires=True)
-    except FileNotFoundError:
-        raise CommandError(f"--cookies {path}: no such file; export a cookies.txt (Netscape format) from a "
-                           "browser where you are logged in") from None
-    except (OSError, http.cookiejar.LoadError) as err:
-        raise CommandError(f"--cookies {path}: {err}; give a cookies.txt in Netscape format "
-                           "(the first line is '# Netscape HTTP Cookie File')") from None
-    written: dict[str, str] = {}
-    into.mkdir(parents=True, exist_ok=True)
-    for platform, real in PLATFORM_DOMAINS.items():
-        config = settings.platforms[platform]
-        domains = set(real) | {urlsplit(str(v)).hostname or "" for k, v in config.model_dump().items()
-                               if k.endswith("_base") and v} - {""}
-        mine = [c for c in jar if any(_domain_matches(c.domain, domain) for domain in domains)]
-        if not mine:
-            continue
-        target = into / f"{platform}.txt"
-        os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))  # credentials: owner only
-        own = http.cookiejar.MozillaCookieJar(str(target))
-        for cookie in mine:
-            own.set_cookie(cookie)
-        own.save(ignore_discard=True, ignore_expires=True)
-        written[platform] = str(target)
-    return written
-
-
-def _domain_matches(cookie_domain: str, platform_domain: str) -> bool:
-    """Whether a cookie for ``cookie_domain`` is the platform's: that domain or one below it.
-
-    Never the other way round: a cookie set for a parent of the platform's domain is set for
-    every site under that parent (a public suffix such as ``com.cn``), so it is not the platform's.
-    """
-    domain = cookie_domain.strip().lstrip(".").rstrip(".").lower()
-    own = platform_domain.strip().lstrip(".").rstrip(".").lower()
-    return bool(domain) and bool(own) and (domain == own or domain.endswith("." + own))
+    values = {"dateafter": getattr(args, "dateafter", None) or "", "datebefore": getattr(args, "datebefore", None) or "",
+              "match_filter": getattr(args, "match_filter", None) or "",
+              "max_downloads": getattr(args, "max_downloads", 0) or 0,
+              "playlist_items": getattr(args, "playlist_items", None) or ""}
+    flags = {"dateafter": "--dateafter", "datebefore": "--datebefore", "match_filter": "--match-filters",
+             "max_downloads": "--max-downloads", "playlist_items": "--playlist-items"}
+    for name, value in values.items():
+        try:
+            ListingFilters(**{name: value}).check()
+        except FilterError as err:
+            raise CommandError(f"{flags[name]}: {err}") from None
+    filters = ListingFilters(**values)
+    return filters or None
 
 
 def crawl_choices(args: argparse.Namespace) -> CrawlChoices:
-    """``-f`` and ``--limit-rate`` of one crawl: they ride in its items' options to every worker."""
+    """``-f`` and ``--limit-rate`` of one crawl: they ride in its items' options to every worker;
+    the listing filters ride in its listings' definitions."""
     limit_rate = 0
     if args.limit_rate:
         try:
@@ -132,19 +100,25 @@ def crawl_choices(args: argparse.Namespace) -> CrawlChoices:
             raise CommandError(f"--limit-rate: {err}") from None
     audio, video = quality_audio(args.quality) if args.quality else ("", "")
     return CrawlChoices(quality=quality_height(video) if video else 0, limit_rate=limit_rate, audio=audio,
-                        keep_previews=True if getattr(args, "keep_previews", False) else None)
+                        keep_previews=True if getattr(args, "keep_previews", False) else None,
+                        filters=listing_filters(args))
+
+
+async def tell_kept_rates(client: Client, registry: Registry, urls: Iterable[str], choices: CrawlChoices) -> None:
+    """Say so when running items this crawl joins keep another ``--limit-rate`` than it asks for
+    (their first run's: a running item's options do not change)."""
+    from trawl.starter.kept_options import kept_rates, kept_rates_line
+
+    kept = await kept_rates(client, registry, urls, choices.limit_rate)
+    if kept:
+        notice(kept_rates_line(kept, choices.limit_rate), items=[k.workflow_id for k in kept])
 
 
 def crawl_settings(args: argparse.Namespace, settings: Settings) -> Settings:
-    """The settings of ``trawl crawl``'s own worker with ``--cookies``: credentials stay on the
-    machine that was given them (never in a workflow's history, which the Web UI shows)."""
-    if not args.cookies:
-        return settings
-    platforms = {platform: {"cookies_file": path}
-                 for platform, path in split_cookies(args.cookies, settings, settings.data_dir / "cookies").items()}
-    new_platforms = settings.platforms.model_copy(update={
-        name: settings.platforms[name].model_copy(update=changes) for name, changes in platforms.items()})
-    return settings.model_copy(update={"platforms": new_platforms})
+    """The settings of ``trawl crawl``'s own worker with ``--cookies`` and
+    ``--cookies-from-browser``: credentials stay on the machine that was given them (never in a
+    workflow's history, which the Web UI shows). A login cookie about to expire is said here."""
+    return cookie_settings(getattr(args, "cookies", None), getattr(args, "cookies_from_browser", None), settings)
 
 
-__all__ = ["crawl_choices", "crawl_settings", "quality_audio", "quality_height", "split_cookies"]
+__all__ = ["crawl_choices", "crawl_settings", "quality_audio", "quality_height", "tell_kept_rates"]

@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 from temporalio.client import Client
 
 from trawl.cli.output import CommandError, StatusLine
-from trawl.starter.client import connect, ensure_search_attributes, live_workers
+from trawl.starter.client import background_workers, connect, ensure_search_attributes, live_workers
 from trawl.starter.embedded import EmbeddedServer, settings_for
-from trawl.logs import get_logger
+from trawl.logs import get_logger, plain_stream
 from trawl.platforms.registry import Registry
+from trawl.worker.runtime import BACKGROUND_MARK
 from trawl.settings import Settings
 
 if TYPE_CHECKING:
@@ -38,15 +39,37 @@ def only_reading(read_only: bool = True) -> None:
     _read_only.set(read_only)
 
 
+# Set by the dispatcher for the foreground services (up, server, worker, api): a server they start
+# stops with them; one a one-shot command starts lingers in the background (temporal.idle_timeout).
+_foreground: contextvars.ContextVar[bool] = contextvars.ContextVar("foreground", default=False)
+
+
+def in_foreground(foreground: bool = True) -> None:
+    """Mark this command as a foreground service, for :func:`session`."""
+    _foreground.set(foreground)
+
+
+def _linger(settings: Settings, read_only: bool) -> float:
+    """How long a server this command starts runs on after it (0: it stops with its last user)."""
+    if read_only or _foreground.get():
+        return 0.0
+    return settings.temporal.idle_timeout.total_seconds()
+
+
 def notice(message: str, **fields: Any) -> None:
     """Tell the person running the command something they should know, once.
 
-    On a terminal, a plain line; elsewhere stderr is read by programs and carries JSON log lines
-    (the one-shot commands log there), so the notice is one of them, at warning level so that
-    the default level keeps it.
+    A plain line on stderr (kept in the data directory's log file too); with ``--log-json`` stderr
+    carries JSON log lines, so the notice is one of them, at warning level so that the default
+    level keeps it.
     """
-    if sys.stderr.isatty():
-        print(f"trawl: {message}", file=sys.stderr, flush=True)
+    if sys.stderr.isatty() or plain_stream():
+        line = StatusLine.shown
+        if line is not None and line.text:
+            line.print(f"trawl: {message}", file=sys.stderr)
+        else:
+            print(f"trawl: {message}", file=sys.stderr, flush=True)
+        log.info(message, **fields)
     else:
         log.warning(message, **fields)
 
@@ -140,13 +163,41 @@ async def connect_or_explain(settings: Settings, *, metrics: bool = False) -> Cl
 @contextlib.asynccontextmanager
 async def temporal(settings: Settings, *, read_only: bool = False) -> AsyncIterator[Settings]:
     """A Temporal server answering for the body (found, joined or started: the policy is
-    ``trawl.starter.embedded``'s); yields the settings naming it.
+    ``trawl.starter.embedded``'s); yields the settings naming it."""
+    async with _embedded(settings, read_only=read_only) as (settings, _):
+        yield settings
+
+
+async def _in_thread(server: EmbeddedServer, call: Any) -> Any:
+    """``call()`` (blocking, abandonable through ``server.abandon``) in a thread; a cancel tells it
+    to give up and waits for it."""
+    running = asyncio.ensure_future(asyncio.to_thread(call))
+    try:
+        return await asyncio.shield(running)
+    except asyncio.CancelledError:
+        server.abandon.set()
+        while not running.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait({running})
+        raise
+
+
+def _tell(server: EmbeddedServer) -> None:
+    for message in server.notices:
+        notice(message)
+    server.notices.clear()
+
+
+@contextlib.asynccontextmanager
+async def _embedded(settings: Settings, *, read_only: bool = False
+                    ) -> AsyncIterator[tuple[Settings, EmbeddedServer]]:
+    """:func:`temporal`, with the :class:`EmbeddedServer` that found or started the server.
 
     The blocking search runs in a thread, so that a stop (a signal cancelling the command while
     it starts) ends the wait at once: the thread is told to give up, which stops a server it was
     starting, and is waited for.
     """
-    server = EmbeddedServer(settings, read_only=read_only)
+    server = EmbeddedServer(settings, read_only=read_only, linger=_linger(settings, read_only))
     acquiring = asyncio.ensure_future(asyncio.to_thread(server.acquire))
     try:
         address = await asyncio.shield(acquiring)
@@ -159,12 +210,24 @@ async def temporal(settings: Settings, *, read_only: bool = False) -> AsyncItera
             server.release()  # it found a server just before giving up
         raise
     try:
+        _tell(server)
         if address != settings.temporal.address:
             notice(f"using the Temporal server of {settings.data_dir} at {address} (temporal.address is not set)",
                    address=address)
-        yield settings_for(settings, server, address)
+        yield settings_for(settings, server, address), server
     finally:
         server.release()
+
+
+async def background_worker(settings: Settings, server: EmbeddedServer) -> None:
+    """Have the lingering server's keeper run a worker with ``settings`` (the command's own, paths
+    made absolute: the worker outlives the command and its working directory)."""
+    from trawl.settings import settings_json
+
+    worker = settings.worker.model_copy(update={"work_dir": settings.work_dir.resolve()})
+    fixed = settings.model_copy(update={"data_dir": settings.data_dir.resolve(), "worker": worker})
+    await _in_thread(server, lambda: server.ensure_worker(settings_json(fixed)))
+    _tell(server)
 
 
 @contextlib.asynccontextmanager
@@ -182,15 +245,20 @@ async def session(settings: Settings, *, worker: bool, registry: Registry | None
     starts a server: when none answers it says where it looked, and creates no file.
     """
     read_only = _read_only.get() if read_only is None else read_only
-    async with temporal(settings, read_only=read_only) as settings:
+    async with _embedded(settings, read_only=read_only) as (settings, server):
         client = await connect_or_explain(settings, metrics=metrics)
         await ensure_search_attributes(client, settings.temporal.namespace)
+        if worker and not server.lingering:
+            await _no_other_archives_worker(client, settings)
         if worker and one_shot:
             running = await live_workers(client, settings)
             if running:
                 shown = ", ".join(running[:3]) + (f" and {len(running) - 3} more" if len(running) > 3 else "")
                 notice(f"the workers already polling the {settings.temporal.task_queue_prefix!r} queues ({shown}) do "
                        "this work, under their own settings; no worker started here", workers=running)
+                worker = False
+            elif server.lingering:  # the server runs on in the background: so does the worker
+                await background_worker(settings, server)
                 worker = False
         if worker:
             from trawl.worker.main import running_worker  # the worker and its activities: only when one runs here
@@ -199,6 +267,19 @@ async def session(settings: Settings, *, worker: bool, registry: Registry | None
                 yield client
         else:
             yield client
+
+
+async def _no_other_archives_worker(client: Client, settings: Settings) -> None:
+    """Refuse a server on which another data directory's background worker polls these queues: it
+    would do this command's items with that archive's settings, into that archive."""
+    own = f"@{settings.data_dir.resolve()}{BACKGROUND_MARK}"
+    others = [name for name in await background_workers(client, settings) if not name.endswith(own)]
+    if others:
+        where = others[0].rsplit("@", 1)[-1].removesuffix(BACKGROUND_MARK)
+        raise CommandError(f"the Temporal server at {settings.temporal.address} runs in the background for the data "
+                           f"directory {where}, whose worker would do this work into that archive: stop it "
+                           f"(TRAWL_DATA_DIR={where} trawl down), or use that data directory, or give this one "
+                           "another temporal.address (TRAWL_TEMPORAL__ADDRESS)")
 
 
 def workflow_id_for(registry: Registry, ident: str) -> str:

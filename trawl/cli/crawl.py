@@ -1,51 +1,59 @@
-"""Crawling: ``crawl``, ``crawls``, ``crawl-status``."""
+"""Crawling: ``crawl``, ``crawls`` (``crawl-status``: :mod:`trawl.cli.crawl_status`)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import dataclasses
 import json
+import signal
 import sys
 import threading
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sized
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sized
+from datetime import timedelta
 from typing import IO, Any
 
-from temporalio.client import Client, WorkflowExecutionStatus
-from temporalio.service import RPCError
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import CancelledError as TemporalCancelledError
+from temporalio.service import RPCError, RPCStatusCode
 
 from trawl.cli import export
-from trawl.cli.choices import crawl_choices, crawl_settings
-from trawl.cli.common import OutageNotice, session
+from trawl.cli.choices import crawl_choices, crawl_settings, tell_kept_rates
+from trawl.cli.common import OutageNotice, _stop_signals, session
 from trawl.cli.output import (
     EXIT_FAILED_ITEMS,
     CommandError,
     StatusLine,
-    is_terminal,
+    outcomes_line,
     printable,
     result_line,
     say,
     stats_line,
 )
-from trawl.cli.resolve import listing_urls, source_urls
-from trawl.cli.progress import SAMPLE_EVERY_S, CrawlProgress, CrawlSpeed
+from trawl.cli.progress import CrawlProgress
 from trawl.starter.client import (
     REFUSAL_MESSAGE_CHARS,
     CrawlChoices,
+    CrawlRefused,
+    begin_crawl,
     crawl_handle,
+    item_handle,
     item_result,
     start_crawl,
-    start_item,
     unreachable,
 )
-from trawl.starter.views import Unanswered, crawl_dict, crawl_state, result_dict, status_name
-from trawl.starter.waiting import RunningItems, items_dict, running_items
-from trawl.errors import TrawlError
+from trawl.starter.views import Unanswered, crawl_state, crawls_query, result_dict, status_name
 from trawl.platforms.registry import Registry, build_registry
 from trawl.settings import Settings
 from trawl.storage.blobs import open_blob_store
+from trawl.formatting import human_size
 from trawl.text import shown
-from trawl.contracts import CRAWL_WORKFLOW, CrawlStats, ItemResult
+from trawl.contracts import (
+    END_RECORDING, PROGRESS, RESULTS, RESULTS_PAGE, RESULTS_READ, CrawlResults,
+    CrawlStats, ItemResult, Progress, ResultsRead)
 
 
 def _url_lines(lines: Iterable[str]) -> Iterator[str]:
@@ -144,45 +152,52 @@ async def report_stalls(waiting: dict[str, tuple[Any, str]], line: StatusLine | 
 
 
 class Awaited:
-    """The items of one ``crawl_urls`` not finished yet: workflow id -> (handle, URL), in start order."""
+    """What one ``crawl_urls`` follows: its crawl's id once started, and its running items as the
+    crawl last named them (workflow id -> (handle, URL))."""
 
     def __init__(self) -> None:
+        self.crawl_id: str | None = None
         self.waiting: dict[str, tuple[Any, str]] = {}
 
 
-# Item workflows an attached crawl has started and awaits at most: the rest of its URLs wait in
-# their file, so a crawl of a million lines starts as fast and holds as little as one of a thousand.
+# Items an attached crawl runs at once at most (its CrawlWorkflow's concurrency): the rest of its
+# URLs wait in the crawl's frontier, so a crawl of a million lines starts as fast as one of ten.
 CRAWL_WINDOW = 1000
-STARTS_AT_ONCE = 16
+DETACHED_CONCURRENCY = 8  # a detached crawl's default: it may run for days beside others
+FOLLOW_EVERY_S = 0.25  # how often a followed crawl is asked for its new results
+QUERY_PATIENCE_S = 10.0  # a results query unanswered this long: no worker runs the crawl now
+ENRICHED_AT_ONCE = 8  # results completed from the catalog or their item at once
 
 
 async def crawl_urls(client: Client, settings: Settings, registry: Registry, urls: Iterable[str],
                      on_result: Callable[[ItemResult], None] | None = None, *, line: StatusLine | None = None,
-                     awaited: Awaited | None = None, expand: bool = True,
-                     choices: CrawlChoices | None = None, keep: bool = True,
-                     window: int = CRAWL_WINDOW) -> list[ItemResult]:
-    """Start one item workflow per URL, wait for all; results in completion order. A URL the
-    catalog knows committed (offline, as fetch would) is a duplicate at once: no item workflow.
+                     awaited: Awaited | None = None, choices: CrawlChoices | None = None, keep: bool = True,
+                     window: int = CRAWL_WINDOW, source: str | None = None) -> list[ItemResult]:
+    """Crawl ``urls`` (and the items of ``source``) as one CrawlWorkflow, as ``--detach`` and the
+    API do, and follow it: each result as the crawl records it, in completion order.
 
-    URLs are taken from ``urls`` as the ``window`` of items awaited has room, so a long file is
-    read as the crawl goes. ``keep`` false returns no results (``on_result`` sees each one): the
-    command's memory then stays flat but for the ids of the items started (one string each).
-    With ``line`` (a terminal's status line), live progress is drawn on it while waiting;
-    ``awaited`` lets the caller see which items are still running (when interrupted, say).
-    With ``expand``, the other items a URL stands for (parts 2..N of a bare multi-part video URL)
-    are crawled too, each once, as their results name them. ``choices`` (``-f``, ``--limit-rate``)
-    ride in every item's options.
+    The crawl expands listings and the parts a multi-part video names, counts the items the
+    catalog knows committed as duplicates without a workflow, and runs at most ``window`` items
+    at once (the rest wait in its frontier). It holds back when this command falls
+    RESULTS_BACKLOG results behind, so every result reaches ``on_result``. ``keep`` false
+    returns no results (the command's memory stays flat). With ``line`` (a terminal's status
+    line), live progress is drawn on it; ``awaited`` tells the caller the crawl's id and its
+    running items (when interrupted, say). ``choices`` (``-f``, ``--limit-rate``) ride in every
+    item's options. URLs refused before the crawl starts come first, as failed results; a URL
+    given for an item given before (the same URL, or another form of it) gets a duplicate's line
+    when that item's result comes.
+
+    Raises:
+        CommandError: the crawl failed as a whole (a source that could not be expanded).
     """
     results: list[ItemResult] = []
-    pending: set[asyncio.Task[ItemResult]] = set()
-    started_ids: set[str] = set()
-    queued: deque[str] = deque()  # a listing's entries, the parts a result names: before the rest
-    given = iter(urls)
-    outage = OutageNotice(settings.temporal.address, line)
-    waiting = (awaited or Awaited()).waiting
+    awaited = awaited or Awaited()
+    waiting = awaited.waiting
     total = len(urls) if isinstance(urls, Sized) else 0
-    progress = CrawlProgress(client, total, line) if line is not None and line.enabled else None
-    known = KnownItems(settings, registry)
+    attempts = {stage: getattr(settings.retry, stage).maximum_attempts for stage in ("fetch", "download", "verify", "commit")}
+    progress = CrawlProgress(client, total, line, attempts) if line is not None and line.enabled else None
+
+    repeats: dict[str, list[str]] = {}  # workflow id -> the other URLs given for its item
 
     def finished(result: ItemResult) -> None:
         waiting.pop(result.workflow_id, None)
@@ -194,80 +209,180 @@ async def crawl_urls(client: Client, settings: Settings, registry: Registry, url
             on_result(result)
         if progress is not None:
             progress.line.show(progress.render())
+        for url in repeats.pop(result.workflow_id, []) if result.workflow_id != "-" else []:
+            # The same item given again (another URL form of it, or the same URL): one item, so
+            # a duplicate beside the first one's line, as the crawl counts it.
+            outcome = "duplicate" if result.outcome in ("committed", "duplicate") else result.outcome
+            finished(dataclasses.replace(result, url=url, outcome=outcome))
 
-    async def start(url: str) -> None:
-        try:
-            listing = registry.listing_for(url)
-            if listing is not None:  # a profile, a collection, a feed: its items, each once
-                if listing.workflow_id not in started_ids:
-                    started_ids.add(listing.workflow_id)
-                    entries = await asyncio.to_thread(listing_urls, settings, registry, listing)
-                    if progress is not None:
-                        progress.total += len(entries) - 1
-                    queued.extendleft(reversed(entries))
-                return
-            duplicate = await asyncio.to_thread(known.result, url)
-            if duplicate is not None:
-                finished(duplicate)
-                started_ids.add(duplicate.workflow_id)
-                queue_more(duplicate)
-                return
-            started = await start_item(client, settings, registry, url, choices=choices)
-        except TrawlError as err:
-            # The URL as given (a file's line may hold terminal escapes or megabytes), escaped and cut.
-            finished(ItemResult("-", shown(url), "failed", error_class=err.error_class,
-                                error=shown(err.message, REFUSAL_MESSAGE_CHARS)))
-            return
-        started_ids.add(started.workflow_id)
-        waiting[started.workflow_id] = (started.handle, url)
-        pending.add(asyncio.create_task(item_result(started.handle, url, outage.unreachable)))
-
-    def queue_more(result: ItemResult) -> None:
-        for more in result.more if expand else []:
-            if more.workflow_id in started_ids:
-                continue  # given too, or named by another result: crawled once
-            started_ids.add(more.workflow_id)
-            if progress is not None:
-                progress.total += 1
-            queued.append(more.url)
-
-    async def fill() -> None:
-        """Start URLs until the window is full or none is left, several at once (each start is a
-        catalog lookup and a round trip to the server)."""
-        while len(pending) < max(1, window):
-            batch: list[str] = []
-            while len(batch) < min(STARTS_AT_ONCE, max(1, window) - len(pending)):
-                url = queued.popleft() if queued else next(given, None)
-                if url is None:
-                    break
-                batch.append(url)
-            if not batch:
-                return
-            await asyncio.gather(*(start(url) for url in batch))
-
-    await fill()
+    try:
+        handle, filled = await begin_crawl(client, settings, registry, urls, source=source, concurrency=window,
+                                           choices=choices, follow=True)
+        refusals = filled.refusals
+        for url, workflow_id in filled.repeats:
+            repeats.setdefault(workflow_id, []).append(url)
+    except CrawlRefused as err:
+        handle, refusals = None, err.refusals
+    for refusal in refusals:  # the URL as given (a line may hold terminal escapes or megabytes), escaped and cut
+        finished(ItemResult("-", shown(refusal.url), "failed", error_class=refusal.error_class,
+                            error=shown(refusal.message, REFUSAL_MESSAGE_CHARS)))
+    if handle is None:
+        if line is not None:
+            line.close()
+        return results
+    awaited.crawl_id = handle.id
     watchers = [asyncio.create_task(report_stalls(waiting, line))]
     if progress is not None:
         watchers.append(asyncio.create_task(progress.follow(waiting)))
+    known = KnownItems(settings, registry)
+    following = CrawlFollower(client, handle, known, OutageNotice(settings.temporal.address, line), line)
     try:
-        while pending:
-            done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            for task in done:
-                pending.discard(task)
-                result = task.result()
-                finished(result)
-                queue_more(result)
-            await fill()
+        async with contextlib.aclosing(following.pages()) as pages:
+            async for page in pages:
+                for result in await following.completed(page.results):
+                    finished(result)
+                waiting.clear()
+                waiting.update({item.workflow_id: (client.get_workflow_handle(item.workflow_id), item.url)
+                                for item in page.running})
+                if progress is not None:
+                    counts = page.stats
+                    progress.total = len(refusals) + counts.queued + counts.running + counts.finished
+    except asyncio.CancelledError:  # Ctrl-C: the crawl goes on without this command, not held back for it
+        await following.leave()
+        raise
     finally:
         for watcher in watchers:
             watcher.cancel()
         await asyncio.gather(*watchers, return_exceptions=True)
-        for task in pending:
-            task.cancel()
         if line is not None:
             line.close()
         known.close()
+    if following.failure:
+        raise CommandError(f"crawl {handle.id} failed: {following.failure}", EXIT_FAILED_ITEMS)
     return results
+
+
+class CrawlFollower:
+    """Reads a followed crawl's results page by page until it has ended and every result is read."""
+
+    def __init__(self, client: Client, handle: Any, known: KnownItems, outage: OutageNotice,
+                 line: StatusLine | None) -> None:
+        self.client = client
+        self.handle = handle
+        self.known = known
+        self.outage = outage
+        self.line = line
+        self.since = 0
+        self.stats: CrawlStats | None = None
+        self.failure: str | None = None  # why the crawl failed as a whole
+        self.told_unanswered = False
+
+    async def pages(self) -> AsyncIterator[CrawlResults]:
+        """Each new page of results (with the crawl's counts), until the crawl has ended and its
+        last result is read."""
+        ending = asyncio.ensure_future(self._end())
+        try:
+            while True:
+                ended = ending.done()
+                page = await self._page()
+                if page is None:  # unanswered: no worker runs the crawl now
+                    if ended:
+                        return
+                    await asyncio.wait({ending}, timeout=FOLLOW_EVERY_S)
+                    continue
+                if page.missed:
+                    say("crawl", f"{page.missed} result(s) of {self.handle.id} were not shown (the crawl went on "
+                                 "without this command); `trawl crawl-status` counts them all")
+                self.since, self.stats = page.next, page.stats
+                if page.wants_read:
+                    await self._read_up_to(page.next)
+                yield page
+                if len(page.results) >= RESULTS_PAGE:
+                    continue  # more are there already
+                if ended:
+                    return
+                if page.stats.finished_at is not None:  # every result is read: the run ends now
+                    await asyncio.wait({ending}, timeout=QUERY_PATIENCE_S)
+                    return
+                await asyncio.wait({ending}, timeout=FOLLOW_EVERY_S)
+        finally:
+            ending.cancel()
+            await asyncio.gather(ending, return_exceptions=True)
+
+    async def _end(self) -> None:
+        """Wait for the crawl to end, riding out server outages; a failure's reason is kept."""
+        delay = 0.25
+        while True:
+            try:
+                await self.handle.result()
+                return
+            except WorkflowFailureError as err:
+                cause = err.cause
+                if not isinstance(cause, TemporalCancelledError):
+                    self.failure = cause.message if isinstance(cause, ApplicationError) else str(cause or err)
+                return
+            except RPCError as err:
+                if not unreachable(err):
+                    raise
+                self.outage.unreachable(err.message)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 10.0)
+
+    async def _page(self) -> CrawlResults | None:
+        # asyncio.timeout, not wait_for: Python 3.11's wait_for can swallow a cancel (Ctrl-C) that
+        # comes as its answer does, and this runs four times a second.
+        try:
+            async with asyncio.timeout(QUERY_PATIENCE_S):
+                return await self.handle.query(RESULTS, self.since, result_type=CrawlResults,
+                                               rpc_timeout=timedelta(seconds=QUERY_PATIENCE_S + 5))
+        except (TimeoutError, RPCError) as err:
+            if isinstance(err, RPCError) and unreachable(err):
+                self.outage.unreachable(err.message)
+                await asyncio.sleep(1.0)
+                return None
+            if isinstance(err, RPCError) and err.status != RPCStatusCode.DEADLINE_EXCEEDED:
+                raise CommandError(f"following crawl {self.handle.id}: {err.message}", EXIT_FAILED_ITEMS) from None
+            if not self.told_unanswered:
+                self.told_unanswered = True
+                text = (f"waiting    no worker answers crawl {self.handle.id}: start one (`trawl worker`, or "
+                        "`trawl up`) with the same Temporal address and task queue prefix, or wait if they are busy")
+                if self.line is not None:
+                    self.line.print(text, file=sys.stderr)
+                else:
+                    print(text, file=sys.stderr, flush=True)
+            return None
+
+    async def _read_up_to(self, read: int, leaving: bool = False) -> None:
+        try:
+            async with asyncio.timeout(QUERY_PATIENCE_S):
+                await self.handle.signal(RESULTS_READ, ResultsRead(read, leaving))
+        except (TimeoutError, RPCError):
+            pass  # the crawl asks again (or goes on alone after FOLLOWER_PATIENCE_S)
+
+    async def leave(self) -> None:
+        """Tell the crawl this command reads no more, so it does not hold back for it."""
+        await self._read_up_to(self.since, leaving=True)
+
+    async def completed(self, results: list[ItemResult]) -> list[ItemResult]:
+        """The results as a command shows them: a committed item's title, size and hash where the
+        crawl recorded only its outcome (an item it joined, one the catalog knew), from the
+        catalog or else from the item's own result."""
+        slots = asyncio.Semaphore(ENRICHED_AT_ONCE)
+
+        async def one(result: ItemResult) -> ItemResult:
+            if result.outcome not in ("committed", "duplicate") or result.canonical_key is not None:
+                return result
+            async with slots:
+                found = await asyncio.to_thread(self.known.result, result.url)
+                if found is None and result.workflow_id != "-":
+                    with contextlib.suppress(Exception):
+                        own = self.client.get_workflow_handle(result.workflow_id, result_type=ItemResult)
+                        async with asyncio.timeout(QUERY_PATIENCE_S):
+                            found = await item_result(own, result.url)
+                        found.outcome = result.outcome
+            return found or result
+
+        return list(await asyncio.gather(*(one(r) for r in results)))
 
 
 class KnownItems:
@@ -308,34 +423,79 @@ class KnownItems:
             self._catalog.close()
 
 
-def interrupted_message(unfinished: list[str]) -> str:
+# After Ctrl-C, how long the command waits for each live recording it ended to commit what it held.
+RECORDING_END_WAIT_S = 120.0
+RECORDING_QUERY_WAIT_S = 5.0
+
+
+async def end_recordings(client: Client, waiting: dict[str, tuple[Any, str]]) -> list[str]:
+    """Ctrl-C on a crawl that records: each running item that records a live stream is asked to
+    end (END_RECORDING: what it holds is finished and committed, a clean end), and waited for while
+    this command's worker still runs; one line each says what became of it. The items are taken
+    out of ``waiting``; the others go on on the server as before."""
+    task = asyncio.current_task()
+    if task is not None:
+        task.uncancel()  # the Ctrl-C is handled here: the waits below are this command's own
+
+    async def end(workflow_id: str, url: str) -> str | None:
+        handle = item_handle(client, workflow_id)
+        try:
+            async with asyncio.timeout(RECORDING_QUERY_WAIT_S):
+                progress = await handle.query(PROGRESS, result_type=Progress)
+            if not progress.recording:
+                return None
+            await handle.signal(END_RECORDING)
+            async with asyncio.timeout(RECORDING_END_WAIT_S):
+                result = await item_result(handle, url)
+        except (RPCError, TimeoutError) as err:
+            return f"could not end the recording of {url} ({err or 'no answer'}); it goes on on the server"
+        waiting.pop(workflow_id, None)
+        size = sum(a.size for a in result.assets)
+        if result.outcome != "committed":
+            return f"ended the recording of {url}: {result.outcome} {result.error_class or ''}".rstrip()
+        return (f"ended the recording of {url}: what it recorded is committed ({len(result.assets)} "
+                f"file{'s' if len(result.assets) != 1 else ''}, {human_size(size)}, {result.canonical_key})")
+
+    said = await asyncio.gather(*(end(wid, url) for wid, (_, url) in list(waiting.items())))
+    return [line for line in said if line]
+
+
+def interrupted_message(crawl_id: str | None, unfinished: list[str]) -> str:
+    """What becomes of a crawl whose command was interrupted: it keeps running on the server."""
+    if crawl_id is None:
+        return "interrupted before the crawl started; nothing was started"
+    then = (f": `trawl up` (or any worker) finishes it, `trawl crawl-status {crawl_id}` follows it, "
+            f"`trawl cancel {crawl_id}` stops it")
     if not unfinished:
-        return "interrupted; every item had finished"
+        return f"interrupted; crawl {crawl_id} goes on on the Temporal server" + then
     one = len(unfinished) == 1
-    shown = ", ".join(unfinished[:3]) + (f" and {len(unfinished) - 3} more" if len(unfinished) > 3 else "")
-    return (f"interrupted; {len(unfinished)} {'item keeps its' if one else 'items keep their'} progress on the "
-            f"Temporal server ({shown}): run the same `trawl crawl` again (or `trawl up`) to finish "
-            f"{'it' if one else 'them'}, `trawl cancel ID` to drop {'it' if one else 'one'}")
+    named = ", ".join(unfinished[:3]) + (f" and {len(unfinished) - 3} more" if len(unfinished) > 3 else "")
+    return (f"interrupted; crawl {crawl_id} and its {len(unfinished)} running "
+            f"{'item keep their' if one else 'items keep their'} progress on the Temporal server ({named})" + then)
 
 
 async def cmd_crawl(args: argparse.Namespace, settings: Settings) -> int:
-    from trawl.sources import SourceError
+    from trawl.sources import SourceError, find_source
 
     registry = build_registry(settings.platforms)
     urls = read_urls(args.urls, args.file)
     choices = crawl_choices(args)  # -f, --limit-rate: in the items' options, for every worker
     if args.detach:
-        if any((args.export, args.output, args.cookies)):
-            raise CommandError("--export, -o and --cookies act in this command's own worker; leave them out "
-                               "with --detach (set the cookies in the workers' settings instead)")
+        if any((args.export, args.output, args.cookies, args.cookies_from_browser)):
+            raise CommandError("--export, -o, --cookies and --cookies-from-browser act in this command's own "
+                               "worker; leave them out with --detach (set the cookies in the workers' settings "
+                               "instead)")
         return await detach_crawl(args, settings, registry, urls, choices)
-    settings = crawl_settings(args, settings)  # --cookies: this command's worker
+    given = settings
+    settings = crawl_settings(args, settings)  # --cookies(-from-browser): this command's worker
+    if settings is not given:  # the resolvers read their cookies_file from the settings they are built with
+        registry = build_registry(settings.platforms)
     if args.source:
         try:
-            urls.extend(await asyncio.to_thread(source_urls, settings, registry, args.source))
-        except (SourceError, TrawlError) as err:
+            find_source(settings, args.source)  # the crawl expands it; a name these settings lack is an error now
+        except SourceError as err:
             raise CommandError(f"source {args.source}: {err}") from None
-    if not urls:
+    if not urls and not args.source:
         raise CommandError("no URLs given (pass URLs, --file FILE or --source NAME)")
     line = StatusLine(sys.stderr)
     blobs = open_blob_store(settings) if args.json else None
@@ -347,26 +507,55 @@ async def cmd_crawl(args: argparse.Namespace, settings: Settings) -> int:
             exporting.on_result(result)
 
     awaited = Awaited()
-    failed = False
+    outcomes: Counter[str] = Counter()
+    failures: Counter[str] = Counter()
 
     def emit_counted(result: ItemResult) -> None:
-        nonlocal failed
-        failed |= result.outcome == "failed"
+        outcomes[result.outcome] += 1
+        if result.outcome == "failed":
+            failures[result.error_class or "error"] += 1
         emit(result)
 
+    terminated = _end_on_sigterm()
     async with session(settings, worker=not args.no_worker, registry=registry, one_shot=True) as client:
+        await tell_kept_rates(client, registry, urls, choices)  # joined running items keep their first rate
         try:
             await crawl_urls(client, settings, registry, urls, emit_counted, line=line, awaited=awaited,
-                             choices=choices, keep=False)
-        except asyncio.CancelledError:  # Ctrl-C: say it before the worker takes its time to stop
+                             choices=choices, keep=False, source=args.source,
+                             window=args.concurrency or CRAWL_WINDOW)
+        except asyncio.CancelledError:  # Ctrl-C or SIGTERM: say it before the worker takes its time to stop
             line.close()
-            say("crawl", interrupted_message(list(awaited.waiting)))
-            raise
+            for said in await end_recordings(client, awaited.waiting):
+                say("crawl", said)
+            if awaited.waiting or not awaited.crawl_id:
+                say("crawl", interrupted_message(awaited.crawl_id, list(awaited.waiting)))
+            if not terminated:
+                raise
+            asyncio.current_task().uncancel()  # type: ignore[union-attr] - ended as asked, by SIGTERM
+            return 128 + signal.SIGTERM
         finally:
             if blobs is not None:
                 blobs.close()
+    if sum(outcomes.values()) > 1:  # one item's line says it all
+        say("crawl", outcomes_line(outcomes, failures))
     exported = await exporting.finish() if exporting is not None else 0
-    return EXIT_FAILED_ITEMS if failed else exported
+    return EXIT_FAILED_ITEMS if outcomes["failed"] else exported
+
+
+def _end_on_sigterm() -> list[int]:
+    """SIGTERM ends the command as Ctrl-C does (its crawl goes on, and it says so); the list it
+    returns holds the signal once it came."""
+    came: list[int] = []
+    task = asyncio.current_task()
+
+    def terminate() -> None:
+        if not came and task is not None:
+            came.append(signal.SIGTERM)
+            _stop_signals.append(signal.SIGTERM)  # still starting: the dispatcher ends it quietly
+            task.cancel()
+
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, terminate)
+    return came
 
 
 async def detach_crawl(args: argparse.Namespace, settings: Settings, registry: Registry, urls: Iterable[str],
@@ -375,21 +564,13 @@ async def detach_crawl(args: argparse.Namespace, settings: Settings, registry: R
     if not urls and not args.source:
         raise CommandError("no URLs given (pass URLs, --file FILE or --source NAME)")
     async with session(settings, worker=False) as client:
+        await tell_kept_rates(client, registry, urls, choices)  # joined running items keep their first rate
         handle, refused = await start_crawl(client, settings, registry, urls, source=args.source,
-                                            concurrency=args.concurrency, choices=choices)
+                                            concurrency=args.concurrency or DETACHED_CONCURRENCY, choices=choices)
     for line in refused:
         say("crawl", f"refused {line}")
     print(json.dumps({"crawl_id": handle.id, "refused": refused}) if args.json else handle.id)
     return 0
-
-
-async def _next_sample(handle: Any, client: Client, desc: Any, stats: CrawlStats | None) -> tuple[Any, CrawlStats | None]:
-    """The crawl's state again; a query a busy worker leaves unanswered after it answered once is
-    no reason to give up: the last answer (``desc``, ``stats``) stands."""
-    try:
-        return await crawl_state(handle, client)
-    except Unanswered:
-        return desc, stats
 
 
 # -- crawls --------------------------------------------------------------------------------------
@@ -397,7 +578,8 @@ async def cmd_crawls(args: argparse.Namespace, settings: Settings) -> int:
     async with session(settings, worker=False) as client:
         found = 0
         unanswered: Unanswered | None = None
-        async for execution in client.list_workflows(f"WorkflowType = '{CRAWL_WORKFLOW}'", limit=args.limit):
+        query = crawls_query(settings.temporal.task_queue_prefix)  # this deployment's, each once
+        async for execution in client.list_workflows(query, limit=args.limit):
             found += 1
             handle = crawl_handle(client, execution.id)
             stats = None
@@ -416,67 +598,6 @@ async def cmd_crawls(args: argparse.Namespace, settings: Settings) -> int:
             print("no crawls", file=sys.stderr)
         if unanswered is not None:
             say("crawls", f"running crawls are shown without counts: {unanswered}")
-    return 0
-
-
-MEASURE_TRIES = 3  # a one-off look takes this many more samples, a second apart, for a speed
-ITEMS_EVERY = 5  # the live line reads the running items (one request each) every this many samples
-
-
-async def cmd_crawl_status(args: argparse.Namespace, settings: Settings) -> int:
-    async with session(settings, worker=False) as client:
-        handle = crawl_handle(client, args.id)
-        speed = CrawlSpeed(client, args.id)
-        live = is_terminal(sys.stdout) and not args.json
-        items: RunningItems | None = None
-        try:
-            desc, stats = await crawl_state(handle, client)
-            line = StatusLine(sys.stdout)
-            samples = 0
-            while live and desc.status == WorkflowExecutionStatus.RUNNING:
-                await speed.sample(stats)
-                if stats and samples % ITEMS_EVERY == 0:
-                    items = await running_items(client, handle.id, stats.running)
-                samples += 1
-                line.show(stats_line(stats, speed.speed, speed.eta) + (f"; {items.line()}" if items and items.line() else ""))
-                await asyncio.sleep(SAMPLE_EVERY_S)
-                desc, stats = await _next_sample(handle, client, desc, stats)
-            if live and line.text:
-                print()
-            if not live and not args.json and desc.status == WorkflowExecutionStatus.RUNNING and stats:
-                # The speed over all the samples: bytes move in steps, the first step is no speed.
-                await speed.sample(stats)
-                for _ in range(MEASURE_TRIES):
-                    await asyncio.sleep(SAMPLE_EVERY_S)
-                    now_desc, now_stats = await _next_sample(handle, client, desc, None)
-                    if now_desc.status == WorkflowExecutionStatus.RUNNING and now_stats is None:
-                        break  # unanswered this time: the samples so far stand
-                    desc, stats = now_desc, now_stats
-                    if desc.status != WorkflowExecutionStatus.RUNNING or stats is None:
-                        break
-                    await speed.sample(stats)
-            if not live and desc.status == WorkflowExecutionStatus.RUNNING and stats:
-                items = await running_items(client, handle.id, stats.running)
-        except RPCError as err:
-            if unreachable(err):
-                raise CommandError(f"the Temporal server at {settings.temporal.address} is unreachable "
-                                   f"({err.message}); try again when it is back", EXIT_FAILED_ITEMS) from None
-            raise CommandError(f"no crawl {args.id!r}: {err.message}") from None
-        except Unanswered as err:
-            raise CommandError(str(err), EXIT_FAILED_ITEMS) from None
-        if args.json:
-            print(json.dumps({**crawl_dict(handle.id, desc, stats), "items": items_dict(items)}))
-            return 0
-        print(f"{handle.id}: {status_name(desc.status).lower()}")
-        if stats:
-            running = desc.status == WorkflowExecutionStatus.RUNNING
-            print(stats_line(stats, speed.speed if running else None, speed.eta if running else None))
-            for waiting in items.waiting if items else []:
-                print(f"waiting   {waiting.line()}")
-            if items and items.stages:
-                print(f"doing     {items.doing()}")
-            for refusal in stats.refusals:
-                print(f"refused   {printable(refusal)}")
     return 0
 
 

@@ -1,6 +1,6 @@
 """Named files: ``trawl export DIR``, and what ``trawl crawl`` adds for them (``--export DIR``,
-``-o TEMPLATE``, ``--link``, ...). The crawl's other yt-dlp habits (``-f``, ``--limit-rate``,
-``--cookies``) are :mod:`trawl.cli.choices`."""
+``-o TEMPLATE``, ``--link``, ...). The crawl's other yt-dlp habits (``-f``, ``--limit-rate``) are
+:mod:`trawl.cli.choices`, its cookies :mod:`trawl.cli.cookies`."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 from trawl.cli.common import open_catalog
 from trawl.cli.output import EXIT_FAILED_ITEMS, CommandError, say
 from trawl.errors import TrawlError
+from trawl.export_extras import ExtrasChoice, ExtrasChoiceError
 from trawl.export import (
     MANIFEST,
     Exporter,
@@ -27,18 +28,39 @@ from trawl.contracts import ItemResult
 
 
 def exporter_for(settings: Settings, directory: str, *, template: str | None = None, link: str | None = None,
-                 windows_names: bool = False, write_info_json: bool = False) -> Exporter:
-    """An :class:`Exporter` from the command's flags over ``[export]`` in the settings."""
+                 windows_names: bool = False, write_info_json: bool = False,
+                 args: argparse.Namespace | None = None) -> Exporter:
+    """An :class:`Exporter` from the command's flags over ``[export]`` in the settings (``args``:
+    the command's extras flags, trawl.export_extras)."""
     try:
         parsed = Template.parse(template or settings.export.template)
     except TemplateError as err:
         raise CommandError(f"bad template: {err}") from None
+    extras = extras_choice(settings, args)
     try:
         return Exporter(Path(directory), open_blob_store(settings), parsed, link=link or settings.export.link,
                         windows_names=windows_names or settings.export.windows_names,
-                        write_info_json=write_info_json or settings.export.write_info_json)
+                        write_info_json=write_info_json or settings.export.write_info_json, extras=extras)
     except OSError as err:
         raise CommandError(f"cannot export into {directory}: {err.strerror or err}") from None
+
+
+def extras_choice(settings: Settings, args: argparse.Namespace | None) -> ExtrasChoice:
+    """Which extras to write: the command's flags over ``[export]`` in the settings."""
+    given = vars(args) if args is not None else {}
+    own = settings.export
+    try:
+        return ExtrasChoice(
+            write_subs=bool(given.get("write_subs")) or own.write_subs,
+            write_auto_subs=bool(given.get("write_auto_subs")) or own.write_auto_subs,
+            sub_langs=ExtrasChoice.parse_langs(given["sub_langs"]) if given.get("sub_langs") else tuple(own.sub_langs),
+            sub_format=given.get("sub_format") or own.sub_format,
+            write_comments=bool(given.get("write_comments")) or own.write_comments,
+            embed_subs=bool(given.get("embed_subs")) or own.embed_subs,
+            embed_chapters=bool(given.get("embed_chapters")) or own.embed_chapters,
+            embed_metadata=bool(given.get("embed_metadata")) or own.embed_metadata)
+    except ExtrasChoiceError as err:
+        raise CommandError(str(err)) from None
 
 
 class CrawlExport:
@@ -66,6 +88,8 @@ class CrawlExport:
             return
         for line in done.refused:
             say("crawl", f"not exported: {line}")
+        for line in done.notes:
+            say("crawl", line)
         if done.refused:
             self.failed.append(key)
         self.stats.add(done)
@@ -88,9 +112,16 @@ class CrawlExport:
 def crawl_export(args: argparse.Namespace, settings: Settings) -> CrawlExport | None:
     """The crawl's exporter when ``--export`` or ``-o`` asks for one (``-o`` alone: here)."""
     if not args.export and not args.output:
+        asked = [flag for flag, on in (("--write-subs", args.write_subs), ("--write-auto-subs", args.write_auto_subs),
+                                       ("--write-comments", args.write_comments), ("--sub-langs", args.sub_langs),
+                                       ("--sub-format", args.sub_format), ("--embed-subs", args.embed_subs),
+                                       ("--embed-chapters", args.embed_chapters),
+                                       ("--embed-metadata", args.embed_metadata)) if on]
+        if asked:
+            raise CommandError(f"{asked[0]} writes files beside exported media: add --export DIR (or -o TEMPLATE)")
         return None
     exporter = exporter_for(settings, args.export or ".", template=args.output, link=args.link,
-                            windows_names=args.windows_names, write_info_json=args.write_info_json)
+                            windows_names=args.windows_names, write_info_json=args.write_info_json, args=args)
     _say_swept("crawl", exporter)
     return CrawlExport(settings, exporter)
 
@@ -110,7 +141,7 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     if args.platform is not None and args.platform not in known:
         raise CommandError(f"--platform {args.platform!r}: unknown platform; known: {', '.join(known)}")
     exporter = exporter_for(settings, args.dir, template=args.template, link=args.link,
-                            windows_names=args.windows_names, write_info_json=args.write_info_json)
+                            windows_names=args.windows_names, write_info_json=args.write_info_json, args=args)
     _say_swept("export", exporter)
     catalog = open_catalog(settings)
     try:
@@ -123,6 +154,8 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
                     print(rel, flush=True)
                 for line in done.refused:
                     say("export", f"not exported: {line}")
+                for line in done.notes:
+                    say("export", line)
         finally:
             exporter.close()
     except TrawlError as err:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from wcwidth import wcswidth, wcwidth
 
-from trawl.formatting import format_eta, format_speed, human_size
+from trawl.formatting import eta_seconds, format_eta, format_speed, human_size, recording_words
 from trawl.text import escaped
 from trawl.cli.exits import EXIT_FAILED_ITEMS, EXIT_INTERRUPTED, EXIT_USAGE  # noqa: F401 - the commands take them here
 
@@ -65,19 +65,30 @@ def pad(text: str, width: int) -> str:
 
 # -- speed and ETA -------------------------------------------------------------------------------
 class Rate:
-    """Bytes per second over the last :data:`WINDOW_S` seconds of ``(time, bytes so far)`` samples.
+    """Bytes per second of ``(time, bytes so far)`` samples, steady when the bytes move in steps.
 
-    The bytes come from download heartbeats, a second apart, and a throttled download can move in
-    steps: the average over a window reads such steps as their rate, where the speed between two
-    samples jumped from a step's size per second to 0 B/s.
+    The bytes come from download heartbeats, whose details reach the server in steps a few
+    seconds apart (the SDK throttles them; a ``--limit-rate`` download showed 1.9 MiB every 5 s).
+    An average over the last :data:`WINDOW_S` seconds of samples then sank between steps (305,
+    260, 228, 203, 183 KiB/s) and leapt at each (376), and the ETA rose and fell with it (0:20,
+    0:23 ... 0:32, then 0:11). So a live line's rate (``steady``) is measured between the steps
+    themselves (the samples where the bytes moved, and the first, the last one at or before the
+    window's start to the newest), and :meth:`eta` counts down from the newest step. Steps that
+    stop coming (nothing moved for a window) are a stall: the plain average over the window, which
+    falls towards 0, is the speed. A one-off look of a few seconds (``trawl status --once``) sees
+    one step at most, whose size per second is no speed: it keeps the plain average.
     """
 
     WINDOW_S = 10.0
 
-    def __init__(self, window_s: float = WINDOW_S) -> None:
+    def __init__(self, window_s: float = WINDOW_S, *, steady: bool = False) -> None:
         self.window_s = window_s
+        self.steady = steady
         self.samples: deque[tuple[float, float]] = deque()
+        self.steps: deque[tuple[float, float]] = deque()  # the samples where the bytes moved (and the first)
         self.speed: float | None = None
+        self.stepping = False  # the speed is the steps' (not a stall's average)
+        self.now: float | None = None
 
     @property
     def last(self) -> tuple[float, float] | None:
@@ -86,17 +97,35 @@ class Rate:
     def update(self, now: float, value: float) -> float | None:
         if self.samples and value < self.samples[-1][1]:  # counted from the start again: what was, was another count
             self.samples.clear()
+            self.steps.clear()
             self.speed = None
         if self.samples and now <= self.samples[-1][0]:
             return self.speed
+        self.now = now
         self.samples.append((now, value))
+        if not self.steps or value > self.steps[-1][1]:
+            self.steps.append((now, value))
         # The oldest sample kept is the last one at or before the window's start, so the window is full.
-        while len(self.samples) > 2 and self.samples[1][0] <= now - self.window_s:
-            self.samples.popleft()
-        then, before = self.samples[0]
-        if now > then:
-            self.speed = (value - before) / (now - then)
+        for kept in (self.samples, self.steps):
+            while len(kept) > 2 and kept[1][0] <= now - self.window_s:
+                kept.popleft()
+        (first, before), (last, after) = self.steps[0], self.steps[-1]
+        self.stepping = self.steady and len(self.steps) > 1 and now - last < self.window_s
+        if self.stepping:
+            self.speed = (after - before) / (last - first)
+        else:
+            then, before = self.samples[0]
+            if now > then:
+                self.speed = (value - before) / (now - then)
         return self.speed
+
+    def eta(self, remaining: float | None, speed: float | None = None) -> float | None:
+        """Seconds until ``remaining`` (counted at the newest sample) is done at this speed (or
+        ``speed``), counting down since the newest step: the bytes between steps move unseen."""
+        eta = eta_seconds(remaining, self.speed if speed is None else speed)
+        if eta is None or not self.stepping or self.now is None:
+            return eta
+        return max(0.0, eta - (self.now - self.steps[-1][0]))
 
 
 def _speed_eta(speed: float | None, eta: float | None) -> list[str]:
@@ -134,6 +163,11 @@ def progress_bar(progress: dict[str, Any], width: int = 30, speed: float | None 
     """A running item: bar, bytes, stage, then speed and ETA when known, a retry's attempt number and
     the last error."""
     done, total = progress["bytes_done"], progress["bytes_total"]
+    if progress.get("live"):  # a recording has no end to measure against: what it holds and waits for
+        state = "paused" if progress["paused"] else ""
+        rate = "".join(f"  {part}" for part in _speed_eta(None if progress["paused"] else speed, None))
+        error = f"  last error {clean(progress['last_error'], 50)}" if progress["last_error"] else ""
+        return f"{recording_words(progress['live'])}{'  ' + state if state else ''}{rate}{error}"
     if total:
         filled = min(width, width * done // total)
         bar = f"[{'#' * filled}{'.' * (width - filled)}] {100 * done // total:3d}%"
@@ -158,6 +192,30 @@ def fitted_progress_bar(progress: dict[str, Any], columns: int, speed: float | N
 def crawl_progress_line(done: int, total: int, bytes_done: int, speed: float | None, eta: float | None) -> str:
     """The live line of ``trawl crawl``: items finished of all, bytes downloaded, speed, ETA."""
     return "  ".join([f"{done}/{total} items", human_size(bytes_done), *_speed_eta(speed, eta)])
+
+
+def retry_line(retry: dict[str, Any], now: float, limit: int | None = None) -> str:
+    """What an item waits for: ``retrying: network_error (connection refused), attempt 7/10, next in 32 s``
+    (``retry`` as :func:`trawl.starter.client.item_progress` gives it; ``limit``: its stage's attempts)."""
+    message = retry["message"].rsplit(": ", 1)[-1] if retry.get("message") else ""
+    attempts = f"{retry['attempt']}/{limit}" if limit else str(retry["attempt"])
+    wait = max(0, round(retry["next_at"] - now))
+    return (f"retrying: {retry['error_class']}" + (f" ({clean(message, 40)})" if message else "")
+            + f", attempt {attempts}, next in {wait} s")
+
+
+def outcomes_line(outcomes: dict[str, int], failures: dict[str, int]) -> str:
+    """A crawl's end: ``3 items: 2 committed, 1 failed (not_found)``."""
+    total = sum(outcomes.values())
+    order = ("committed", "duplicate", "failed", "cancelled")
+    parts = []
+    for outcome in sorted(outcomes, key=lambda o: (order.index(o) if o in order else len(order), o)):
+        why = ""
+        if outcome == "failed" and failures:
+            why = " (" + ", ".join(f"{n} {kind}" if n > 1 else kind
+                                   for kind, n in sorted(failures.items(), key=lambda kv: -kv[1])) + ")"
+        parts.append(f"{outcomes[outcome]} {outcome}{why}")
+    return f"{total} item{'s' if total != 1 else ''}: " + ", ".join(parts)
 
 
 def stats_line(stats: Any, speed: float | None = None, eta: float | None = None) -> str:

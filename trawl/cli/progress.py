@@ -12,9 +12,10 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from trawl.cli.output import Rate, StatusLine, crawl_progress_line
-from trawl.formatting import eta_seconds
+from trawl.cli.output import Rate, StatusLine, crawl_progress_line, retry_line
+from trawl.formatting import recording_words
 from trawl.starter.client import item_progress
+from trawl.starter.waiting import STAGE_OF
 from trawl.contracts import ItemResult
 
 SAMPLE_EVERY_S = 1.0
@@ -31,23 +32,28 @@ class CrawlProgress:
     taken at the mean of the sizes known.
     """
 
-    def __init__(self, client: Client, total: int, line: StatusLine) -> None:
+    def __init__(self, client: Client, total: int, line: StatusLine, attempts: dict[str, int] | None = None) -> None:
         self.client = client
         self.total = total
         self.line = line
+        self.attempts = attempts or {}  # each stage's attempt limit (retry.<stage>.maximum_attempts)
+        self.retrying: dict[str, dict[str, Any]] = {}  # workflow id -> its failed attempt waiting for the next
         self.done = 0
         self.finished_bytes = 0  # committed items' sizes
         self.moved = 0  # bytes downloaded by items that finished, since they were first seen
         self.seen: dict[str, list[Any]] = {}  # workflow id -> [bytes at first sight, bytes now, total or None]
         self.sizes: list[int] = []  # sizes of finished committed items
-        self.rate = Rate()
+        self.rate = Rate(steady=True)
         self.speed: float | None = None
         self.turn = 0
+        self.recordings: dict[str, dict[str, Any]] = {}  # workflow id -> a live recording's measures
 
     def finished(self, result: ItemResult) -> None:
         self.done += 1
+        self.recordings.pop(result.workflow_id, None)
         size = sum(a.size for a in result.assets)
         entry = self.seen.pop(result.workflow_id, None)
+        self.retrying.pop(result.workflow_id, None)
         if result.outcome == "committed":
             self.finished_bytes += size
             self.sizes.append(size)
@@ -59,10 +65,28 @@ class CrawlProgress:
         done, total = progress["bytes_done"], progress["bytes_total"]
         entry = self.seen.setdefault(workflow_id, [done, done, total])
         entry[1], entry[2] = max(entry[1], done), total
+        if progress.get("live"):
+            self.recordings[workflow_id] = progress["live"]
+        if progress.get("retry"):
+            self.retrying[workflow_id] = progress["retry"]
+        else:
+            self.retrying.pop(workflow_id, None)
 
     def render(self) -> str:
+        """The items, bytes, speed and ETA; then what a live recording holds and waits for (the
+        first one, and how many more record)."""
         running = sum(entry[1] for entry in self.seen.values())
-        return crawl_progress_line(self.done, self.total, self.finished_bytes + running, self.speed, self.eta())
+        if self.recordings:  # its bytes and speed are the recording's; it has no end to reckon an ETA by
+            first = self.recordings[min(self.recordings)]
+            more = f" (+{len(self.recordings) - 1} more recording)" if len(self.recordings) > 1 else ""
+            return f"{self.done}/{self.total} items  {recording_words(first, self.speed)}{more}"
+        text = crawl_progress_line(self.done, self.total, self.finished_bytes + running, self.speed, self.eta())
+        if self.retrying:  # what an item that makes no progress waits for (the soonest retry)
+            retry = min(self.retrying.values(), key=lambda r: r["next_at"])
+            stage = STAGE_OF.get(retry["activity"], retry["activity"])
+            more = f" (+{len(self.retrying) - 1} more)" if len(self.retrying) > 1 else ""
+            text += f"  {retry_line(retry, time.time(), self.attempts.get(stage))}{more}"
+        return text
 
     def eta(self) -> float | None:
         unfinished = self.total - self.done
@@ -72,7 +96,7 @@ class CrawlProgress:
             return None
         remaining = sum(max(0, entry[2] - entry[1]) for entry in known)
         remaining += (unfinished - len(known)) * (sum(sizes) / len(sizes))
-        return eta_seconds(remaining, self.speed)
+        return self.rate.eta(remaining, self.speed)
 
     def pick(self, waiting: dict[str, tuple[Any, str]]) -> list[tuple[str, Any]]:
         """The items to sample this round: those downloading first, then the rest in turns."""
@@ -109,10 +133,10 @@ class CrawlSpeed:
     """A running crawl's speed and ETA from successive samples of its finished bytes plus the
     bytes of its running items (found by their ``CrawlId`` search attribute)."""
 
-    def __init__(self, client: Client, crawl_id: str) -> None:
+    def __init__(self, client: Client, crawl_id: str, *, steady: bool = True) -> None:
         self.client = client
         self.crawl_id = crawl_id
-        self.rate = Rate()
+        self.rate = Rate(steady=steady)  # a one-off look of a few seconds: not steady (see Rate)
         self.speed: float | None = None
         self.eta: float | None = None
 
@@ -137,4 +161,4 @@ class CrawlSpeed:
             return
         remaining = sum(max(0, p["bytes_total"] - p["bytes_done"]) for p in running if p["bytes_total"])
         remaining += (stats.queued + max(0, stats.running - len(sizes))) * mean
-        self.eta = eta_seconds(remaining, self.speed)
+        self.eta = self.rate.eta(remaining)

@@ -1,5 +1,5 @@
-"""Reading without downloading: ``resolve`` (yt-dlp's ``-j``), and the URLs of a source or a
-listing, which ``crawl`` reads too. No Temporal here: ``trawl resolve`` loads no client."""
+"""Reading without downloading: ``resolve`` (yt-dlp's ``-j``), and the URLs of a listing. No
+Temporal here: ``trawl resolve`` loads no client."""
 
 from __future__ import annotations
 
@@ -12,12 +12,6 @@ from trawl.formatting import human_size
 from trawl.errors import TrawlError, UnsupportedUrl
 from trawl.platforms.registry import ListingRoute, Registry, build_registry
 from trawl.settings import Settings
-
-
-def source_urls(settings: Settings, registry: Registry, name: str) -> list[str]:
-    from trawl.sources import find_source
-
-    return _expanded(settings, registry, find_source(settings, name))
 
 
 def listing_urls(settings: Settings, registry: Registry, listing: ListingRoute) -> list[str]:

@@ -1,5 +1,5 @@
 """The foreground services and their setup: ``server``, ``worker``, ``up``, ``api``, ``setup``, ``demo``,
-``simulator``."""
+``simulator``; and ``down``, which stops the server and worker running in the background."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import sys
 import threading
 
 from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
 
 from trawl.starter.binding import require_safe_binding
 from trawl.cli.common import (
@@ -66,6 +67,8 @@ async def wait_for_server(settings: Settings, stop: asyncio.Event) -> Client | N
 
 async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     stop = stop_event()
+    if args.background:
+        return await _background_worker(stop)
     if args.supervised:
         client = await wait_for_server(settings, stop)
         if client is None:
@@ -81,6 +84,47 @@ async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
                                                "queues": f"{settings.temporal.task_queue_prefix}-*",
                                                "metrics": metrics_url(client)}})
         await stop.wait()
+    return 0
+
+
+async def _background_worker(stop: asyncio.Event) -> int:
+    """The worker an embedded server's keeper runs in the background (trawl.starter.embedded),
+    with the settings of the command that asked for it, read from stdin. While an activity runs
+    it holds the server's ``users.lock`` shared, so the server does not stop as idle under it."""
+    import fcntl
+    import os
+
+    from trawl.logs import default_worker_name
+    from trawl.settings import settings_from_json
+    from trawl.worker.interceptors import BusyInterceptor
+    from trawl.worker.main import running_worker
+    from trawl.worker.runtime import BACKGROUND_MARK
+
+    settings = settings_from_json(sys.stdin.read())
+    # It names its data directory: a command of another one that finds it on the same server
+    # refuses to have its items done with this archive's settings (trawl.cli.common.session).
+    identity = f"{settings.worker.identity or default_worker_name()}@{settings.data_dir}{BACKGROUND_MARK}"
+    settings = settings.model_copy(update={"worker": settings.worker.model_copy(update={"identity": identity})})
+    users = os.open(settings.data_dir / "run" / "users.lock", os.O_RDWR | os.O_CREAT, 0o644)
+
+    def busy(now: bool) -> None:
+        fcntl.flock(users, fcntl.LOCK_SH if now else fcntl.LOCK_UN)
+
+    client = await wait_for_server(settings, stop)
+    if client is None:
+        return 0
+    await ensure_search_attributes(client, settings.temporal.namespace)
+    async with running_worker(client, settings, interceptors=[BusyInterceptor(busy)]):
+        log.info("background worker started", address=settings.temporal.address,
+                 queues=f"{settings.temporal.task_queue_prefix}-*", data_dir=str(settings.data_dir))
+        await stop.wait()
+    return 0
+
+
+def cmd_down(args: argparse.Namespace, settings: Settings) -> int:
+    from trawl.starter.embedded import EmbeddedServer
+
+    print(EmbeddedServer(settings).down(), file=sys.stderr)
     return 0
 
 
@@ -131,10 +175,42 @@ async def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+# How long `trawl setup` waits for its namespace: one created a moment ago (compose's admin-tools
+# service, then setup) is not found until the server's namespace cache has seen it.
+NAMESPACE_WAIT_S = 30.0
+
+
+async def register_search_attributes(client: Client, settings: Settings, wait_s: float = NAMESPACE_WAIT_S) -> None:
+    """trawl's search attributes in the settings' namespace, once the server knows the namespace.
+
+    Raises:
+        CommandError: the namespace is still unknown after ``wait_s``.
+    """
+    namespace = settings.temporal.namespace
+    deadline = asyncio.get_running_loop().time() + wait_s
+    told = False
+    while True:
+        try:
+            await ensure_search_attributes(client, namespace)
+            return
+        except RPCError as err:
+            if err.status != RPCStatusCode.NOT_FOUND:
+                raise
+            if asyncio.get_running_loop().time() >= deadline:
+                raise CommandError(f"namespace {namespace} does not exist at {settings.temporal.address}: create it "
+                                   f"(`temporal operator namespace create --namespace {namespace}`; the compose "
+                                   "file's admin-tools service does) or set temporal.namespace") from None
+            if not told:
+                told = True
+                print(f"waiting for namespace {namespace} (one just created takes the server a few seconds to see)",
+                      file=sys.stderr, flush=True)
+            await asyncio.sleep(0.5)
+
+
 async def cmd_setup(args: argparse.Namespace, settings: Settings) -> int:
     """Prepare a server and catalog trawl did not create: search attributes and tables."""
     client = await connect_or_explain(settings)
-    await ensure_search_attributes(client, settings.temporal.namespace)
+    await register_search_attributes(client, settings)
     open_catalog(settings).close()
     print(f"search attributes registered in namespace {settings.temporal.namespace} at {settings.temporal.address}; "
           f"catalog tables ready in {settings.catalog_url.split('@')[-1]}")
@@ -179,6 +255,7 @@ SIMULATOR_HOST = "127.0.0.1"
 def cmd_simulator(args: argparse.Namespace, settings: Settings) -> int:
     from trawl.simulator import Simulator
     from trawl.simulator.demo import install_demo_site
+    from trawl.simulator.live_site import install_live_site
 
     try:
         simulator = Simulator(host=SIMULATOR_HOST, port=args.port)  # binds here, before anything is printed
@@ -192,6 +269,9 @@ def cmd_simulator(args: argparse.Namespace, settings: Settings) -> int:
     with simulator as sim:
         for case in install_demo_site(sim):
             print(case.url, flush=True)  # stdout: the URLs only, for scripts
+        live = install_live_site(sim)
+        for name in live.streams:  # a live HLS broadcast, from its first request on (docs/live.md)
+            print(live.url(name), flush=True)
         # trawl refuses loopback targets by default (blocked_address): the one setting to crawl this.
         print(f"trawl simulator: the demo site on {sim.base_url}; trawl refuses loopback addresses unless told: crawl "
               "it with TRAWL_NET__ALLOW_PRIVATE=true, or net.allowed_networks = [\"127.0.0.0/8\"] in trawl.toml; "

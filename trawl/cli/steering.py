@@ -14,6 +14,7 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowQueryFail
 from temporalio.service import RPCError, RPCStatusCode
 
 from trawl.cli.common import session, workflow_id_for
+from trawl.starter.embedded import NothingToRead
 from trawl.cli.output import (
     EXIT_FAILED_ITEMS,
     CommandError,
@@ -87,60 +88,79 @@ async def measured_progress(client: Client, handle: Any, *, every: float = MEASU
 
 
 async def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
-    async with session(settings, worker=False) as client:
-        workflow_id = workflow_id_for(build_registry(settings.platforms), args.id)
-        handle = item_handle(client, workflow_id)
+    """An item's workflow; without a server (none runs, and this command starts none) or once the
+    server has forgotten the workflow, what the catalog and the partial files say of it."""
+    registry = build_registry(settings.platforms)
+    workflow_id = workflow_id_for(registry, args.id)
+    try:
+        async with session(settings, worker=False) as client:
+            return await _status(args, settings, client, workflow_id)
+    except (NothingToRead, _Forgotten) as err:
+        from trawl.cli.offline_status import offline_status
+
+        return offline_status(args, settings, registry, workflow_id, str(err))
+
+
+class _Forgotten(Exception):
+    """The server does not know the workflow (never started, or past its retention)."""
+
+
+async def _status(args: argparse.Namespace, settings: Settings, client: Client, workflow_id: str) -> int:
+    handle = item_handle(client, workflow_id)
+    try:
+        desc = await handle.describe()
+    except RPCError as err:
+        if err.status == RPCStatusCode.NOT_FOUND:
+            raise _Forgotten(f"no item {args.id!r}: {err.message}") from None
+        raise CommandError(f"no item {args.id!r}: {err.message}") from None
+    live = is_terminal(sys.stdout) and not args.json and not args.once
+    line = StatusLine(sys.stdout)
+    rate = Rate(steady=True)
+    no_worker = False
+    while live and desc.status == WorkflowExecutionStatus.RUNNING:
         try:
-            desc = await handle.describe()
-        except RPCError as err:
-            raise CommandError(f"no item {args.id!r}: {err.message}") from None
-        live = is_terminal(sys.stdout) and not args.json and not args.once
-        line = StatusLine(sys.stdout)
-        rate = Rate()
-        no_worker = False
-        while live and desc.status == WorkflowExecutionStatus.RUNNING:
-            try:
-                progress = await progress_of(client, handle)
-            except NoWorker:
-                no_worker = True
-                break
-            speed = rate.update(time.monotonic(), progress["bytes_done"]) if _downloading(progress) else None
-            line.show(fitted_progress_bar(progress, line.columns(), speed, eta_seconds(_remaining(progress), speed)))
-            await asyncio.sleep(FOLLOW_EVERY_S)
-            desc = await handle.describe()
-        if live and line.text:
-            print()
-        record: dict[str, Any] = {"id": handle.id, "status": status_name(desc.status)}
-        result = None
-        speed = None
-        if desc.status == WorkflowExecutionStatus.RUNNING:
-            try:
-                if no_worker:
-                    raise NoWorker
-                if args.json:
-                    record["progress"] = await progress_of(client, handle)
-                else:
-                    record["progress"], speed = await measured_progress(client, handle)
-            except NoWorker:
-                record["progress"], record["note"] = None, NO_WORKER
-        elif desc.status is not None:
-            result = await item_result(handle, "")
-            result.url = result.url or await started_url(client, handle)
-            blobs = open_blob_store(settings)
-            record["result"] = result_dict(result, blobs)
-            blobs.close()
-        code = EXIT_FAILED_ITEMS if result is not None and result.outcome == "failed" else 0  # as `trawl crawl`
-        if args.json:
-            print(json.dumps(record))
-            return code
-        print(f"{record['id']}: {record['status'].lower()}")
-        if record.get("note"):
-            print(f"running, but {record['note']}")
-        if record.get("progress"):
-            progress = record["progress"]
-            print(progress_bar(progress, speed=speed, eta=eta_seconds(_remaining(progress), speed)))
-        if result is not None:
-            print(result_line(result))
+            progress = await progress_of(client, handle)
+        except NoWorker:
+            no_worker = True
+            break
+        speed = rate.update(time.monotonic(), progress["bytes_done"]) if _downloading(progress) else None
+        line.show(fitted_progress_bar(progress, line.columns(), speed,
+                                      rate.eta(_remaining(progress)) if speed is not None else None))
+        await asyncio.sleep(FOLLOW_EVERY_S)
+        desc = await handle.describe()
+    if live and line.text:
+        print()
+    record: dict[str, Any] = {"id": handle.id, "status": status_name(desc.status)}
+    result = None
+    speed = None
+    if desc.status == WorkflowExecutionStatus.RUNNING:
+        try:
+            if no_worker:
+                raise NoWorker
+            if args.json:
+                record["progress"] = await progress_of(client, handle)
+            else:
+                record["progress"], speed = await measured_progress(client, handle)
+        except NoWorker:
+            record["progress"], record["note"] = None, NO_WORKER
+    elif desc.status is not None:
+        result = await item_result(handle, "")
+        result.url = result.url or await started_url(client, handle)
+        blobs = open_blob_store(settings)
+        record["result"] = result_dict(result, blobs)
+        blobs.close()
+    code = EXIT_FAILED_ITEMS if result is not None and result.outcome == "failed" else 0  # as `trawl crawl`
+    if args.json:
+        print(json.dumps(record))
+        return code
+    print(f"{record['id']}: {record['status'].lower()}")
+    if record.get("note"):
+        print(f"running, but {record['note']}")
+    if record.get("progress"):
+        progress = record["progress"]
+        print(progress_bar(progress, speed=speed, eta=eta_seconds(_remaining(progress), speed)))
+    if result is not None:
+        print(result_line(result))
     return code
 
 
@@ -156,6 +176,7 @@ async def _finished_as(client: Client, handle: Any, desc: Any) -> str:
 
 
 async def cmd_signal(args: argparse.Namespace, settings: Settings) -> int:
+    dropped: str | None = None
     async with session(settings, worker=False) as client:
         handle = client.get_workflow_handle(workflow_id_for(build_registry(settings.platforms), args.id))
         try:
@@ -168,6 +189,9 @@ async def cmd_signal(args: argparse.Namespace, settings: Settings) -> int:
             if args.command == "cancel":
                 # Temporal cancellation: an item or a crawl (which cancels its items) ends Canceled.
                 await (cancel_crawl(handle) if handle.id.startswith("crawl-") else handle.cancel())
+                from trawl.cli.dropping import drop_partials
+
+                dropped = await drop_partials(client, settings, handle)
             else:
                 await handle.signal(args.command)
         except (LookupError, RPCError) as err:
@@ -177,5 +201,5 @@ async def cmd_signal(args: argparse.Namespace, settings: Settings) -> int:
                 desc = await handle.describe()
             raise CommandError(f"{handle.id} had already finished ({await _finished_as(client, handle, desc)}); "
                                f"nothing to {args.command}", EXIT_FAILED_ITEMS) from None
-    print(f"{args.command}: {handle.id}")
+    print(f"{args.command}: {handle.id}" + (f" ({dropped})" if dropped else ""))
     return 0

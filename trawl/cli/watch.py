@@ -12,6 +12,7 @@ import json
 import sys
 
 from trawl.cli.common import session
+from trawl.cli.choices import listing_filters
 from trawl.cli.output import EXIT_FAILED_ITEMS, CommandError, clean, say
 from trawl.starter.watches import (
     Watch,
@@ -45,12 +46,13 @@ def _print(watch: Watch, as_json: bool, message: str) -> None:
 
 async def cmd_add(args: argparse.Namespace, settings: Settings) -> int:
     registry = build_registry(settings.platforms)
+    filters = listing_filters(args)
     async with session(settings, worker=False) as client:
         try:
             watch, refused = await add_watch(client, settings, registry, args.name, source=args.source,
                                              urls=[*args.urls, *(args.url or [])],
                                              every=args.every, jitter=args.jitter, concurrency=args.concurrency,
-                                             paused=args.paused)
+                                             paused=args.paused, filters=filters)
         except WatchError as err:
             raise CommandError(str(err)) from None
     for line in refused:

@@ -21,6 +21,8 @@ Modules, each importing only those listed before it:
 - :mod:`~trawl.download.http`: plain HTTP, one file (``http``).
 - :mod:`~trawl.download.hls`: an HLS stream into one file (``hls``); it shares the primitives
   and imports nothing of the HTTP downloaders. The playlists it reads are :mod:`trawl.hls_playlists`'s.
+- :mod:`~trawl.download.live`: a live HLS stream recorded until it ends (``hls-live``), segment
+  by segment through the HLS downloader's code.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from trawl.download.hls import HlsDownloader, HlsState, discard_hls
 from trawl.download.http import HttpDownloader
+from trawl.download.live import LIVE_PROTOCOL, LiveHlsRecorder
 from trawl.download.segmented import HostSlots
 from trawl.download.state import (
     DownloadOutcome,
@@ -80,6 +83,7 @@ class Downloader(Protocol):
 DOWNLOADERS: dict[str, type[Downloader]] = {
     "http": HttpDownloader,
     "hls": HlsDownloader,
+    LIVE_PROTOCOL: LiveHlsRecorder,
 }
 
 
@@ -102,6 +106,8 @@ __all__ = [
     "HttpDownloader",
     "HlsDownloader",
     "HlsState",
+    "LIVE_PROTOCOL",
+    "LiveHlsRecorder",
     "HostSlots",
     "ResumeState",
     "Stopped",

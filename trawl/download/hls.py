@@ -39,9 +39,9 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 import httpx
 
@@ -125,20 +125,36 @@ class HlsState:
     @classmethod
     def of(cls, details: object) -> HlsState | None:
         """The state in heartbeat details or a saved file, or None when it is not an HLS state."""
-        if not isinstance(details, dict) or details.get("protocol") != "hls":
-            return None
-        known = {f.name for f in fields(cls)}
-        try:
-            return cls(**{k: v for k, v in details.items() if k in known})
-        except TypeError:
-            return None
+        return stream_state(cls, details)
+
+
+S = TypeVar("S")
+
+
+def stream_state(cls: type[S], details: object) -> S | None:
+    """A stream downloader's state (a dataclass whose ``protocol`` field names its protocol) in
+    heartbeat details or a saved record; None for another protocol's, or for anything else.
+    Fields it does not know (a newer version's) are left out."""
+    protocol = next((f.default for f in fields(cls) if f.name == "protocol"), None)  # type: ignore[arg-type]
+    if not isinstance(details, dict) or details.get("protocol") != protocol:
+        return None
+    known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    try:
+        return cls(**{k: v for k, v in details.items() if k in known})
+    except TypeError:
+        return None
+
+
+def load_stream_state(cls: type[S], part: Path) -> S | None:
+    """The state record saved beside ``part`` (:func:`stream_state`), or None."""
+    try:
+        return stream_state(cls, json.loads(state_path(part).read_text()))
+    except (OSError, ValueError):
+        return None
 
 
 def load_hls_state(part: Path) -> HlsState | None:
-    try:
-        return HlsState.of(json.loads(state_path(part).read_text()))
-    except (OSError, ValueError):
-        return None
+    return load_stream_state(HlsState, part)
 
 
 def fresher_hls(heartbeat: HlsState | None, saved: HlsState | None) -> HlsState | None:
@@ -270,11 +286,12 @@ class HlsDownloader:
 
     # -- playlists -------------------------------------------------------------------------
     def media_playlist(self, url: str, headers: dict[str, str], signed: bool = False,
-                       state: HlsState | None = None) -> MediaPlaylist:
+                       state: HlsState | None = None, vod: bool = True) -> MediaPlaylist:
         """The VOD media playlist behind ``url`` (through the chosen variant of a master).
 
         ``signed``: the playlist worked before (a resumed download), so a 403/410 means its
-        signature expired. ``state``: heartbeated before each playlist is parsed.
+        signature expired. ``state``: heartbeated before each playlist is parsed. ``vod``: a live
+        playlist is refused (False: taken as it is, for :mod:`trawl.download.live`).
         """
         playlist = self._playlist(url, headers, signed, state)
         if isinstance(playlist, MasterPlaylist):
@@ -282,7 +299,7 @@ class HlsDownloader:
             playlist = self._playlist(variant.url, headers, signed, state)
             if isinstance(playlist, MasterPlaylist):
                 raise ParseError(f"{variant.url}: a master playlist names another master playlist")
-        return require_vod(playlist)
+        return require_vod(playlist) if vod else playlist
 
     def _playlist(self, url: str, headers: dict[str, str], signed: bool,
                   state: HlsState | None) -> MasterPlaylist | MediaPlaylist:
@@ -314,16 +331,20 @@ class HlsDownloader:
             raise TooLarge(f"HLS {what}: {exc}") from None
 
     # -- the stream ------------------------------------------------------------------------
-    def _already_done(self, part: Path, state: HlsState) -> DownloadOutcome | None:
-        """The result of an attempt that finished but whose answer was lost (a kill, a timeout)."""
+    def _already_done(self, part: Path, state: Any, mime: Callable[[Path], str | None] = lambda path: None
+                      ) -> DownloadOutcome | None:
+        """The result of an attempt that finished but whose answer was lost (a kill, a timeout).
+
+        ``state``: this downloader's or a live recording's (``done``, ``result``, ``total``,
+        ``url``); ``mime``: the type of a result that was not remuxed."""
         if not state.done:
             return None
         result = part.with_name(state.result) if state.result else part
         if not result.is_file() or (state.total is not None and result.stat().st_size != state.total):
             return None
         size = result.stat().st_size
-        mime = "video/mp4" if state.result else None
-        return DownloadOutcome(str(result), size, file_sha256(result), size, None, state.url or "", mime, size, 0)
+        return DownloadOutcome(str(result), size, file_sha256(result), size, None, state.url or "",
+                               "video/mp4" if state.result else mime(result), size, 0)
 
     def _attempt(self, url: str, part: Path, headers: dict[str, str], state: HlsState) -> DownloadOutcome:
         headers.setdefault("Accept-Encoding", "identity")
@@ -363,13 +384,17 @@ class HlsDownloader:
         return self._finish(part, state, digest, playlist, resumed_from, transferred)
 
     def _segment(self, playlist: MediaPlaylist, seg: Segment, previous: Segment | None, out: BinaryIO,
-                 digest: hashlib._Hash, state: HlsState, headers: dict[str, str]) -> tuple[hashlib._Hash, int]:
+                 digest: hashlib._Hash, state: HlsState, headers: dict[str, str],
+                 signed: bool | None = None) -> tuple[hashlib._Hash, int]:
         """Append one segment (and the init section it starts using); returns the digest and the
-        bytes written. On failure the file and the digest are as before the segment."""
+        bytes written. On failure the file and the digest are as before the segment.
+
+        ``signed``: earlier segments of this stream worked (None: the segment is not the
+        playlist's first), so a 403 means the URL's signature expired."""
         start = state.offset
         where = f"segment {seg.index + 1} of {len(playlist.segments)} ({seg.url})"
         # A 403 once earlier segments of this stream worked means the URL's signature expired.
-        signed = seg.index > 0
+        signed = seg.index > 0 if signed is None else signed
         delay = self.retry_delay
         for attempt in range(self.segment_retries + 1):
             running = digest.copy()
@@ -473,22 +498,30 @@ class HlsDownloader:
     def _finish(self, part: Path, state: HlsState, digest: hashlib._Hash, playlist: MediaPlaylist,
                 resumed_from: int, transferred: int) -> DownloadOutcome:
         mime = "video/mp4" if playlist.fragmented else "video/mp2t"
+        return self.finish_file(part, state, digest, playlist.url, mime, resumed_from, transferred)
+
+    def finish_file(self, part: Path, state: Any, digest: hashlib._Hash, url: str, mime: str, resumed_from: int,
+                    transferred: int, state_beside: Path | None = None,
+                    before_done: Callable[[Path], None] = lambda result: None) -> DownloadOutcome:
+        """The concatenation in ``part`` remuxed to MP4 (when ffmpeg is given and manages) or kept,
+        and ``state`` (this downloader's or a live recording's) saved as done: the result.
+
+        ``state_beside``: the file the state is saved beside (default ``part``);
+        ``before_done``: called with the result's path before the state says it is done."""
+        beside = state_beside or part
+        result, size, sha = part, state.offset, digest.hexdigest()
         if self.ffmpeg:
             remuxed = remux_output(part)
             if self._remux(part, remuxed, state):
-                size = remuxed.stat().st_size
-                sha = file_sha256(remuxed)
-                state.done, state.result, state.total = True, remuxed.name, size
-                save_state(part, state)
-                part.unlink(missing_ok=True)
-                self._beat(state, force=True)
-                return DownloadOutcome(str(remuxed), size, sha, size, None, playlist.url, "video/mp4", resumed_from,
-                                       transferred)
-        state.done, state.total = True, state.offset
-        save_state(part, state)
+                result, size, sha, mime = remuxed, remuxed.stat().st_size, file_sha256(remuxed), "video/mp4"
+                state.result = remuxed.name
+        before_done(result)
+        state.done, state.total = True, size
+        save_state(beside, state)
+        if result != part:
+            part.unlink(missing_ok=True)
         self._beat(state, force=True)
-        return DownloadOutcome(str(part), state.offset, digest.hexdigest(), state.offset, None, playlist.url, mime,
-                               resumed_from, transferred)
+        return DownloadOutcome(str(result), size, sha, size, None, url, mime, resumed_from, transferred)
 
     def _remux(self, src: Path, out: Path, state: HlsState) -> bool:
         """``ffmpeg -c copy`` the concatenation into MP4, heartbeating; False keeps the concatenation.
@@ -553,7 +586,7 @@ class HlsDownloader:
         now = time.monotonic()
         if force or now - self._last_beat >= self.heartbeat_every:
             self._last_beat = now
-            self.heartbeat(HlsState(**asdict(state)))
+            self.heartbeat(replace(state))  # a copy, of the caller's type (a live recording has its own)
 
     def _pause(self, seconds: float, state: HlsState) -> None:
         deadline = time.monotonic() + seconds

@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 HASH_CHUNK = 1 << 20
 WRITE_BATCH = 1 << 20
@@ -68,6 +68,7 @@ class DownloadOutcome:
     resumed_from: int  # bytes kept from earlier attempts
     transferred: int  # bytes received in this attempt
     connections: int = 1  # the most connections used at once
+    live: dict[str, Any] | None = None  # a live recording's part: its record (trawl.download.live.part_record)
 
 
 class Stopped(Exception):

@@ -71,6 +71,17 @@ class Resolver(ABC):
         """The canonical key when it follows from the URL alone, else None."""
         return None
 
+    def watch_source(self, url: str) -> dict[str, Any] | None:
+        """The source a watch of ``url`` polls instead of crawling it (a live room: a listing that
+        names the room while it is live, nothing while it is off air); None: crawled as it is."""
+        return None
+
+    def watch_target(self, url: str, ctx: ResolveContext) -> str | None:
+        """The URL ``url`` leads to when only a request tells (a short link, followed once, when
+        a watch of it is added), for :meth:`watch_source` of that URL's resolver; None: ``url``
+        stands for itself. Most URLs do."""
+        return None
+
     def more_offline(self, url: str, metadata: dict[str, Any]) -> list[str] | None:
         """The other items ``url`` stands for besides the committed one whose stored ``metadata``
         is given (parts 2..N of a video); None when only the platform can tell. Most URLs stand

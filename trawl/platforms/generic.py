@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import posixpath
+from datetime import UTC, datetime
 import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
@@ -12,9 +14,16 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
-from trawl.errors import UnsupportedUrl, classify_exception, classify_response
-from trawl.hls_playlists import MediaPlaylist, is_hls_type, is_hls_url, parse_playlist, require_vod
-from trawl.models import Asset, Resolved
+from trawl.errors import TrawlError, UnsupportedUrl, classify_exception, classify_response
+from trawl.hls_playlists import (
+    MasterPlaylist,
+    MediaPlaylist,
+    choose_variant,
+    is_hls_type,
+    is_hls_url,
+    parse_playlist,
+)
+from trawl.models import LIVE_PROTOCOL, Asset, Resolved
 from trawl.ranges import parse_content_range
 from trawl.platforms.base import Page, ResolveContext, Resolver, float_or_none, int_or_none, read_limited
 from trawl.platforms.platform import ListingForm, Platform, PlatformDemo, PlatformSettings
@@ -23,6 +32,9 @@ from trawl.urls import canonicalize, validate_url, web_key
 if TYPE_CHECKING:
     from trawl.simulator.server import Simulator
 
+# The height a master playlist's variant is picked by when the crawl names none (the download's
+# own default, download.hls_quality, is a worker setting the resolver does not see).
+DEFAULT_HLS_QUALITY = 1080
 VIDEO_EXTS = frozenset({".mp4", ".m4v", ".webm", ".mkv", ".mov", ".flv", ".ts", ".ogv"})
 AUDIO_EXTS = frozenset({".mp3", ".m4a", ".aac", ".ogg", ".opus", ".flac", ".wav"})
 IMAGE_EXTS = frozenset({".jpg", ".jpeg", ".png", ".gif", ".webp"})
@@ -212,13 +224,40 @@ class GenericResolver(Resolver):
                 if kind is not None:
                     return self._direct(final_url, kind, content_type, resp.headers)
                 if is_hls_type(content_type) or (is_hls_url(final_url) and "html" not in content_type):
-                    return self._hls(final_url, read_limited(resp, ctx.max_page_bytes, url).decode("utf-8", "replace"))
+                    return self._hls(final_url, read_limited(resp, ctx.max_page_bytes, url).decode("utf-8", "replace"),
+                                     ctx)
                 if content_type not in ("text/html", "application/xhtml+xml"):
                     raise UnsupportedUrl(f"{url}: no media here (Content-Type {content_type or 'missing'})")
                 page = Page(final_url, resp.status_code, resp.headers, read_limited(resp, ctx.max_page_bytes, url))
         except httpx.HTTPError as exc:
             raise classify_exception(exc) from None
-        return self.from_page(page)
+        return self._recording_if_live(self.from_page(page), ctx)
+
+    def _recording_if_live(self, item: Resolved, ctx: ResolveContext) -> Resolved:
+        """A page whose video is an HLS playlist that is live: a recording of it, keyed and titled
+        by when it began as a live playlist's own URL is (one request more, for the playlist)."""
+        video = next((a for a in item.assets if a.protocol == "hls"), None)
+        if video is None:
+            return item
+        try:
+            with ctx.client.stream("GET", video.urls[0], headers={"Accept-Encoding": "identity"}) as resp:
+                if resp.status_code >= 400:
+                    return item  # the download meets the same answer and says what it is
+                playlist = parse_playlist(read_limited(resp, ctx.max_page_bytes, video.urls[0]).decode(
+                    "utf-8", "replace"), str(resp.url))
+            live = self._live(playlist, ctx)
+        except (httpx.HTTPError, TrawlError):
+            return item
+        if not live:
+            return item
+        began = datetime.now(UTC)
+        recording = dataclasses.replace(video, protocol=LIVE_PROTOCOL)
+        return dataclasses.replace(
+            item, canonical_key=f"{item.canonical_key}-live-{began:%Y%m%dT%H%M%SZ}",
+            title=f"{item.title or 'live'} (live {began:%Y-%m-%d %H:%M} UTC)",
+            published_at=item.published_at or began.isoformat(timespec="seconds"),
+            metadata={**item.metadata, "live_status": "is_live"},
+            assets=[recording if a is video else a for a in item.assets])
 
     def _direct(self, final_url: str, kind: str, content_type: str, headers: httpx.Headers) -> Resolved:
         canonical_url = canonicalize(final_url)
@@ -236,16 +275,49 @@ class GenericResolver(Resolver):
             assets=[Asset(name=kind, kind=kind, urls=[final_url], expected_size=size, mime=content_type or None)],
         )
 
-    def _hls(self, final_url: str, text: str) -> Resolved:
-        """A direct HLS playlist: one video asset whose segments are the file. A media playlist
-        that is live is refused here already; a master's variant is chosen by the download."""
+    def _hls(self, final_url: str, text: str, ctx: ResolveContext) -> Resolved:
+        """A direct HLS playlist: one video asset whose segments are the file (a master's variant
+        is chosen by the download).
+
+        A live one (no ``EXT-X-ENDLIST``; for a master, in the variant the crawl's quality picks)
+        is a recording (:data:`~trawl.models.LIVE_PROTOCOL`): its key and title name when it
+        began, so each broadcast at the address is an item of its own (docs/live.md)."""
         playlist = parse_playlist(text, final_url)
-        if isinstance(playlist, MediaPlaylist):
-            require_vod(playlist)
         canonical_url = canonicalize(final_url)
         name = posixpath.basename(urlsplit(final_url).path) or None
-        return Resolved(canonical_key=web_key(canonical_url), canonical_url=canonical_url, platform=self.platform,
-                        title=name, assets=[_hls_asset([final_url])])
+        if not self._live(playlist, ctx):
+            return Resolved(canonical_key=web_key(canonical_url), canonical_url=canonical_url,
+                            platform=self.platform, title=name, assets=[_hls_asset([final_url])])
+        began = datetime.now(UTC)
+        return Resolved(canonical_key=f"{web_key(canonical_url)}-live-{began:%Y%m%dT%H%M%SZ}",
+                        canonical_url=canonical_url, platform=self.platform,
+                        title=f"{name or 'live'} (live {began:%Y-%m-%d %H:%M} UTC)",
+                        published_at=began.isoformat(timespec="seconds"),
+                        metadata={"live_status": "is_live"},
+                        assets=[Asset(name="video", kind="video", urls=[final_url], protocol=LIVE_PROTOCOL)])
+
+    @staticmethod
+    def _live(playlist: MasterPlaylist | MediaPlaylist, ctx: ResolveContext) -> bool:
+        """Whether the stream is live: the media playlist's word, or for a master that of the
+        variant the download would take (one more request)."""
+        if isinstance(playlist, MediaPlaylist):
+            if not playlist.endlist and playlist.target_duration is None:  # RFC 8216 requires it
+                raise UnsupportedUrl(f"{playlist.url}: an HLS playlist with neither #EXT-X-ENDLIST nor "
+                                     "#EXT-X-TARGETDURATION: not a stream to download or to record")
+            return not playlist.endlist
+        variant = choose_variant(playlist.variants, ctx.quality or DEFAULT_HLS_QUALITY)
+        try:
+            with ctx.client.stream("GET", variant.url) as resp:
+                if resp.status_code >= 400:
+                    return False  # the download meets the same answer and says what it is
+                text = read_limited(resp, ctx.max_page_bytes, variant.url).decode("utf-8", "replace")
+        except httpx.HTTPError:
+            return False
+        try:
+            media = parse_playlist(text, str(resp.url))
+        except TrawlError:
+            return False
+        return isinstance(media, MediaPlaylist) and not media.endlist
 
     def from_page(self, page: Page) -> Resolved:
         """Build the item from a fetched HTML page."""
@@ -289,8 +361,15 @@ class GenericResolver(Resolver):
             title=meta.og.get("og:title") or meta.title,
             uploader=meta.og.get("og:site_name"),
             duration=duration,
+            # The page's own words, kept for the info JSON (yt-dlp's "description") and the item's page.
+            metadata={"description": description} if (description := self._description(meta)) else {},
             assets=assets,
         )
+
+    @staticmethod
+    def _description(meta: PageMeta) -> str | None:
+        text = meta.og.get("og:description") or meta.og.get("description") or meta.og.get("twitter:description")
+        return " ".join(text.split()) or None if text else None
 
     @staticmethod
     def _canonical_url(page_url: str, meta: PageMeta) -> str:

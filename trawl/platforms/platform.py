@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from trawl.errors import AnswerRules
 
 if TYPE_CHECKING:
+    from trawl.extras import Extra
     from trawl.platforms.base import ResolveContext, Resolver
     from trawl.simulator.demo import DemoCase
     from trawl.simulator.server import Simulator
@@ -48,11 +49,32 @@ class PlatformSettings(BaseModel):
     # The cover image (a platform's cover picture, og:image) as a `thumbnail` asset beside the
     # media; a cover that cannot be downloaded never fails its item.
     thumbnails: bool = True
+    # The platform's extras (danmaku, subtitles, comments: docs/extras.md) fetched after an item
+    # is committed, by name; None: every extra it offers, []: none. A platform names its own.
+    extras: list[str] | None = None
 
 
 # A source kind's listing: (the platform's resolver in the registry, context, the source's id,
 # max_pages, enough) -> item URLs, newest first; ``enough(page_urls)`` true stops after that page.
 Listing = Callable[["Resolver", "ResolveContext", str, int, "Callable[[list[str]], bool] | None"], list[str]]
+
+
+class Listed(list[str]):
+    """What a listing may return instead of a plain list of URLs (it is one): the URLs to crawl,
+    with what the listing said besides, which the catalog keeps (its page in the web UI): the
+    listing's ``title``, each URL's ``titles`` as listed, and ``gone``, the entries it lists as
+    dead (deleted or hidden upstream, never crawlable: not among the URLs), each as
+    ``(url, title, the listing's words for it)``, in the listing's order with the others
+    (``order``: every URL and dead entry's URL, as listed)."""
+
+    def __init__(self, urls: list[str] = (), *, title: str | None = None,  # type: ignore[assignment]
+                 titles: dict[str, str] | None = None, gone: list[tuple[str, str | None, str]] | None = None,
+                 order: list[str] | None = None) -> None:
+        super().__init__(urls)
+        self.title = title
+        self.titles = titles or {}
+        self.gone = gone or []
+        self.order = order or [*urls, *(url for url, _, _ in self.gone)]
 
 
 def _id_group(match: re.Match[str]) -> str:
@@ -74,6 +96,9 @@ class ListingForm:
     pattern: re.Pattern[str]
     listing_id: Callable[[re.Match[str]], str] = _id_group
     login_required: str = ""
+    # A form that is not a URL (yt-dlp's ``bilisearch:QUERY``): matched against the text as given,
+    # before it is checked as a URL.
+    pseudo: bool = False
 
 
 def imported_when_called(target: str) -> Callable[..., Any]:
@@ -123,8 +148,16 @@ class Platform:
     # The real domains its cookies belong to (``trawl crawl --cookies`` splits a cookies.txt by
     # them; the hosts of the settings' ``*_base`` URLs count too).
     cookie_domains: tuple[str, ...] = ()
+    # The cookie a logged-in session of it holds: a crawl given cookies says
+    # when it has expired or is about to, once, instead of items failing one by one.
+    login_cookie: str = ""
     # Its simulated site with the demo's cases, for ``trawl demo``.
     demo: Callable[[Simulator], PlatformDemo] | None = None
+    # Its extras (trawl.extras), by name, each built from its settings; fetched in this order.
+    extras: Mapping[str, Callable[[Any], Extra]] = field(default_factory=dict)
+    # Its live recordings' comments (trawl.download.live_comments): (its settings, a recording's
+    # canonical URL) -> the comment source a recording's download runs beside it, or None.
+    live_comments: Callable[[Any, str], Any] | None = None
 
     def default_settings(self) -> PlatformSettings:
         return self.settings(**self.defaults)
@@ -167,5 +200,15 @@ def platforms_model(platforms: Sequence[Platform]) -> type[PlatformsSettingsBase
     Cached, so one list of platforms gives one class (``platforms`` must be a tuple).
     """
     fields: dict[str, Any] = {p.name: (p.settings, p.default_settings()) for p in platforms}
-    return create_model("PlatformsSettings", __base__=PlatformsSettingsBase,
-                        __module__="trawl.settings", **fields)
+    offered = {p.name: tuple(p.extras) for p in platforms}
+
+    def _known_extras(self: PlatformsSettingsBase) -> PlatformsSettingsBase:
+        for name, section in self.items():
+            unknown = [extra for extra in section.extras or () if extra not in offered[name]]
+            if unknown:
+                raise ValueError(f"{name}.extras: {', '.join(map(repr, unknown))} not among its extras "
+                                 f"({', '.join(offered[name]) or 'none'})")
+        return self
+
+    return create_model("PlatformsSettings", __base__=PlatformsSettingsBase, __module__="trawl.settings",
+                        __validators__={"_known_extras": model_validator(mode="after")(_known_extras)}, **fields)

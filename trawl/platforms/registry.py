@@ -7,12 +7,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from trawl.extras import ExtraSet
 from trawl.errors import LoginRequired, UnsupportedUrl, use_platform_rules
 from trawl.platforms import bilibili, facebook, generic, weibo
 from trawl.platforms.base import Resolver
 from trawl.platforms.generic import GenericResolver
 from trawl.platforms.platform import ListingForm, Platform, PlatformsSettingsBase, platforms_model
-from trawl.urls import canonicalize, url_sha1, validate_url
+from trawl.urls import MAX_URL_LENGTH, canonicalize, url_sha1, validate_url
 
 # Every platform trawl knows, in the order their resolvers are tried; generic claims any URL,
 # so it comes last. Adding a platform is adding its module and its line here.
@@ -61,15 +62,19 @@ class ListingRoute:
     @property
     def workflow_id(self) -> str:
         """Names the listing among a crawl's URLs (no workflow runs under it)."""
+        if not self.url.lower().startswith(("http://", "https://")):  # a pseudo-URL form (bilisearch:...)
+            return f"listing-{url_sha1(self.url)}"
         return f"listing-{url_sha1(canonicalize(self.url))}"
 
 
 class Registry:
-    def __init__(self, resolvers: list[Resolver], listing_forms: Sequence[tuple[str, ListingForm]] = ()) -> None:
+    def __init__(self, resolvers: list[Resolver], listing_forms: Sequence[tuple[str, ListingForm]] = (),
+                 extras: ExtraSet | None = None) -> None:
         if not resolvers or not isinstance(resolvers[-1], GenericResolver):
             raise ValueError("the generic resolver must come last")
         self.resolvers = resolvers
         self.listing_forms = list(listing_forms)  # (platform, form), tried in order
+        self.extras = extras or ExtraSet()  # the enabled platforms' extras (trawl.extras)
 
     def listing_for(self, url: str) -> ListingRoute | None:
         """The listing ``url`` names, recognised offline; None for any other URL.
@@ -78,9 +83,14 @@ class Registry:
             LoginRequired: a listing form only a logged-in account can list.
             UnsupportedUrl: not a URL trawl can fetch.
         """
+        text = url.strip() if isinstance(url, str) else url
+        for platform, form in self.listing_forms:
+            match = form.pattern.match(text) if form.pseudo and isinstance(text, str) and len(text) <= MAX_URL_LENGTH else None
+            if match is not None:
+                return ListingRoute(text, platform, form.kind, form.listing_id(match))
         url = validate_url(url)
         for platform, form in self.listing_forms:
-            match = form.pattern.match(url)
+            match = None if form.pseudo else form.pattern.match(url)
             if match is None:
                 continue
             if form.login_required:
@@ -124,14 +134,18 @@ def build_registry(platforms: PlatformsSettingsBase | None = None,
     *named, catch_all = known
     resolvers: list[Resolver] = []
     forms: list[tuple[str, ListingForm]] = []
+    extras = ExtraSet()
     for platform in known:
         section = config[platform.name]
         if platform is catch_all or section.enabled:
+            wanted = platform.extras if section.extras is None else section.extras
+            extras.by_platform[platform.name] = {name: make(section) for name, make in platform.extras.items()
+                                                 if name in wanted}
             if platform is not catch_all:
                 resolvers.extend(platform.resolvers(section))
             forms.extend((platform.name, form) for form in (platform.listing_forms(section)
                                                             if platform.listing_forms else []))
-    return Registry([*resolvers, *catch_all.resolvers(config[catch_all.name])], forms)
+    return Registry([*resolvers, *catch_all.resolvers(config[catch_all.name])], forms, extras)
 
 
 def default_registry() -> Registry:

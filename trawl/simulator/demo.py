@@ -23,8 +23,10 @@ class DemoCase:
 
 
 def og_page(title: str, video: str | None, image: str | None = None, canonical: str | None = None,
-            video_type: str = "video/mp4") -> str:
+            video_type: str = "video/mp4", description: str | None = None) -> str:
     tags = [f'<meta property="og:title" content="{title}" />', '<meta property="og:type" content="video.other" />']
+    if description:
+        tags.append(f'<meta property="og:description" content="{description}" />')
     if video:
         tags += [f'<meta property="og:video" content="{video}" />',
                  f'<meta property="og:video:secure_url" content="{video}" />',
@@ -49,7 +51,7 @@ def install_demo_site(sim: Simulator) -> list[DemoCase]:
     """Register the demo's files and pages; return the URLs to crawl with their expected outcome."""
     files = {
         "/media/harbour-timelapse.mp4": MediaFile("mp4", "harbour", 6 * MiB + 123, playable=True),
-        "/media/night-train.webm": MediaFile("webm", "night-train", 3 * MiB + 7),
+        "/media/night-train.webm": MediaFile("webm", "night-train", 3 * MiB + 7, playable=True),
         "/media/field-recording.mp3": MediaFile("mp3", "field-recording", 2 * MiB, playable=True),
         "/media/poster.jpg": MediaFile("jpeg", "poster", 300 * 1024),
         "/cdn/v/sunrise-1080.mp4": MediaFile("mp4", "sunrise", 8 * MiB + 1, playable=True),

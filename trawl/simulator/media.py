@@ -2,10 +2,16 @@
 
 Images are real pictures (``samples/``) followed by the payload, which image decoders skip
 after the picture's end, so a browser shows them. A ``playable`` MP4 is a real three-second
-clip (VP9 in MP4, which every browser plays) whose payload is a top-level ``free`` box, and a
-``playable`` MP3 a three-second tone after an ID3 tag whose private frame is the payload: the
-library page plays them. Only the demo's own files ask for that, since a file that really lasts
+clip (VP9 in MP4, which every browser plays) whose payload is a top-level ``free`` box, a
+``playable`` WebM a three-second VP9 and Opus clip whose payload is a top-level ``Void``
+element, and a ``playable`` MP3 a three-second tone after an ID3 tag whose private frame is the
+payload: the library page plays them. Only the demo's own files ask for that, since a file that really lasts
 three seconds fails verification against a platform that says it lasts longer.
+
+A ``sample`` file is one of the clips the simulated platforms serve (``samples/make-clips.sh``
+made them with ffmpeg; each lasts as long as its platform says): the clip whole when ``size`` is
+its own size, else, for MP4, the clip followed by a ``free`` box of payload up to ``size`` (so a
+stream keeps the size, and bytes of its own, that the tests cut and resume at).
 """
 
 from __future__ import annotations
@@ -31,8 +37,9 @@ def _payload_block(seed: str) -> bytes:
 
 
 SAMPLES = Path(__file__).resolve().parent / "samples"
-REAL = {"mp4": "clip.mp4", "mp3": "tone.mp3", "jpeg": "cover.jpg", "png": "cover.png"}
+REAL = {"mp4": "clip.mp4", "webm": "clip.webm", "mp3": "tone.mp3", "jpeg": "cover.jpg", "png": "cover.png"}
 FREE_HEADER = 16  # a `free` box with a 64-bit size
+VOID_HEADER = 9  # an EBML Void element with an 8-byte size
 ID3_HEADERS = 20  # the ID3v2 tag's header and its PRIV frame's
 ID3_OWNER = b"trawl-simulator\x00"
 
@@ -49,6 +56,10 @@ def _real_header(fmt: str, size: int) -> tuple[bytes, bytes] | None:
         if size < len(sample) + FREE_HEADER:
             return None
         return sample + struct.pack(">I4sQ", 1, b"free", size - len(sample)), b""
+    if fmt == "webm":
+        if size < len(sample) + VOID_HEADER:
+            return None
+        return sample + b"\xec\x01" + (size - len(sample) - VOID_HEADER).to_bytes(7, "big"), b""
     if fmt == "mp3":
         # An ID3v2.3 tag whose one private frame is the payload, then the real audio frames.
         frame = size - len(sample) - ID3_HEADERS
@@ -60,7 +71,24 @@ def _real_header(fmt: str, size: int) -> tuple[bytes, bytes] | None:
     return (sample, b"") if size >= len(sample) else None
 
 
-def _header(fmt: str, size: int, playable: bool = False) -> tuple[bytes, bytes]:
+def sample_size(name: str) -> int:
+    """The bytes of the sample clip ``name`` (``samples/<name>``)."""
+    return len(_sample(name))
+
+
+def _sample_header(fmt: str, name: str, size: int) -> tuple[bytes, bytes]:
+    sample = _sample(name)
+    if size == len(sample):
+        return sample, b""
+    if fmt == "mp4" and size >= len(sample) + FREE_HEADER:
+        return sample + struct.pack(">I4sQ", 1, b"free", size - len(sample)), b""
+    raise ValueError(f"{name} is {len(sample)} bytes: a {fmt} file of it takes that size"
+                     + (f" or at least {len(sample) + FREE_HEADER}" if fmt == "mp4" else ""))
+
+
+def _header(fmt: str, size: int, playable: bool = False, sample: str | None = None) -> tuple[bytes, bytes]:
+    if sample is not None:
+        return _sample_header(fmt, sample, size)
     if (playable or fmt in ("jpeg", "png")) and fmt in REAL and (real := _real_header(fmt, size)):
         return real
     if fmt in ("mp4", "m4a"):
@@ -91,10 +119,11 @@ class MediaFile:
     size: int
     version: int = 0
     playable: bool = False  # an MP4 a browser plays (see the module's docstring)
+    sample: str | None = None  # a clip of samples/ to serve (see the module's docstring)
     _parts: tuple[bytes, bytes] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        head, tail = _header(self.fmt, self.size, self.playable)
+        head, tail = _header(self.fmt, self.size, self.playable, self.sample)
         if self.size < len(head) + len(tail):
             raise ValueError(f"{self.fmt} file must be at least {len(head) + len(tail)} bytes")
         self._parts = (head, tail)

@@ -96,6 +96,7 @@ class Simulator:
         self._server = _QuietServer((host, port), _make_handler(self))
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
+        self._on_stop: list[Callable[[], None]] = []  # servers of its own a site runs beside it
 
     # -- lifecycle -------------------------------------------------------------------------
     @property
@@ -116,6 +117,12 @@ class Simulator:
         self._stopping.set()
         self._server.shutdown()
         self._server.server_close()
+        for stop in self._on_stop:
+            stop()
+
+    def on_stop(self, stop: Callable[[], None]) -> None:
+        """Run ``stop`` when the simulator stops (a site's own server beside it: a WebSocket one)."""
+        self._on_stop.append(stop)
 
     def __enter__(self) -> Simulator:
         return self.start()

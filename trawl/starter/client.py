@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from temporalio.api.common.v1 import Payloads
-from temporalio.api.enums.v1 import EventType, IndexedValueType, TaskQueueType
+from temporalio.api.enums.v1 import EventType, IndexedValueType, PendingActivityState, TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
@@ -28,18 +28,17 @@ from temporalio.service import RPCError, RPCStatusCode, TLSConfig
 from trawl.starter.embedded import SEARCH_ATTRIBUTES
 from trawl.errors import UnsupportedUrl
 from trawl.logs import get_logger
-from trawl.models import MoreItem
 from trawl.platforms.registry import Registry
 from trawl.settings import Settings, StageRetry
-from trawl.sources import SourceError, find_source, source_definition
+from trawl.listing_filters import ListingFilters
+from trawl.sources import SourceError, find_source, source_definition, with_filters
 from trawl.starter.views import POLLER_FRESH_S
 from trawl.text import shown
-from trawl.contracts import StoredAsset
-from trawl.worker.runtime import ONE_SHOT_MARK, core_logging
+from trawl.worker.runtime import BACKGROUND_MARK, ONE_SHOT_MARK, core_logging
 from trawl.contracts import (
-    ADD_URLS, CRAWL_ID, CRAWL_WORKFLOW, FRONTIER_ADDED, ITEM_WORKFLOW, KEPT_REFUSALS, PLATFORM, PROGRESS, STATS,
-    CrawlInput, CrawlState, CrawlStats, FrontierGrew, ItemInput, ItemOptions, ItemResult, Progress, Refusal,
-    StagePolicy, download_queue, workflow_queue)
+    ADD_URLS, CRAWL_ID, CRAWL_WORKFLOW, EXTRAS_WORKFLOW, FRONTIER_ADDED, ITEM_WORKFLOW, KEPT_REFUSALS, PLATFORM, PROGRESS,
+    STATS, CrawlInput, CrawlState, CrawlStats, FrontierGrew, ItemInput, ItemOptions, ItemResult, LiveParts, Progress,
+    Refusal, RefreshInput, RefreshResult, StagePolicy, download_queue, workflow_queue)
 from trawl.routing import route_all, routed
 
 if TYPE_CHECKING:  # SQLAlchemy loads only in the commands that open the catalog
@@ -153,12 +152,9 @@ async def ensure_search_attributes(client: Client, namespace: str) -> None:
             AddSearchAttributesRequest(namespace=namespace, search_attributes=missing))
 
 
-async def live_workers(client: Client, settings: Settings) -> list[str]:
-    """Identities of the deployment's long-running workers polling this prefix's queues now.
-
-    One-shot commands' own in-process workers are left out: they leave with their command.
-    A worker that died less than :data:`POLLER_FRESH_S` ago may still be listed.
-    """
+async def _pollers(client: Client, settings: Settings) -> list[str]:
+    """Identities of the workers polling this prefix's workflow and shared activity queues now
+    (one that died less than :data:`POLLER_FRESH_S` ago may still be listed)."""
     prefix = settings.temporal.task_queue_prefix
     now = time.time()
     found: dict[str, None] = {}
@@ -168,9 +164,31 @@ async def live_workers(client: Client, settings: Settings) -> list[str]:
             namespace=settings.temporal.namespace, task_queue=TaskQueue(name=queue), task_queue_type=kind))
         for poller in described.pollers:
             seen = poller.last_access_time.ToMicroseconds() / 1e6 if poller.HasField("last_access_time") else 0.0
-            if not poller.identity.endswith(ONE_SHOT_MARK) and now - seen < POLLER_FRESH_S:
+            if now - seen < POLLER_FRESH_S:
                 found[poller.identity] = None
     return list(found)
+
+
+async def pollers(client: Client, settings: Settings) -> list[str]:
+    """Identities of every worker polling this prefix's queues now, one-shot and background ones
+    included: none means nothing runs the deployment's workflows or activities."""
+    return await _pollers(client, settings)
+
+
+async def live_workers(client: Client, settings: Settings) -> list[str]:
+    """Identities of the deployment's long-running workers polling this prefix's queues now.
+
+    One-shot commands' own in-process workers are left out: they leave with their command; so is
+    the background worker of an embedded server, which runs the one-shot commands' settings.
+    A worker that died less than :data:`POLLER_FRESH_S` ago may still be listed.
+    """
+    return [name for name in await _pollers(client, settings) if not name.endswith((ONE_SHOT_MARK, BACKGROUND_MARK))]
+
+
+async def background_workers(client: Client, settings: Settings) -> list[str]:
+    """Identities of the background workers (an embedded server's, see ``trawl.starter.embedded``)
+    polling this prefix's queues now; each names its data directory (``...@DIR/background``)."""
+    return [name for name in await _pollers(client, settings) if name.endswith(BACKGROUND_MARK)]
 
 
 def _policy(stage: StageRetry) -> StagePolicy:
@@ -193,6 +211,9 @@ class CrawlChoices:
     limit_rate: int = 0  # bytes per second for each download
     keep_previews: bool | None = None  # None: the settings' download.keep_previews
     audio: str = ""  # lossless, dolby or aac; "": the platform's setting
+    # --dateafter, --match-filter, ...: carried in the definition of each listing and source the
+    # crawl expands (trawl.listing_filters), applied while they page.
+    filters: ListingFilters | None = None
 
 
 def item_options(settings: Settings, choices: CrawlChoices | None = None) -> ItemOptions:
@@ -204,15 +225,20 @@ def item_options(settings: Settings, choices: CrawlChoices | None = None) -> Ite
         download=_policy(retry.download),
         verify=_policy(retry.verify),
         commit=_policy(retry.commit),
+        extras=_policy(retry.extras),
         heartbeat_timeout_s=settings.download.heartbeat_timeout.total_seconds(),
         local_schedule_to_start_s=settings.worker.local_schedule_to_start.total_seconds(),
         max_redownloads=settings.download.max_redownloads,
         small_item_size=settings.download.small_item_size,
         with_fetch_size=settings.download.with_fetch_size,
+        tiny_activity=True,
         quality=choices.quality,
         limit_rate=choices.limit_rate,
         audio=choices.audio,
         keep_previews=settings.download.keep_previews if choices.keep_previews is None else choices.keep_previews,
+        live_parts=LiveParts(seconds=settings.download.live_part_duration.total_seconds(),
+                             bytes=settings.download.live_part_size),
+        broadcast_workflows=True,
     )
 
 
@@ -257,6 +283,19 @@ async def start_item(client: Client, settings: Settings, registry: Registry, url
     return Started(url, route.workflow_id, handle)
 
 
+async def start_extras_refresh(client: Client, settings: Settings, canonical_key: str, platform: str,
+                               extras: list[str] | None = None) -> WorkflowHandle[Any, RefreshResult]:
+    """Fetch a committed item's extras again, as a dated snapshot (docs/extras.md); a refresh of
+    the item already running is joined."""
+    return await client.start_workflow(
+        EXTRAS_WORKFLOW, RefreshInput(canonical_key, platform, list(extras or []), item_options(settings)),
+        result_type=RefreshResult, id=f"extras-{canonical_key}",
+        task_queue=workflow_queue(settings.temporal.task_queue_prefix),
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        static_summary=f"{platform}: extras of {canonical_key}"[:200],
+        search_attributes=TypedSearchAttributes([SearchAttributePair(PLATFORM, platform)]))
+
+
 def item_handle(client: Client, workflow_id: str, run_id: str | None = None) -> WorkflowHandle[Any, ItemResult]:
     """An item workflow by its id (its result an ``ItemResult``)."""
     return client.get_workflow_handle(workflow_id, run_id=run_id, result_type=ItemResult)
@@ -270,28 +309,46 @@ def crawl_handle(client: Client, crawl_id: str, run_id: str | None = None) -> Wo
 async def item_progress(client: Client, handle: WorkflowHandle) -> dict[str, Any]:
     """Live progress of a running item: the workflow's own view plus the downloads' heartbeats."""
     progress = await handle.query(PROGRESS, result_type=Progress)
+    if progress.recording:  # the broadcast's own workflow records it: its progress is the item's
+        followed = await item_progress(client, client.get_workflow_handle(progress.recording))
+        return {**followed, "recording": progress.recording}
     desc = await handle.describe()
     total = progress.bytes_total
     attempt = progress.attempt
     last_error = progress.last_error
+    from trawl.download.live import recording_view  # here: the commands that never read progress skip it
+
     running_total = 0
     live = progress.bytes_finished
+    recording: dict[str, Any] | None = None
+    retry: dict[str, Any] | None = None  # an attempt that failed and waits for the next one
     for pending in desc.raw_description.pending_activities:
         attempt = max(attempt, pending.attempt)
         failure = pending.last_failure
         if failure.message and not failure.HasField("canceled_failure_info"):  # a pause is no error
             last_error = f"{failure.application_failure_info.type or 'error'}: {failure.message}"
+            if (pending.state == PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED
+                    and pending.HasField("next_attempt_schedule_time")):
+                retry = {"activity": pending.activity_type.name, "attempt": pending.attempt,
+                         "error_class": failure.application_failure_info.type or "error", "message": failure.message,
+                         "next_at": pending.next_attempt_schedule_time.ToMicroseconds() / 1e6}
         if pending.activity_type.name == "download" and pending.heartbeat_details.payloads:
             details = (await client.data_converter.decode(pending.heartbeat_details.payloads))[0]
-            if isinstance(details, dict):
+            recording = recording or recording_view(details)
+            if recording is not None:  # a live recording: its parts committed so far and the one in progress
+                live = max(live, recording["bytes"])
+            elif isinstance(details, dict):
                 live += int(details.get("offset") or 0)
                 running_total += int(details.get("total") or 0)
     # The heartbeats are the freshest; the workflow's own count also holds a paused item's kept bytes.
     done = max(progress.bytes_done, live)
     if total is None and running_total:
         total = progress.bytes_finished + running_total
-    return {"stage": progress.stage, "bytes_done": done, "bytes_total": total, "attempt": attempt,
-            "last_error": last_error, "paused": progress.paused}
+    answer = {"stage": progress.stage, "bytes_done": done, "bytes_total": total, "attempt": attempt,
+              "last_error": last_error, "paused": progress.paused, "retry": retry}
+    if recording is not None:  # a recording: "recording" where a download would be, and its measures
+        answer.update(stage="recording" if progress.stage == "download" else progress.stage, live=recording)
+    return answer
 
 
 async def item_result(handle: WorkflowHandle, url: str, on_unreachable: Notice | None = None) -> ItemResult:
@@ -322,7 +379,7 @@ async def _item_result_once(handle: WorkflowHandle, url: str) -> ItemResult:
     except WorkflowFailureError as err:
         cause = err.cause
         if isinstance(cause, ApplicationError) and cause.details and isinstance(cause.details[0], dict):
-            return _failed_result(cause.details[0], url)  # a failed item: its result is in the details
+            return ItemResult.from_details(cause.details[0], url)  # a failed item: its result is in the details
         if isinstance(cause, CancelledError):
             return await _cancelled_result(handle, url)
         if isinstance(cause, TerminatedError):
@@ -335,17 +392,6 @@ async def _item_result_once(handle: WorkflowHandle, url: str) -> ItemResult:
 async def cancel_crawl(handle: WorkflowHandle) -> None:
     """Cancel a crawl through Temporal, so it ends as Canceled (its items are cancelled with it)."""
     await handle.cancel()
-
-
-def _failed_result(fields: dict[str, Any], url: str) -> ItemResult:
-    known = {f.name for f in dataclasses.fields(ItemResult)}
-    result = ItemResult(**{k: v for k, v in fields.items() if k in known})
-    asset_fields = {f.name for f in dataclasses.fields(StoredAsset)}
-    result.assets = [StoredAsset(**{k: v for k, v in a.items() if k in asset_fields}) if isinstance(a, dict) else a
-                     for a in result.assets]
-    result.more = [m for m in map(MoreItem.of, result.more) if m is not None]
-    result.url = url or result.url
-    return result
 
 
 async def _cancelled_result(handle: WorkflowHandle, url: str) -> ItemResult:
@@ -432,19 +478,29 @@ def _too_big(size: int, already: int = 0) -> CrawlTooLarge:
         f"over 2 MiB); these make {held}: split the list into several crawls, or add the rest as it drains")
 
 
-def _definition(settings: Settings, source: str | None) -> dict[str, Any] | None:
-    """The source as the crawl carries it (any worker expands it, whatever its settings hold); None
-    when these settings do not know it: the workers' settings may, and if not the run fails saying so."""
+def _definition(settings: Settings, source: str | None, filters: ListingFilters | None = None
+                ) -> dict[str, Any] | None:
+    """The source as the crawl carries it (any worker expands it, whatever its settings hold), with
+    the crawl's filters; None when these settings do not know it: the workers' settings may, and if
+    not the run fails saying so.
+
+    Raises:
+        CrawlRefused: filters given for a source these settings do not know (they would be lost).
+    """
     if not source:
         return None
     try:
-        return source_definition(find_source(settings, source))
-    except SourceError:
+        return source_definition(find_source(settings, source), filters)
+    except SourceError as err:
+        if filters:
+            raise CrawlRefused([Refusal(0, source, "unsupported_url", f"{err}: filters need the source's "
+                                        "definition where the crawl starts")]) from None
         return None
 
 
 # Refusals a start reports back whole (the CLI prints them); more are counted.
 MAX_REFUSALS_REPORTED = 1000
+MAX_REPEATS_REPORTED = 10_000  # repeated URLs a start reports back (about 200 bytes each); more are counted
 
 
 @dataclass
@@ -455,13 +511,18 @@ class Filled:
     added: int = 0  # entries new to the frontier (an item or listing the crawl holds is not added twice)
     refused: int = 0  # URLs refused offline (the first MAX_REFUSALS_REPORTED in ``refusals``)
     refusals: list[Refusal] = dataclasses.field(default_factory=list)
+    # URLs given for an item the frontier held already (the same URL twice, or two forms of one
+    # item), with its workflow id: the first MAX_REPEATS_REPORTED (a following command shows each
+    # one's line beside its item's).
+    repeats: list[tuple[str, str]] = dataclasses.field(default_factory=list)
 
 
 def fill_frontier(settings: Settings, registry: Registry, crawl_id: str, urls: Iterable[str],
-                  catalog: Catalog | None = None) -> Filled:
+                  catalog: Catalog | None = None, filters: ListingFilters | None = None) -> Filled:
     """Route ``urls`` offline and add them to the crawl's frontier in the catalog, in batches, as
     they come (a file of a million lines is never held whole). ``catalog``: the caller's (the
-    API's); None: the settings' catalog, opened (and brought to the newest schema) for this call."""
+    API's); None: the settings' catalog, opened (and brought to the newest schema) for this call.
+    ``filters``: into each listing's definition, applied when it is expanded."""
     filled = Filled()
 
     def entries() -> Iterator[tuple[str, str, str, dict[str, Any] | None]]:
@@ -472,17 +533,21 @@ def fill_frontier(settings: Settings, registry: Registry, crawl_id: str, urls: I
                     filled.refusals.append(item)
                 continue
             filled.routed += 1
-            yield item.url, item.platform, item.workflow_id, item.listing
+            yield item.url, item.platform, item.workflow_id, with_filters(item.listing, filters)
+
+    def repeated(url: str, workflow_id: str) -> None:
+        if len(filled.repeats) < MAX_REPEATS_REPORTED:
+            filled.repeats.append((url, workflow_id))
 
     if catalog is not None:
-        filled.added = catalog.frontier_add(crawl_id, entries())
+        filled.added = catalog.frontier_add(crawl_id, entries(), repeated)
         return filled
     from trawl.storage.catalog import Catalog  # here: only the commands that start a crawl need it
 
     own = Catalog(settings.catalog_url)
     try:
         own.create_schema()
-        filled.added = own.frontier_add(crawl_id, entries())
+        filled.added = own.frontier_add(crawl_id, entries(), repeated)
     finally:
         own.close()
     return filled
@@ -504,8 +569,26 @@ async def start_crawl(client: Client, settings: Settings, registry: Registry, ur
     Raises:
         CrawlRefused: every URL was refused and there is no source (nothing was started).
     """
+    handle, filled = await begin_crawl(client, settings, registry, urls, source=source, concurrency=concurrency,
+                                       crawl_id=crawl_id, history_limit=history_limit, choices=choices,
+                                       catalog=catalog)
+    return handle, [refusal_line(r) for r in filled.refusals]
+
+
+async def begin_crawl(client: Client, settings: Settings, registry: Registry, urls: Iterable[str], *,
+                      source: str | None = None, concurrency: int = 8, crawl_id: str | None = None,
+                      history_limit: int = 10_000, choices: CrawlChoices | None = None,
+                      catalog: Catalog | None = None, follow: bool = False) -> tuple[WorkflowHandle, Filled]:
+    """:func:`start_crawl`, returning what filling the frontier did (the refusals themselves).
+    ``follow``: a command reads the crawl's results as they come (CrawlInput.follow).
+
+    Raises:
+        CrawlRefused: every URL was refused and there is no source (nothing was started).
+    """
     crawl_id = crawl_id or f"crawl-{uuid.uuid4().hex[:12]}"
-    filled = await asyncio.to_thread(fill_frontier, settings, registry, crawl_id, urls, catalog)
+    filters = choices.filters if choices else None
+    definition = _definition(settings, source, filters)
+    filled = await asyncio.to_thread(fill_frontier, settings, registry, crawl_id, urls, catalog, filters)
     if not filled.routed and not source:
         raise CrawlRefused(filled.refusals)
     kept = _kept(filled.refusals)
@@ -516,8 +599,8 @@ async def start_crawl(client: Client, settings: Settings, registry: Registry, ur
                        refused_dropped=filled.refused - len(kept), frontier_added=filled.added,
                        outcomes={"duplicate": repeated} if repeated else {})
     inp = CrawlInput(source=source, concurrency=concurrency, options=item_options(settings, choices),
-                     history_limit=history_limit, state=state, source_definition=_definition(settings, source),
-                     frontier=True)
+                     history_limit=history_limit, state=state, source_definition=definition,
+                     frontier=True, follow=follow)
     handle = await client.start_workflow(
         CRAWL_WORKFLOW,
         inp,
@@ -527,7 +610,8 @@ async def start_crawl(client: Client, settings: Settings, registry: Registry, ur
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         static_summary=f"crawl of {filled.routed} URL(s)" + (f" and source {source}" if source else ""),
     )
-    return handle, [refusal_line(r) for r in filled.refusals]
+    # By its id alone: queries and signals reach the crawl's current run, whichever it is now.
+    return crawl_handle(client, handle.id), filled
 
 
 async def add_to_crawl(client: Client, settings: Settings, registry: Registry, crawl_id: str,

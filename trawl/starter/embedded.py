@@ -21,6 +21,20 @@ locks, which the kernel releases when their holder dies, so no stale pid file ca
     the running server's address, UI port and pids; ``temporal.log`` the servers' output,
     appended, each start headed by a line of its own (a failed start shows only its own lines).
 
+In the background. A one-shot command (``trawl crawl URL``) starts the server to linger:
+its keeper lets it run on after the last command leaves, with a background worker beside it,
+until ``temporal.idle_timeout`` has passed with no command holding ``users.lock`` and no activity
+running in that worker (it holds ``users.lock`` shared while one runs); then it stops both. The
+next commands find them running and start nothing. ``trawl down`` stops them now (SIGTERM to the
+keeper). The worker runs with the settings of the command that asked for it, written to
+``worker.json`` (mode 0600: settings may hold credentials) with a generation number: a command
+whose settings differ writes a new generation, and the keeper replaces the worker (the old one
+stops first, so no task reaches a worker with other settings). The keeper restarts a worker
+that dies; ``worker.log`` holds its logs. When the server or the worker ended unexpectedly, or
+a keeper was killed and left its state behind, the next command says so in one line
+(``ended.json``) and starts anew. Servers started by the foreground commands (``trawl up``,
+``trawl server``) do not linger.
+
 Why a keeper. The server must not outlive the commands using it, even SIGKILLed ones, yet the
 server one command started is shared by others that may outlive it. So the dev server is not the
 command's child but the child of a small keeper process (``python -m trawl.starter.embedded``, in its
@@ -56,6 +70,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -78,11 +93,18 @@ SEARCH_ATTRIBUTES = tuple(key.name for key in contracts.SEARCH_ATTRIBUTES)  # al
 PR_SET_PDEATHSIG = 1
 KEEPER_POLL_S = 0.25
 STOP_GRACE_S = 15.0
+WORKER_STOP_GRACE_S = 40.0  # above worker.graceful_shutdown_timeout's default (10 s) and its own start-up
+WORKER_RESTART_S = (1.0, 30.0)  # a worker that keeps dying is started again this often, at first and at most
 FAILED_START_LINES = 20
+WARM_AFTER_S = 3.0  # the warm process for commands starts this long after the server
 
 
 class ServerError(Exception):
     """The embedded server could not be started or used."""
+
+
+class NothingToRead(ServerError):
+    """A command that only reads found no server, and starts none; it may read what needs none."""
 
 
 class Abandoned(ServerError):
@@ -217,6 +239,145 @@ def _forget(run_dir: Path, pid: int) -> None:
         (run_dir / "temporal.json").unlink(missing_ok=True)
 
 
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _write_private(path: Path, text: str) -> None:
+    """``text`` into ``path`` atomically, readable by this user alone."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
+    os.replace(tmp, path)
+
+
+def _ended(run_dir: Path, what: str, code: int | None) -> None:
+    """Record that the server or the worker ended unexpectedly, for the next command to say."""
+    with contextlib.suppress(OSError):
+        _write_private(run_dir / "ended.json", json.dumps({"what": what, "code": code, "at": time.time()}))
+
+
+def _stop_worker(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)  # the worker finishes its running activities' attempts first
+    try:
+        proc.wait(WORKER_STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+class _BackgroundWorker:
+    """The keeper's worker: started, replaced and restarted as ``worker.json`` asks."""
+
+    def __init__(self, run_dir: Path, die_with_keeper: Callable[[], None]) -> None:
+        self.run_dir = run_dir
+        self.die_with_keeper = die_with_keeper
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.generation: int | None = None
+        self.seen: int | None = None  # worker.json's mtime when last read
+        self.wanted: dict[str, Any] | None = None
+        self.retry_at = 0.0
+        self.backoff = WORKER_RESTART_S[0]
+
+    def tend(self) -> None:
+        try:
+            mtime = (self.run_dir / "worker.json").stat().st_mtime_ns
+        except OSError:
+            mtime = None
+        if mtime != self.seen:
+            self.seen = mtime
+            self.wanted = _read_json(self.run_dir / "worker.json")
+        if self.proc is not None and self.proc.poll() is not None:  # it died
+            code = self.proc.returncode
+            print(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} the background worker (pid {self.proc.pid}) exited with "
+                  f"{code}; starting it again in {self.backoff:.0f} s", file=sys.stderr, flush=True)
+            _ended(self.run_dir, f"the background worker (pid {self.proc.pid})", code)
+            self.proc = None
+            self.retry_at = time.monotonic() + self.backoff
+            self.backoff = min(self.backoff * 2, WORKER_RESTART_S[1])
+        wanted = self.wanted
+        if wanted is None or not isinstance(wanted.get("generation"), int):
+            return
+        if self.proc is not None and self.generation == wanted["generation"]:
+            return
+        if self.proc is not None:  # other settings asked for: the old worker stops before the new one polls
+            _stop_worker(self.proc)
+            self.proc = None
+            self.backoff = WORKER_RESTART_S[0]
+        elif time.monotonic() < self.retry_at:
+            return
+        self._start(wanted)
+
+    def _start(self, wanted: dict[str, Any]) -> None:
+        with open(self.run_dir / "worker.log", "ab") as log:
+            log.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} the background worker starts "
+                      f"(generation {wanted['generation']})\n".encode())
+            log.flush()
+            self.proc = subprocess.Popen([sys.executable, "-m", "trawl.cli", "worker", "--background"],
+                                         stdin=subprocess.PIPE, stdout=log, stderr=log,
+                                         preexec_fn=self.die_with_keeper)
+        assert self.proc.stdin is not None
+        with contextlib.suppress(BrokenPipeError):
+            self.proc.stdin.write(str(wanted.get("settings", "")).encode())
+            self.proc.stdin.close()
+        self.generation = wanted["generation"]
+        _write_private(self.run_dir / "worker-state.json",
+                       json.dumps({"pid": self.proc.pid, "generation": self.generation, "key": wanted.get("key")}))
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            _stop_worker(self.proc)
+            self.proc = None
+        with contextlib.suppress(OSError):
+            (self.run_dir / "worker-state.json").unlink()
+
+
+class _WarmCommands:
+    """The keeper's warm process for commands (``python -m trawl.cli.zygote``), restarted when it dies."""
+
+    def __init__(self, run_dir: Path, die_with_keeper: Callable[[], None]) -> None:
+        self.run_dir = run_dir
+        self.die_with_keeper = die_with_keeper
+        self.proc: subprocess.Popen[bytes] | None = None
+        # Not at once: the first command waits for the server and the worker, which start now on
+        # the same cores; the warm process is for the commands after it.
+        self.retry_at = time.monotonic() + WARM_AFTER_S
+        self.backoff = WORKER_RESTART_S[0]
+
+    def tend(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            return
+        if self.proc is not None:
+            self.proc = None
+            self.retry_at = time.monotonic() + self.backoff
+            self.backoff = min(self.backoff * 2, WORKER_RESTART_S[1])
+        if time.monotonic() < self.retry_at:
+            return
+        with open(self.run_dir / "commands.log", "ab") as log:
+            self.proc = subprocess.Popen([sys.executable, "-m", "trawl.cli.zygote", str(self.run_dir)],
+                                         stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                         preexec_fn=self.die_with_keeper)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(5)
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+        with contextlib.suppress(OSError):
+            (self.run_dir / "commands.sock").unlink()
+
+
 # -- the keeper process -------------------------------------------------------------------------
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     proc.send_signal(signal.SIGTERM)
@@ -262,30 +423,56 @@ def keep() -> int:
         if os.getppid() != keeper:  # the keeper died before the line above took effect
             os._exit(1)
 
+    idle_s = float(spec.get("idle_s") or 0.0)
     server = subprocess.Popen(spec["command"], stdin=subprocess.DEVNULL, pass_fds=(held,),
                               preexec_fn=die_with_keeper)
-    _write_state(run_dir, dict(spec["state"], pid=server.pid, keeper=keeper))
+    _write_state(run_dir, dict(spec["state"], pid=server.pid, keeper=keeper, idle_s=idle_s))
+    worker = _BackgroundWorker(run_dir, die_with_keeper) if idle_s > 0 else None
+    warm = _WarmCommands(run_dir, die_with_keeper) if idle_s > 0 else None
+    used_at = time.monotonic()
+    expected = False  # the server's end was asked for (idle, trawl down, data directory gone)
     while server.poll() is None:
         if stopping:
+            expected = True
+            for child in (warm, worker):
+                if child is not None:
+                    child.stop()
             _stop(server)
             break
         try:
             gate = _open(run_dir / "lock")
         except OSError:  # the data directory is gone: so is every reason to run
+            expected = True
             _stop(server)
             break
         try:
-            if _try_flock(gate, fcntl.LOCK_EX) and not _in_use(run_dir):
-                # Nobody uses it: stop it while holding the state lock, so no command joins a
-                # stopping server or starts one beside it; release server.lock before the lock.
-                _stop(server)
-                _forget(run_dir, server.pid)
-                os.close(held)
-                held = -1
-                break
+            if _try_flock(gate, fcntl.LOCK_EX):
+                if _in_use(run_dir):
+                    used_at = time.monotonic()
+                elif time.monotonic() - used_at >= idle_s:
+                    # Nobody used it for idle_s: stop it while holding the state lock, so no
+                    # command joins a stopping server or starts one beside it; release
+                    # server.lock before the lock.
+                    expected = True
+                    for child in (warm, worker):
+                        if child is not None:
+                            child.stop()
+                    _stop(server)
+                    _forget(run_dir, server.pid)
+                    os.close(held)
+                    held = -1
+                    break
         finally:
             os.close(gate)
+        for child in (worker, warm):
+            if child is not None:
+                child.tend()
         time.sleep(KEEPER_POLL_S)
+    for child in (warm, worker):
+        if child is not None:
+            child.stop()
+    if not expected and idle_s > 0:
+        _ended(run_dir, f"the Temporal server (pid {server.pid})", server.returncode)
     _forget(run_dir, server.pid)
     if held >= 0:
         os.close(held)
@@ -295,14 +482,25 @@ def keep() -> int:
 
 # -- the commands' side -------------------------------------------------------------------------
 class EmbeddedServer:
-    def __init__(self, settings: Settings, *, read_only: bool = False) -> None:
+    def __init__(self, settings: Settings, *, read_only: bool = False, linger: float = 0.0) -> None:
         self.settings = settings
         self.read_only = read_only  # never start a server, never create a file where none is
+        self.linger = linger  # a server this command starts runs on this long after its last use (s)
         self.run_dir = settings.data_dir / "run"
         self.log_file = self.run_dir / "temporal.log"
         self._user: int | None = None  # holds users.lock (shared) while this command uses the server
         self.joined: dict[str, Any] | None = None  # the state of the server of this data directory it joined
+        self.started = False  # this command started the server
+        self.notices: list[str] = []  # what the command should tell its user (a server that had died)
         self.abandon = threading.Event()  # set from another thread: stop waiting, undo a start
+
+    @property
+    def lingering(self) -> bool:
+        """The server in use runs on in the background after its last command."""
+        if self.started:
+            return self.linger > 0
+        idle = (self.joined or {}).get("idle_s")
+        return isinstance(idle, (int, float)) and idle > 0
 
     def _check_abandoned(self) -> None:
         if self.abandon.is_set():
@@ -332,6 +530,7 @@ class EmbeddedServer:
         while True:
             fd = _open(self.run_dir / "server.lock")
             if _try_flock(fd, fcntl.LOCK_EX):
+                self._tell_ended()
                 return fd, None
             os.close(fd)
             state = self.state()
@@ -342,6 +541,24 @@ class EmbeddedServer:
                                   "try again in a moment")
             self._check_abandoned()
             time.sleep(0.1)
+
+    def _tell_ended(self) -> None:
+        """No server runs (this command holds server.lock): say why when one ran and ended unasked."""
+        where = self.settings.data_dir
+        ended = _read_json(self.run_dir / "ended.json")
+        stale = self.state()
+        if ended is not None:
+            code = ended.get("code")
+            self.notices.append(f"{ended.get('what', 'the background Temporal server')} of {where} had stopped "
+                                f"unexpectedly{f' (exit {code})' if code is not None else ''}; starting anew "
+                                f"(its log: {self.run_dir / 'worker.log' if 'worker' in str(ended.get('what')) else self.log_file})")
+        elif stale is not None and stale.get("idle_s"):
+            self.notices.append(f"the background Temporal server of {where} (pid {_pid(stale)}) is gone and left "
+                                f"its state behind (killed?); starting anew (its log: {self.log_file})")
+        with contextlib.suppress(OSError):
+            (self.run_dir / "ended.json").unlink()
+        if stale is not None:
+            _forget(self.run_dir, _pid(stale))
 
     def _register(self) -> None:
         fd = _open(self.run_dir / "users.lock")
@@ -359,7 +576,7 @@ class EmbeddedServer:
         if self.read_only and not self.run_dir.is_dir():  # no server of this data directory ever ran
             if answers(address):
                 return address
-            raise ServerError(self._nothing_to_read())
+            raise NothingToRead(self._nothing_to_read())
         deadline = time.monotonic() + timeout
         with self._lock():
             while True:
@@ -382,7 +599,7 @@ class EmbeddedServer:
                 if answers(address):
                     return address
                 if self.read_only:
-                    raise ServerError(self._nothing_to_read())
+                    raise NothingToRead(self._nothing_to_read())
                 if not self.settings.temporal.embedded:
                     raise ServerError(f"no Temporal server answers at {address} and temporal.embedded is off")
                 self._start(held, deadline, timeout)
@@ -434,6 +651,9 @@ class EmbeddedServer:
         command = dev_server_command(self.settings)
         address = self.settings.temporal.address
         self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+        for left in ("worker.json", "worker-state.json"):  # a new server's worker is asked for anew
+            with contextlib.suppress(OSError):
+                (self.run_dir / left).unlink()
         self._register()
         keeper: subprocess.Popen[bytes] | None = None
         try:
@@ -445,6 +665,7 @@ class EmbeddedServer:
                 keeper = subprocess.Popen([sys.executable, "-m", "trawl.starter.embedded"], stdin=subprocess.PIPE,
                                           stdout=log, stderr=log, pass_fds=(held,), start_new_session=True)
             spec = {"command": command, "run_dir": str(self.run_dir.resolve()), "server_lock_fd": held,
+                    "idle_s": self.linger,
                     "state": {"address": address, "ui_port": self.settings.temporal.ui_port,
                               "db": str(self.settings.temporal_db.resolve()), "started_by": os.getpid(),
                               "log": str(self.log_file.resolve())}}
@@ -461,6 +682,7 @@ class EmbeddedServer:
                         f"the Temporal dev server did not answer at {address} in {timeout:.0f} s", offset))
                 self._check_abandoned()
                 time.sleep(0.1)
+            self.started = True
         except BaseException:
             # Nobody else can have joined (this command holds the state lock): stop what it started.
             os.close(self._user)  # type: ignore[arg-type]
@@ -487,8 +709,13 @@ class EmbeddedServer:
         return f"{head}:\n" + "\n".join(f"  {line}" for line in lines)
 
     def release(self) -> None:
-        """Stop using the server; the last command using it stops it and waits until it is gone."""
+        """Stop using the server; the last command using it stops it and waits until it is gone,
+        unless it lingers (its keeper stops it once idle)."""
         if self._user is None:
+            return
+        if self.lingering:
+            os.close(self._user)
+            self._user = None
             return
         with self._lock(abandonable=False):  # leaving must finish, or the server would outlive its last user
             os.close(self._user)
@@ -519,6 +746,81 @@ class EmbeddedServer:
                     time.sleep(0.1)
             finally:
                 os.close(fd)
+
+
+    # -- the background worker and `trawl down` ----------------------------------------------------
+    def ensure_worker(self, settings_text: str, timeout: float = 90.0) -> None:
+        """Have the lingering server's keeper run a background worker with these settings (JSON of
+        :func:`trawl.settings.settings_json`); wait until a worker with other settings has stopped.
+        When this starts or replaces the worker, or the last one had died, a notice says so."""
+        key = hashlib.sha256(settings_text.encode()).hexdigest()[:16]
+        with self._lock():
+            ended = _read_json(self.run_dir / "ended.json")
+            if ended is not None and "worker" in str(ended.get("what")):
+                self.notices.append(f"{ended['what']} of {self.settings.data_dir} had stopped unexpectedly (exit "
+                                    f"{ended.get('code')}); it was started again (its log: {self.run_dir / 'worker.log'})")
+                with contextlib.suppress(OSError):
+                    (self.run_dir / "ended.json").unlink()
+            wanted = _read_json(self.run_dir / "worker.json") or {}
+            if wanted.get("key") == key:
+                return
+            generation = int(wanted.get("generation") or 0) + 1
+            _write_private(self.run_dir / "worker.json",
+                           json.dumps({"generation": generation, "key": key, "settings": settings_text}))
+        replacing = bool(wanted)
+        deadline = time.monotonic() + timeout
+        while replacing:  # the keeper stops the old worker, then starts this one
+            state = _read_json(self.run_dir / "worker-state.json") or {}
+            if state.get("generation") == generation:
+                break
+            if time.monotonic() > deadline:
+                raise ServerError(f"the background worker of {self.settings.data_dir} did not make way for one with "
+                                  f"this command's settings in {timeout:.0f} s; see {self.run_dir / 'worker.log'}")
+            self._check_abandoned()
+            time.sleep(0.05)
+        idle = float((self.state() or {}).get("idle_s") or self.linger)
+        what = "now with this command's settings, which differ from the last one's" if replacing else "started now"
+        self.notices.append(f"a Temporal server and a worker run in the background for {self.settings.data_dir} "
+                            f"({what}); they stop after {_span(idle)} unused, `trawl down` stops them now")
+
+    def down(self) -> str:
+        """Stop this data directory's embedded server (and its background worker) now."""
+        where = self.settings.data_dir
+        if not (self.run_dir / "server.lock").exists():
+            return f"no Temporal server runs for {where}"
+        with self._lock(abandonable=False):
+            fd = _open(self.run_dir / "server.lock")
+            try:
+                if _try_flock(fd, fcntl.LOCK_EX):
+                    return f"no Temporal server runs for {where}"
+                state = self.state() or {}
+                keeper, pid = state.get("keeper"), _pid(state)
+                if isinstance(keeper, int) and _alive(keeper):
+                    os.kill(keeper, signal.SIGTERM)
+                elif pid and _is_dev_server(pid):
+                    os.kill(pid, signal.SIGTERM)
+                deadline = time.monotonic() + WORKER_STOP_GRACE_S + STOP_GRACE_S
+                while not _try_flock(fd, fcntl.LOCK_EX):
+                    if time.monotonic() > deadline:
+                        raise ServerError(f"the Temporal server of {where} (pid {pid}) did not stop; "
+                                          f"kill {keeper or pid}")
+                    time.sleep(0.1)
+                while isinstance(keeper, int) and _alive(keeper) and time.monotonic() < deadline:
+                    time.sleep(0.05)  # it lets server.lock go just before it exits
+                with contextlib.suppress(OSError):
+                    (self.run_dir / "worker.json").unlink()
+                users = " (commands using it lost their server)" if _in_use(self.run_dir) else ""
+                return f"stopped the Temporal server (pid {pid}) and its worker of {where}{users}"
+            finally:
+                os.close(fd)
+
+
+def _span(seconds: float) -> str:
+    if seconds >= 3600 and seconds % 3600 == 0:
+        return f"{seconds / 3600:g} h"
+    if seconds >= 60 and seconds % 60 == 0:
+        return f"{seconds / 60:g} min"
+    return f"{seconds:g} s"
 
 
 def settings_for(settings: Settings, server: EmbeddedServer, address: str) -> Settings:

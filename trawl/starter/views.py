@@ -28,7 +28,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from trawl.storage.records import CatalogItem
-from trawl.contracts import STATS, CrawlStats, ItemInput, ItemResult
+from trawl.contracts import CRAWL_WORKFLOW, STATS, CrawlStats, ItemInput, ItemResult, workflow_queue
 
 CLOSED_QUERY_PATIENCE_S = 5.0
 # How long a running crawl's query may wait for its answer while a worker polls the crawl's queue:
@@ -73,6 +73,9 @@ def result_dict(result: ItemResult, blobs: Blobs = None) -> dict[str, Any]:
         "platform": result.platform, "outcome": result.outcome, "title": result.title,
         "error_class": result.error_class, "error": result.error,
         "assets": [_asset(a.kind, a.name, a.sha256, a.size, a.key, a.mime, blobs) for a in result.assets],
+        # Its extras (docs/extras.md): each stored (sha256, size) or missing (its class and reason).
+        "extras": [{"name": e.name, "kind": e.kind, "language": e.language or None, "sha256": e.sha256 or None,
+                    "size": e.size, "missing": e.missing or None, "reason": e.reason or None} for e in result.extras],
     }
 
 
@@ -85,6 +88,7 @@ def item_dict(item: CatalogItem, blobs: Blobs = None) -> dict[str, Any]:
         "published_at": item.published_at, "created_at": item.created_at,
         "assets": [_asset(a.kind, a.name, a.sha256, a.size, a.key, a.mime, blobs) for a in item.assets],
         "preview": item.metadata.get("preview") or None,
+        "gone_at": item.gone_at, "gone_reason": item.gone_reason,
     }
 
 
@@ -121,7 +125,10 @@ async def crawl_state(handle: Any, client: Client | None = None) -> tuple[Any, C
             return desc, await asyncio.wait_for(
                 handle.query(STATS, result_type=CrawlStats, rpc_timeout=timedelta(seconds=patience + 5)), patience)
         except (asyncio.TimeoutError, RPCError) as err:
-            if isinstance(err, RPCError) and err.status != RPCStatusCode.DEADLINE_EXCEEDED:
+            # No poller at all (FAILED_PRECONDITION, "no poller seen for task queue recently") is
+            # unanswered too: the crawl runs and no worker is there to say how far it is.
+            if isinstance(err, RPCError) and err.status not in (RPCStatusCode.DEADLINE_EXCEEDED,
+                                                                RPCStatusCode.FAILED_PRECONDITION):
                 raise
             raise Unanswered(f"{handle.id} is running, but no worker answered it within {patience:.0f} s: "
                              "start one (`trawl worker`, or `trawl up`) with the same Temporal address and task "
@@ -201,3 +208,11 @@ def _stats_of(carried: dict[str, Any]) -> CrawlStats | None:
 def visibility_literal(value: str) -> str:
     """A string literal for a visibility query."""
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def crawls_query(prefix: str) -> str:
+    """The visibility query for this deployment's crawls (those on its task queue prefix's
+    workflow queue; another deployment on the same server has its own), each listed once: a crawl
+    that continued as new is its current run."""
+    queue = visibility_literal(workflow_queue(prefix))
+    return f"WorkflowType = '{CRAWL_WORKFLOW}' AND TaskQueue = {queue} AND ExecutionStatus != 'ContinuedAsNew'"

@@ -25,6 +25,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from trawl.contracts import ITEM_WORKFLOW
+from trawl.formatting import recording_words
 from trawl.starter.views import visibility_literal
 
 ITEMS_READ = 100  # running items described per look; a crawl's window is usually smaller
@@ -35,7 +36,8 @@ UNTAKEN_AFTER = timedelta(seconds=10)
 # item retrying an outage every few seconds is mostly waiting, and each attempt lasts a moment;
 # counted as its stage, it flickered between the two in every look.
 RETRY_SETTLES_AFTER = timedelta(seconds=10)
-STAGE_OF = {"fetch": "fetch", "claim_host": "claim", "download": "download", "small_item": "download",
+STAGE_OF = {"fetch": "fetch", "fetch_and_store_tiny": "fetch", "claim_host": "claim", "download": "download", "small_item": "download",
+            "record_broadcast": "joined a recording",
             "verify": "verify", "commit": "commit", "discard": "clean-up"}
 HOST_QUEUE_MARK = "-host-"  # trawl.contracts.host_queue names a host's queue so
 
@@ -57,6 +59,30 @@ class Waiting:
 
 
 @dataclass
+class Recording:
+    """A live recording among the running items (trawl.download.live.recording_view): the media
+    it holds in every part, its size, the part in progress and the playlist window it waits in."""
+
+    workflow_id: str
+    seconds: float = 0.0
+    segments: int = 0
+    missing: int = 0
+    bytes: int = 0
+    part: int = 0
+    window: list[int] | None = None  # [first, last] media sequence the playlist named
+    next: int | None = None  # the media sequence it waits for
+    started_at: str = ""
+
+    @classmethod
+    def of(cls, workflow_id: str, view: dict[str, Any]) -> Recording:
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(workflow_id=workflow_id, **{k: v for k, v in view.items() if k in known and k != "workflow_id"})
+
+    def line(self) -> str:
+        return recording_words(dataclasses.asdict(self))
+
+
+@dataclass
 class RunningItems:
     """The running items read (``read`` of ``running``), by stage, and those waiting by reason."""
 
@@ -64,6 +90,7 @@ class RunningItems:
     read: int = 0
     stages: dict[str, int] = field(default_factory=dict)
     waiting: list[Waiting] = field(default_factory=list)
+    recordings: list[Recording] = field(default_factory=list)  # live recordings among them
 
     def doing(self) -> str:
         """``2 download, 1 commit`` (and how many were read, when not all)."""
@@ -73,8 +100,10 @@ class RunningItems:
         return doing
 
     def line(self) -> str:
-        """``3 waiting: ... since ...; 2 download, 1 commit`` ("" when nothing runs)."""
-        return "; ".join([w.line() for w in self.waiting] + ([self.doing()] if self.stages else []))
+        """``3 waiting: ... since ...; 2 download, 1 commit; recording 0:12 of media, ...`` ("" when
+        nothing runs)."""
+        return "; ".join([w.line() for w in self.waiting] + ([self.doing()] if self.stages else [])
+                         + [r.line() for r in self.recordings])
 
 
 def items_dict(items: RunningItems | None) -> dict[str, Any] | None:
@@ -176,14 +205,35 @@ async def running_items(client: Client, crawl_id: str, running: int | None = Non
     now = datetime.now(UTC)
     slots = asyncio.Semaphore(DESCRIBE_AT_ONCE)
 
+    recordings: list[Recording] = []
+
     async def read(workflow_id: str) -> tuple[str, Waiting | None] | None:
         async with slots:
             try:
                 desc = await client.get_workflow_handle(workflow_id).describe()
             except RPCError:
                 return None  # ended (and gone) since it was listed
-        return what_it_waits_for(desc.raw_description.pending_activities, now)
+        pending = desc.raw_description.pending_activities
+        stage, waiting = what_it_waits_for(pending, now)
+        recording = await _recording(client, pending)
+        if recording is not None:
+            recordings.append(Recording.of(workflow_id, recording))
+            stage = "recording" if stage == "download" else stage
+        return stage, waiting
 
     read_items = [r for r in await asyncio.gather(*(read(i) for i in ids)) if r is not None]
-    return tally(read_items, max(running or 0, len(ids)))
+    view = tally(read_items, max(running or 0, len(ids)))
+    view.recordings = sorted(recordings, key=lambda r: r.workflow_id)
+    return view
+
+
+async def _recording(client: Client, pending: Iterable[Any]) -> dict[str, Any] | None:
+    """A live recording's measures from its download's heartbeat, or None for any other item."""
+    from trawl.download.live import recording_view  # here: only a crawl's look at its items needs it
+
+    for activity in pending:
+        if activity.activity_type.name == "download" and activity.heartbeat_details.payloads:
+            details = (await client.data_converter.decode(activity.heartbeat_details.payloads))[0]
+            return recording_view(details)
+    return None
 

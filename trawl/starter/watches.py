@@ -35,6 +35,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import PurePosixPath, PureWindowsPath
+from collections.abc import Callable
 from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -72,9 +73,11 @@ from trawl.starter.views import crawl_failure, crawl_state, crawl_status
 from trawl.durations import parse_duration
 from trawl.platforms.registry import Registry
 from trawl.settings import Settings
-from trawl.sources import SourceError, describe, find_source, source_definition
+from trawl.listing_filters import ListingFilters
+from trawl.sources import SourceError, describe, find_source, source_definition, source_from_definition, with_filters
 from trawl.contracts import CRAWL_WORKFLOW, CrawlInput, workflow_queue
 from trawl.routing import route_all
+from trawl.errors import TrawlError
 
 WATCH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
 # A run's counts come from its worker (a query) while it runs; a worker that cannot answer within
@@ -175,11 +178,62 @@ def show_duration(value: timedelta) -> str:
     return "".join(parts)
 
 
+def live_watch_source(registry: Registry, urls: list[str],
+                      follow: Callable[[str], str | None] | None = None) -> dict[str, Any] | None:
+    """The source a watch of ``urls`` polls when they are one live room (its platform's resolver
+    says so: :meth:`~trawl.platforms.base.Resolver.watch_source`), else None. A URL that stands for
+    a room only once followed (a short link) is asked of ``follow`` (:func:`follow_once`).
+
+    Raises:
+        WatchInvalid: a live room among other URLs (a room is watched on its own).
+    """
+    found = []
+    for url in urls:
+        try:
+            resolver = registry.route(url).resolver
+        except Exception:  # noqa: BLE001 - a URL that cannot be routed is refused with the others later
+            found.append(None)
+            continue
+        source = resolver.watch_source(url)
+        if source is None and follow is not None and len(urls) == 1:
+            try:
+                target = follow(url)
+            except TrawlError as err:
+                raise WatchInvalid(f"{url}: could not follow it to tell whether it leads to a live room "
+                                   f"({err.error_class}: {err}); give the room's own URL") from None
+            source = registry.route(target).resolver.watch_source(target) if target is not None else None
+        found.append(source)
+    rooms = [f for f in found if f is not None]
+    if rooms and len(urls) > 1:
+        raise WatchInvalid("a live room is watched on its own: add one watch per room")
+    return rooms[0] if rooms else None
+
+
+def follow_once(settings: Settings, registry: Registry) -> Callable[[str], str | None]:
+    """Where a URL leads when only a request tells (:meth:`~trawl.platforms.base.Resolver.watch_target`),
+    asked through the usual HTTP client and its address guard."""
+    def follow(url: str) -> str | None:
+        from trawl.http_client import make_client
+        from trawl.platforms.base import ResolveContext
+
+        with make_client(settings.net) as http:
+            return registry.route(url).resolver.watch_target(url, ResolveContext(http, settings.net.max_page_bytes))
+
+    return follow
+
+
 async def add_watch(client: Client, settings: Settings, registry: Registry, name: str, *,
-                    source: str | None = None, urls: list[str] | None = None, every: str | timedelta,
+                    source: str | None = None, urls: list[str] | None = None, every: str | timedelta | None = None,
                     jitter: str | timedelta | None = None, concurrency: int = 8,
-                    paused: bool = False) -> tuple[Watch, list[str]]:
+                    paused: bool = False, filters: ListingFilters | None = None) -> tuple[Watch, list[str]]:
     """Create the watch's schedule; returns the watch and the URLs refused (given, not watched).
+    ``filters`` (``--dateafter``, ...) go into the definition of its source and of each listing it
+    watches; a relative date (``now-7days``) is resolved at each run.
+
+    A watch of a live room's URL polls the room (its source, ``watch.live_poll_interval`` unless
+    ``every`` says otherwise): each run crawls the room only while it is live, the recording keeps
+    the run going until the broadcast ends (the schedule skips the runs due meanwhile), and the
+    next broadcast is recorded by the first run after it starts.
 
     Raises:
         WatchInvalid: a bad name, interval, jitter or concurrency; an unknown source; both or neither
@@ -193,7 +247,11 @@ async def add_watch(client: Client, settings: Settings, registry: Registry, name
     if bool(source) == bool(urls):
         raise WatchInvalid("give either a source (--source NAME) or URLs to watch, not both" if source
                            else "nothing to watch: give a source (--source NAME) or URLs")
-    interval = _duration(every, "every")
+    room = await asyncio.to_thread(live_watch_source, registry, urls, follow_once(settings, registry)) if urls else None
+    if every is None and room is None:
+        raise WatchInvalid("every: how often to crawl (--every 1h, say); only a live room's watch has a default "
+                           "(watch.live_poll_interval)")
+    interval = _duration(settings.watch.live_poll_interval if every is None else every, "every")
     if interval < settings.watch.min_interval:
         raise WatchInvalid(f"every: {show_duration(interval)} is shorter than watch.min_interval "
                            f"({show_duration(settings.watch.min_interval)})")
@@ -203,7 +261,13 @@ async def add_watch(client: Client, settings: Settings, registry: Registry, name
     if not 1 <= concurrency <= MAX_CRAWL_CONCURRENCY:
         raise WatchInvalid(f"concurrency must be 1 to {MAX_CRAWL_CONCURRENCY} (got {concurrency})")
     described = definition = None
-    if source:
+    if room is not None:
+        try:
+            found = source_from_definition(room)
+        except SourceError as err:
+            raise WatchInvalid(str(err)) from None
+        source, urls, described, definition = found.name, [], describe(found), source_definition(found)
+    elif source:
         try:
             found = find_source(settings, source)
         except SourceError as err:
@@ -211,13 +275,15 @@ async def add_watch(client: Client, settings: Settings, registry: Registry, name
         if found.kind == "url_file" and not _absolute(found.path):
             raise WatchInvalid(f"source {source!r} is a url_file with a relative path ({found.path}): a watch's runs "
                                "read it on the host of the worker that runs them, so give the source an absolute path")
-        described, definition = describe(found), source_definition(found)
+        described, definition = describe(found), source_definition(found, filters)
     if len(urls) > MAX_CRAWL_URLS:
         raise CrawlTooLarge(f"a watch carries at most {MAX_CRAWL_URLS} URLs (got {len(urls)}): put them in a "
                             "url_file source and watch that")
     items, refusals = await asyncio.to_thread(route_all, registry, urls)
     if urls and not items:
         raise CrawlRefused(refusals)
+    for item in items:
+        item.listing = with_filters(item.listing, filters)
     # Each run puts its URLs and what its source expands to into its own frontier, read page by page.
     inp = CrawlInput(items=items, source=source, concurrency=concurrency, options=item_options(settings),
                      source_definition=definition, frontier=True)

@@ -53,6 +53,17 @@ def hash_blob(store: BlobStore, key: str) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
+def read_blob(store: BlobStore, key: str, limit: int) -> bytes:
+    """A stored blob's first ``limit`` bytes (a small file read whole: an extra's text)."""
+    blocks: list[bytes] = []
+    size = 0
+    with store.open(key, 0, limit) as reader:
+        while size < limit and (block := reader.read(min(READ_CHUNK, limit - size))):
+            blocks.append(block)
+            size += len(block)
+    return b"".join(blocks)
+
+
 def abandoned_uploads(uploads: Iterable[IncompleteUpload], older_than: timedelta,
                       now: datetime | None = None) -> list[IncompleteUpload]:
     """Those of ``uploads`` begun at least ``older_than`` ago: abandoned (an upload running that

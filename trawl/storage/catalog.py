@@ -12,6 +12,7 @@ from pathlib import Path
 from datetime import UTC, datetime
 from typing import Any
 
+from sqlalchemy import insert as sqlalchemy_insert
 from sqlalchemy import (
     JSON,
     BigInteger,
@@ -36,10 +37,12 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship, selectinload, sessionmaker
 
 from trawl.errors import StorageError, TrawlError
+from trawl.extras_text import SEARCHED_KINDS, ExtraLine, extra_lines
 from trawl.logs import get_logger
-from trawl.storage.library import LibraryPage, LibraryQuery
+from trawl.storage import extras_search
+from trawl.storage.library import LibraryPage, LibraryQuery, is_search, search
 from trawl.storage.library import statements as library_statements
-from trawl.storage.records import CatalogItem, CommittedAsset
+from trawl.storage.records import CatalogItem, CommittedAsset, ExtraHit, Listing, ListingEntry, MissingExtra
 from trawl.urls import canonicalize, url_sha1
 
 
@@ -77,6 +80,11 @@ class Item(Base):
     kind: Mapped[str | None] = mapped_column(String(16), index=True)
     size: Mapped[int | None] = mapped_column(BigInteger, index=True)
     day: Mapped[str | None] = mapped_column(String(10), index=True)
+    # A re-check found the platform no longer has it, for this reason (migration 0008); the
+    # archived copy stays. checked_at: when a re-check last asked.
+    gone_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), index=True)
+    gone_reason: Mapped[str | None] = mapped_column(Text)
+    checked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     assets: Mapped[list[AssetRow]] = relationship(back_populates="item", order_by="AssetRow.name")
 
@@ -95,8 +103,51 @@ class AssetRow(Base):
     # The blob's key in the store (sha256/ab/cd/<sha256>); the column kept its first name.
     key: Mapped[str] = mapped_column("blob_path", Text)
     source_url: Mapped[str | None] = mapped_column(Text)
+    # An extra's language (migration 0007): a subtitle track's ``zh-CN``; None for media.
+    language: Mapped[str | None] = mapped_column(String(35), nullable=True)
 
     item: Mapped[Item] = relationship(back_populates="assets")
+
+
+class MissingExtraRow(Base):
+    """An extra's file that could not be had (migration 0007), with its error class and reason;
+    removed when the file is stored after all."""
+
+    __tablename__ = "extras_missing"
+    __table_args__ = (UniqueConstraint("item_id", "name", name="uq_extras_missing_item_name"),)
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True)
+    item_id: Mapped[int] = mapped_column(ForeignKey("items.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(64))
+    kind: Mapped[str] = mapped_column(String(16))
+    language: Mapped[str | None] = mapped_column(String(35), nullable=True)
+    error_class: Mapped[str] = mapped_column(String(64))
+    reason: Mapped[str] = mapped_column(Text)
+    recorded_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
+
+
+class ExtraLineRow(Base):
+    """A line of an item's extras as search reads it (migration 0009; trawl.storage.extras_search
+    says how its id places it)."""
+
+    __tablename__ = "extras_lines"
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer(), "sqlite"), primary_key=True,
+                                    autoincrement=False)
+    item_id: Mapped[int] = mapped_column(ForeignKey("items.id", ondelete="CASCADE"), index=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    seconds: Mapped[float | None] = mapped_column(Float, nullable=True)
+    text: Mapped[str] = mapped_column(Text)
+
+
+class PendingExtraLines(Base):
+    """An item's extras of a kind stored before migration 0009, whose lines are still to be read
+    from the blob store (``Catalog.index_pending_extras``)."""
+
+    __tablename__ = "extras_lines_pending"
+
+    item_id: Mapped[int] = mapped_column(ForeignKey("items.id", ondelete="CASCADE"), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16), primary_key=True)
 
 
 class UrlAlias(Base):
@@ -115,7 +166,8 @@ class FrontierRow(Base):
 
     __tablename__ = "crawl_frontier"
     __table_args__ = (UniqueConstraint("crawl_id", "workflow_id", name="uq_crawl_frontier_item"),
-                      Index("ix_crawl_frontier_crawl_id_id", "crawl_id", "id"))
+                      Index("ix_crawl_frontier_crawl_id_id", "crawl_id", "id"),
+                      Index("ix_crawl_frontier_workflow_id", "workflow_id"))
 
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True)
     crawl_id: Mapped[str] = mapped_column(String(255))
@@ -124,6 +176,60 @@ class FrontierRow(Base):
     platform: Mapped[str] = mapped_column(String(32))
     listing: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
+
+
+class CrawlItemRow(Base):
+    """A crawl committed this item (migration 0008): what a watch's run brought."""
+
+    __tablename__ = "crawl_items"
+
+    crawl_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    item_id: Mapped[int] = mapped_column(ForeignKey("items.id", ondelete="CASCADE"), primary_key=True, index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
+
+
+class ListingRow(Base):
+    """A listing trawl expanded (migration 0008), by its source kind and id."""
+
+    __tablename__ = "listings"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    key: Mapped[str] = mapped_column(String(255), unique=True)
+    kind: Mapped[str] = mapped_column(String(64))
+    ident: Mapped[str] = mapped_column(Text)
+    title: Mapped[str | None] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
+
+
+class ListingEntryRow(Base):
+    """An entry of a listing: ``rank`` orders them (lowest first), ``url_sha1`` is its URL's
+    canonical form's (``url_aliases``' key: an entry finds its item through the forms that led to it)."""
+
+    __tablename__ = "listing_entries"
+    __table_args__ = (UniqueConstraint("listing_id", "url_sha1", name="uq_listing_entries_url"),
+                      Index("ix_listing_entries_listing_rank", "listing_id", "rank"))
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True)
+    listing_id: Mapped[int] = mapped_column(ForeignKey("listings.id", ondelete="CASCADE"))
+    url: Mapped[str] = mapped_column(Text)
+    url_sha1: Mapped[str] = mapped_column(String(40), index=True)
+    rank: Mapped[float] = mapped_column(Float)
+    title: Mapped[str | None] = mapped_column(Text)
+    gone: Mapped[str | None] = mapped_column(Text)
+    first_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
+    last_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
+
+
+class ViewerState(Base):
+    """Where a viewer (a browser) stopped in an item, and whether they watched it (migration 0008)."""
+
+    __tablename__ = "viewer_state"
+
+    viewer: Mapped[str] = mapped_column(String(64), primary_key=True)
+    item_id: Mapped[int] = mapped_column(ForeignKey("items.id", ondelete="CASCADE"), primary_key=True)
+    position: Mapped[float | None] = mapped_column(Float)
+    watched_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
 
 
 class BlobIntent(Base):
@@ -397,12 +503,155 @@ class Catalog:
             item_id = result.scalar()
             if item_id is None:
                 return False
-            for asset in assets:
-                session.add(AssetRow(item_id=item_id, name=asset.name, kind=asset.kind, sha256=asset.sha256,
-                                     size=asset.size, mime=asset.mime, key=asset.key,
-                                     source_url=asset.source_url))
+            # The language column only when an asset has one: a catalog still at an older revision
+            # (a migration test's, a deployment mid-upgrade) has no such column yet.
+            languages = any(asset.language for asset in assets)
+            rows = [dict(item_id=item_id, name=asset.name, kind=asset.kind, sha256=asset.sha256, size=asset.size,
+                         mime=asset.mime, key=asset.key, source_url=asset.source_url,
+                         **({"language": asset.language} if languages else {})) for asset in assets]
+            if rows:
+                session.execute(sqlalchemy_insert(AssetRow), rows)
             self._remember(session, [source_url, canonical_url], canonical_key)
+            if workflow_id:  # the crawls whose frontier holds it brought it (a watch's run, say)
+                session.execute(text(
+                    "INSERT INTO crawl_items (crawl_id, item_id, created_at) SELECT DISTINCT crawl_id, :item, :now "
+                    "FROM crawl_frontier WHERE workflow_id = :workflow"),
+                    {"item": item_id, "now": now, "workflow": workflow_id})
             return True
+
+    # -- extras (trawl.extras) -------------------------------------------------------------------
+    def add_extras(self, canonical_key: str, stored: list[CommittedAsset], missing: list[MissingExtra],
+                   lines: dict[str, list[ExtraLine]] | None = None) -> bool:
+        """Record a committed item's extras: ``stored`` as its assets (an asset of that name it has
+        already stays as it is: idempotent), ``missing`` as missing (a stored one of that name wins;
+        a missing one recorded again is updated). ``lines``, by kind, are what search reads of the
+        files stored (trawl.extras_text): they replace the item's lines of that kind (a refreshed
+        snapshot's, the newest, are searched alone). False when the catalog has no such item."""
+        insert = postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert
+        with _storage_errors("catalog write failed"), self._session.begin() as session:
+            item_id = session.scalar(select(Item.id).where(Item.canonical_key == canonical_key))
+            if item_id is None:
+                return False
+            for kind, found in (lines or {}).items():
+                self._replace_lines(session, item_id, kind, found)
+            if stored:
+                session.execute(insert(AssetRow).values([
+                    dict(item_id=item_id, name=a.name[:64], kind=a.kind[:16], sha256=a.sha256, size=a.size,
+                         mime=a.mime, key=a.key, source_url=a.source_url, language=(a.language or None) and a.language[:35])
+                    for a in stored]).on_conflict_do_nothing(index_elements=["item_id", "name"]))
+                session.execute(delete(MissingExtraRow).where(MissingExtraRow.item_id == item_id,
+                                                              MissingExtraRow.name.in_([a.name[:64] for a in stored])))
+            have = set(session.scalars(select(AssetRow.name).where(AssetRow.item_id == item_id)))
+            for gone in missing:
+                if gone.name[:64] in have:
+                    continue
+                values = dict(item_id=item_id, name=gone.name[:64], kind=gone.kind[:16],
+                              language=(gone.language or None) and gone.language[:35],
+                              error_class=gone.error_class[:64], reason=gone.reason[:2000], recorded_at=_now())
+                session.execute(insert(MissingExtraRow).values(**values).on_conflict_do_update(
+                    index_elements=["item_id", "name"],
+                    set_={k: values[k] for k in ("kind", "language", "error_class", "reason", "recorded_at")}))
+            return True
+
+    @staticmethod
+    def _replace_lines(session: Any, item_id: int, kind: str, found: list[ExtraLine]) -> None:
+        if kind not in SEARCHED_KINDS:
+            return
+        first, last = extras_search.id_range(item_id, kind)
+        session.execute(delete(ExtraLineRow).where(ExtraLineRow.id.between(first, last)))
+        rows = extras_search.line_rows(item_id, kind, found)
+        if rows:
+            session.execute(sqlalchemy_insert(ExtraLineRow), rows)
+        session.execute(delete(PendingExtraLines).where(PendingExtraLines.item_id == item_id,
+                                                        PendingExtraLines.kind == kind))
+
+    def index_pending_extras(self, read: Callable[[str], bytes], limit: int, batch: int = 20) -> int:
+        """Read into lines the extras stored before search read them (migration 0009's pending
+        pairs): each (item, kind) from the newest snapshot of each of its files, at most ``limit``
+        lines. ``read`` gives a blob's bytes by its key; a blob it cannot read gives no lines.
+        Several processes may run this at once (PostgreSQL: each takes pairs the others have not
+        locked). Returns the pairs read."""
+        done = 0
+        while True:
+            with _storage_errors("catalog write failed"), self._session.begin() as session:
+                claim = select(PendingExtraLines.item_id, PendingExtraLines.kind).order_by(
+                    PendingExtraLines.item_id.desc()).limit(batch)
+                if self.engine.dialect.name == "postgresql":
+                    claim = claim.with_for_update(skip_locked=True)
+                pairs = list(session.execute(claim))
+                if not pairs:
+                    if done:
+                        _log.info("extras_indexed", pairs=done)
+                    return done
+                for item_id, kind in pairs:
+                    assets = session.execute(select(AssetRow.name, AssetRow.key).where(
+                        AssetRow.item_id == item_id, AssetRow.kind == kind).order_by(AssetRow.name)).all()
+                    found: list[ExtraLine] = []
+                    for key in newest_snapshots(assets).values():
+                        try:
+                            body = read(key)
+                        except (OSError, TrawlError) as err:
+                            _log.warning("extras_index_unreadable", key=key, error=str(err)[:200])
+                            continue
+                        found += extra_lines(kind, body, limit - len(found))
+                    self._replace_lines(session, item_id, kind, found)
+                done += len(pairs)
+
+    def merge_metadata(self, canonical_key: str, fields: dict[str, Any]) -> bool:
+        """Add ``fields`` to a committed item's metadata (an extra's: its chapters), in one locked
+        read and write. False when the catalog has no such item."""
+        with _storage_errors("catalog write failed"), self._session.begin() as session:
+            row = session.scalar(select(Item).where(Item.canonical_key == canonical_key).with_for_update())
+            if row is None:
+                return False
+            row.metadata_json = {**_metadata(row.metadata_json), **fields}
+            return True
+
+    def missing_extras(self, canonical_key: str) -> list[MissingExtra]:
+        """The extras of an item recorded missing, by name."""
+        with _storage_errors("catalog read failed"), self._session() as session:
+            rows = session.scalars(select(MissingExtraRow).join(Item, Item.id == MissingExtraRow.item_id)
+                                   .where(Item.canonical_key == canonical_key).order_by(MissingExtraRow.name))
+            return [MissingExtra(r.name, r.kind, r.language, r.error_class, r.reason,
+                                 r.recorded_at.isoformat() if r.recorded_at else "") for r in rows]
+    def add_to_item(self, *, canonical_key: str, platform: str, canonical_url: str, source_url: str,
+                    title: str | None, uploader: str | None, published_at: str | None, workflow_id: str | None,
+                    assets: list[CommittedAsset],
+                    describe: Callable[[dict[str, Any], list[CommittedAsset]], tuple[dict[str, Any], float | None]],
+                    ) -> list[CommittedAsset]:
+        """Add ``assets`` to the item (created with the first ones), in one transaction: an item
+        committed in parts as they come (a live recording's). An asset it holds by that name
+        already stays as it is, so adding twice changes nothing.
+
+        ``describe(metadata so far, every asset)`` gives the item's metadata and duration now.
+
+        Returns:
+            Every asset the item holds, by name.
+        """
+        dialect = self.engine.dialect.name
+        insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+        now = _now()
+        with _storage_errors("catalog write failed"), self._session.begin() as session:
+            session.execute(insert(Item).values(
+                canonical_key=canonical_key, platform=platform, canonical_url=canonical_url, source_url=source_url,
+                title=title, uploader=uploader, published_at=published_at, metadata_json={}, status="committed",
+                workflow_id=workflow_id, created_at=now, updated_at=now, size=0,
+                day=(published_at or "")[:10] if len(published_at or "") >= 10 else now.date().isoformat(),
+            ).on_conflict_do_nothing(index_elements=["canonical_key"]))
+            row = session.scalar(select(Item).options(selectinload(Item.assets)).where(
+                Item.canonical_key == canonical_key).with_for_update())
+            assert row is not None
+            held = {a.name for a in row.assets}
+            for asset in assets:
+                if asset.name not in held:
+                    row.assets.append(AssetRow(name=asset.name, kind=asset.kind, sha256=asset.sha256, size=asset.size,
+                                               mime=asset.mime, key=asset.key, source_url=asset.source_url))
+            every = [CommittedAsset(a.name, a.kind, a.sha256, a.size, a.mime, a.key, a.source_url)
+                     for a in sorted(row.assets, key=lambda a: a.name)]
+            row.metadata_json, row.duration = describe(dict(row.metadata_json or {}), every)
+            row.size, row.kind, row.updated_at = sum(a.size for a in every), main_kind(every), now
+            self._remember(session, [source_url, canonical_url], canonical_key)
+            return every
 
     def remember_urls(self, urls: list[str], canonical_key: str) -> None:
         """Record URL forms that lead to ``canonical_key`` (idempotent; the first mapping stays)."""
@@ -468,10 +717,12 @@ class Catalog:
         return found
 
     # -- a crawl's frontier ---------------------------------------------------------------------
-    def frontier_add(self, crawl_id: str, entries: Iterable[tuple[str, str, str, dict[str, Any] | None]]) -> int:
+    def frontier_add(self, crawl_id: str, entries: Iterable[tuple[str, str, str, dict[str, Any] | None]],
+                     repeated: Callable[[str, str], None] | None = None) -> int:
         """Append ``(url, platform, workflow_id, listing)`` entries to a crawl's frontier, in order,
-        in batches; an entry the crawl holds already (its workflow id) is left out. Idempotent: a
-        retried call adds nothing twice. Returns how many rows were added."""
+        in batches; an entry the crawl holds already (its workflow id) is left out, and told to
+        ``repeated`` (its URL and workflow id). Idempotent: a retried call adds nothing twice.
+        Returns how many rows were added."""
         insert = postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert
         added = 0
         batch: list[dict[str, Any]] = []
@@ -481,14 +732,20 @@ class Catalog:
                 return 0
             with _storage_errors("catalog write failed"), self._session.begin() as session:
                 stmt = insert(FrontierRow).values(batch).on_conflict_do_nothing(
-                    index_elements=["crawl_id", "workflow_id"]).returning(FrontierRow.id)
-                count = len(session.execute(stmt).all())
+                    index_elements=["crawl_id", "workflow_id"]).returning(FrontierRow.workflow_id)
+                inserted = {row[0] for row in session.execute(stmt).all()}
+            if repeated is not None:
+                for entry in batch:
+                    if entry["workflow_id"] not in inserted:
+                        repeated(entry["url"], entry["workflow_id"])
             batch.clear()
-            return count
+            return len(inserted)
 
         seen: set[str] = set()  # one statement may not hold the same conflict key twice (PostgreSQL)
         for url, platform, workflow_id, listing in entries:
             if workflow_id in seen:
+                if repeated is not None:
+                    repeated(url, workflow_id)
                 continue
             seen.add(workflow_id)
             batch.append(dict(crawl_id=crawl_id, workflow_id=workflow_id, url=url, platform=platform,
@@ -561,6 +818,7 @@ class Catalog:
                 return False
             for asset in list(row.assets):
                 session.delete(asset)
+            session.execute(delete(MissingExtraRow).where(MissingExtraRow.item_id == row.id))
             session.delete(row)
             return True
 
@@ -569,17 +827,199 @@ class Catalog:
             return session.scalar(select(func.count(Item.id))) or 0
 
     def library(self, query: LibraryQuery) -> LibraryPage:
-        """A page of the library (``trawl.storage.library``): the items that match, and how many do."""
-        page, count = library_statements(Item, query, self.engine.dialect.name)
+        """A page of the library (``trawl.storage.library``): the items that match, how many do,
+        and for those found by a line of their extras alone, that line (``LibraryPage.hits``)."""
+        dialect = self.engine.dialect.name
+        words = query.words()
         with _storage_errors("catalog read failed"), self._session() as session:
-            items = [_to_item(row) for row in session.scalars(page.options(selectinload(Item.assets)))]
-            return LibraryPage(items=items, total=session.scalar(count) or 0, query=query)
+            if is_search(query):  # (on PostgreSQL it turns JIT off for its transaction)
+                ids, total = search(session, Item, query, dialect)
+                rows = {row.id: row for row in session.scalars(
+                    select(Item).options(selectinload(Item.assets)).where(Item.id.in_(ids)))}
+                found = [rows[i] for i in ids if i in rows]
+            else:
+                if dialect == "postgresql" and words:
+                    # A search's plans are priced high (trawl_bucket_grams is, so that its index is
+                    # used): JIT compiled each for 0.1-0.7 s, several times what running it takes.
+                    session.execute(text("SET LOCAL jit = off"))
+                page, count = library_statements(Item, query, dialect)
+                found = list(session.scalars(page.options(selectinload(Item.assets))))
+                total = session.scalar(count) or 0
+            items = [_to_item(row) for row in found]
+            hits: dict[str, ExtraHit] = {}
+            if words:  # where the item's own text does not hold every word: the line that did
+                elsewhere = [row.id for row, item in zip(found, items) if not _text_holds(item, words)]
+                by_id = extras_search.first_hits(session, dialect, elsewhere, words)
+                hits = {row.canonical_key: by_id[row.id] for row in found if row.id in by_id}
+            return LibraryPage(items=items, total=total, query=query, hits=hits)
 
     def url_forms(self, canonical_key: str, limit: int = 100) -> list[str]:
         """The URL forms that led to an item (canonicalised), the first remembered first."""
         with _storage_errors("catalog read failed"), self._session() as session:
             return list(session.scalars(select(UrlAlias.url).where(UrlAlias.canonical_key == canonical_key)
                                         .order_by(UrlAlias.created_at, UrlAlias.url).limit(limit)))
+
+    # -- what an archive is browsed by (migration 0008) -----------------------------------------
+    def record_listing(self, kind: str, ident: str, entries: list[ListingEntry], title: str | None = None) -> str:
+        """Record what one read of a listing gave, in its order: ``entries`` are its beginning
+        (a read may stop at the first page it knows, or after ``max_pages``), or all of it. An
+        entry seen before keeps its place; new ones go where the read puts them among those
+        (before the first known one, between two, or after the last). Returns its key."""
+        key = f"{kind}:{ident}"[:255]
+        now = _now()
+        with _storage_errors("catalog write failed"), self._session.begin() as session:
+            listing = session.scalar(select(ListingRow).where(ListingRow.key == key))
+            if listing is None:
+                listing = ListingRow(key=key, kind=kind, ident=ident, title=title, updated_at=now)
+                session.add(listing)
+                session.flush()
+            listing.updated_at = now
+            if title:
+                listing.title = title
+            read: dict[str, ListingEntry] = {}
+            for entry in entries:
+                read.setdefault(url_sha1(alias_form(entry.url) or entry.url), entry)
+            known: dict[str, ListingEntryRow] = {}
+            for batch in _batches(list(read)):
+                known.update((row.url_sha1, row) for row in session.scalars(select(ListingEntryRow).where(
+                    ListingEntryRow.listing_id == listing.id, ListingEntryRow.url_sha1.in_(batch))))
+            shas = list(read)
+            for sha, rank in zip(shas, _ranks([known[s].rank if s in known else None for s in shas])):
+                entry, row = read[sha], known.get(sha)
+                if row is None:
+                    session.add(ListingEntryRow(listing_id=listing.id, url=entry.url, url_sha1=sha, rank=rank,
+                                                title=entry.title, gone=entry.gone, first_seen=now, last_seen=now))
+                else:
+                    row.last_seen, row.gone = now, entry.gone
+                    row.title = entry.title or row.title
+        return key
+
+    def listing(self, key: str, limit: int = 100, offset: int = 0, newest_last: bool = False) -> Listing | None:
+        """A listing and a page of its entries in its order (reversed with ``newest_last``), each
+        with the committed item its URL led to, if any."""
+        with _storage_errors("catalog read failed"), self._session() as session:
+            row = session.scalar(select(ListingRow).where(ListingRow.key == key))
+            if row is None:
+                return None
+            order = ListingEntryRow.rank.desc() if newest_last else ListingEntryRow.rank.asc()
+            entries = list(session.scalars(select(ListingEntryRow).where(ListingEntryRow.listing_id == row.id)
+                                           .order_by(order, ListingEntryRow.id).limit(limit).offset(offset)))
+            total = session.scalar(select(func.count()).where(ListingEntryRow.listing_id == row.id)) or 0
+            keys = dict(session.execute(select(UrlAlias.url_sha1, UrlAlias.canonical_key).where(
+                UrlAlias.url_sha1.in_([e.url_sha1 for e in entries]))).all()) if entries else {}
+            items = {i.canonical_key: _to_item(i) for i in session.scalars(
+                select(Item).options(selectinload(Item.assets)).where(
+                    Item.canonical_key.in_(list(keys.values())), Item.status == "committed"))} if keys else {}
+            return Listing(key=row.key, kind=row.kind, ident=row.ident, title=row.title,
+                           updated_at=_iso(row.updated_at) or "", total=total,
+                           entries=[ListingEntry(e.url, e.title, e.gone, items.get(keys.get(e.url_sha1, "")))
+                                    for e in entries])
+
+    def listings_of(self, canonical_key: str, limit: int = 50) -> list[Listing]:
+        """The listings that hold an item (by any URL form that led to it), without their entries."""
+        with _storage_errors("catalog read failed"), self._session() as session:
+            rows = session.scalars(select(ListingRow).join(ListingEntryRow, ListingEntryRow.listing_id == ListingRow.id)
+                                   .join(UrlAlias, UrlAlias.url_sha1 == ListingEntryRow.url_sha1)
+                                   .where(UrlAlias.canonical_key == canonical_key).distinct()
+                                   .order_by(ListingRow.key).limit(limit))
+            return [Listing(r.key, r.kind, r.ident, r.title, _iso(r.updated_at) or "") for r in rows]
+
+    def all_listings(self, limit: int = 500) -> list[Listing]:
+        """The listings trawl expanded, the latest read first, each with its number of entries."""
+        with _storage_errors("catalog read failed"), self._session() as session:
+            counts = (select(ListingEntryRow.listing_id, func.count().label("n"))
+                      .group_by(ListingEntryRow.listing_id).subquery())
+            rows = session.execute(select(ListingRow, counts.c.n).outerjoin(counts, counts.c.listing_id == ListingRow.id)
+                                   .order_by(ListingRow.updated_at.desc(), ListingRow.id.desc()).limit(limit)).all()
+            return [Listing(r.key, r.kind, r.ident, r.title, _iso(r.updated_at) or "", total=n or 0) for r, n in rows]
+
+    def crawl_runs(self, prefix: str, runs: int = 20, per_run: int = 200) -> list[tuple[str, int, list[CatalogItem]]]:
+        """What crawls whose id starts with ``prefix`` committed (a watch's runs: its schedule id and
+        ``-``), the latest first: each crawl's id, how many items it brought and the newest
+        ``per_run`` of them."""
+        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        with _storage_errors("catalog read failed"), self._session() as session:
+            found = session.execute(
+                select(CrawlItemRow.crawl_id, func.count(), func.max(CrawlItemRow.created_at))
+                .where(CrawlItemRow.crawl_id.like(escaped + "%", escape="\\")).group_by(CrawlItemRow.crawl_id)
+                .order_by(func.max(CrawlItemRow.created_at).desc()).limit(runs)).all()
+            result = []
+            for crawl_id, count, _ in found:
+                rows = session.scalars(select(Item).options(selectinload(Item.assets))
+                                       .join(CrawlItemRow, CrawlItemRow.item_id == Item.id)
+                                       .where(CrawlItemRow.crawl_id == crawl_id).order_by(Item.id.desc())
+                                       .limit(per_run))
+                result.append((crawl_id, count, [_to_item(r) for r in rows]))
+            return result
+
+    def save_viewing(self, viewer: str, canonical_key: str, *, position: float | None = None,
+                     watched: bool | None = None) -> bool:
+        """Record where ``viewer`` stopped in an item (``position``, seconds) and/or whether they
+        watched it; False when the catalog has no such item."""
+        with _storage_errors("catalog write failed"), self._session.begin() as session:
+            item_id = session.scalar(select(Item.id).where(Item.canonical_key == canonical_key))
+            if item_id is None:
+                return False
+            row = session.get(ViewerState, (viewer[:64], item_id))
+            if row is None:
+                row = ViewerState(viewer=viewer[:64], item_id=item_id)
+                session.add(row)
+            if position is not None:
+                row.position = position
+            if watched is not None:
+                row.watched_at = _now() if watched else None
+            row.updated_at = _now()
+            return True
+
+    def viewing(self, viewer: str, keys: list[str]) -> dict[str, tuple[float | None, str | None]]:
+        """Key -> (where the viewer stopped, when they watched it) for those of ``keys`` they have
+        a state of."""
+        if not keys:
+            return {}
+        with _storage_errors("catalog read failed"), self._session() as session:
+            rows = session.execute(select(Item.canonical_key, ViewerState.position, ViewerState.watched_at)
+                                   .join(ViewerState, ViewerState.item_id == Item.id)
+                                   .where(ViewerState.viewer == viewer[:64], Item.canonical_key.in_(keys[:500])))
+            return {key: (position, _iso(watched)) for key, position, watched in rows}
+
+    def crawls_of(self, canonical_key: str) -> list[str]:
+        """The crawls that brought an item (``crawl_items``)."""
+        with _storage_errors("catalog read failed"), self._session() as session:
+            return list(session.scalars(select(CrawlItemRow.crawl_id).join(Item, Item.id == CrawlItemRow.item_id)
+                                        .where(Item.canonical_key == canonical_key).order_by(CrawlItemRow.crawl_id)))
+
+    def uploader_facts(self, uploader: str) -> dict[str, Any]:
+        """What the catalog knows of an uploader (by the name items give): how many items, their
+        size, the first and last day, the platforms, the ids the platforms give them."""
+        with _storage_errors("catalog read failed"), self._session() as session:
+            where = [Item.status == "committed", func.substr(Item.uploader, 1, 200) == uploader[:200],
+                     Item.uploader == uploader]
+            count, size, first, last = session.execute(select(
+                func.count(), func.sum(Item.size), func.min(Item.day), func.max(Item.day)).where(*where)).one()
+            platforms = list(session.scalars(select(Item.platform).where(*where).distinct().order_by(Item.platform)))
+            ids: set[str] = set()
+            for metadata in session.scalars(select(Item.metadata_json).where(*where).order_by(Item.id.desc()).limit(200)):
+                value = _metadata(metadata).get("uploader_id")
+                if isinstance(value, (str, int)) and str(value):
+                    ids.add(str(value)[:100])
+            return {"items": count or 0, "size": size or 0, "first_day": first, "last_day": last,
+                    "platforms": platforms, "uploader_ids": sorted(ids)[:20]}
+
+    def record_check(self, canonical_key: str, gone: str | None, at: datetime) -> bool:
+        """What a re-check found (``trawl.recheck``): ``gone`` upstream for that reason (the first
+        time it was found so is kept), or there (None: an earlier mark is lifted). The item and its
+        files stay either way. False when the catalog has no such item."""
+        with _storage_errors("catalog write failed"), self._session.begin() as session:
+            row = session.scalar(select(Item).where(Item.canonical_key == canonical_key))
+            if row is None:
+                return False
+            row.checked_at = at
+            if gone is None:
+                row.gone_at = row.gone_reason = None
+            else:
+                row.gone_at = row.gone_at or at
+                row.gone_reason = gone
+            return True
 
     # -- blobs being committed (trawl.storage.orphans) -------------------------------------------
     def intend_blobs(self, keys: Iterable[str], workflow_id: str, run_id: str) -> list[int]:
@@ -722,6 +1162,66 @@ def _to_item(row: Item) -> CatalogItem:
         source_url=row.source_url, title=row.title, uploader=row.uploader, duration=row.duration,
         published_at=row.published_at, status=row.status, workflow_id=row.workflow_id,
         created_at=row.created_at.isoformat() if row.created_at else "",
-        assets=[CommittedAsset(a.name, a.kind, a.sha256, a.size, a.mime, a.key, a.source_url) for a in row.assets],
+        assets=[CommittedAsset(a.name, a.kind, a.sha256, a.size, a.mime, a.key, a.source_url, a.language)
+                for a in row.assets],
         metadata=_metadata(row.metadata_json),
+        gone_at=_iso(row.gone_at), gone_reason=row.gone_reason, checked_at=_iso(row.checked_at),
     )
+
+
+def newest_snapshots(assets: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Of an item's files of one kind (name, blob key), the newest snapshot of each: by the name
+    before any ``@<snapshot>`` (``comments``, ``comments@20261205T130800Z``), the latest snapshot."""
+    newest: dict[str, tuple[str, str]] = {}
+    for name, key in assets:
+        base, _, snapshot = name.partition("@")
+        if base not in newest or snapshot > newest[base][0]:
+            newest[base] = (snapshot, key)
+    return {base: key for base, (_, key) in newest.items()}
+
+
+def _text_holds(item: CatalogItem, words: list[str]) -> bool:
+    """Whether the item's own searched text (title, uploader, tags, description) holds every word,
+    in any case: else a search found it by its extras."""
+    tags = item.metadata.get("tags")
+    description = item.metadata.get("description")
+    parts = [item.title or "", item.uploader or "", description if isinstance(description, str) else ""]
+    parts += [str(tag) for tag in tags] if isinstance(tags, list) else []
+    own = " ".join(parts).lower()
+    return all(word.lower() in own for word in words)
+
+
+def _iso(moment: datetime | None) -> str | None:
+    if moment is None:
+        return None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).isoformat()
+
+
+def _ranks(known: list[float | None]) -> list[float]:
+    """Ranks for a read of a listing, in its order: ``known`` holds the rank of each entry seen
+    before (None: new). Known ones keep theirs; each run of new ones is spaced between its known
+    neighbours (before the first, one apart; after the last, one apart; with none known, 0, 1, ...)."""
+    ranks: list[float] = []
+    at = 0
+    while at < len(known):
+        if known[at] is not None:
+            ranks.append(known[at])  # type: ignore[arg-type]
+            at += 1
+            continue
+        end = at
+        while end < len(known) and known[end] is None:
+            end += 1
+        before = ranks[-1] if ranks else None
+        after = known[end] if end < len(known) else None
+        count = end - at
+        for n in range(count):
+            if before is None and after is None:
+                ranks.append(float(at + n))
+            elif before is None:
+                ranks.append(after - (count - n))  # type: ignore[operator]
+            elif after is None:
+                ranks.append(before + n + 1)
+            else:
+                ranks.append(before + (after - before) * (n + 1) / (count + 1))
+        at = end
+    return ranks

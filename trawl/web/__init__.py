@@ -3,7 +3,8 @@ was committed), an item's page (play it, its metadata, its files), the activity 
 running items, and the failures: what is failing, where, since when) and the steering forms.
 
 Server-rendered HTML (Jinja2 templates in ``templates/``) that works without JavaScript; one small
-script (``static/trawl.js``) refreshes the activity's live part. Nothing is loaded from elsewhere.
+script (``static/trawl.js``) refreshes the activity's live part, keeps a player's place, seeks it
+from an item's chapters and danmaku and flies the danmaku over its video. Nothing is loaded from elsewhere.
 
 Access is the API's (``trawl.api.limits.RateLimit``): with ``api.token`` set, a browser signs in
 once at ``/login``, which starts a session (:class:`Sessions`) and sets an HttpOnly,

@@ -5,7 +5,13 @@ A failed item ends with ``Outcome = 'failed'``, its ``ErrorClass``, its ``Platfo
 ``Stage`` it failed in (items that failed before trawl kept the stage say ``done``). Groups are
 platform x stage x error class with their count, first and last seen, and the newest example;
 they are read from the newest :data:`FAILURES_SCANNED` failures of this deployment's task queue
-prefix, its demo's included (``trawl demo`` runs on the prefix's demo queues).
+prefix, its demo's included (``trawl demo`` runs on the prefix's demo queues). The newest
+:data:`FAILED_NAMED` failures are named one by one, each with its URL, class and message (read
+from its result), and link to the item's own page when the catalog holds the item (a URL committed
+before, failing now), else to its workflow in Temporal's Web UI.
+
+A running item shows Pause or Resume, whichever applies: its ``progress`` query says whether it is
+paused (an item no worker answers for within :data:`PAUSED_WAIT_S` shows both).
 """
 
 from __future__ import annotations
@@ -19,16 +25,20 @@ from temporalio.client import WorkflowExecution
 from temporalio.service import RPCError
 
 from trawl.api import crawls as crawl_routes
+from trawl.starter.failures import failed_items, failure_message
 from trawl.starter.views import visibility_literal
 from trawl.starter.waiting import RunningItems, running_items
 from trawl.api.models import Crawl
 from trawl.api.state import ApiState
 from trawl.formatting import eta_seconds
-from trawl.contracts import DEMO_QUEUE_SUFFIX, ITEM_WORKFLOW, workflow_queue
+from trawl.contracts import DEMO_QUEUE_SUFFIX, ITEM_WORKFLOW, PROGRESS, ItemResult, Progress, workflow_queue
 from trawl.errors import NON_RETRYABLE
 from trawl.starter.watches import Watch, list_watches
 
 FAILURES_SCANNED = 5000
+FAILED_NAMED = 10  # the newest failures named one by one (one result read each, at every look)
+PAUSED_WAIT_S = 1.0  # a running item's answer to "paused?"; without one it shows both Pause and Resume
+ASKED_AT_ONCE = 16
 RUNNING_SHOWN = 50
 CRAWLS_SHOWN = 10
 CRAWLS_READ = 3  # running crawls whose items are read (one request per running item) for each look
@@ -46,7 +56,21 @@ class FailureGroup:
     last_seen: datetime | None = None
     example_id: str = ""
     example_title: str = ""
+    example_key: str = ""  # its canonical key, when known
+    example_in_catalog: bool = False  # the key is a committed item: the example links to its page
     permanent: bool = False
+
+
+@dataclass
+class FailedItem:
+    """One failed item, named: its URL, class and message; ``key`` the catalog item it links to."""
+
+    result: ItemResult
+    key: str | None = None
+
+    @property
+    def message(self) -> str:
+        return failure_message(self.result)
 
 
 @dataclass
@@ -65,6 +89,7 @@ class RunningItem:
     stage: str
     title: str
     started: datetime | None
+    paused: bool | None = None  # None: not known (no worker answered)
 
 
 @dataclass
@@ -74,6 +99,7 @@ class ActivityView:
     running: list[RunningItem] = field(default_factory=list)
     failures: list[FailureGroup] = field(default_factory=list)
     failures_counted: int = 0
+    failed: list[FailedItem] = field(default_factory=list)  # the newest failures, named
     problems: list[str] = field(default_factory=list)  # parts that could not be read, one line each
     at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
@@ -100,6 +126,7 @@ def group_failures(executions: list[WorkflowExecution]) -> list[FailureGroup]:
             group.last_seen = seen
             group.example_id = execution.id
             group.example_title = _attr(execution, "Title")
+            group.example_key = _attr(execution, "CanonicalKey")
     return sorted(groups.values(), key=lambda g: g.last_seen or datetime.min.replace(tzinfo=UTC), reverse=True)
 
 
@@ -155,11 +182,18 @@ async def activity_view(state: ApiState) -> ActivityView:
         found = await _listed(state, f"{items} AND ExecutionStatus = 'Running'", RUNNING_SHOWN)
         view.running = [RunningItem(e.id, _attr(e, "Platform"), _attr(e, "Stage") or "fetch", _attr(e, "Title"),
                                     e.start_time) for e in found]
+        await paused_or_not(state, view.running)
 
     async def failures() -> None:
         found = await _listed(state, f"{items} AND Outcome = 'failed'", FAILURES_SCANNED)
         view.failures_counted = len(found)
         view.failures = group_failures(found)
+        if found:
+            view.failed = [FailedItem(result) for result in await failed_items(state.client, items, FAILED_NAMED)]
+            try:
+                await in_catalog(state, view.failures, view.failed)
+            except Exception as err:  # noqa: BLE001 - the failures are still shown, linked to their workflows
+                view.problems.append(f"the catalog, for the failed items' pages: {reason(err)}")
 
     parts = {"crawls": crawls, "watches": watches, "running items": running, "failures": failures}
     done = await asyncio.gather(*(asyncio.wait_for(part(), VISIBILITY_WAIT_S) for part in parts.values()),
@@ -168,6 +202,40 @@ async def activity_view(state: ApiState) -> ActivityView:
         if isinstance(outcome, BaseException):
             view.problems.append(f"{name}: {reason(outcome)}")
     return view
+
+
+async def paused_or_not(state: ApiState, running: list[RunningItem]) -> None:
+    """Whether each running item is paused, from its ``progress`` query; left None when no worker
+    answers at once (the page then offers both Pause and Resume)."""
+    slots = asyncio.Semaphore(ASKED_AT_ONCE)
+
+    async def ask(item: RunningItem) -> None:
+        async with slots:
+            try:
+                progress = await asyncio.wait_for(
+                    state.client.get_workflow_handle(item.workflow_id).query(PROGRESS, result_type=Progress),
+                    PAUSED_WAIT_S)
+            except Exception:  # noqa: BLE001 - not known now: both buttons stay
+                return
+        item.paused = bool(progress.paused)
+
+    await asyncio.gather(*(ask(item) for item in running))
+
+
+async def in_catalog(state: ApiState, groups: list[FailureGroup], failed: list[FailedItem]) -> None:
+    """Mark the failures whose item the catalog holds, so that they link to the item's page: by
+    their canonical key, else (an item that failed before it was resolved) by its URL."""
+    keys = [g.example_key for g in groups if g.example_key] + [f.result.canonical_key for f in failed
+                                                               if f.result.canonical_key]
+    by_url = [f.result.url for f in failed if not f.result.canonical_key and f.result.url]
+    committed = await state.in_catalog(state.catalog.committed_keys, keys) if keys else set()
+    url_keys = await state.in_catalog(state.catalog.keys_for_urls, by_url) if by_url else {}
+    committed |= await state.in_catalog(state.catalog.committed_keys, list(url_keys.values())) if url_keys else set()
+    for group in groups:
+        group.example_in_catalog = group.example_key in committed
+    for item in failed:
+        key = item.result.canonical_key or url_keys.get(item.result.url)
+        item.key = key if key in committed else None
 
 
 def reason(err: BaseException) -> str:

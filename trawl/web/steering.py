@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
-from fastapi.responses import RedirectResponse
+from fastapi.responses import RedirectResponse, Response
 from temporalio.client import WorkflowQueryFailedError
 from temporalio.service import RPCError
 
@@ -24,7 +24,7 @@ from trawl.api.state import ApiState, api_state
 from trawl.errors import TrawlError
 from trawl.text import shown
 from trawl.web.activity import reason
-from trawl.web.pages import form_token, said_link
+from trawl.web.pages import form_token, item_path, said_link, viewer_of
 
 router = APIRouter(prefix="/steer", include_in_schema=False)
 
@@ -95,3 +95,21 @@ async def steer(action: str, kind: str, ident: str, state: ApiState = Depends(sa
     except STEER_ERRORS as err:
         return back(state, f"Could not {action} {kind} {shown(ident, 100)}: {reason(err)}")
     return back(state, f"{kind.capitalize()} {shown(ident, 100)}: {DONE[action]}")
+
+
+@router.post("/viewing/{key:path}")
+async def viewing(key: str, request: Request, position: float | None = Form(None, ge=0, le=10**7),
+                  watched: str = Form("", pattern="^(|0|1)$"), state: ApiState = Depends(same_origin)) -> Response:
+    """This browser's watched state of an item: where it stopped (``position``, seconds: the
+    player's script saves it, 204) and whether it watched it (``watched`` 1 or 0: the item page's
+    button, back to the item)."""
+    viewer, new = viewer_of(request, state)
+    if new:  # a browser that never had a page of this site: nothing to keep its state by
+        raise HTTPException(403, "open the item's page first")
+    found = await state.in_catalog(state.catalog.save_viewing, viewer, key, position=position,
+                                   watched=None if watched == "" else watched == "1")
+    if not found:
+        raise HTTPException(404, f"no such item: {shown(key, 200)!r}")
+    if watched == "":
+        return Response(status_code=204)
+    return RedirectResponse(item_path(key), status_code=303)

@@ -4,6 +4,8 @@ whatever its outcome; and failures told by their class and message (:class:`Traw
 from __future__ import annotations
 
 import dataclasses
+import threading
+from collections.abc import Callable
 from typing import Any
 
 import temporalio.api.failure.v1
@@ -12,7 +14,9 @@ from temporalio.converter import DataConverter, DefaultFailureConverter, Payload
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
-from trawl.activities.records import STAGE_OF, recorded
+from trawl.activities.records import STAGE_OF, describe, is_last_attempt, recorded
+from trawl.notify import NEEDS_PERSON, Notifier
+from trawl.proxies import ROUTE
 from trawl.contracts import EXPECTED_FAILURES
 
 # Activities that run several stages and record each of them themselves (trawl.activities.records).
@@ -20,7 +24,27 @@ SELF_RECORDED = frozenset({"small_item"})
 
 
 class _ActivityObserver(ActivityInboundInterceptor):
+    def __init__(self, next: ActivityInboundInterceptor, notifier: Notifier | None) -> None:
+        super().__init__(next)
+        self.notifier = notifier
+
     async def execute_activity(self, input: ExecuteActivityInput) -> Any:
+        # Its requests take the platform's turn among net.proxies (copied into a sync activity's thread).
+        route = ROUTE.set(describe(input.args[0] if input.args else None).get("platform") or "")
+        try:
+            return await self._observed(input)
+        except ApplicationError as err:
+            info = activity.info()
+            if self.notifier is not None and err.type in NEEDS_PERSON and is_last_attempt(err, info):
+                # a failure a person must fix (cookies, an account, an address to allow): the webhooks hear of it
+                self.notifier.emit("needs_person", {
+                    "workflow_id": info.workflow_id, "stage": STAGE_OF.get(info.activity_type, info.activity_type),
+                    "error_class": err.type, "message": err.message, **describe(input.args[0] if input.args else None)})
+            raise
+        finally:
+            ROUTE.reset(route)
+
+    async def _observed(self, input: ExecuteActivityInput) -> Any:
         activity_type = activity.info().activity_type
         if activity_type in SELF_RECORDED:
             return await self.next.execute_activity(input)
@@ -29,8 +53,43 @@ class _ActivityObserver(ActivityInboundInterceptor):
 
 
 class ObservingInterceptor(Interceptor):
+    def __init__(self, notifier: Notifier | None = None) -> None:
+        self.notifier = notifier
+
     def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
-        return _ActivityObserver(next)
+        return _ActivityObserver(next, self.notifier)
+
+
+class BusyInterceptor(Interceptor):
+    """Tells ``on_busy(True)`` when an activity starts with none running, ``on_busy(False)`` when
+    the last running one ends: the background worker keeps its server from stopping while busy."""
+
+    def __init__(self, on_busy: Callable[[bool], None]) -> None:
+        self.on_busy = on_busy
+        self.running = 0
+        self.guard = threading.Lock()
+
+    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
+        return _BusyActivity(next, self)
+
+    def change(self, by: int) -> None:
+        with self.guard:
+            self.running += by
+            if self.running == (1 if by > 0 else 0):
+                self.on_busy(by > 0)
+
+
+class _BusyActivity(ActivityInboundInterceptor):
+    def __init__(self, next: ActivityInboundInterceptor, root: BusyInterceptor) -> None:
+        super().__init__(next)
+        self.root = root
+
+    async def execute_activity(self, input: ExecuteActivityInput) -> Any:
+        self.root.change(+1)
+        try:
+            return await self.next.execute_activity(input)
+        finally:
+            self.root.change(-1)
 
 
 class TrawlFailureConverter(DefaultFailureConverter):

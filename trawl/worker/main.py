@@ -13,36 +13,49 @@ import contextlib
 import functools
 import hashlib
 from collections.abc import AsyncIterator, Callable, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import temporalio.workflow
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.worker import Interceptor, Worker
 
 import trawl
+from trawl.activities.broadcast import BroadcastActivities
 from trawl.activities.commit import CommitActivities
 from trawl.activities.crawl import CrawlActivities
 from trawl.activities.download import DownloadActivities
+from trawl.activities.extras import ExtraActivities
 from trawl.activities.fetch import FetchActivities
 from trawl.activities.host import HostActivities
 from trawl.activities.small import SmallItemActivities
+from trawl.activities.tiny import TinyItemActivities
 from trawl.activities.verify import VerifyActivities
+from trawl.download.live_comments import LiveCommentSidecars
 from trawl.http_client import make_client
 from trawl.logs import default_worker_name
 from trawl.platforms.base import ResolveContext
 from trawl.platforms.registry import Registry, build_registry
 from trawl.settings import FETCH_SLOTS_PER_PLATFORM, Settings
-from trawl.storage.blobs import open_blob_store
+from trawl.notify import Notifier
+from trawl.extras_text import MAX_BODY_BYTES
+from trawl.storage.blobs import open_blob_store, read_blob
 from trawl.worker.cleanup import clean_periodically
 from trawl.worker.runtime import ONE_SHOT_MARK
 from trawl.worker.interceptors import ObservingInterceptor, TrawlFailureConverter, trawl_data_converter
 from trawl.workflows.crawl import CrawlWorkflow
+from trawl.workflows.extras import ExtrasRefreshWorkflow
 from trawl.workflows.media_item import MediaItemWorkflow
 from trawl.contracts import DOWNLOAD_PROGRESS, download_queue, fetch_queue, host_queue, join_queue, workflow_queue
 
 FETCH_CONCURRENCY = FETCH_SLOTS_PER_PLATFORM  # the HTTP pool (net.max_connections) is sized for these
 JOIN_SLOTS = 1000
+# A workflow's next task goes first to the worker that holds it in its cache (its sticky queue);
+# when that worker is dead the server waits this long before any worker may take it (the SDK's
+# default is 10 s). A live recording's part boundary waits on a workflow task, and a live window
+# holds about nine seconds: another worker takes over within this.
+STICKY_TIMEOUT = timedelta(seconds=3)
 
 
 @functools.cache
@@ -82,7 +95,8 @@ def with_trawl_failures(client: Client) -> Client:
 @contextlib.asynccontextmanager
 async def running_worker(
     client: Client, settings: Settings, registry: Registry | None = None, *, one_shot: bool = False,
-    workflows: Sequence[type] = (MediaItemWorkflow, CrawlWorkflow),
+    workflows: Sequence[type] = (MediaItemWorkflow, CrawlWorkflow, ExtrasRefreshWorkflow),
+    interceptors: Sequence[Interceptor] = (),
 ) -> AsyncIterator[list[Worker]]:
     """Run every trawl worker of this process for the duration of the block.
 
@@ -105,18 +119,20 @@ async def running_worker(
     # Each stage's attempt limit is applied by its activities (trawl.activities.application_errors), so that
     # infrastructure failures can wait out the stage's schedule_to_close instead.
     download = DownloadActivities(http, settings.work_dir, settings.download, retry.download.maximum_interval,
-                                  retry.download.maximum_attempts, progress=progress_signaller(client))
+                                  retry.download.maximum_attempts, progress=progress_signaller(client),
+                                  sidecars=LiveCommentSidecars.from_settings(settings))
     verify = VerifyActivities(retry.verify.maximum_interval, retry.verify.maximum_attempts,
                               rehash=settings.download.verify_rehash)
+    notifier = Notifier(settings)  # the webhooks (notify.webhooks): a thread of their own
     commit = CommitActivities(catalog, blobs, settings.work_dir, retry.commit.maximum_interval,
-                              retry.commit.maximum_attempts)
+                              retry.commit.maximum_attempts, notifier=notifier, prefix=prefix)
     download_slots = settings.worker.max_concurrent_activities
     threads = 2 * download_slots + FETCH_CONCURRENCY * len(registry.platforms)  # shared + host queue
     executor = concurrent.futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="activity")
     common = dict(
         identity=identity,
         build_id=code_build_id(),
-        interceptors=[ObservingInterceptor()],
+        interceptors=[ObservingInterceptor(notifier), *interceptors],
         graceful_shutdown_timeout=settings.worker.graceful_shutdown_timeout,
         # At most one heartbeat per interval reaches the server (worker.heartbeat_interval): pause
         # and cancel arrive with the next one's answer.
@@ -126,9 +142,18 @@ async def running_worker(
     crawl = CrawlActivities(client, settings, registry, catalog)
     host = HostActivities(host_queue(prefix, settings.host_id))
     small = SmallItemActivities(download, verify, commit)  # the three stages of a small item in one activity
-    # A tiny item's fetch runs them too (FetchInput.with_fetch_size).
     fetch = FetchActivities(registry, ResolveContext(http, settings.net.max_page_bytes), catalog,
-                            retry.fetch.maximum_interval, retry.fetch.maximum_attempts, small=small)
+                            retry.fetch.maximum_interval, retry.fetch.maximum_attempts)
+    # A tiny item's first fetch stores it whole, as small_item does: an activity of its own, which
+    # older runs reach through fetch (FetchInput.with_fetch_size).
+    tiny = TinyItemActivities(fetch, small, retry.fetch.maximum_interval)
+    # A committed item's extras, each on its own, on its platform's fetch queue (its politeness).
+    extras = ExtraActivities(registry, http, catalog, blobs, settings.work_dir, retry.extras.maximum_interval,
+                             retry.extras.maximum_attempts, settings.catalog.search_extras_lines)
+    # Extras stored before search read them (migration 0009) are read into lines once, here.
+    catalog.index_pending_extras(lambda key: read_blob(blobs, key, MAX_BODY_BYTES),
+                                 settings.catalog.search_extras_lines)
+    fetch.older_tiny = tiny.fetched_and_stored
     workers = [
         # The shared queue: host claims and source expansion; and, for runs started before
         # host-local work and joins had queues of their own, every stage and their joins.
@@ -143,14 +168,18 @@ async def running_worker(
                activity_executor=executor, max_concurrent_activities=download_slots, **common),
     ]
     if workflows:  # a process may leave the workflows to others (the crawl groupings test does)
-        workers.insert(0, Worker(client, task_queue=workflow_queue(prefix), workflows=list(workflows), **common))
+        workers.insert(0, Worker(client, task_queue=workflow_queue(prefix), workflows=list(workflows),
+                                 sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT, **common))
     # Joins only wait (an async activity each, no thread): many at once cost nearly nothing.
-    workers.append(Worker(client, task_queue=join_queue(prefix), activities=[crawl.join_item],
+    workers.append(Worker(client, task_queue=join_queue(prefix),
+                          activities=[crawl.join_item, BroadcastActivities(client).record_broadcast],
                           max_concurrent_activities=JOIN_SLOTS, **common))
     for platform in registry.platforms:
         # The server enforces this rate for the queue, i.e. for all workers on all hosts together.
         rate = getattr(settings.platforms, platform).requests_per_second
-        workers.append(Worker(client, task_queue=fetch_queue(prefix, platform), activities=[fetch.fetch],
+        workers.append(Worker(client, task_queue=fetch_queue(prefix, platform),
+                              activities=[fetch.fetch, tiny.fetch_and_store_tiny, extras.fetch_extra,
+                                          extras.record_missing_extra, extras.plan_extras],
                               activity_executor=executor, max_concurrent_activities=FETCH_CONCURRENCY,
                               max_task_queue_activities_per_second=rate, **common))
     tasks = [asyncio.create_task(worker.run()) for worker in workers]
@@ -166,6 +195,7 @@ async def running_worker(
         http.close()
         blobs.close()
         catalog.close()
+        notifier.close()
 
 
 async def run_until_stopped(client: Client, settings: Settings, stop: asyncio.Event) -> None:

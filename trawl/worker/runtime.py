@@ -13,6 +13,9 @@ from temporalio.runtime import LogForwardingConfig, LoggingConfig, Runtime, Tele
 CORE_LOGGER = "temporalio.core"
 # Appended to the identity of a worker that lives only as long as one command.
 ONE_SHOT_MARK = "/one-shot"
+# Appended to the identity of the worker an embedded server runs in the background for one-shot
+# commands (trawl.starter.embedded): not a deployment's worker, and replaced when settings differ.
+BACKGROUND_MARK = "/background"
 
 
 def core_logging() -> LoggingConfig:

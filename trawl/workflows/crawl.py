@@ -14,6 +14,8 @@ crawl before any item starts, the reason in the failure's message and its counts
 from __future__ import annotations
 
 import asyncio
+import itertools
+from collections import deque
 from collections.abc import Coroutine
 from datetime import timedelta
 from typing import Any
@@ -36,12 +38,12 @@ with workflow.unsafe.imports_passed_through():
     from trawl.models import MoreItem
     from trawl.contracts import (
         ADD_URLS, CANCEL_CRAWL, CRAWL_ID, CRAWL_WORKFLOW, FRONTIER_ADDED, FRONTIER_MISSING, KEPT_REFUSALS, OUTCOME, PAUSE,
-        RESUME, STATS,
-        FrontierAdd, FrontierGrew, FrontierPage, FrontierRead)
+        FOLLOWER_PATIENCE_S, RESULTS, RESULTS_BACKLOG, RESULTS_KEPT, RESULTS_PAGE, RESULTS_READ, RESUME, STATS,
+        CrawlResults, FrontierAdd, FrontierGrew, FrontierPage, FrontierRead, ResultsRead)
     from trawl.workflows.media_item import MediaItemWorkflow
     # Imported here, not only through media_item, so the sandbox knows the module that decodes
     # the items' results (their field types are looked up in it).
-    from trawl.contracts import ItemInput
+    from trawl.contracts import ItemInput, ItemResult
     from trawl.contracts import workflow_queue
 
 
@@ -56,6 +58,7 @@ SHOWN_REFUSALS = 10  # the latest refusals a crawl's stats name (all are counted
 # Entries a crawl reads from its frontier at once: what it carries queued (about 75 kB) and one
 # activity per page (6 history events), so 20,000 URLs cost 40 pages.
 FRONTIER_PAGE = 500
+RUNNING_NAMED = 32  # running items a page of results names (a following command samples their progress)
 
 
 @workflow.defn(name=CRAWL_WORKFLOW)
@@ -72,6 +75,10 @@ class CrawlWorkflow:
         self._joined: set[str] = set()  # running items this crawl did not start
         self._unconfirmed: set[str] = set()  # items whose start the server has not answered yet
         self._error: str | None = None
+        # The latest results (RESULTS_KEPT), numbered from CrawlState.reported - len(_results); kept
+        # in memory, never carried: a followed crawl lets its command read them before it goes on.
+        self._results: deque[ItemResult] = deque(maxlen=RESULTS_KEPT)
+        self._awaiting_reader = False  # held back until the following command reads on
 
     # -- signals and queries ---------------------------------------------------------------
     @workflow.signal(name=ADD_URLS)
@@ -102,6 +109,24 @@ class CrawlWorkflow:
         the ones it joined, and drop the queued ones."""
         self._state.cancelled = True
 
+    @workflow.signal(name=RESULTS_READ)
+    def results_read(self, read: ResultsRead) -> None:
+        """The following command has read the results up to ``read.read`` (or lets go)."""
+        state = self._state
+        state.results_read = max(state.results_read, read.read)
+        state.unfollowed |= read.leaving
+
+    @workflow.query(name=RESULTS)
+    def results(self, since: int) -> CrawlResults:
+        """The results recorded from number ``since`` on (a page of them), with the counts."""
+        reported = self._state.reported
+        first_kept = reported - len(self._results)
+        first = min(max(since, first_kept), reported)
+        page = list(itertools.islice(self._results, first - first_kept, first - first_kept + RESULTS_PAGE))
+        running = [self._items[wid] for wid in itertools.islice(self._running, RUNNING_NAMED) if wid in self._items]
+        return CrawlResults(page, first, first + len(page), max(0, first_kept - since), self.stats(), running,
+                            wants_read=self._awaiting_reader)
+
     @workflow.query(name=STATS)
     def stats(self) -> CrawlStats:
         s = self._state
@@ -123,6 +148,8 @@ class CrawlWorkflow:
             self._state.pending.extend(early.pending)
             self._state.paused |= early.paused
             self._state.cancelled |= early.cancelled
+            self._state.results_read = max(self._state.results_read, early.results_read)
+            self._state.unfollowed |= early.unfollowed
         else:
             if not inp.frontier:
                 self._state.pending[:0] = inp.items
@@ -158,7 +185,10 @@ class CrawlWorkflow:
         state = self._state
         while True:
             await workflow.wait_condition(lambda: self._can_start() or self._should_read() or self._idle()
-                                          or state.cancelled or self._history_full())
+                                          or state.cancelled or self._history_full() or self._reader_behind())
+            if self._reader_behind() and not state.cancelled:
+                await self._wait_for_reader(lambda: not self._held_back())
+                continue
             if state.cancelled:
                 await self._cancel_all()
                 break
@@ -188,7 +218,43 @@ class CrawlWorkflow:
 
     def _can_start(self) -> bool:
         state = self._state
-        return bool(state.pending) and not state.paused and len(self._running) < max(1, self._inp.concurrency)
+        return (bool(state.pending) and not state.paused and len(self._running) < max(1, self._inp.concurrency)
+                and not self._held_back())
+
+    def _followed(self) -> bool:
+        return self._inp.follow and not self._state.unfollowed
+
+    def _held_back(self) -> bool:
+        """A followed crawl whose command has RESULTS_BACKLOG results still to read starts and
+        reads nothing more until it has: no result is dropped before the command has read it."""
+        return self._followed() and self._state.reported - self._state.results_read >= RESULTS_BACKLOG
+
+    def _reader_behind(self) -> bool:
+        """Held back with work to do: there is something to start or read, once the command reads."""
+        state = self._state
+        return (self._held_back() and not state.paused
+                and (bool(state.pending) or (self._inp.frontier and not state.exhausted)))
+
+    async def _wait_for_reader(self, caught_up: Any) -> None:
+        """Wait until ``caught_up()`` (the command has read far enough, or let go); a command that
+        reads nothing for FOLLOWER_PATIENCE_S is given up on (the crawl goes on alone)."""
+        if caught_up():
+            return
+        self._awaiting_reader = True
+        try:
+            await workflow.wait_condition(lambda: caught_up() or self._state.cancelled or not self._followed(),
+                                          timeout=timedelta(seconds=FOLLOWER_PATIENCE_S))
+        except asyncio.TimeoutError:
+            workflow.logger.info("the command following this crawl read nothing for "
+                                 f"{FOLLOWER_PATIENCE_S} s: going on without it")
+            self._state.unfollowed = True
+        finally:
+            self._awaiting_reader = False
+
+    def _report(self, result: ItemResult) -> None:
+        """Record one URL's result for whoever follows the crawl (the RESULTS query)."""
+        self._results.append(result)
+        self._state.reported += 1
 
     def _idle(self) -> bool:
         return not self._state.pending and not self._running and (not self._inp.frontier or self._state.exhausted)
@@ -212,7 +278,7 @@ class CrawlWorkflow:
         """The window has room, nothing is queued here, and the frontier may hold more."""
         state = self._state
         return (self._inp.frontier and not state.pending and not state.exhausted and not state.paused
-                and len(self._running) < max(1, self._inp.concurrency))
+                and len(self._running) < max(1, self._inp.concurrency) and not self._held_back())
 
     async def _seed(self, items: list[CrawlItem]) -> None:
         """The URLs given in the input (a watch's run) into the frontier, before anything is read."""
@@ -248,8 +314,19 @@ class CrawlWorkflow:
         state.cursor = page.cursor
         state.frontier_read += page.read
         state.exhausted = page.read == 0
-        if page.known:
+        if page.known_items:
+            for known in page.known_items:
+                self._known(known)
+        elif page.known:  # read by a worker from before known_items: counted only
             self._count("duplicate", 0, page.known)
+
+    def _known(self, item: CrawlItem) -> None:
+        """An item the catalog knows committed: a duplicate without a workflow, and a line for it
+        unless this run has had it already (given twice, or a part of a known video given too)."""
+        self._count("duplicate", 0)
+        if item.workflow_id not in self._started:
+            self._started.add(item.workflow_id)
+            self._report(ItemResult(item.workflow_id, item.url, "duplicate", platform=item.platform))
 
     def _history_full(self) -> bool:
         info = workflow.info()
@@ -260,19 +337,21 @@ class CrawlWorkflow:
         # start still in flight when this run closes may never happen. The items in flight go
         # on without us (ABANDON) and the next run joins them.
         await workflow.wait_condition(lambda: workflow.all_handlers_finished() and self._starting == 0)
+        if self._followed():  # the results are not carried: the command reads them all first
+            await self._wait_for_reader(lambda: self._state.results_read >= self._state.reported)
         self._state.in_flight = [self._items[wid] for wid in self._running]
         self._state.joined = [wid for wid in self._running if wid in self._joined]
         workflow.continue_as_new(CrawlInput(
             source=self._inp.source, concurrency=self._inp.concurrency, options=self._inp.options,
             history_limit=self._inp.history_limit, state=self._state, source_definition=self._inp.source_definition,
-            frontier=self._inp.frontier))
+            frontier=self._inp.frontier, follow=self._inp.follow))
 
     async def _expand(self, source: str) -> str | None:
         """Queue the source's items; returns why it could not be expanded (None once it is)."""
         expanded = await self._expansion(f"source {source}", source, self._inp.source_definition)
         self._state.source_expanded = True
-        if isinstance(expanded, str):
-            return expanded
+        if isinstance(expanded, tuple):
+            return expanded[0]
         self._queue_expanded(expanded)
         return None
 
@@ -284,14 +363,19 @@ class CrawlWorkflow:
             return
         self._state.listed.append(item.workflow_id)
         expanded = await self._expansion(f"listing {item.url}", item.url, item.listing)
-        if isinstance(expanded, str):
-            self._refuse([expanded])
+        if isinstance(expanded, tuple):
+            reason, kind = expanded
+            self._refuse([reason])
             self._count("failed", 0)
+            self._report(ItemResult(item.workflow_id, item.url, "failed", platform=item.platform, error_class=kind,
+                                    error=reason))
             return
         self._queue_expanded(expanded)
 
-    async def _expansion(self, what: str, source: str, definition: dict[str, Any] | None) -> ExpandResult | str:
-        """A source's or a listing's items, by activity; or why they could not be had."""
+    async def _expansion(self, what: str, source: str, definition: dict[str, Any] | None
+                         ) -> ExpandResult | tuple[str, str]:
+        """A source's or a listing's items, by activity; or why they could not be had (and the
+        error's class)."""
         try:
             return await workflow.execute_activity_method(
                 CrawlActivities.expand_source,
@@ -305,7 +389,8 @@ class CrawlWorkflow:
             )
         except ActivityError as err:
             cause = err.cause
-            return f"{what}: {cause.message if isinstance(cause, ApplicationError) else cause or err}"
+            return (f"{what}: {cause.message if isinstance(cause, ApplicationError) else cause or err}",
+                    (cause.type if isinstance(cause, ApplicationError) else None) or "internal_error")
 
     def _queue_expanded(self, expanded: ExpandResult) -> None:
         state = self._state
@@ -314,6 +399,8 @@ class CrawlWorkflow:
         self._refuse(expanded.refused)
         if expanded.known:  # committed items the catalog knows offline: no item workflow
             self._count("duplicate", 0, len(expanded.known))
+        for url in expanded.known:
+            self._report(ItemResult("-", url, "duplicate"))
 
     def _refuse(self, refusals: list[str]) -> None:
         """Count refusals, keeping the latest few (the crawl's state must not grow with them)."""
@@ -388,6 +475,7 @@ class CrawlWorkflow:
             self._joined.add(item.workflow_id)  # another crawl or command runs it: wait, never steer
             if self._state.cancelled:
                 self._count("cancelled", 0)  # cancelled while asking: nothing of ours to wait for
+                self._report(ItemResult(item.workflow_id, item.url, "cancelled", platform=item.platform))
                 return
             await self._join(item)
             return
@@ -402,11 +490,13 @@ class CrawlWorkflow:
             # A child cancelled on its own (the CLI, the Web UI) is cancelled, not failed.
             cancelled = self._state.cancelled or isinstance(err.cause, CancelledError)
             self._count("cancelled" if cancelled else "failed", 0)
+            self._report(_ended(item, err.cause, cancelled))
             if not cancelled:  # a failed part 1 still names parts 2..N (the result is in the details)
                 details = getattr(err.cause, "details", None) or [None]
                 self._queue_more(details[0].get("more") if isinstance(details[0], dict) else None)
             return
         self._count(result.outcome, sum(a.size for a in result.assets))
+        self._report(result)
         self._queue_more(result.more)
 
     def _queue_more(self, more: list | None) -> None:
@@ -427,19 +517,27 @@ class CrawlWorkflow:
                 retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=1),
                                          maximum_attempts=20),
             )
-        except ActivityError:
-            self._count("cancelled" if self._state.cancelled else "failed", 0)
+        except ActivityError as err:
+            outcome = "cancelled" if self._state.cancelled else "failed"
+            self._count(outcome, 0)
+            self._report(ItemResult(item.workflow_id, item.url, outcome, platform=item.platform,
+                                    error_class=None if outcome == "cancelled" else "internal_error",
+                                    error=None if outcome == "cancelled" else f"waiting for the item: {err.cause or err}"))
             return
         except asyncio.CancelledError:
             # This crawl was cancelled and stopped waiting for an item it did not start; the item
             # goes on for whoever started it.
             self._count("cancelled", 0)
+            self._report(ItemResult(item.workflow_id, item.url, "cancelled", platform=item.platform))
             return
         if joined.outcome == "missing":  # never started (or already deleted): start it again
             self._started.discard(item.workflow_id)
             self._state.pending.insert(0, item)
             return
         self._count(joined.outcome, joined.bytes)
+        # What the item found is in its own result: a following command reads it from there.
+        self._report(ItemResult(item.workflow_id, item.url, joined.outcome, platform=item.platform,
+                                error_class=joined.error_class))
 
     def _steered(self) -> list[str]:
         """The running items this crawl pauses, resumes and cancels: those it started (an item
@@ -468,6 +566,24 @@ class CrawlWorkflow:
                 task.cancel()  # stop waiting for an item someone else started; it goes on
         if self._running:
             await workflow.wait(list(self._running.values()))
+
+
+def _ended(item: CrawlItem, cause: BaseException | None, cancelled: bool) -> ItemResult:
+    """The result of an item that failed or was cancelled, from its failure: a failed item's own
+    result travels in the failure's details; other failures (terminated, timed out) say only why."""
+    if cancelled:
+        return ItemResult(item.workflow_id, item.url, "cancelled", platform=item.platform)
+    details = getattr(cause, "details", None) or [None]
+    if isinstance(details[0], dict):
+        return ItemResult.from_details(details[0], item.url)
+    kind = cause.type if isinstance(cause, ApplicationError) else type(cause).__name__ if cause else None
+    return ItemResult(item.workflow_id, item.url, "failed", platform=item.platform,
+                      error_class=_FAILURE_CLASSES.get(kind or "", kind) or "internal_error",
+                      error=str(cause) if cause else None)
+
+
+# The class a failure that is not an item's own (no result in its details) is shown under.
+_FAILURE_CLASSES = {"TerminatedError": "terminated", "TimeoutError": "timeout"}
 
 
 # -- for clients ---------------------------------------------------------------------------------

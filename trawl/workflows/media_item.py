@@ -15,27 +15,33 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any, TypeVar
 
 from temporalio import workflow
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, TimeoutType
 from temporalio.exceptions import TimeoutError as ActivityTimeoutError
 from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
+    from trawl.activities.broadcast import BroadcastActivities
     from trawl.activities.commit import CommitActivities
     from trawl.activities.download import DownloadActivities
+    from trawl.activities.extras import ExtraActivities
     from trawl.activities.fetch import FetchActivities
+    from trawl.activities.tiny import TinyItemActivities
     from trawl.activities.host import HostActivities
     from trawl.activities.small import SmallItemActivities, SmallItemInput
     from trawl.activities.verify import VerifyActivities
     from trawl.contracts import (
         CANONICAL_KEY, CRAWL_ID, DOWNLOAD_PROGRESS, ERROR_CLASS, EXPECTED_FAILURES, ITEM_WORKFLOW, OUTCOME, PAUSE,
-        PLATFORM, PROGRESS, RESUME, SMALL_ITEM_ASSET, STAGE, STAGES, TITLE, CommitFile, CommitInput, CommitResult,
-        DiscardInput, DownloadInput, DownloadProgress, DownloadResult, FetchInput, FetchResult, ItemInput, ItemResult,
-        Progress, VerifyInput, VerifyResult)
-    from trawl.models import OPTIONAL_KINDS, Asset, Resolved, known_total
+        PLATFORM, PROGRESS, RESUME, SMALL_ITEM_ASSET, STAGE, STAGES, TITLE, BroadcastInput, CommitFile, CommitInput,
+        CommitResult, END_RECORDING, broadcast_workflow_id,
+        DiscardInput, DownloadInput, DownloadProgress, DownloadResult, ExtraInput, ExtraResult, FetchInput, FetchResult,
+        ItemInput, ItemResult, LivePart, MissingExtraInput, Progress, StoredExtra, VerifyInput, VerifyResult)
+    from trawl.models import LIVE_PROTOCOL, OPTIONAL_KINDS, Asset, Resolved, known_total
     from trawl.workflows.progress import ProgressBook
 
 
@@ -46,6 +52,18 @@ with workflow.unsafe.imports_passed_through():
 #   tiny item is downloaded and committed by its fetch, its identity upserted with its outcome. A
 #   tiny item went from 22 history events (4 upserts, a memo, 2 activities) to 14 (bench/cost.py).
 LEAN_HISTORY = "lean-history"
+# A live recording's download (Asset.protocol hls-live) must move to another worker while the
+# playlist still names the segments after the last one it holds (a live room's often hold about nine
+# seconds): it is given up on after this long without a heartbeat (or the item's own timeout, if
+# shorter) and retried at once. Only its options differ, so every recorded history replays.
+RECORDING_HEARTBEAT_TIMEOUT = timedelta(seconds=3)
+RECORDING_RETRY_INTERVAL = timedelta(milliseconds=500)
+RECORDING_RETRY_MAX_INTERVAL = timedelta(seconds=2)
+# An extra's reason as the item's result carries it (a crawl keeps many results; the catalog the whole reason).
+RESULT_REASON = 300
+# A recording part that fails for these reasons ends the recording, committing what it holds
+# (LivePart.end): its source was resolved again and is over, or gave no working address.
+RECORDING_ENDS = {"not_found": "source_ended", "url_expired": "url_expired"}
 T = TypeVar("T")
 Done = TypeVar("Done")
 
@@ -82,6 +100,9 @@ class MediaItemWorkflow:
         self._local_queue: str | None = None  # the claimed host's queue (None: the shared queue)
         self._lean = False  # LEAN_HISTORY
         self._identified = False  # the identity's search attributes are upserted
+        self._recordings: dict[str, _Recording] = {}  # live recordings committed in parts, by asset name
+        self._passed_on: list[asyncio.Task[None]] = []  # pauses and resumes sent to a broadcast's workflow
+        self._ending = ""  # END_RECORDING: why the recording ends now ("" while it goes on)
 
     # -- signals and queries ---------------------------------------------------------------
     @workflow.signal(name=DOWNLOAD_PROGRESS)
@@ -102,11 +123,35 @@ class MediaItemWorkflow:
             self._pause_cancelled.add(name)
             task.cancel()
         self._book.show(self._progress.stage)
+        self._pass_on(PAUSE)
 
     @workflow.signal(name=RESUME)
     def resume(self) -> None:
         self._paused = self._progress.paused = False
         self._book.show(self._progress.stage)
+        self._pass_on(RESUME)
+
+    @workflow.signal(name=END_RECORDING)
+    def end_recording(self) -> None:
+        """A live recording ends now: its part in progress is finished and committed (LivePart.end
+        ``stopped``), a clean end. Passed on by a run that left its recording to the broadcast's
+        workflow; nothing for an item that records nothing."""
+        if self._ending:
+            return
+        self._ending = "stopped"
+        self._paused = self._progress.paused = False  # a paused recording ends too, committed
+        for name, task in self._running.items():
+            if name in self._recordings:  # its download stops at its next heartbeat and is asked to end
+                self._pause_cancelled.add(name)
+                task.cancel()
+        self._pass_on(END_RECORDING)
+
+    def _pass_on(self, signal: str) -> None:
+        """A pause or resume of a run that left its recording to the broadcast's workflow is that
+        recording's (the only runs that send this command)."""
+        if self._progress.recording is not None:
+            handle = workflow.get_external_workflow_handle(self._progress.recording)
+            self._passed_on.append(asyncio.create_task(handle.signal(signal)))
 
     @workflow.query(name=PROGRESS)
     def progress(self) -> Progress:
@@ -121,7 +166,8 @@ class MediaItemWorkflow:
         self._mark_start()
         resolved: Resolved | None = None
         try:
-            fetched = await self._fetch(first=True)
+            # A broadcast's own run was handed what the URL's run resolved (ItemInput.broadcast).
+            fetched = FetchResult(inp.broadcast, committed=False) if inp.broadcast else await self._fetch(first=True)
             resolved = fetched.resolved
             self._canonical_url = resolved.canonical_url
             self._book.title = resolved.title
@@ -130,21 +176,59 @@ class MediaItemWorkflow:
             if fetched.committed:
                 return self._finish(self._result("duplicate", resolved, fetched.stored))
             self._book.known_total(known_total(resolved.assets))
+            if self._hands_over(resolved):
+                return self._finish(await self._recorded_by_broadcast(resolved))
             if fetched.finished:
                 self._book.all_done([asset.name for asset in resolved.assets],
                                     sum(asset.size for asset in fetched.finished.assets))
-                return self._finish(self._result(fetched.finished.outcome, resolved, fetched.finished.assets))
+                return self._finish(await self._with_extras(
+                    self._result(fetched.finished.outcome, resolved, fetched.finished.assets), resolved))
             if self._small(resolved):
                 committed = await self._in_one_activity(resolved)
             else:
                 committed = await self._on_one_host(resolved)
-            return self._finish(self._result(committed.outcome, resolved, committed.assets))
+            return self._finish(await self._with_extras(self._result(committed.outcome, resolved, committed.assets),
+                                                        resolved))
         except ItemFailed as failed:
             raise await self._failed(failed, resolved) from (
                 None if failed.error_class in EXPECTED_FAILURES else failed.__cause__)
         except (asyncio.CancelledError, CancelledError):
             await self._cancelled(resolved)
             raise
+
+    def _hands_over(self, resolved: Resolved) -> bool:
+        """Whether this run of a URL leaves the recording it found to the broadcast's own workflow
+        (ItemOptions.broadcast_workflows; runs started before record it themselves)."""
+        return (self._opts.broadcast_workflows and self._inp.broadcast is None
+                and any(asset.protocol == LIVE_PROTOCOL for asset in resolved.assets)
+                and workflow.info().workflow_id != broadcast_workflow_id(resolved.canonical_key))
+
+    async def _recorded_by_broadcast(self, resolved: Resolved) -> ItemResult:
+        """Start or join the broadcast's own recording (one per broadcast, however many URLs and
+        crawls lead to it) and answer with its result (a failure as this item's)."""
+        broadcast_id = self._progress.recording = broadcast_workflow_id(resolved.canonical_key)
+        self._stage("download")
+        self._book.show(f"recording in {broadcast_id}")
+        try:
+            result: ItemResult = await workflow.execute_activity_method(
+                BroadcastActivities.record_broadcast,
+                BroadcastInput(broadcast_id, workflow.info().task_queue,
+                               replace(self._inp, broadcast=resolved), f"{resolved.platform}: {resolved.title or ''}"),
+                task_queue=self._opts.join_queue,
+                start_to_close_timeout=self._opts.download.schedule_to_close or timedelta(days=2),
+                heartbeat_timeout=timedelta(seconds=60),
+                retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=1)),
+            )
+        except ActivityError as err:
+            error_class, message = _failure(err)
+            if error_class == "cancelled":
+                raise asyncio.CancelledError from None
+            raise ItemFailed(error_class, f"recording {broadcast_id}: {message}") from err
+        if result.outcome == "failed":
+            raise ItemFailed(result.error_class or "internal_error", result.error or f"{broadcast_id} failed")
+        if result.outcome == "cancelled":
+            raise asyncio.CancelledError
+        return replace(result, workflow_id=workflow.info().workflow_id, url=self._inp.url)
 
     def _mark_start(self) -> None:
         """Platform (and CrawlId) filterable from the start; the starter usually set them already."""
@@ -245,7 +329,12 @@ class MediaItemWorkflow:
             self._local_queue = await self._claim_host()
             try:
                 verified = await _all_or_none([self._download_kept(resolved, asset.name) for asset in resolved.assets])
-                return await self._commit(resolved, [v for v in verified if v])
+                kept = [v for v in verified if v]
+                if not self._recordings:
+                    return await self._commit(resolved, kept)
+                # A recording committed its parts as they came: the item's other files join them.
+                recorded = [r.result for r in self._recordings.values() if r.result is not None]
+                return await self._commit(resolved, kept, append=True) if kept or not recorded else recorded[-1]
             except HostLost as lost:
                 if changes >= self._opts.max_host_changes:
                     raise ItemFailed("host_lost", f"{lost}; gave up after {changes} host changes") from None
@@ -269,15 +358,19 @@ class MediaItemWorkflow:
         return {"task_queue": self._local_queue,
                 "schedule_to_start_timeout": timedelta(seconds=self._opts.local_schedule_to_start_s)}
 
-    async def _commit(self, resolved: Resolved, verified: list[tuple[Asset, DownloadResult, VerifyResult]]) -> CommitResult:
+    async def _commit(self, resolved: Resolved, verified: list[tuple[Asset, DownloadResult, VerifyResult]],
+                      append: bool = False) -> CommitResult:
         self._stage("commit")
         await self._wait_unpaused()
-        files = [CommitFile(asset, dl, ver.mime) for asset, dl, ver in verified]
+        return await self._commit_files(resolved, [CommitFile(asset, dl, ver.mime) for asset, dl, ver in verified],
+                                        append)
+
+    async def _commit_files(self, resolved: Resolved, files: list[CommitFile], append: bool = False) -> CommitResult:
         try:
             return await workflow.execute_activity_method(
                 CommitActivities.commit,
                 CommitInput(workflow.info().workflow_id, self._inp.url, resolved, files,
-                            stage_attempts=self._opts.commit.maximum_attempts),
+                            stage_attempts=self._opts.commit.maximum_attempts, append=append),
                 start_to_close_timeout=self._opts.commit.start_to_close,
                 schedule_to_close_timeout=self._opts.commit.schedule_to_close,
                 heartbeat_timeout=self._heartbeat_timeout,
@@ -290,7 +383,8 @@ class MediaItemWorkflow:
             raise
 
     async def _fetch(self, fresh_urls: bool = False, first: bool = False) -> FetchResult:
-        """Resolve the item; the first fetch of a lean run may also finish a tiny one."""
+        """Resolve the item; the first fetch of a lean run may also store a tiny one whole
+        (fetch_and_store_tiny)."""
         self._stage("fetch")
         finishing = {}
         if first and self._lean:
@@ -302,9 +396,13 @@ class MediaItemWorkflow:
         # commit (the run committed), so its outcome and the catalog agree (LEAN_HISTORY: only
         # runs cancelled in that fetch issue other commands, and the path was off by default).
         committing = bool(finishing) and self._opts.with_fetch_size > 0
+        # The activity that may store a tiny item says so by its name (runs started before it ask
+        # fetch, which hands them to it: ItemOptions.tiny_activity).
+        method = (TinyItemActivities.fetch_and_store_tiny if committing and self._opts.tiny_activity
+                  else FetchActivities.fetch)
         try:
             fetching = workflow.start_activity_method(
-                FetchActivities.fetch,
+                method,
                 FetchInput(self._inp.url, workflow.info().workflow_id, self._inp.platform, fresh_urls,
                            self._opts.quality, self._opts.keep_previews, self._opts.audio,
                            stage_attempts=self._opts.fetch.maximum_attempts, **finishing),
@@ -335,8 +433,12 @@ class MediaItemWorkflow:
 
     async def _download_kept(self, resolved: Resolved, name: str) -> tuple[Asset, DownloadResult, VerifyResult] | None:
         """An asset downloaded and verified; None for an optional one (a thumbnail) that failed:
-        after its own retries it is left out of the commit instead of failing the item."""
+        after its own retries it is left out of the commit instead of failing the item, and for a
+        live recording, which commits itself in parts (ItemOptions.live_parts)."""
         asset = _named(resolved, name)
+        if asset.protocol == LIVE_PROTOCOL and self._opts.live_parts is not None:
+            await self._record_in_parts(resolved, name)
+            return None
         try:
             return await self._download_verified(resolved, name)
         except ItemFailed as failed:
@@ -372,6 +474,101 @@ class MediaItemWorkflow:
         asset, download, verified = await self._until_done(name, resolved, attempt, corrupt)
         self._book.verified(name, download.size)
         return asset, download, verified
+
+    async def _record_in_parts(self, resolved: Resolved, name: str) -> None:
+        """Record a live stream part after part, each committed as soon as it is recorded while the
+        next one records (so a crash loses at most the part in progress, and the parts can be
+        watched while the broadcast goes on), until a part says the recording ended.
+
+        Each part is one download (:class:`LivePart`: its index, its length, and the record of the
+        part it goes on from); the history grows by a few events a part and the parts are at most
+        ``live_parts.max_parts``. A host lost (HostLost, raised on to :meth:`_on_one_host`, which
+        claims another) takes the part in progress and any part not committed with it: the next
+        host goes on from the last part committed, and the lost span is a gap in the record.
+        """
+        parts = self._opts.live_parts
+        assert parts is not None
+        rec = self._recordings.setdefault(name, _Recording())
+        pending: asyncio.Task[None] | None = None
+        while not rec.ended:
+            index, rec.next = rec.next, rec.next + 1
+            part = LivePart(index, parts.seconds, parts.bytes, last=index >= parts.max_parts, after=rec.after)
+
+            async def attempt(resolved: Resolved, part: LivePart = part) -> DownloadResult:
+                self._stage("download")
+                asked = replace(part, end=self._ending) if self._ending else part  # END_RECORDING came
+                return await self._download(_named(resolved, name), resolved, asked)
+
+            async def corrupt() -> None:
+                self._book.dropped(name)
+                await self._discard([name])
+
+            try:
+                download = await self._until_done(name, resolved, attempt, corrupt)
+            except HostLost:
+                await self._settled(pending, rec)
+                rec.after = rec.committed
+                raise
+            except ItemFailed as failed:
+                why = RECORDING_ENDS.get(failed.error_class)
+                if why is None:
+                    raise
+                # The source says the broadcast is over (or gives no working address): what the
+                # part holds is finished and committed, a clean end (nothing held: the item fails).
+                workflow.logger.info(f"recording ends: {failed.error_class}: {failed.message}")
+                ending = replace(part, end=why)
+                download = await self._until_done(
+                    name, resolved, lambda resolved: self._download(_named(resolved, name), resolved, ending), corrupt)
+            self._book.dropped(name)  # its bytes count once verified, as a part of their own
+            await self._settled(pending, rec)  # the part before committed, while this one recorded
+            pending = asyncio.create_task(self._commit_part(resolved, name, index, download, rec))
+            rec.after = download.live
+            rec.ended = bool((download.live or {}).get("ended"))
+        await self._settled(pending, rec)
+
+    async def _settled(self, pending: asyncio.Task[None] | None, rec: _Recording) -> None:
+        """The commit of the part before, awaited: a part lost with its host is not committed, and
+        the recording goes on (on another host) from the last part that was."""
+        if pending is None:
+            return
+        try:
+            await pending
+        except HostLost:
+            rec.after = rec.committed
+            raise
+
+    async def _commit_part(self, resolved: Resolved, name: str, index: int, download: DownloadResult,
+                           rec: _Recording) -> None:
+        """Verify one part of a recording on its host and add it to the item (a part without a
+        file, one that ended with the broadcast empty, brings only its record)."""
+        asset = replace(_named(resolved, name), name=name if index == 1 else f"{name}-part{index:03d}")
+        try:
+            mime = ""
+            if download.path:
+                verified = await workflow.execute_activity_method(
+                    VerifyActivities.verify,
+                    VerifyInput(asset, download, resolved.platform, resolved.canonical_url, None,
+                                stage_attempts=self._opts.verify.maximum_attempts),
+                    start_to_close_timeout=self._opts.verify.start_to_close,
+                    schedule_to_close_timeout=self._opts.verify.schedule_to_close,
+                    heartbeat_timeout=self._heartbeat_timeout,
+                    retry_policy=self._opts.verify.retry_policy(),
+                    **self._local(),
+                )
+                mime = verified.mime
+            rec.result = await self._commit_files(resolved, [CommitFile(asset, download, mime)], append=True)
+        except ActivityError as err:
+            if _host_lost(err):
+                raise HostLost(f"part {index} of {name} waited too long for its host") from None
+            error_class, message = _failure(err)
+            raise ItemFailed(error_class, message) from err
+        rec.committed = download.live
+        self._book.verified(asset.name, download.size)
+        if download.live:
+            live = download.live
+            self._book.recording({"seconds": live.get("total_seconds"), "segments": live.get("total_segments"),
+                                  "missing": live.get("missing_segments"), "bytes": live.get("total_bytes"),
+                                  "part": live.get("part")})
 
     async def _until_done(self, running: str, resolved: Resolved, attempt: Callable[[Resolved], Awaitable[Done]],
                           corrupt: Callable[[], Awaitable[None]]) -> Done:
@@ -432,15 +629,19 @@ class MediaItemWorkflow:
         self._pause_cancelled.discard(running)
         self._book.show(self._progress.stage)
 
-    async def _download(self, asset: Asset, resolved: Resolved) -> DownloadResult:
+    async def _download(self, asset: Asset, resolved: Resolved, live_part: LivePart | None = None) -> DownloadResult:
+        recording = asset.protocol == LIVE_PROTOCOL
         result = await self._track(asset.name, workflow.start_activity_method(
             DownloadActivities.download,
             DownloadInput(workflow.info().workflow_id, asset, resolved.platform, resolved.canonical_url,
-                          self._opts.quality, self._opts.limit_rate, stage_attempts=self._opts.download.maximum_attempts),
+                          self._opts.quality, self._opts.limit_rate, stage_attempts=self._opts.download.maximum_attempts,
+                          live_part=live_part),
             start_to_close_timeout=self._opts.download.start_to_close,
             schedule_to_close_timeout=self._opts.download.schedule_to_close,
-            heartbeat_timeout=self._heartbeat_timeout,
-            retry_policy=self._opts.download.retry_policy(),
+            heartbeat_timeout=(min(self._heartbeat_timeout, RECORDING_HEARTBEAT_TIMEOUT) if recording
+                               else self._heartbeat_timeout),
+            retry_policy=_recording_retry(self._opts.download.retry_policy()) if recording
+            else self._opts.download.retry_policy(),
             cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
             **self._local(),
         ))
@@ -481,6 +682,56 @@ class MediaItemWorkflow:
         except ActivityError as err:
             if not _host_lost(err):
                 raise  # a host that is gone took its partial files with it
+
+    # -- extras (issue 41): after the media is committed, each extra on its own ------------------
+    # Only runs whose options carry ItemOptions.extras (a field runs started before lack) take
+    # these steps. An extra never fails the item: one that keeps failing (its own retry policy,
+    # retry.extras) is recorded missing with its class; a cancel here leaves the item committed.
+    async def _with_extras(self, result: ItemResult, resolved: Resolved) -> ItemResult:
+        if self._opts.extras is None or result.outcome != "committed" or not resolved.extras:
+            return result
+        self._book.show("extras")
+        # What an extra needs of the item (its ids, duration, metadata); not the media's URLs.
+        item = replace(resolved, assets=[], more=[])
+        try:
+            done = await asyncio.gather(*(self._extra(item, name) for name in resolved.extras))
+        except (asyncio.CancelledError, CancelledError):
+            workflow.logger.warning("extras cancelled; the item stays committed")
+            return result
+        # Lean in the result (a crawl keeps and carries many): the key follows from the sha256.
+        result.extras = [replace(file, key="", mime=None) for extra in done for file in extra.files]
+        return result
+
+    async def _extra(self, resolved: Resolved, name: str) -> ExtraResult:
+        policy = self._opts.extras
+        assert policy is not None
+        try:
+            return await workflow.execute_activity_method(
+                ExtraActivities.fetch_extra,
+                ExtraInput(workflow.info().workflow_id, resolved, name, stage_attempts=policy.maximum_attempts),
+                task_queue=self._opts.fetch_queue(resolved.platform),
+                start_to_close_timeout=policy.start_to_close,
+                schedule_to_close_timeout=policy.schedule_to_close,
+                heartbeat_timeout=self._heartbeat_timeout,
+                retry_policy=policy.retry_policy(),
+            )
+        except ActivityError as err:
+            error_class, message = _failure(err)
+            if error_class == "cancelled":
+                raise asyncio.CancelledError from None
+        missing = MissingExtraInput(workflow.info().workflow_id, resolved.canonical_key, resolved.platform, name,
+                                    error_class, message[:2000])
+        try:
+            return await workflow.execute_activity_method(
+                ExtraActivities.record_missing_extra, missing,
+                task_queue=self._opts.fetch_queue(resolved.platform),
+                start_to_close_timeout=timedelta(seconds=60),
+                schedule_to_close_timeout=timedelta(minutes=10),
+                retry_policy=self._opts.commit.retry_policy(),
+            )
+        except ActivityError:  # the catalog stayed down: the result still says it is missing
+            return ExtraResult(name, [StoredExtra(name, "", missing=error_class, reason=message[:RESULT_REASON])])
+    # -- end of extras ---------------------------------------------------------------------------
 
     def _stage(self, stage: str) -> None:
         if stage != self._progress.stage:
@@ -528,6 +779,17 @@ class HostLost(Exception):
     """The host holding this item's partial files stopped taking work."""
 
 
+class _Recording:
+    """Where a recording in parts stands (MediaItemWorkflow._record_in_parts)."""
+
+    def __init__(self) -> None:
+        self.next = 1  # the next part's index (never reused)
+        self.after: dict[str, Any] | None = None  # the record the next part goes on from
+        self.committed: dict[str, Any] | None = None  # the record of the last part committed
+        self.ended = False
+        self.result: CommitResult | None = None  # the item's files after the last commit
+
+
 def _host_lost(err: ActivityError) -> bool:
     cause = err.cause
     return isinstance(cause, ActivityTimeoutError) and cause.type == TimeoutType.SCHEDULE_TO_START
@@ -543,6 +805,14 @@ async def _all_or_none(coroutines: list[Coroutine[Any, Any, T]]) -> list[T]:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
+
+
+def _recording_retry(policy: RetryPolicy) -> RetryPolicy:
+    """A live recording's download retried within a second or two: the playlist's window slides on
+    while it waits, and each retry goes on from the last media sequence held."""
+    return replace(policy, initial_interval=min(policy.initial_interval, RECORDING_RETRY_INTERVAL),
+                   maximum_interval=min(policy.maximum_interval or RECORDING_RETRY_MAX_INTERVAL,
+                                        RECORDING_RETRY_MAX_INTERVAL))
 
 
 def _set_at_start(attrs: list[Any]) -> bool:

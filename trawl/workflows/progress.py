@@ -7,10 +7,13 @@ item workflow's story stays in :mod:`trawl.workflows.media_item`.
 
 from __future__ import annotations
 
+from typing import Any
+
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from trawl.contracts import DownloadProgress, Progress
+    from trawl.formatting import recording_words
 
 MiB = 1024 * 1024
 
@@ -26,6 +29,7 @@ class ProgressBook:
         self._verified: set[str] = set()  # assets whose download was verified
         self._reported_totals: dict[str, int] = {}  # asset name -> size its server announced
         self._totals_known = False  # the platform gave every asset's size up front
+        self._live: dict[str, Any] | None = None  # a live recording's latest measures
 
     # -- bytes ------------------------------------------------------------------------------
     def known_total(self, total: int | None) -> None:
@@ -36,6 +40,8 @@ class ProgressBook:
     def reported(self, report: DownloadProgress) -> None:
         """A running download's report. A paused download's last report may arrive after its
         activity ended: reports of every asset not verified yet count."""
+        if report.live is not None:
+            self.recording(report.live)
         if report.asset in self._verified:
             return
         self._partial[report.asset] = max(self._partial.get(report.asset, 0), report.bytes_done)
@@ -44,6 +50,12 @@ class ProgressBook:
             self._reported_totals[report.asset] = report.bytes_total
             self.progress.bytes_total = sum(self._reported_totals.values())
         self._refresh()
+        self.show(self.progress.stage)
+
+    def recording(self, live: dict[str, Any]) -> None:
+        """A live recording's measures (a download's report, or a part's record as committed):
+        the details line says ``recording`` with them instead of a download of unknown size."""
+        self._live = live
         self.show(self.progress.stage)
 
     def downloaded(self, name: str, size: int) -> None:
@@ -97,6 +109,10 @@ class ProgressBook:
         elif done:
             amount = f" {done / MiB:.1f} MiB"
         kept = " kept" if shown == "paused" and done else ""
+        if self._live is not None and shown in ("download", "verify", "commit", "paused"):
+            paused = " (paused)" if shown == "paused" else ""
+            workflow.set_current_details(f"{recording_words(self._live)}{paused}{self._title_suffix()}")
+            return
         workflow.set_current_details(f"{shown}{amount}{kept}{self._title_suffix()}")
 
     def ended(self, outcome: str, error_class: str | None) -> None:

@@ -14,7 +14,7 @@ from trawl.platforms.base import ResolveContext
 from trawl.platforms.bilibili import PLATFORM, BilibiliSettings
 from trawl.platforms.bilibili.listing_site import COLLECTION, FAVORITES, HIDDEN, POOL, SERIES
 from trawl.platforms.bilibili.listings import collection_listing, favorites_listing, series_listing, uploader_listing
-from trawl.platforms.bilibili.resolver import BilibiliResolver
+from trawl.platforms.bilibili.resolver import BilibiliResolver, av_to_bv
 from trawl.platforms.bilibili.site import (
     COLLECTION_ID,
     FAVORITES_ID,
@@ -196,6 +196,20 @@ def test_favourites_list_videos_only_latest_first(bili) -> None:
     # page 1: 18 videos, the deleted video and the audio
     assert favorites_listing(resolver, ctx, FAVORITES_ID, 1, None) == expected_urls(site.sim.base_url,
                                                                                     newest_first(FAVORITES))[:18]
+
+
+def test_favourites_say_their_title_and_dead_entries_in_their_place(bili) -> None:
+    site, resolver, ctx = bili
+    listed = favorites_listing(resolver, ctx, FAVORITES_ID, 5, None)
+    assert listed.title == "公开收藏夹"
+    # the deleted video (attr 9, "已失效视频") is not crawled, but listed where the folder has it:
+    # between the 13th and 12th video, newest first (the audio is no video: left out)
+    (url, title, why), = listed.gone
+    assert url.endswith("/video/" + av_to_bv(30000999)) and title == "已失效视频"
+    assert why == "已失效视频: deleted by its uploader (attr 9)"
+    videos = expected_urls(site.sim.base_url, newest_first(FAVORITES))
+    assert listed.order == [*videos[:13], url, *videos[13:]]
+    assert listed.titles[videos[0]] and listed.titles[url] == "已失效视频"
 
 
 def test_private_favourites_need_the_owner_s_login(bili, tmp_path: Path) -> None:

@@ -31,6 +31,13 @@ CLASSIC, REEL, OG_ONLY = "1029384756473829", "2847561930284756", "39582710463829
 
 # url -> (kind, id) of the listing it names
 LISTINGS = [
+    # reels tab
+    (f"{FB}/harbourcouncil/reels/", "facebook_reels", "harbourcouncil"),
+    (f"{FB}/harbourcouncil/reels", "facebook_reels", "harbourcouncil"),
+    ("https://m.facebook.com/harbourcouncil/reels/?ref=page_internal", "facebook_reels", "harbourcouncil"),
+    (f"{FB}/harbourcouncil?sk=reels_tab", "facebook_reels", "harbourcouncil"),
+    (f"{FB}/profile.php?id=100064102938475&sk=reels_tab", "facebook_reels", "100064102938475"),
+    (f"{FB}/people/Harbour-Council/100064102938475/reels/", "facebook_reels", "100064102938475"),
     # videos tab
     (f"{FB}/harbourcouncil/videos/", "facebook_videos", "harbourcouncil"),
     (f"{FB}/harbourcouncil/videos", "facebook_videos", "harbourcouncil"),
@@ -219,6 +226,25 @@ def test_videos_tab_pages_through_cursors(sim: Simulator, site: FacebookSite, si
     assert _expand(sim_registry, ctx, sim.url("/keepersdiary/videos/")) == []
 
 
+def test_reels_tab_lists_reel_urls_page_by_page(sim: Simulator, site: FacebookSite, sim_registry: Registry,
+                                                ctx: ResolveContext) -> None:
+    urls = _expand(sim_registry, ctx, sim.url("/harbourcouncil/reels/"))
+    assert urls == [sim.url(f"/reel/{v}") for v in (REEL, CLASSIC)]
+    assert [sim_registry.route(u).workflow_id for u in urls] == [f"item-facebook:{v}" for v in (REEL, CLASSIC)]
+    assert site.media.tab_requests["/harbourcouncil/reels/"] == 2  # one reel a page, the second by ?cursor=
+    assert _expand(sim_registry, ctx, sim.url("/harbourcouncil/reels/"), max_pages=1) == urls[:1]
+    assert _expand(sim_registry, ctx, sim.url("/harbourcouncil/reels/"), enough=lambda page: True) == urls[:1]
+    # a tab page without the list: its links to reels
+    assert _expand(sim_registry, ctx, sim.url("/keepersdiary/reels/")) == [sim.url(f"/reel/{OG_ONLY}")]
+    assert _expand(sim_registry, ctx, sim.url("/emptypage/reels/")) == []
+
+
+def test_a_listed_reel_resolves(sim: Simulator, sim_registry: Registry, ctx: ResolveContext) -> None:
+    url = _expand(sim_registry, ctx, sim.url("/harbourcouncil/reels/"))[0]
+    item = sim_registry.resolver_for(url).resolve(url, ctx)
+    assert item.canonical_key == f"facebook:{REEL}" and item.assets[0].kind == "video"
+
+
 def test_photos_tab_walks_the_profiles_set(sim: Simulator, site: FacebookSite, sim_registry: Registry,
                                           ctx: ResolveContext) -> None:
     urls = _expand(sim_registry, ctx, sim.url("/harbourcouncil/photos"))
@@ -260,6 +286,9 @@ def test_albums_tab_lists_set_listings(sim: Simulator, sim_registry: Registry, c
     ("/membersonly/photos_albums", "login_required", "You must log in to continue."),
     ("/gonepage/photos", "login_required", "This content isn't available right now"),
     ("/gonepage/videos/", "login_required", "This content isn't available right now"),
+    ("/membersonly/reels/", "login_required", "You must log in to continue."),
+    ("/gonepage/reels/", "login_required", "This content isn't available right now"),
+    ("/nobody/reels/", "not_found", "404"),
     ("/nobody/videos/", "not_found", "404"),
     (f"/media/set/?set={MEMBERS_SET}", "login_required", f"crawl {{base}}/photo/?fbid={LOGIN_PHOTO_ID}&set={MEMBERS_SET}&setextract"),
 ])

@@ -166,7 +166,7 @@ def test_neither_post_nor_listing(registry, url: str) -> None:  # type: ignore[n
 
 
 def test_kinds_are_source_kinds() -> None:
-    assert set(PLATFORM.listings) == {"weibo_user", "weibo_videos", "weibo_album"}
+    assert set(PLATFORM.listings) == {"weibo_user", "weibo_videos", "weibo_album", "weibo_search"}
     assert {form.kind for form in PLATFORM.listing_forms(WeiboSettings())} == set(PLATFORM.listings)
 
 

@@ -4,9 +4,11 @@ Any non-zero ``code`` in a JSON answer is an error carrying the code, Bilibili's
 URL given. The table comes from the public API documentation (bilibili-API-collect
 ``docs/misc/errcode.md`` and ``docs/video/info.md``); only the -412/-352 bodies are real captures.
 Server codes (-500, -503...) are ``http_5xx``; -412/-352/-509/-799 (risk control, too frequent)
-and the ``Bili-Status-Code: -352``/``-412`` header are ``rate_limited``; -404/62002/62004
-``not_found``; -101 ``login_required``; -403/62012/-688/-689 (private, uploader only, geo-blocked,
-copyright) ``forbidden``; any other code ``platform_error``.
+and the ``Bili-Status-Code: -352``/``-412`` header are ``rate_limited``; -404/62002/62004 and
+the live rooms' 60004 (no such room, ``docs/live/info.md``), the comments' 12002 (comment area
+closed) and 12022 (comment gone) ``not_found``; -101
+``login_required``; -403/62012/-688/-689 (private, uploader only, geo-blocked, copyright)
+``forbidden``; any other code ``platform_error``.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from trawl.errors import (
 # code -> class (bilibili-API-collect docs/misc/errcode.md, docs/video/info.md).
 CODES: dict[int, type[TrawlError]] = {
     -404: NotFound, 62002: NotFound, 62004: NotFound,  # none; invisible; under review
+    60004: NotFound,  # live room_init: no such room (docs/live/info.md)
+    12002: NotFound, 12022: NotFound,  # comments: the comment area is closed; the comment is gone (docs/comment)
     -403: Forbidden, 62012: Forbidden, -688: Forbidden, -689: Forbidden,  # no access; uploader only; geo; copyright
     -412: RateLimited, -352: RateLimited, -509: RateLimited, -799: RateLimited,  # risk control; too frequent
     -101: LoginRequired,  # not logged in

@@ -16,8 +16,9 @@ Source kinds and their ids (``[[sources]] kind = ..., id = ...``; a listing URL 
 - ``bilibili_favorites``, id ``<media id>`` (the folder's mlid, as favlist URLs give it):
   ``x/v3/fav/resource/list``, ``pn``/``ps`` (at most 20), ``data.has_more``; ``order=mtime``,
   the most recently favourited first. Only videos (``type`` 2) are listed; entries deleted
-  since (``attr`` 1 or 9, "已失效视频") are left out: they can never be crawled, so they would keep
-  every page from ever being fully known. A private folder answers -403: without
+  since (``attr`` 1 or 9, "已失效视频") are not crawled (they never can be, so they would keep
+  every page from ever being fully known) but come back as the listing's dead entries
+  (``Listed.gone``), with the folder's title and each entry's, for the catalog to keep. A private folder answers -403: without
   ``cookies_file`` that is ``login_required`` (only its owner's account lists it, as yt-dlp says);
   with cookies it is ``forbidden`` (the account given is not its owner's).
 
@@ -35,18 +36,25 @@ from collections.abc import Callable
 from typing import Any
 
 from trawl.errors import Forbidden, LoginRequired, UnsupportedUrl
-from trawl.platforms.base import ResolveContext, Resolver, base_pattern, dig, get_json, int_or_none
+from trawl.listing_filters import ListingEntry, Walk, as_walk
+from trawl.platforms.base import ResolveContext, Resolver, base_pattern, dig, int_or_none, str_or_none
 from trawl.platforms.bilibili.config import BilibiliSettings
 from trawl.platforms.bilibili.resolver import BilibiliResolver, wbi_sign
-from trawl.platforms.platform import Listing, ListingForm
+from trawl.platforms.bilibili.rooms import live_room_listing
+from trawl.platforms.bilibili.visitor import api_json
+from trawl.platforms.platform import Listed, Listing, ListingForm
 
-Enough = Callable[[list[str]], bool] | None
+Enough = Walk | Callable[[list[str]], bool] | None
 
 UPLOADS_PAGE = 30  # yt-dlp's ps for arc/search
 COLLECTION_PAGE = 30  # the API's default page_size
 SERIES_PAGE = 30
 FAVORITES_PAGE = 20  # the API's maximum
 HIDDEN_COLLECTION = 156  # vlist[].meta.attribute of a collection shown as one entry (yt-dlp)
+# A favourites entry whose video is gone (``attr``, bilibili-API-collect docs/fav/list.md: 0 fine,
+# 1 deleted, 9 deleted by its uploader); the listing shows its title as "已失效视频" (video no
+# longer available), its id and bvid still there. What the catalog records as its reason.
+DEAD_ATTRS = {1: "已失效视频: deleted (attr 1)", 9: "已失效视频: deleted by its uploader (attr 9)"}
 
 # Why a form is refused offline (ListingForm.login_required).
 WATCH_LATER = ("the watch-later list (稍后再看) is a logged-in account's own list (code -101 without a "
@@ -118,6 +126,27 @@ def _video_urls(resolver: BilibiliResolver, entries: Any, key: str = "bvid") -> 
     return [f"{base}/video/{e[key]}" for e in found if isinstance(e, dict) and isinstance(e.get(key), str) and e[key]]
 
 
+def _clock(value: Any) -> float | None:
+    """A duration in seconds, or ``"22:11"`` (arc/search's ``length``) in seconds."""
+    if isinstance(value, str) and re.fullmatch(r"\d{1,5}(?::\d{1,2}){1,2}", value.strip()):
+        seconds = 0
+        for part in value.strip().split(":"):
+            seconds = seconds * 60 + int(part)
+        return float(seconds)
+    number = int_or_none(value)
+    return float(number) if number is not None and number >= 0 else None
+
+
+def _listing_entries(resolver: BilibiliResolver, entries: Any, *, date_key: str = "pubdate",
+                     duration_key: str = "duration", views: tuple[str, ...] = ("stat", "view")) -> list[ListingEntry]:
+    """A list API's videos with what it says of them (date, duration, plays, title), for filters."""
+    found = entries if isinstance(entries, list) else []
+    return [ListingEntry(url, timestamp=int_or_none(e.get(date_key)), duration=_clock(e.get(duration_key)),
+                         view_count=int_or_none(dig(e, *views)),
+                         title=e.get("title") if isinstance(e.get("title"), str) else None)
+            for e in found if isinstance(e, dict) for url in _video_urls(resolver, [e])]
+
+
 def _space_headers(resolver: BilibiliResolver, mid: str) -> dict[str, str]:
     # The space APIs check the Referer (bilibili-API-collect: "需验证referer"); yt-dlp sends the
     # space page and its Origin.
@@ -125,39 +154,55 @@ def _space_headers(resolver: BilibiliResolver, mid: str) -> dict[str, str]:
     return {**resolver._headers(), "Referer": f"{space}/{mid}", "Origin": space}
 
 
-def _get(resolver: BilibiliResolver, ctx: ResolveContext, path: str, params: dict[str, Any],
+def _get(resolver: BilibiliResolver, ctx: ResolveContext, path: str, params: dict[str, Any] | Callable[[], dict],
          headers: dict[str, str]) -> dict:
+    """A list API's answer, with the visitor session (:mod:`.visitor`); ``params`` a function for a
+    WBI-signed request (signed again with new keys if the session is renewed)."""
     api = resolver.config.api_base.rstrip("/")
-    return get_json(resolver, f"{api}{path}?{urllib.parse.urlencode(params)}", ctx, headers)
+    signed = callable(params)
+
+    def url() -> str:
+        return f"{api}{path}?{urllib.parse.urlencode(params() if callable(params) else params)}"
+
+    return api_json(resolver, ctx, url, headers, signed=signed)
 
 
 def uploader_listing(resolver: Resolver, ctx: ResolveContext, mid: str, max_pages: int, enough: Enough) -> list[str]:
-    """``bilibili_uploader``: an uploader's videos, newest first, ``max_pages`` pages at most."""
+    """``bilibili_uploader``: an uploader's videos, newest first, ``max_pages`` pages at most
+    (dated: a ``dateafter`` bound ends the paging at the first older video)."""
     bili = _bilibili(resolver)
+    walk = as_walk(enough)
     if not mid.strip().isdigit():
         raise UnsupportedUrl(f"bilibili_uploader id {mid!r}: give the uploader's mid (digits)")
     headers = _space_headers(bili, mid)
-    img, sub = bili._wbi_keys(ctx, headers)
     urls: list[str] = []
     for page in range(1, max_pages + 1):
-        params = wbi_sign({"mid": mid, "pn": page, "ps": UPLOADS_PAGE, "order": "pubdate", "platform": "web",
-                           "tid": 0, "keyword": "", "order_avoided": "true"}, img, sub)
+        def params(number: int = page) -> dict:
+            return wbi_sign({"mid": mid, "pn": number, "ps": UPLOADS_PAGE, "order": "pubdate", "platform": "web",
+                             "tid": 0, "keyword": "", "order_avoided": "true"}, *bili._wbi_keys(ctx, headers))
+
         doc = _get(bili, ctx, "/x/space/wbi/arc/search", params, headers)
         vlist = dig(doc, "data", "list", "vlist")
         if not isinstance(vlist, list) or not vlist:
             break
         page_urls: list[str] = []
+        videos: list[ListingEntry] = []
         for entry in vlist:
-            if not isinstance(entry, dict):
+            if not isinstance(entry, dict) or walk.done:
                 continue
             season = int_or_none(dig(entry, "meta", "id"))
             if dig(entry, "meta", "attribute") == HIDDEN_COLLECTION and season:
+                page_urls += walk.page(videos, dated=True, known_stops=False)
+                videos = []
                 # its newest page known: nothing newer in it (a watch reads one collection page)
-                page_urls += collection_listing(bili, ctx, f"{mid}:{season}", max_pages, enough)
+                page_urls += collection_listing(bili, ctx, f"{mid}:{season}", max_pages, walk)
+                walk.go_on_after_known()
             else:
-                page_urls += _video_urls(bili, [entry])
+                videos += _listing_entries(bili, [entry], date_key="created", duration_key="length",
+                                           views=("play",))
+        page_urls += walk.page(videos, dated=True, known_stops=False)
         urls += page_urls
-        if enough is not None and enough(page_urls):
+        if walk.stop_if_known(page_urls):
             break
         count = int_or_none(dig(doc, "data", "page", "count"))
         if count is not None and page * UPLOADS_PAGE >= count:
@@ -172,22 +217,24 @@ def collection_listing(resolver: Resolver, ctx: ResolveContext, ident: str, max_
     mid, season = _ids("bilibili_collection", ident, mid_optional=True)
     headers = _space_headers(bili, mid)
 
-    def page(number: int) -> tuple[dict, list[str]]:
+    walk = as_walk(enough)
+
+    def page(number: int) -> tuple[dict, list[ListingEntry]]:
         doc = _get(bili, ctx, "/x/polymer/web-space/seasons_archives_list",
                    {"mid": mid, "season_id": season, "sort_reverse": "false", "page_num": number,
                     "page_size": COLLECTION_PAGE}, headers)
-        return doc, _video_urls(bili, dig(doc, "data", "archives"))
+        return doc, _listing_entries(bili, dig(doc, "data", "archives"))
 
-    first, first_urls = page(1)
+    first, first_entries = page(1)
     total = int_or_none(dig(first, "data", "page", "total")) or 0
     size = int_or_none(dig(first, "data", "page", "page_size")) or COLLECTION_PAGE
     last = max(1, math.ceil(total / size)) if size > 0 else 1
     urls: list[str] = []
     for number in range(last, max(0, last - max_pages), -1):
-        page_urls = first_urls if number == 1 else page(number)[1]
-        page_urls = page_urls[::-1]
-        urls += page_urls
-        if enough is not None and enough(page_urls):
+        entries = first_entries if number == 1 else page(number)[1]
+        # The collection's own order, not necessarily by date: no date bound ends it.
+        urls += walk.page(entries[::-1])
+        if walk.done:
             break
     return list(dict.fromkeys(urls))
 
@@ -197,15 +244,16 @@ def series_listing(resolver: Resolver, ctx: ResolveContext, ident: str, max_page
     bili = _bilibili(resolver)
     mid, series = _ids("bilibili_series", ident)
     headers = _space_headers(bili, mid)
+    walk = as_walk(enough)
     urls: list[str] = []
     for number in range(1, max_pages + 1):
         doc = _get(bili, ctx, "/x/series/archives", {"mid": mid, "series_id": series, "only_normal": "true",
                                                      "sort": "desc", "pn": number, "ps": SERIES_PAGE}, headers)
-        page_urls = _video_urls(bili, dig(doc, "data", "archives"))
-        if not page_urls:
+        entries = _listing_entries(bili, dig(doc, "data", "archives"))
+        if not entries:
             break
-        urls += page_urls
-        if enough is not None and enough(page_urls):
+        urls += walk.page(entries, dated=True)  # sort=desc: newest first
+        if walk.done:
             break
         total = int_or_none(dig(doc, "data", "page", "total"))
         size = int_or_none(dig(doc, "data", "page", "size")) or SERIES_PAGE
@@ -228,6 +276,10 @@ def favorites_listing(resolver: Resolver, ctx: ResolveContext, media_id: str, ma
         raise UnsupportedUrl(f"bilibili_favorites id {media_id!r}: give the folder's media id (digits)")
     headers = bili._headers()
     urls: list[str] = []
+    order: list[str] = []  # every video entry, dead ones too, as listed
+    titles: dict[str, str] = {}
+    gone: list[tuple[str, str | None, str]] = []
+    title: str | None = None
     for number in range(1, max_pages + 1):
         try:
             doc = _get(bili, ctx, "/x/v3/fav/resource/list", {"media_id": media_id, "pn": number,
@@ -240,19 +292,35 @@ def favorites_listing(resolver: Resolver, ctx: ResolveContext, media_id: str, ma
             raise LoginRequired(f"{exc.message}: favourites folder {media_id} is private: only its owner's "
                                 "account lists it (set platforms.bilibili.cookies_file to the owner's "
                                 "cookies)") from None
+        title = title or str_or_none(dig(doc, "data", "info", "title"))
         medias = dig(doc, "data", "medias")
-        videos = [m for m in medias if isinstance(m, dict) and m.get("type") == 2 and m.get("attr") not in (1, 9)] \
-            if isinstance(medias, list) else []
+        entries = [m for m in medias if isinstance(m, dict) and m.get("type") == 2] if isinstance(medias, list) else []
+        videos = [m for m in entries if m.get("attr") not in DEAD_ATTRS]
         page_urls = _video_urls(bili, videos)
+        for entry in entries:
+            for url in _video_urls(bili, [entry]):
+                titles[url] = str_or_none(entry.get("title")) or ""
+                order.append(url)
+                if entry.get("attr") in DEAD_ATTRS:
+                    gone.append((url, titles[url] or None, DEAD_ATTRS[entry["attr"]]))
         urls += page_urls
         if enough is not None and page_urls and enough(page_urls):
             break
         if dig(doc, "data", "has_more") is not True:
             break
-    return list(dict.fromkeys(urls))
+    return Listed(list(dict.fromkeys(urls)), title=title, titles=titles, gone=gone, order=list(dict.fromkeys(order)))
+
+
+def live_listing(resolver: Resolver, ctx: ResolveContext, room: str, max_pages: int, enough: Enough) -> list[str]:
+    """``bilibili_live``: a live room, listed while it is live (:func:`.rooms.live_room_listing`)."""
+    rooms = _bilibili(resolver).rooms
+    if rooms is None:
+        raise UnsupportedUrl("bilibili_live: live rooms are not resolved by this registry")
+    return live_room_listing(rooms, ctx, room)
 
 
 LISTINGS: dict[str, Listing] = {
+    "bilibili_live": live_listing,
     "bilibili_uploader": uploader_listing,
     "bilibili_collection": collection_listing,
     "bilibili_series": series_listing,

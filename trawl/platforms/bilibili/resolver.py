@@ -1,4 +1,5 @@
-"""Bilibili videos: ``/video/BV...``, ``/video/av...``, ``?p=N`` parts, ``m.`` pages, b23.tv links,
+"""Bilibili videos: ``/video/BV...``, ``/video/av...``, ``?p=N`` parts, ``m.`` pages, b23.tv links
+(a link that leads to a live room is resolved by :mod:`.rooms`),
 festival pages (``/festival/<name>?bvid=BV...``), the player embed
 (``player.bilibili.com/player.html?aid=...&cid=...&page=N``, or ``bvid=``) and a list player
 pinned to one of its videos (``/list/<id>?...&bvid=BV...``, ``/medialist/play/<id>?...&bvid=``).
@@ -46,6 +47,11 @@ from trawl.platforms.base import (
 )
 from trawl.platforms.bilibili.config import BilibiliSettings
 from trawl.platforms.bilibili.errors import ANSWERS
+from trawl.platforms.bilibili.audio import BilibiliAudioResolver
+from trawl.platforms.bilibili.opus import BilibiliOpusResolver
+from trawl.platforms.bilibili.pgc import BilibiliEpisodeResolver
+from trawl.platforms.bilibili.rooms import BilibiliLiveResolver
+from trawl.platforms.bilibili.visitor import VisitorSession, api_json
 
 # av <-> BV: a fixed, documented permutation (XOR, base58, two swapped position pairs).
 _ALPHABET = "FcwAPNKTMug3GV5Lj7EJnHpWsx4tb8haYeviqBz6rkCy12mUSDQX9RdoZf"
@@ -144,8 +150,9 @@ class BilibiliResolver(Resolver):
     platform = "bilibili"
     answers = ANSWERS
 
-    def __init__(self, config: BilibiliSettings) -> None:
+    def __init__(self, config: BilibiliSettings, rooms: BilibiliLiveResolver | None = None) -> None:
         self.config = config
+        self.rooms = rooms  # where a short link that leads to a live room goes
         video = base_pattern(r"(?:www\.|m\.)?bilibili\.com", config.page_base, config.mobile_base)
         short = base_pattern(r"b23\.tv", config.short_base)
         player = base_pattern(r"player\.bilibili\.com")
@@ -158,6 +165,7 @@ class BilibiliResolver(Resolver):
             re.compile(rf"{video}/(?:list|medialist/play)/[^/?#]+/?\?(?:[^#]*&)?bvid=(?P<id>{BVID})(?:[&#].*)?$"),
         )
         self._wbi: tuple[str, str, float] | None = None  # img_key, sub_key, fetched at
+        self.visitor = VisitorSession()  # the visitor ids every API request of this worker sends (visitor.py)
 
     # -- URLs --------------------------------------------------------------------------------
     def ref(self, url: str) -> VideoRef | None:
@@ -189,6 +197,14 @@ class BilibiliResolver(Resolver):
             wanted = query.get("page", query.get("p", ["1"]))[0]  # the embed always shows one part
         page = int_or_none(wanted) if wanted is not None else None
         return VideoRef(bvid, max(page or 1, 1), explicit=wanted is not None)
+
+    def watch_target(self, url: str, ctx: ResolveContext) -> str | None:
+        """Where a b23.tv short link leads (followed through the client, so its address guard
+        checks every hop), when that is a live room: a watch of the link watches the room."""
+        if not self.url_patterns[1].match(url) or self.rooms is None:
+            return None
+        page = self.fetch_page(url, ctx, self._headers(), item_url=url)
+        return page.url if self.rooms.claims(page.url) else None
 
     def part_url(self, bvid: str, page: int) -> str:
         """The URL of one part, on the configured page base (the real site by default)."""
@@ -229,14 +245,16 @@ class BilibiliResolver(Resolver):
         ref = self.ref(url)
         if ref is None and not self.url_patterns[1].match(url):
             raise UnsupportedUrl(f"{url}: not a Bilibili video URL (an av number beyond the BV range?)")
-        if ref is None:  # a b23.tv short link: follow it, then it must be a video URL
+        if ref is None:  # a b23.tv short link: follow it, then it must be a video URL or a live room
             page = self.fetch_page(url, ctx, self._headers(), item_url=url)
             ref = self.ref(page.url)
+            if ref is None and self.rooms is not None and self.rooms.claims(page.url):
+                return self.rooms.resolve(page.url, ctx)
             if ref is None:
-                raise UnsupportedUrl(f"{url}: short link leads to {page.url}, not a Bilibili video")
+                raise UnsupportedUrl(f"{url}: short link leads to {page.url}, not a Bilibili video or live room")
         headers = self._headers()
         api = self.config.api_base.rstrip("/")
-        view = get_json(self, f"{api}/x/web-interface/view?bvid={ref.bvid}", ctx, headers, item_url=url)
+        view = api_json(self, ctx, lambda: f"{api}/x/web-interface/view?bvid={ref.bvid}", headers, item_url=url)
         data = view.get("data") if isinstance(view.get("data"), dict) else {}
         bvid = str_or_none(data.get("bvid")) or ref.bvid
         pages = [p for p in _list(data.get("pages")) if isinstance(p, dict)]
@@ -249,7 +267,9 @@ class BilibiliResolver(Resolver):
         if part and len(pages) > 1:
             title = f"{title or bvid} (P{ref.page} {str_or_none(part.get('part')) or ''})".replace(" )", ")")
         assets = self._streams(url, bvid, cid, ctx, headers)
-        merge = "dash" if len(assets) == 2 and assets[1].kind == "audio" else None
+        # DASH: a video and an audio stream to merge; durl in several segments: pieces to join.
+        merge = ("dash" if len(assets) == 2 and assets[1].kind == "audio"
+                 else "join" if len(assets) > 1 else None)
         cover = _cover(data.get("pic"))
         if cover and self.config.thumbnails:
             assets.append(Asset(name="thumbnail", kind="thumbnail", urls=[cover],
@@ -289,16 +309,25 @@ class BilibiliResolver(Resolver):
         return self._wbi[0], self._wbi[1]
 
     def _streams(self, url: str, bvid: str, cid: int, ctx: ResolveContext, headers: dict[str, str]) -> list[Asset]:
-        img, sub = self._wbi_keys(ctx, headers)
         qn = qn_for_height(ctx.quality) if ctx.quality else self.config.quality
-        params = wbi_sign({"bvid": bvid, "cid": cid, "qn": qn, "fnval": FNVAL_DASH, "fnver": 0,
-                           "fourk": 1}, img, sub)
         api = self.config.api_base.rstrip("/")
-        play = get_json(self, f"{api}/x/player/wbi/playurl?{urllib.parse.urlencode(params)}", ctx, headers,
-                        item_url=url)
+
+        def signed() -> str:  # signed again with the new keys after a renewal
+            params = wbi_sign({"bvid": bvid, "cid": cid, "qn": qn, "fnval": FNVAL_DASH, "fnver": 0,
+                               "fourk": 1}, *self._wbi_keys(ctx, headers))
+            return f"{api}/x/player/wbi/playurl?{urllib.parse.urlencode(params)}"
+
+        play = api_json(self, ctx, signed, headers, signed=True, item_url=url)
         data = play.get("data")
         if not isinstance(data, dict):
             raise ParseError(f"bilibili: {url}: playurl answer has no data")
+        return self.play_streams(url, data, ctx, qn, PREVIEW_REASON)
+
+    def play_streams(self, url: str, data: dict[str, Any], ctx: ResolveContext, qn: int, preview_reason: str,
+                     where: str = "data") -> list[Asset]:
+        """The assets of a play URL answer's ``dash`` or ``durl`` (a video's, an episode's, a
+        course's: they share the shape), each marked a preview with ``preview_reason`` when the
+        answer offers one only."""
         media_headers = {"Referer": self.config.referer, "User-Agent": self.config.user_agent}
         if isinstance(data.get("dash"), dict):
             # The crawl's audio choice, once the crawl carries one (ResolveContext.audio), else the setting.
@@ -306,11 +335,19 @@ class BilibiliResolver(Resolver):
         elif segments := [s for s in _list(data.get("durl")) if isinstance(s, dict)]:
             streams = self._durl(url, segments, media_headers)
         else:
-            raise ParseError(f"bilibili: {url}: playurl answer has neither data.dash nor data.durl")
+            raise ParseError(f"bilibili: {url}: playurl answer has neither {where}.dash nor {where}.durl")
         if _is_preview(data):
             for asset in streams:
-                asset.preview = PREVIEW_REASON
+                asset.preview = preview_reason
         return streams
+
+    def quality(self, ctx: ResolveContext) -> int:
+        """The ``qn`` asked: the crawl's height (``-f``), else ``platforms.bilibili.quality``."""
+        return qn_for_height(ctx.quality) if ctx.quality else self.config.quality
+
+    def headers(self) -> dict[str, str]:
+        """The headers of its API requests: Referer, User-Agent, the configured ones, the cookies."""
+        return self._headers()
 
     def _durl(self, url: str, segments: list[dict], headers: dict[str, str]) -> list[Asset]:
         assets = []
@@ -319,8 +356,11 @@ class BilibiliResolver(Resolver):
             urls = _urls(segment.get("url"), segment.get("backup_url"))
             require(urls, self.platform, url, f"data.durl[{index - 1}].url")
             name = "video" if len(ordered) == 1 else f"video-{index}"
+            # Each of several segments lasts its own `length` (ms), which verify checks instead of the item's.
+            length = (float_or_none(segment.get("length")) or 0) / 1000 if len(ordered) > 1 else None
             assets.append(Asset(name=name, kind="video", urls=urls, headers=dict(headers),
-                                expected_size=int_or_none(segment.get("size")), mime="video/x-flv"))
+                                expected_size=int_or_none(segment.get("size")), mime="video/x-flv",
+                                duration=length))
         return assets
 
     def _dash(self, url: str, dash: dict, headers: dict[str, str], qn: int | None = None,
@@ -396,7 +436,7 @@ def _pick_audio(dash: dict[str, Any], choice: str) -> dict | None:
 def _is_preview(play: dict[str, Any]) -> bool:
     """The playurl answer offers a preview only: its one quality is described as 试看 ("trial
     viewing", what a supporter-only video gives an account without access), or it says so."""
-    return _list(play.get("accept_description")) == ["试看"] or bool(play.get("is_preview"))
+    return _list(play.get("accept_description")) == ["试看"] or play.get("is_preview") in (True, 1)
 
 
 def _list(value: Any) -> list[Any]:
@@ -460,5 +500,10 @@ def _urls(primary: Any, backups: Any) -> list[str]:
 
 
 def resolvers(config: BilibiliSettings) -> list[Resolver]:
-    return [BilibiliResolver(config)]
+    """Videos, live rooms (:mod:`.rooms`), then episodes and courses (:mod:`.pgc`), dynamics
+    (:mod:`.opus`) and audio (:mod:`.audio`), which share the video resolver's session."""
+    rooms = BilibiliLiveResolver(config)
+    video = BilibiliResolver(config, rooms)
+    episodes = BilibiliEpisodeResolver(config, video)
+    return [video, rooms, episodes, BilibiliOpusResolver(config, video, episodes), BilibiliAudioResolver(config, video)]
 

@@ -6,6 +6,8 @@ the uploader :data:`LIST_MID`'s forty videos are listed by the list APIs (upload
 a hidden-mode collection, a series, a public and a private favourites folder), each a copy of
 the captured view and ``durl`` answers (:mod:`.listing_site` says where each list answer's
 shape comes from);
+the live rooms (``room_init``, ``getRoomPlayInfo``, signed live playlists) are :mod:`.room_site`'s;
+bangumi and course episodes, dynamics and audio are :mod:`.content_site`'s;
 ``BV1GJ411x7h7`` is a two-part video built from the same shapes whose streams come as
 ``durl`` (part 2 in two segments); :data:`TEN_PARTS` is the ten-part video of the derived
 ``bilibili_view_10pages_derived.json`` (the captured view answer with ``pages[]`` grown to ten;
@@ -22,6 +24,9 @@ invented, standing for any code trawl has no entry for.
 
 Rewritten DASH audio is an ISO BMFF file with a generic brand, as real ``.m4s`` audio segments
 are (they do not carry the ``M4A`` brand), so nothing but the asset's kind says it is audio.
+Rewritten media is real where a clip lasts as long as its video says (:data:`DASH_CLIPS`,
+:data:`DURL_CLIPS`: a player plays it, ffmpeg merges and joins it); the other videos' streams are
+synthetic bytes behind a real container's first bytes.
 """
 
 from __future__ import annotations
@@ -50,9 +55,14 @@ from trawl.platforms.bilibili.listing_site import (
     pool_videos,
 )
 from trawl.platforms.bilibili.resolver import wbi_sign
+from trawl.platforms.bilibili.content_site import ContentSite, install_content
+from trawl.platforms.bilibili.extras_site import ExtrasSite
+from trawl.platforms.bilibili.search_site import SearchAnswers, install_search
+from trawl.platforms.bilibili.visitor_site import install_visitors, visitor_ok
+from trawl.platforms.bilibili.room_site import ROOM_SHORT, ROOM_SHORT_LINK, RoomSite
 from trawl.platforms.platform import PlatformDemo
 from trawl.simulator.demo import DemoCase
-from trawl.simulator.media import MediaFile
+from trawl.simulator.media import MediaFile, sample_size
 from trawl.simulator.references import reference_json
 from trawl.simulator.server import FileBehaviour, Request, Response, Simulator
 from trawl.simulator.signed import SignedMedia
@@ -72,6 +82,15 @@ VIEW_ERRORS: dict[str, dict[str, Any]] = {
     PRIVATE_VIDEO: {"code": 62012, "message": "仅UP主自己可见", "ttl": 1},
     UNLISTED_CODE_VIDEO: {"code": UNLISTED_CODE, "message": "稿件状态异常", "ttl": 1},
 }
+# Real clips (trawl/simulator/samples/make-clips.sh) served for the streams that last as long as
+# they, by "<bvid>-<cid>": the 486 s videos' DASH streams (the captured video and the Hi-Res one
+# built from it: a video and an audio clip), the two-part video's durl streams, one clip per
+# segment (part 1 120 s, part 2 two segments of 90 s). Other streams (episodes, courses, the
+# listed copies) last otherwise: synthetic bytes.
+DASH_CLIPS = {stem: {"video": "bilibili-dash-video.m4s", "audio": "bilibili-dash-audio.m4s"}
+              for stem in ("BV117411r7R1-146044693", f"{HIRES_VIDEO}-4001")}
+DURL_CLIPS = {"BV1GJ411x7h7-1001": ("bilibili-p1.flv",),
+              "BV1GJ411x7h7-1002": ("bilibili-p2-1.flv", "bilibili-p2-2.flv")}
 TRACKING = ("share_medium=android&share_plat=android&share_session_id=f3852d0c-516a-42a9-8253-fea9aaccb11b"
             "&share_source=COPY&share_tag=s_i&timestamp=1639477906&unique_k=kpLP9MF")
 
@@ -98,15 +117,43 @@ class BilibiliSite:
     media: SignedMedia | None = None
     generation: int = 0  # bumped by expire_media(): new URL names, same bytes
     _recent: deque[float] = field(default_factory=deque)
+    search: SearchAnswers | None = None  # the video search, once installed
+    # The WBI keys nav gives and signatures are checked with (rotate_wbi() changes them).
+    wbi_keys: tuple[str, str] = (IMG_KEY, SUB_KEY)
+    # Visitors (visitor_site.py): with visitor_required, the WBI APIs answer -352 to a request
+    # without a buvid3 that finger/spi gave (and has not expired since).
+    visitor_required: bool = False
+    visitors: set[str] = field(default_factory=set)
+    visitor_checks: int = 0
+    expire_at_check: int | None = None  # the N-th checked request finds the visitors expired
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    content: ContentSite | None = None  # episodes, courses, dynamics, audio (content_site.py), once installed
 
     def __post_init__(self) -> None:
         self.lists = ListingAnswers(self.videos)
+        self.rooms = RoomSite(self.sim, wbi_keys=(IMG_KEY, SUB_KEY))  # the live rooms (room_site.py), installed with the site
+        # danmaku, subtitles, chapters, comments (extras_site.py); the captured video has subtitles
+        self.extras = ExtrasSite(self.sim, self._durations, signed_ok=self._signed_ok, owners=self._owners,
+                                 subtitled={146044693}, commented={85440373})
+
+    def _owners(self) -> dict[int, tuple[int, str]]:
+        return {int(page["cid"]): (int(video.view["data"]["aid"]), video.bvid)
+                for video in self.videos.values() for page in video.view["data"].get("pages") or []
+                if isinstance(page, dict) and page.get("cid")}
+
+    def _durations(self) -> dict[int, float]:
+        """cid -> duration of every part of every video (the extras' answers follow them)."""
+        return {int(page["cid"]): float(page.get("duration") or video.view["data"].get("duration") or 0)
+                for video in self.videos.values() for page in video.view["data"].get("pages") or []
+                if isinstance(page, dict) and page.get("cid")}
 
     def settings(self, **overrides: Any) -> BilibiliSettings:
         base = self.sim.base_url
         return BilibiliSettings(**{"page_base": base, "mobile_base": f"{base}/m", "api_base": base,
                                    "short_base": f"{base}/b23", "space_base": f"{base}/space",
+                                   "dynamic_base": f"{base}/t",
+                                   "live_base": f"{base}/liveroom", "live_api_base": base,
+                                   "comment_base": f"{base}/comment",
                                    "requests_per_second": 1000, **overrides})
 
     def space_url(self, path: str) -> str:
@@ -131,14 +178,18 @@ class BilibiliSite:
         second.update(cid=1002, page=2, part="下集", duration=180)
         data["pages"] = [first, second]
         durl = reference_json("bilibili_playurl_durl_1.json")
+        one = copy.deepcopy(durl)
+        one["data"]["timelength"] = one["data"]["durl"][0]["length"] = 120_000
         two = copy.deepcopy(durl)
         segment = two["data"]["durl"][0]
+        segment["length"] = 90_000
         later = copy.deepcopy(segment)
         later["order"] = 2
         later["url"] = segment["url"].replace("-1-64.flv", "-2-64.flv")
         later["backup_url"] = [u.replace("-1-64.flv", "-2-64.flv") for u in segment.get("backup_url") or []]
         two["data"]["durl"].append(later)
-        self.videos["BV1GJ411x7h7"] = Video("BV1GJ411x7h7", multi, {1001: durl, 1002: two})
+        two["data"]["timelength"] = 180_000
+        self.videos["BV1GJ411x7h7"] = Video("BV1GJ411x7h7", multi, {1001: one, 1002: two})
         # The view fields (is_upower_exclusive, is_upower_play, is_upower_preview) are those of the
         # captured view answer, set as a supporter-only video has them; the preview's playurl is
         # the captured durl answer with the one quality described as 试看 (bilibili-API-collect,
@@ -178,8 +229,12 @@ class BilibiliSite:
         assert self.media is not None
         data = answer["data"]
         prefix = f"{stem}/g{self.generation}"
+        clips = DURL_CLIPS.get(stem, ())
         for index, segment in enumerate(data.get("durl") or []):
-            media = MediaFile("flv", f"{stem}-durl-{index}", 300_000 + 7919 * index)
+            if index < len(clips):
+                media = MediaFile("flv", f"{stem}-durl-{index}", sample_size(clips[index]), sample=clips[index])
+            else:
+                media = MediaFile("flv", f"{stem}-durl-{index}", 300_000 + 7919 * index)
             name = f"{prefix}/durl-{index}.flv"
             self.media.add(name, media)
             self.media.add(f"{name}.backup", media)
@@ -194,7 +249,7 @@ class BilibiliSite:
         for kind, fmt in (("video", "mp4"), ("audio", "mp4")):  # audio .m4s: an ISO brand, not M4A
             for index, stream in enumerate(streams[kind]):
                 size = (400_000 if kind == "video" else 120_000) + 1009 * index
-                media = MediaFile(fmt, f"{stem}-{kind}-{index}", size)
+                media = MediaFile(fmt, f"{stem}-{kind}-{index}", size, sample=DASH_CLIPS.get(stem, {}).get(kind))
                 name = f"{prefix}/{kind}-{stream.get('id')}-{index}.m4s"
                 self.media.add(name, media)
                 self.media.add(f"{name}.backup", media)
@@ -234,7 +289,7 @@ class BilibiliSite:
         wts = params.pop("wts", None)
         if wts is None or not wts.isdigit():
             return False
-        expected = wbi_sign(params, IMG_KEY, SUB_KEY, now=int(wts))["w_rid"]
+        expected = wbi_sign(params, *self.wbi_keys, now=int(wts))["w_rid"]
         return req.arg("w_rid") == expected
 
     def view(self, req: Request) -> Response:
@@ -251,11 +306,11 @@ class BilibiliSite:
     def nav(self, req: Request) -> Response:
         return _json({"code": -101, "message": "账号未登录", "ttl": 1, "data": {
             "isLogin": False,
-            "wbi_img": {"img_url": f"https://i0.hdslb.com/bfs/wbi/{IMG_KEY}.png",
-                        "sub_url": f"https://i0.hdslb.com/bfs/wbi/{SUB_KEY}.png"}}})
+            "wbi_img": {"img_url": f"https://i0.hdslb.com/bfs/wbi/{self.wbi_keys[0]}.png",
+                        "sub_url": f"https://i0.hdslb.com/bfs/wbi/{self.wbi_keys[1]}.png"}}})
 
     def playurl(self, req: Request) -> Response:
-        if self._limited():
+        if self._limited() or not visitor_ok(self, req):
             return _json(reference_json("bilibili_error_-352_vvoucher.json"), headers={"Bili-Status-Code": "-352"})
         if not self._signed_ok(req):
             return _json({"code": -403, "message": "访问权限不足", "ttl": 1})
@@ -266,7 +321,7 @@ class BilibiliSite:
         return _json(video.playurl[cid])
 
     def arc_search(self, req: Request) -> Response:
-        if self._limited():
+        if self._limited() or not visitor_ok(self, req):
             return _json(reference_json("bilibili_error_-352_vvoucher.json"), headers={"Bili-Status-Code": "-352"})
         if not self._signed_ok(req):
             return _json({"code": -403, "message": "访问权限不足", "ttl": 1})
@@ -285,6 +340,8 @@ class BilibiliSite:
         code = req.match.group("code") if req.match else ""
         if code == SHORT_LINK:
             target = self.sim.url(f"/video/BV117411r7R1?p=1&{TRACKING}")
+        elif code == ROOM_SHORT_LINK:  # as the app shares a room: the page with tracking params
+            target = self.sim.url(f"/liveroom/{ROOM_SHORT}?broadcast_type=0&is_room_feed=1&{TRACKING}")
         elif code == SHORT_LINK_NOT_VIDEO:
             target = self.sim.url("/read/cv123456")
         else:
@@ -312,6 +369,11 @@ def install_bilibili_site(sim: Simulator, *, rewrite_media: bool = True) -> Bili
     sim.add_exact("/x/v3/fav/resource/list", site.fav_resource_list)
     sim.add_route(r"/b23/(?P<code>[A-Za-z0-9]+)/?", site.short_link)
     sim.add_route(r"(?:/m)?/video/.+|/read/.+", site.page)
+    site.rooms.install()
+    site.extras.install()
+    site.search = install_search(site)  # the video search (search_site.py)
+    install_visitors(site)  # finger/spi (visitor_site.py)
+    site.content = install_content(site)  # episodes, courses, dynamics, audio (content_site.py)
     return site
 
 
@@ -329,7 +391,7 @@ def install_demo(sim: Simulator) -> PlatformDemo:
 
 __all__ = [
     "COLLECTION_ID", "FAVORITES_ID", "HIDDEN_COLLECTION_ID", "HIRES_VIDEO", "LIST_MID", "PRIVATE_FAVORITES_ID",
-    "PRIVATE_VIDEO", "SERIES_ID", "SHORT_LINK", "SHORT_LINK_NOT_VIDEO", "SUPPORTER_ONLY", "TEN_PARTS",
+    "PRIVATE_VIDEO", "ROOM_SHORT_LINK", "SERIES_ID", "SHORT_LINK", "SHORT_LINK_NOT_VIDEO", "SUPPORTER_ONLY", "TEN_PARTS",
     "UNLISTED_CODE", "UNLISTED_CODE_VIDEO", "UPLOADER_MID", "VIEW_ERRORS", "BilibiliSite", "expected_urls",
     "install_bilibili_site", "install_demo", "pool_bvid",
 ]

@@ -22,6 +22,7 @@ PLATFORM = Platform(
     # Its refusals are HTML pages the resolver reads (.errors); nothing for classify_response.
     errors=None,
     cookie_domains=("facebook.com", "fb.watch", "fbcdn.net"),
+    login_cookie="c_user",
     demo=imported_when_called("trawl.platforms.facebook.site:install_demo"),
 )
 

@@ -41,6 +41,10 @@ blocks real pages carry (as the video pages of :mod:`.site`):
   URLs), :data:`VIDEOS_PER_TAB_PAGE` per page, ``page_info.has_next_page``/``end_cursor``, the next
   page asked as ``?cursor=<end_cursor>``, a suggested video outside the list. ``membersonly``
   answers with the login wall, ``gonepage`` as a hidden profile.
+- **Reels tab** ``/<profile>/reels/``: **not from a published capture** either; the videos tab's
+  shape with ``/reel/<id>/`` URLs, :data:`REELS_PER_TAB_PAGE` per page (:data:`REELS`), and for
+  ``keepersdiary`` a page with no list, only ``<a href="/reel/<id>/">`` links (all a browser
+  script collecting a tab's reels reads).
 """
 
 from __future__ import annotations
@@ -69,6 +73,10 @@ PHOTOS_BY_SET = f"pb.{HARBOUR_UID}.-2207520000"  # harbourcouncil's photos: 5, i
 LOGIN_PHOTO_ID = "8810000000000099"  # its page always redirects to /login
 BLOCKED_PHOTO_ID = "8810000000000098"  # its page is Facebook's CometErrorRoot block
 VIDEOS_PER_TAB_PAGE = 2
+REELS_PER_TAB_PAGE = 1
+# A profile's reels, newest first (any video page serves as /reel/<id>): harbourcouncil's in a
+# pageItems list, keepersdiary's as links only.
+REELS = {"harbourcouncil": ("2847561930284756", "1029384756473829"), "keepersdiary": ("3958271046382910",)}
 LOGIN_PROFILE, HIDDEN_PROFILE, EMPTY_PROFILE = "membersonly", "gonepage", "emptypage"
 
 
@@ -144,6 +152,7 @@ class FacebookMediaSite:
         sim.add_route(r"/photo(?:\.php)?/?", self._serve_photo)
         sim.add_route(r"/media/set/?", self._serve_set)
         sim.add_route(r"/(?P<profile>[^/]+)/videos/?", self._serve_videos_tab)
+        sim.add_route(r"/(?P<profile>[^/]+)/reels/?", self._serve_reels_tab)
         sim.add_route(r"/(?P<profile>[^/]+)/photos(?:_by)?/?", self._serve_photos_tab)
         sim.add_route(r"/(?P<profile>[^/]+)/photos_albums/?", self._serve_albums_tab)
 
@@ -268,6 +277,31 @@ class FacebookMediaSite:
                                                 relay("CometVideoSuggestionsRelayPreloader_3",
                                                        {"suggested": [{"media": suggestion}]})])
 
+    def reels_tab_html(self, profile: str, cursor: str) -> str | None:
+        """A page of ``profile``'s reels tab from ``cursor`` (None: no such cursor): a pageItems
+        list of Video nodes as on the videos tab, :data:`REELS_PER_TAB_PAGE` a page; keepersdiary's
+        tab has no such list, only links to its reels (``<a href="/reel/<id>/">``)."""
+        reels = list(REELS.get(profile, ()))
+        if profile == "keepersdiary":
+            links = "".join(f'<a href="/reel/{reel}/" role="link"><img alt=""></a>' for reel in reels)
+            return self._page(f"{profile} reels", []).replace('<div id="mount_0_0"></div>',
+                                                                f'<div id="mount_0_0">{links}</div>')
+        start = 0
+        if cursor:
+            if not cursor.startswith("reels:") or not cursor[6:].isdigit():
+                return None
+            start = int(cursor[6:])
+        shown = reels[start:start + REELS_PER_TAB_PAGE]
+        end = start + len(shown)
+        edges = [{"node": {"__typename": "TimelineAppCollectionItem", "id": f"I:{reel}",
+                           "node": {"__typename": "Video", "id": reel, "videoId": reel,
+                                    "url": f"https://www.facebook.com/reel/{reel}/"}},
+                  "cursor": f"reels:{start + n + 1}"} for n, reel in enumerate(shown)]
+        items = {"edges": edges, "page_info": {"has_next_page": end < len(reels), "end_cursor": f"reels:{end}"}}
+        data = {"user": {"__typename": "User", "id": UIDS.get(profile, HARBOUR_UID)},
+                "collection": {"id": f"C:{profile}:reels", "pageItems": items}}
+        return self._page(f"{profile} reels", [relay("ProfileCometAppCollectionReelsRendererQuery_1", data)])
+
     # -- serving -----------------------------------------------------------------------------
     def site_login_wall(self) -> str:
         return LOGIN_WALL
@@ -333,6 +367,13 @@ class FacebookMediaSite:
         if refused is not None:
             return refused
         page = self.videos_tab_html(profile, req.arg("cursor") or "")
+        return self._html(page) if page is not None else self._not_found()
+
+    def _serve_reels_tab(self, req: Request) -> Response:
+        profile, refused = self._tab(req)
+        if refused is not None:
+            return refused
+        page = self.reels_tab_html(profile, req.arg("cursor") or "")
         return self._html(page) if page is not None else self._not_found()
 
     def _serve_photos_tab(self, req: Request) -> Response:

@@ -1,4 +1,4 @@
-"""Facebook listings: a page's or profile's videos and photos tabs, its albums, a photo set.
+"""Facebook listings: a page's or profile's videos, reels and photos tabs, its albums, a photo set.
 
 Source kinds and their ids:
 
@@ -11,6 +11,12 @@ Source kinds and their ids:
   ``pageItems.edges[]`` list (the list shape Facebook's profile tabs use, as gallery-dl reads it
   on the photos and albums tabs) and following ``page_info.end_cursor`` as ``?cursor=`` while
   ``has_next_page``. That paging is trawl's design, not a published capture.
+- ``facebook_reels``: a page's or profile's reels tab; id as above. URLs: ``/<page>/reels/``,
+  ``/people/<name>/<id>/reels/``, ``/profile.php?id=<id>&sk=reels_tab``, ``/<page>?sk=reels_tab``.
+  No downloader lists this tab and no capture of it is published: trawl reads it as the videos
+  tab (``Video`` nodes of ``pageItems.edges[]``, ``?cursor=`` paging), and, when the page has no
+  such list, the ``/reel/<id>`` links in it (what a browser script that collects a tab's reels
+  reads: its ``a[href^="/reel/"]``). Each reel is listed as ``/reel/<id>``, the video resolver's form.
 - ``facebook_photos``: a profile's photos (gallery-dl's ``FacebookPhotosExtractor``); id as above.
   URLs: ``/<page>/photos``, ``/<page>/photos_by``, ``/profile.php?id=<id>&sk=photos`` (or
   ``sk=photos_by``, or ``?id=<id>/photos``), ``/people/<name>/<id>/?sk=photos``, and the bare
@@ -138,6 +144,7 @@ def listing_forms(config: FacebookSettings) -> list[ListingForm]:
              lambda m: m["id"] + (f"/{unquote(m['title'])}" if m["title"] else "")),
         *profile("facebook_albums", "", "photos_albums"),
         *profile("facebook_videos", "videos", "videos"),
+        *profile("facebook_reels", "reels", "reels_tab"),
         form("facebook_photos", rf"/{_PROFILE_PHP}/photos(?:_by)?(?:[&#].*)?$"),
         *profile("facebook_photos", "photos|photos_by", "photos|photos_by"),
         form("facebook_photos", rf"/{_NO_SK}{_PROFILE_PHP}(?:[&#].*)?$"),
@@ -216,6 +223,44 @@ def videos_listing(resolver: Resolver, ctx: ResolveContext, profile: str, max_pa
         if not isinstance(cursor, str) or not cursor or not ids:
             break
     return urls
+
+
+def reels_listing(resolver: Resolver, ctx: ResolveContext, profile: str, max_pages: int,
+                  enough: Callable[[list[str]], bool] | None) -> list[str]:
+    """Source kind ``facebook_reels``: the reels tab of ``profile``, as ``/reel/<id>`` URLs, newest
+    first. The tab is read as the videos tab is (its ``pageItems`` list of ``Video`` nodes, paged
+    by ``?cursor=``); a tab page without that list but with links to reels (``/reel/<id>``, all a
+    browser's reader of the tab takes) gives those links."""
+    assert isinstance(resolver, FacebookResolver)
+    base = resolver.config.page_base.rstrip("/")
+    urls: list[str] = []
+    cursor = ""
+    for _ in range(max_pages):
+        path = f"/{quote(profile)}/reels/" + (f"?{urlencode({'cursor': cursor})}" if cursor else "")
+        page = _fetch(resolver, ctx, path, f"{base}/{profile}/reels/")
+        text = page.text()
+        lists = _page_items(json_blocks(text))
+        if lists:
+            items = lists[0]
+            ids = list(dict.fromkeys(i for edge in items["edges"] for i in _video_ids(edge)[:1]))
+            more = dig(items, "page_info", "has_next_page") is True
+            cursor = dig(items, "page_info", "end_cursor") if more else ""
+        else:
+            ids = list(dict.fromkeys(_REEL_LINK.findall(text)))
+            cursor = ""
+            if not ids:
+                raise _stated(page, resolver.config, f" for the reels of {profile}")
+        page_urls = [u for u in (f"{base}/reel/{reel}" for reel in ids) if u not in urls]
+        urls += page_urls
+        if enough is not None and enough(page_urls):
+            break
+        if not isinstance(cursor, str) or not cursor or not ids:
+            break
+    return urls
+
+
+# A link to a reel in a page's HTML or its JSON (``/reel/<id>``, ``\/reel\/<id>``).
+_REEL_LINK = re.compile(r"""["'(](?:https?:\\?/\\?/[a-z0-9.-]*facebook\.com)?\\?/reel\\?/(\d{6,20})""")
 
 
 def profile_set(resolver: FacebookResolver, ctx: ResolveContext, profile: str) -> str | None:
@@ -366,6 +411,7 @@ def _set_of(url: Any) -> str | None:
 
 LISTINGS = {
     "facebook_videos": videos_listing,
+    "facebook_reels": reels_listing,
     "facebook_photos": photos_listing,
     "facebook_album": album_listing,
     "facebook_albums": albums_listing,

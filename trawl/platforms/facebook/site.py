@@ -7,6 +7,9 @@ Relay payloads, a neighbouring video's node (which a resolver must not take), an
 
 Photos, photo sets and the profile tabs listings read are in :mod:`.listing_site`.
 
+A video's files on the CDN are real clips (:func:`clip`) that a browser plays, padded to each
+quality's size with a ``free`` box of bytes of their own.
+
 Posts (:data:`POSTS`): a post's page carries its videos where public downloaders read them, the
 story's ``attachments[].styles.attachment.media`` (one video) or
 ``...attachment.all_subattachments.nodes[].media`` (several), an event's
@@ -68,6 +71,13 @@ using it.</p></body></html>"""
 _NOT_FOUND = b"<!DOCTYPE html><html><head><title>Page not found</title></head><body>Page not found</body></html>"
 
 
+def clip(video: FbVideo, quality: str) -> str:
+    """The real clip (trawl/simulator/samples/make-clips.sh) a video's file starts with: one as
+    long as its page says (the classic video 42.5 s, the reel 15.2 s), each quality its own
+    size of picture; the OpenGraph-only video, whose page gives no length, has the classic one's."""
+    return f"facebook-{'reel' if video.layout == 'reel' else 'classic'}-{quality}.mp4"
+
+
 class FacebookSite:
     """Facebook's pages, short links and CDN on a :class:`Simulator`.
 
@@ -99,7 +109,7 @@ class FacebookSite:
         self._lock = threading.Lock()
         self._generation = 0
         self._behaviours: list[FileBehaviour] = []
-        self._media = {(v.id, q): MediaFile("mp4", f"facebook-{v.id}-{q}", size)
+        self._media = {(v.id, q): MediaFile("mp4", f"facebook-{v.id}-{q}", size, sample=clip(v, q))
                        for v in VIDEOS for q, size in (("hd", v.hd_size), ("sd", v.sd_size)) if size}
         self._publish_media()
         sim.add_route(r"/watch/?", self._serve_page)

@@ -28,33 +28,87 @@ trawl's own: see :mod:`trawl.platforms.weibo.site`.
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
 from trawl.errors import UnsupportedUrl
-from trawl.platforms.base import ResolveContext, Resolver, dig, int_or_none, json_object, require, str_or_none
+from trawl.listing_filters import ListingEntry, Walk, as_walk
+from trawl.platforms.base import (ResolveContext, Resolver, dig, float_or_none, get_json, int_or_none, json_object,
+                                  require, str_or_none)
 from trawl.platforms.weibo.errors import classify_redirect
 from trawl.platforms.weibo.resolver import (
     NAME,
     REAL_HOST,
     WeiboResolver,
     _as_list,
+    _cards,
     _check_ok,
     _digits,
+    _post_url,
     _status_mid,
     mid_to_mblogid,
+    parse_created_at,
     user_post_urls,
 )
 
-Enough = Callable[[list[str]], bool] | None
+Enough = Walk | Callable[[list[str]], bool] | None
+_TAG = re.compile(r"<[^>]{0,500}>")
 
 
 def user_listing(resolver: Resolver, ctx: ResolveContext, ident: str, max_pages: int, enough: Enough) -> list[str]:
-    """Source kind ``weibo_user``: every post of the user, newest first."""
+    """Source kind ``weibo_user``: every post of the user, newest first (a pinned post first of all).
+
+    Without filters, :func:`~trawl.platforms.weibo.resolver.user_post_urls`. With them, the same
+    pages read here, each post judged by its date, text and video's duration: the first post older
+    than ``dateafter`` ends the paging, unless it is the pinned one (``isTop``, "置顶"), which the
+    feed shows first whatever its age.
+    """
     assert isinstance(resolver, WeiboResolver)
     uid = user_id(resolver, ctx, ident)
-    return user_post_urls(resolver.config, ctx, uid, max_pages, enough)
+    walk = as_walk(enough)
+    if not walk.filters:
+        return user_post_urls(resolver.config, ctx, uid, max_pages, walk)
+    base = resolver.config.mobile_base.rstrip("/")
+    urls: list[str] = []
+    for page in range(1, max_pages + 1):
+        query = urlencode({"containerid": f"107603{uid}", "page": page})
+        doc = get_json(resolver, f"{base}/api/container/getIndex?{query}", ctx, resolver.api_headers(base + "/"))
+        cards = _cards(dig(doc, "data", "cards"))
+        pinned = [e for e in (post_entry(c, uid) for c in cards if _pinned(c)) if e is not None]
+        posts = [e for e in (post_entry(c, uid) for c in cards if not _pinned(c)) if e is not None]
+        if not pinned and not posts:
+            break
+        kept = walk.page(pinned, known_stops=False) + walk.page(posts, dated=True, known_stops=False)
+        urls += kept
+        if walk.stop_if_known(kept):
+            break
+    return list(dict.fromkeys(urls))
+
+
+def _pinned(card: dict[str, Any]) -> bool:
+    mblog = card.get("mblog") if isinstance(card.get("mblog"), dict) else {}
+    return mblog.get("isTop") in (1, True) or dig(mblog, "title", "text") == "置顶"
+
+
+def post_entry(card: dict[str, Any], uid: str = "") -> ListingEntry | None:
+    """A post card (``card_type`` 9) as a listing entry: its URL (by its author, else ``uid``), date,
+    text and video's duration and plays, where the card says them."""
+    mblog = card.get("mblog") if isinstance(card.get("mblog"), dict) else {}
+    author = _digits(dig(mblog, "user", "id")) or _digits(uid)
+    url = _post_url(card, author) if author else None
+    if url is None:
+        return None
+    created = parse_created_at(mblog.get("created_at"))
+    text = mblog.get("text")
+    media = dig(mblog, "page_info", "media_info")
+    return ListingEntry(
+        url, timestamp=int(datetime.fromisoformat(created).timestamp()) if created else None,
+        duration=float_or_none(dig(media, "duration")), view_count=int_or_none(dig(mblog, "page_info", "play_count")),
+        title=html.unescape(_TAG.sub("", text)).strip() if isinstance(text, str) else None)
 
 
 def video_listing(resolver: Resolver, ctx: ResolveContext, ident: str, max_pages: int, enough: Enough) -> list[str]:
@@ -130,6 +184,8 @@ def _desktop_data(resolver: WeiboResolver, ctx: ResolveContext, api: str, uid: s
     where = where or f"{REAL_HOST}/u/{uid}"
     referer = resolver.config.referer.rstrip("/") + (f"/u/{uid}" if uid else "/")
     page = resolver.fetch_page(api, ctx, resolver.api_headers(referer), item_url=where)
+    if classify_redirect(page.url) is not None and resolver.visitor.incarnate(resolver, ctx, page.url):
+        page = resolver.fetch_page(api, ctx, resolver.api_headers(referer), item_url=where)  # as a visitor
     refusal = classify_redirect(page.url, f" for {where}")
     if refusal is not None:
         raise refusal

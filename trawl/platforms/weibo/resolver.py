@@ -54,13 +54,11 @@ from trawl.errors import (
     classify_exception,
     classify_response,
 )
-from trawl.hls_playlists import is_hls_type, is_hls_url
 from trawl.models import Asset, Resolved, compact, count_or_none, upload_date
 from trawl.platforms.base import (
     ResolveContext,
     Resolver,
     dig,
-    float_or_none,
     get_json,
     int_or_none,
     json_object,
@@ -71,17 +69,14 @@ from trawl.platforms.base import (
 )
 from trawl.platforms.weibo.config import WeiboSettings
 from trawl.platforms.weibo.errors import ANSWERS, classify_answer, classify_redirect
+from trawl.platforms.weibo.longtext import is_long, long_text
+from trawl.platforms.weibo.media import has_pictures_or_mix, media_url, mixed_assets, picture_assets, positive, video_asset
+from trawl.platforms.weibo.visitor import WeiboVisitor
 from trawl.platforms.weibo.forms import MID, refusals, status_patterns
 
 NAME = "weibo"
 REAL_HOST = "https://weibo.com"
 BASE62 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-# Older API fields with a video URL, best quality first (the 720p field, then HD, then LD).
-_LEGACY_VIDEO_FIELDS = (
-    ("media_info", "mp4_720p_mp4"), ("urls", "mp4_720p_mp4"),
-    ("media_info", "stream_url_hd"), ("media_info", "mp4_hd_url"), ("urls", "mp4_hd_mp4"),
-    ("media_info", "stream_url"), ("media_info", "mp4_sd_url"), ("urls", "mp4_ld_mp4"),
-)
 _MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
                                         "Nov", "Dec"), start=1)}
 _CREATED_AT = re.compile(r"\w{3} (\w{3}) (\d{1,2}) (\d{2}):(\d{2}):(\d{2}) ([+-])(\d{2})(\d{2}) (\d{4})")
@@ -177,6 +172,7 @@ class WeiboResolver(Resolver):
         patterns = (*status_patterns(config), *(pattern for pattern, _ in self._refusals))
         self.url_patterns = patterns  # type: ignore[misc]
         self._cookies: dict[str, str] | None = None
+        self.visitor = WeiboVisitor()  # the visitor cookies this worker's requests send (visitor.py)
 
     # -- routing -----------------------------------------------------------------------------
     def offline_key(self, url: str) -> str | None:
@@ -201,7 +197,10 @@ class WeiboResolver(Resolver):
             wanted = _mid_of(ident)
             if wanted is None:
                 raise UnsupportedUrl(f"{url}: {ident!r} is neither a Weibo mid nor an mblogid")
-        item = self.from_status(self.fetch_status(ident, url, ctx), url)
+        status = self.fetch_status(ident, url, ctx)
+        mid = _status_mid(status) if isinstance(status, dict) else None
+        full = long_text(self, status, mid, mid_to_mblogid(mid), url, ctx) if mid and is_long(status) else None
+        item = self.from_status(status, url, full_text=full)
         # The offline key promised weibo:<wanted>; an answer about another status would file
         # the item under a key the workflow id does not match.
         got = item.metadata.get("mid")
@@ -227,6 +226,8 @@ class WeiboResolver(Resolver):
         }
         if self._cookies:
             headers["Cookie"] = "; ".join(f"{name}={value}" for name, value in self._cookies.items())
+        if not (self._cookies or {}).get("SUB") and self.visitor.cookie():  # the visitor's (visitor.py)
+            headers["Cookie"] = "; ".join(filter(None, (headers.get("Cookie"), self.visitor.cookie())))
         return headers
 
     def fetch_status(self, ident: str, url: str, ctx: ResolveContext) -> dict[str, Any]:
@@ -256,6 +257,8 @@ class WeiboResolver(Resolver):
     def _desktop_status(self, ident: str, url: str, ctx: ResolveContext) -> dict[str, Any]:
         api = f"{self.config.page_base.rstrip('/')}/ajax/statuses/show?{urlencode({'id': ident})}"
         page = self.fetch_page(api, ctx, self.api_headers(self.config.referer), item_url=url)
+        if classify_redirect(page.url) is not None and self.visitor.incarnate(self, ctx, page.url):
+            page = self.fetch_page(api, ctx, self.api_headers(self.config.referer), item_url=url)  # as a visitor
         refusal = classify_redirect(page.url, f" for {url}")
         if refusal is not None:
             raise _Detour(refusal)  # the visitor system or a login page: the mobile API may answer
@@ -303,17 +306,23 @@ class WeiboResolver(Resolver):
             require(None, NAME, url, "data.Component_Play_Playinfo.mid")
         return mid
 
-    def _post_json(self, url: str, form: dict[str, str], ctx: ResolveContext, headers: dict[str, str],
-                   item_url: str) -> dict:
+    def post_page(self, url: str, form: dict[str, str], ctx: ResolveContext, headers: dict[str, str],
+                  item_url: str = "") -> bytes:
+        """POST a form; the answer's body (bounded), or its classified error."""
         try:
             with ctx.client.stream("POST", url, data=form, headers=headers) as resp:
                 body = read_limited(resp, ctx.max_page_bytes, url)
         except httpx.HTTPError as exc:
             raise classify_exception(exc) from None
-        error = classify_response(resp.status_code, resp.headers, body, url=url, item_url=item_url,
+        error = classify_response(resp.status_code, resp.headers, body, url=url, item_url=item_url or url,
                                   answers=self.answers)
         if error is not None:
             raise error
+        return body
+
+    def _post_json(self, url: str, form: dict[str, str], ctx: ResolveContext, headers: dict[str, str],
+                   item_url: str) -> dict:
+        body = self.post_page(url, form, ctx, headers, item_url)
         try:
             doc = json.loads(body)
         except ValueError:
@@ -323,8 +332,11 @@ class WeiboResolver(Resolver):
         return doc
 
     # -- parsing -----------------------------------------------------------------------------
-    def from_status(self, status: Any, url: str) -> Resolved:
+    def from_status(self, status: Any, url: str, full_text: str | None = None) -> Resolved:
         """Build the item from a status object (desktop or mobile shape); no network.
+
+        ``full_text`` is a long post's whole text (:mod:`.longtext`), its description; a post
+        marked ``isLongText`` without it keeps its cut text, and ``metadata.text_truncated`` says so.
 
         A repost is its own item (its own key, its author) with the reposted status's media:
         m.weibo.cn keeps them under ``retweeted_status``, the desktop API also lifts the
@@ -341,13 +353,20 @@ class WeiboResolver(Resolver):
         uid = _digits(user.get("idstr")) or _digits(user.get("id"))
         media_headers = {"Referer": self.config.referer, "User-Agent": self.config.user_agent}
         carrier = _media_carrier(status)
-        video, play_duration = _video_asset(carrier.get("page_info"), media_headers)
-        assets = [video] if video else []
-        assets += _image_assets(carrier, media_headers)
+        mixed = mixed_assets(carrier, media_headers)
+        if mixed is not None:  # a mixed-media post: its pictures and videos stand for page_info and pic_infos
+            assets, duration = mixed
+            video = None
+        else:
+            video, play_duration = video_asset(carrier.get("page_info"), media_headers)
+            assets = [video] if video else []
+            assets += picture_assets(carrier, media_headers)
+            duration = positive(dig(carrier, "page_info", "media_info", "duration")) or play_duration
+        if sum(a.kind == "video" for a in assets) != 1:
+            duration = None  # verify checks every video against it: one post duration fits one video only
         if not assets:
             hint = _repost_hint(status)
             raise UnsupportedUrl(f"{url}: Weibo status {mid} has no media (no video, no pictures){hint}")
-        duration = _positive(dig(carrier, "page_info", "media_info", "duration")) or play_duration
         cover = _cover(carrier.get("page_info")) if video else None
         if cover and self.config.thumbnails:
             assets.append(Asset(name="thumbnail", kind="thumbnail", urls=[cover], headers=dict(media_headers)))
@@ -358,7 +377,8 @@ class WeiboResolver(Resolver):
         metadata = compact({
             "mid": mid, "mblogid": mblogid, "uid": uid,
             # yt-dlp's info fields
-            "id": mid, "display_id": mblogid, "title": title, "description": _own_text(status),
+            "id": mid, "display_id": mblogid, "title": title, "description": full_text or _own_text(status),
+            "text_truncated": True if is_long(status) and not full_text else None,
             "uploader": str_or_none(user.get("screen_name")), "uploader_id": uid,
             "timestamp": timestamp, "upload_date": upload_date(timestamp), "duration": duration,
             "view_count": count_or_none(dig(carrier, "page_info", "media_info", "online_users_number")),
@@ -438,7 +458,7 @@ def _cover(page_info: Any) -> str | None:
     one), else ``pic_info.pic_big.url``."""
     for candidate in (dig(page_info, "page_pic"), dig(page_info, "page_pic", "url"),
                       dig(page_info, "pic_info", "pic_big", "url")):
-        url = _media_url(candidate)
+        url = media_url(candidate)
         if url:
             return url
     return None
@@ -446,11 +466,6 @@ def _cover(page_info: Any) -> str | None:
 
 def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
-
-
-def _positive(value: Any) -> float | None:
-    number = float_or_none(value)
-    return number if number is not None and 0 < number < float("inf") else None
 
 
 def _is_fid(ident: str) -> bool:
@@ -514,7 +529,7 @@ def _media_carrier(status: dict[str, Any]) -> dict[str, Any]:
 
 
 def _has_media(status: dict[str, Any]) -> bool:
-    return _video_asset(status.get("page_info"), {})[0] is not None or bool(_image_assets(status, {}))
+    return video_asset(status.get("page_info"), {})[0] is not None or has_pictures_or_mix(status)
 
 
 def _title(status: dict[str, Any], carrier: dict[str, Any]) -> str | None:
@@ -549,105 +564,6 @@ def _repost_hint(status: dict[str, Any]) -> str:
     return f"; it reposts status {mid}, which has none either" if mid else "; it is a repost"
 
 
-def _media_url(value: Any) -> str | None:
-    url = str_or_none(value)
-    if url and url.startswith("//"):
-        url = "https:" + url  # the video page API gives protocol-relative URLs
-    return url if url and url.lower().startswith(("http://", "https://")) else None
-
-
-def _video_asset(page_info: Any, headers: dict[str, str]) -> tuple[Asset | None, float | None]:
-    """The video of a ``page_info`` and the duration its chosen stream states."""
-    if not isinstance(page_info, dict):
-        return None, None
-    best = _best_playback(dig(page_info, "media_info", "playback_list"))
-    if best is not None:
-        size = int_or_none(best.get("size"))
-        asset = Asset(name="video", kind="video", urls=[best["url"]], headers=dict(headers),
-                      expected_size=size if size and size > 0 else None,
-                      mime=str_or_none(best.get("mime")))
-        return asset, _positive(best.get("duration"))
-    stream = _best_playback(dig(page_info, "media_info", "playback_list"), hls=True)
-    if stream is not None:  # only an HLS entry (video/mp2t, an _index.m3u8 playlist)
-        return Asset(name="video", kind="video", urls=[stream["url"]], headers=dict(headers),
-                     protocol="hls"), _positive(stream.get("duration"))
-    # Older answers name several qualities and no sizes; the lower ones are backups. Without an
-    # expected size a backup's different length cannot fail verification, and the downloader
-    # only resumes a partial file across URLs when the ETag still matches.
-    urls = [_media_url(dig(page_info, *path)) for path in _LEGACY_VIDEO_FIELDS]
-    urls = list(dict.fromkeys(u for u in urls if u))
-    # A live replay's stream_url (wblive-out's room/play, answering 302 to a playlist) and
-    # replay_hd are HLS; a progressive file among the fields is preferred.
-    playlists = [u for u in [*urls, _media_url(dig(page_info, "media_info", "replay_hd"))] if u and _is_hls_source(u)]
-    urls = [u for u in urls if u not in playlists]
-    if not urls and playlists:
-        return Asset(name="video", kind="video", urls=list(dict.fromkeys(playlists)), headers=dict(headers),
-                     protocol="hls"), None
-    if not urls:
-        return None, None
-    return Asset(name="video", kind="video", urls=urls, headers=dict(headers)), None
-
-
-def _is_hls_source(url: str) -> bool:
-    return is_hls_url(url) or _path_of(url).endswith("/wblive/room/play")
-
-
-def _is_hls_entry(info: dict[str, Any]) -> bool:
-    mime = (str_or_none(info.get("mime")) or "").lower()
-    return mime == "video/mp2t" or is_hls_type(mime) or is_hls_url(str(info.get("url")))
-
-
-def _best_playback(entries: Any, hls: bool = False) -> dict[str, Any] | None:
-    """The ``play_info`` of the highest ``meta.quality_index`` that is a progressive video
-    (with ``hls``: that is an HLS playlist).
-
-    Image entries (``scrubber_*`` thumbnail sprites) and non-``general`` protocols (DASH, HLS
-    manifests, which are not one file) are skipped.
-    """
-    best: tuple[tuple[int, int], dict[str, Any]] | None = None
-    for entry in entries if isinstance(entries, list) else []:
-        info = dig(entry, "play_info")
-        if not isinstance(info, dict) or not _media_url(info.get("url")) or _is_hls_entry(info) != hls:
-            continue
-        mime = str_or_none(info.get("mime"))
-        if not hls and mime is not None and not mime.lower().startswith("video/"):
-            continue
-        if not hls and mime is None and not _path_of(str(info["url"])).lower().endswith(".mp4"):
-            continue
-        if not hls and str_or_none(info.get("protocol")) not in (None, "general"):
-            continue
-        rank = (int_or_none(dig(entry, "meta", "quality_index")) or int_or_none(info.get("height")) or 0,
-                int_or_none(info.get("bitrate")) or 0)
-        if best is None or rank > best[0]:
-            best = (rank, {**info, "url": _media_url(info.get("url"))})
-    return best[1] if best else None
-
-
-def _image_assets(status: dict[str, Any], headers: dict[str, str]) -> list[Asset]:
-    """Pictures: desktop ``pic_infos`` (in ``pic_ids`` order) or mobile ``pics[]``."""
-    urls: list[str] = []
-    infos = status.get("pic_infos")
-    if isinstance(infos, dict) and infos:
-        order = status.get("pic_ids") if isinstance(status.get("pic_ids"), list) else []
-        keys = [k for k in order if isinstance(k, str) and k in infos] or list(infos)
-        for key in keys:
-            info = infos.get(key)
-            url = next((u for u in (_media_url(dig(info, size, "url"))
-                                    for size in ("largest", "original", "mw2000", "large")) if u), None)
-            if url:
-                urls.append(url)
-    else:
-        pics = status.get("pics")
-        pics = list(pics.values()) if isinstance(pics, dict) else pics if isinstance(pics, list) else []
-        for pic in pics:
-            url = _media_url(dig(pic, "large", "url")) or _media_url(dig(pic, "url"))
-            if url:
-                urls.append(url)
-    urls = list(dict.fromkeys(urls))
-    return [Asset(name=f"image-{n}", kind="image", urls=[url], headers=dict(headers))
-            for n, url in enumerate(urls, start=1)]
-
-
 def _cards(cards: Any) -> list[dict[str, Any]]:
     """Post cards (``card_type`` 9), including those nested in ``card_group``s."""
     out: list[dict[str, Any]] = []
@@ -667,10 +583,3 @@ def _post_url(card: dict[str, Any], uid: str) -> str | None:
         return None
     author = _digits(dig(mblog, "user", "id")) or _digits(uid) or uid
     return f"{REAL_HOST}/{author}/{mid_to_mblogid(mid)}"
-
-
-def _path_of(url: str) -> str:
-    try:
-        return urlsplit(url).path
-    except ValueError:  # an unbalanced IPv6 bracket
-        return ""

@@ -21,6 +21,10 @@ Posts (``WeiboSite.posts``):
   captured). Its mid and its author (another user, so the captured author's feed is unchanged)
   are synthetic.
 
+- ``livephoto``, ``mixed``, ``longtext``: a Live Photo post, a mixed-media post and a long post
+  (synthetic, by a user of their own), with the long-text APIs and the Live Photo wrapper: see
+  :mod:`trawl.platforms.weibo.content_site`.
+
 Synthetic mids follow the real rule (``(mid >> 22) + 515483463`` is the post time in Unix
 seconds, which holds for both captured statuses) and ``created_at`` is derived from it. The
 desktop API answers with the status object and ``"ok": 1`` at its top level; the mobile API with
@@ -68,7 +72,10 @@ Refusals (:class:`WeiboSite` attributes switch them on), none of them captured:
 With ``rewrite_media=True`` every media URL (hosts ``*.weibocdn.com``, ``*.sinaimg.cn``) in an
 answer becomes a fresh signed simulator URL (``Expires=``, ``ssig=``, an hour, Referer required)
 serving a generated file of 100-600 kB, and the ``size`` next to a rewritten ``url`` is set to
-that file's size, so downloads verify. The same original URL always maps to the same bytes.
+that file's size, so downloads verify. The same original URL always maps to the same bytes. A
+video post's MP4 files are real clips as long as its ``media_info.duration`` (:data:`CLIPS`),
+followed by a ``free`` box of bytes of their own; pictures and covers are a real picture followed
+by bytes of their own.
 """
 
 from __future__ import annotations
@@ -88,15 +95,31 @@ from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
 from trawl.platforms.platform import PlatformDemo
+from trawl.platforms.weibo.content_site import (
+    LONG_TEXT,
+    cut_text,
+    install_content_routes,
+    livephoto_media,
+    mixed_media,
+    picture_media,
+    wrapped_live_file,
+)
+from trawl.platforms.weibo.extras_site import WeiboCommentsSite
 from trawl.platforms.weibo.config import WeiboSettings
 from trawl.platforms.weibo.resolver import mid_to_mblogid
+from trawl.platforms.weibo.search_site import search_page
+from trawl.platforms.weibo.visitor_site import install_visitor_system, is_visitor
 from trawl.simulator.demo import DemoCase
-from trawl.simulator.media import MediaFile
+from trawl.simulator.media import FREE_HEADER, MediaFile, sample_size
 from trawl.simulator.references import reference_bytes, reference_json
 from trawl.simulator.server import FileBehaviour, Request, Response, Simulator
 from trawl.simulator.signed import SignedMedia
 
 MEDIA_HOSTS = ("weibocdn.com", "sinaimg.cn")
+# The real clip (trawl/simulator/samples/make-clips.sh) each video post's MP4 files start with, by
+# the reference its page_info comes from: as long as its media_info.duration (593 s, 21.222 s).
+CLIPS = {"weibo_ajax_page_info_playback_list_1.json": "weibo-playback.mp4",
+         "weibo_mweibocn_page_info_urls_2023_1.json": "weibo-urls.mp4"}
 NOT_FOUND = {"ok": 0, "msg": "微博不存在或暂无查看权限!"}
 RATE_LIMITED = {"ok": -100, "errno": "-100", "msg": "", "url": "https://m.weibo.cn/captcha?scene=limit&referer=/",
                 "extra": ""}
@@ -137,6 +160,7 @@ class WeiboPost:
     desktop: dict[str, Any] = field(default_factory=dict, repr=False)  # desktop API answer
     mobile: dict[str, Any] = field(default_factory=dict, repr=False)  # mobile API answer
     mobile_raw: bytes | None = field(default=None, repr=False)  # captured bytes of the mobile answer
+    long_text: str | None = None  # a long post's whole text (content_site.py)
 
     @property
     def url(self) -> str:
@@ -148,7 +172,7 @@ class WeiboSite:
 
     Attributes:
         posts: the posts served, by key: ``playback``, ``urls``, ``novideo``, ``pictures``,
-            ``repost``.
+            ``repost``, ``livephoto``, ``mixed``, ``longtext``.
         rate_limit_per_s: API requests allowed per second before ``ok: -100``; None = no limit.
         login_wall: the APIs (``"desktop"``, ``"mobile"``) that answer with the login wall.
         throttle_status: when set, every API answers this HTTP status (432 or 418) instead.
@@ -167,9 +191,16 @@ class WeiboSite:
         self.rate_limit_per_s: float | None = None
         self.referer = "https://weibo.com/"
         self.login_redirect = False
+        # The visitor system gives cookies (visitor_site.py), which the desktop API then takes.
+        self.visitor_flow = False
+        self.visitor_subs: set[str] = set()
         self.login_wall: set[str] = set()
         self.throttle_status: int | None = None
+        self.long_text_gone = False  # both long-text APIs answer as for a deleted text (content_site.py)
         self.page_size = 10
+        # A post the profile feed shows first, marked pinned (isTop, title "置顶": the mobile
+        # site's marks, as third-party readers of the feed take them; not captured).
+        self.pinned: str | None = None
         self.posts = {post.key: post for post in _posts()}
         self._ids = {i: p for p in self.posts.values() for i in (p.mid, p.mblogid)}
         # Screen names by uid (from the posts), and personal domains (synthetic: no capture has one).
@@ -178,8 +209,12 @@ class WeiboSite:
         self._lock = threading.Lock()
         self._recent: collections.deque[float] = collections.deque()
         self._files: dict[str, MediaFile] = {}  # media host + path -> generated file
+        self._clips = {_media_key(url): CLIPS[post.source] for post in self.posts.values() if post.source in CLIPS
+                       for url in _mp4_urls(post.desktop.get("page_info"))}  # media host + path -> clip
         self._issued: dict[str, FileBehaviour] = {}  # signed name -> its behaviour
         self._generation = 1
+        # The playback post's comments with their replies (extras_site.py).
+        self.comments = WeiboCommentsSite(sim, commented={self.posts["playback"].mid})
         self.signed = SignedMedia(sim, "/weibocdn", ttl=3600, expiry_param="Expires", sig_param="ssig",
                                   require_referer=self.referer) if rewrite_media else None
 
@@ -233,6 +268,7 @@ class WeiboSite:
 
     # -- routes ------------------------------------------------------------------------------
     def install(self) -> WeiboSite:
+        self.comments.install()
         self.sim.add_exact("/ajax/statuses/show", self._desktop)
         self.sim.add_exact("/statuses/show", self._mobile)
         self.sim.add_exact("/api/container/getIndex", self._feed)
@@ -242,14 +278,27 @@ class WeiboSite:
         self.sim.add_exact("/tv/api/component", self._component)
         self.sim.add_route(r"/tv/show/[^/]+", lambda req: _html(SHELL_PAGE))
         self.sim.add_exact("/show", lambda req: _html(SHELL_PAGE))
-        self.sim.add_exact("/visitor/visitor", lambda req: _html(VISITOR_PAGE))
+        install_visitor_system(self, VISITOR_PAGE)  # the page, genvisitor and incarnate (visitor_site.py)
+        install_content_routes(self)  # long texts, the Live Photo wrapper (content_site.py)
         return self
+
+    def post_by_id(self, ident: str) -> WeiboPost | None:
+        """The post whose mid or mblogid is ``ident``."""
+        return self._ids.get(ident)
+
+    def desktop_refusal(self, req: Request) -> Response | None:
+        """What a desktop ajax API answers instead, if anything (see ``_desktop_refused``)."""
+        return self._desktop_refused(req)
+
+    def refusal(self, req: Request, api: str) -> Response | None:
+        """The throttling, rate-limit or login-wall answer this request gets, if any."""
+        return self._refused(req, api)
 
     def _desktop(self, req: Request) -> Response:
         refused = self._desktop_refused(req)
         if refused is not None:
             return refused
-        if self.login_redirect:
+        if self.login_redirect and not is_visitor(self, req):
             back = self.sim.url(f"/ajax/statuses/show?{urlencode({'id': req.arg('id') or ''})}")
             query = urlencode({"entry": "miniblog", "a": "enter", "url": back})
             return Response(302, {"Location": self.sim.url(f"/visitor/visitor?{query}")}, b"")
@@ -280,11 +329,18 @@ class WeiboSite:
         if refused is not None:
             return refused
         container = req.arg("containerid") or ""
+        searched = search_page(self, container, int(req.arg("page") or 1) if (req.arg("page") or "1").isdigit() else 1)
+        if searched is not None:  # a post search (search_site.py)
+            return _json(self._answer(searched))
         found = re.fullmatch(r"(?:107603(\d+)|230413(\d+)_-_WEIBO_SECOND_PROFILE_WEIBO(|_ORI|_VIDEO|_PIC))", container)
         uid = (found.group(1) or found.group(2)) if found else None
         tab = (found.group(3) or "") if found else ""
         mine = [p for p in self._by_user(uid) if {"_VIDEO": p.oid is not None,
                                                  "_PIC": bool(p.desktop.get("pic_ids"))}.get(tab, True)]
+        top = self.posts.get(self.pinned or "")
+        if top in mine:  # the pinned post comes first, whatever its age
+            mine.remove(top)
+            mine.insert(0, top)
         page_arg, since = req.arg("page") or "1", req.arg("since_id") or ""
         page = int(page_arg) if page_arg.isdigit() else 1
         start = (page - 1) * self.page_size if not since.isdigit() else \
@@ -296,7 +352,8 @@ class WeiboSite:
             "card_type": 9,
             "itemid": f"{container}_-_{p.mid}",
             "scheme": f"https://m.weibo.cn/status/{p.mblogid}?mblogid={p.mblogid}&luicode=10000011&lfid={container}",
-            "mblog": p.mobile["data"],
+            "mblog": {**p.mobile["data"], "isTop": 1, "title": {"text": "置顶", "base_color": 1}} if p is top
+            else p.mobile["data"],
         } for p in chunk]
         following = mine[start + self.page_size:start + self.page_size + 1]
         info: dict[str, Any] = {"containerid": container, "v_p": 42, "show_style": 1, "total": len(mine),
@@ -424,6 +481,9 @@ class WeiboSite:
             return [self._rewrite(value) for value in node]
         if isinstance(node, str) and _is_media(node):
             return self._sign(node)
+        inner = wrapped_live_file(node) if isinstance(node, str) else None
+        if inner and _is_media(inner):  # a Live Photo's wrapper, on the simulator, naming the signed file
+            return self.sim.url("/media/play?" + urlencode({"livephoto": self._sign(inner)}))
         return node
 
     def _file(self, url: str) -> MediaFile:
@@ -433,9 +493,12 @@ class WeiboSite:
             if found is None:
                 ext = posixpath.splitext(key)[1].lower()
                 host = key.split("/", 1)[0]
-                fmt = {".mp4": "mp4", ".png": "png"}.get(ext, "mp4" if "video" in host else "jpeg")
+                fmt = {".mp4": "mp4", ".mov": "mp4", ".png": "png"}.get(ext, "mp4" if "video" in host else "jpeg")
                 size = 100_000 + int(hashlib.sha1(key.encode()).hexdigest(), 16) % 500_000
-                found = self._files[key] = MediaFile(fmt, key, size)
+                clip = self._clips.get(key) if fmt == "mp4" else None
+                if clip is not None:  # the clip, then the free box's header and payload
+                    size += sample_size(clip) + FREE_HEADER
+                found = self._files[key] = MediaFile(fmt, key, size, sample=clip)
             return found
 
     def _sign(self, url: str) -> str:
@@ -524,7 +587,39 @@ def _posts() -> list[WeiboPost]:
                   desktop=desktop, mobile=novideo, mobile_raw=raw),
         _pictures_post(_mid_at(1560600000, 3_141_592), uid, user["screen_name"]),
     ]
-    return [*posts, _repost_post(novideo, posts[1], _mid_at(1673690400, 7_654_321))]
+    return [*posts, _repost_post(novideo, posts[1], _mid_at(1673690400, 7_654_321)),
+            *_content_posts(playback)]
+
+
+def _content_posts(page_info: dict[str, Any]) -> list[WeiboPost]:
+    """The Live Photo, mixed-media and long-text posts (content_site.py), by a user of their own
+    (synthetic), so the other users' feeds stay as they were."""
+    uid, name = "7012345678", "动图和长文"
+    posts = []
+    live_pids = ["006whbZwly1hlive01aj30u0140q5d", "006whbZwly1hlive02aj30u0140n0x"]
+    mid = _mid_at(1700000000, 2_718_281)
+    desktop, mobile = livephoto_media(live_pids)
+    text = "会动的照片 #livephoto#"
+    posts.append(WeiboPost(key="livephoto", mid=mid, mblogid=mid_to_mblogid(mid), uid=uid, title=text, uploader=name,
+                           asset_count=3, duration=None, source="synthetic",
+                           desktop=_desktop(mid, uid, name, text, **desktop), mobile=_mobile(mid, uid, name, text, **mobile)))
+    mix_pids = ["006whbZwly1hmixd01aj30u0140q5d", "006whbZwly1hmixd02aj30u0140n0x"]
+    mid = _mid_at(1700003600, 1_414_213)
+    desktop, mobile = mixed_media(mix_pids, page_info)
+    text = "图和视频一起发 #mixed#"
+    posts.append(WeiboPost(key="mixed", mid=mid, mblogid=mid_to_mblogid(mid), uid=uid, title=text, uploader=name,
+                           asset_count=3, duration=float(page_info["media_info"]["duration"]), source="synthetic",
+                           desktop=_desktop(mid, uid, name, text, **desktop), mobile=_mobile(mid, uid, name, text, **mobile)))
+    mid = _mid_at(1700007200, 1_732_050)
+    pid = "006whbZwly1hlong01aj30u0140q5d"
+    cut = cut_text(LONG_TEXT)
+    desktop, mobile = picture_media(pid)
+    post = WeiboPost(key="longtext", mid=mid, mblogid=mid_to_mblogid(mid), uid=uid, title=cut, uploader=name,
+                     asset_count=1, duration=None, source="synthetic", long_text=LONG_TEXT,
+                     desktop=_desktop(mid, uid, name, cut, isLongText=True, **desktop),
+                     mobile=_mobile(mid, uid, name, cut, isLongText=True, **mobile))
+    posts.append(post)
+    return posts
 
 
 def _repost_post(template: dict[str, Any], original: WeiboPost, mid: str) -> WeiboPost:
@@ -602,6 +697,17 @@ def _is_media(value: str) -> bool:
     if not value.startswith(("http://", "https://", "//")):
         return False
     return (urlsplit(_absolute(value)).hostname or "").endswith(MEDIA_HOSTS)
+
+
+def _mp4_urls(node: Any) -> list[str]:
+    """The MP4 URLs on the media hosts anywhere in ``node`` (a post's page_info)."""
+    if isinstance(node, dict):
+        return [url for value in node.values() for url in _mp4_urls(value)]
+    if isinstance(node, list):
+        return [url for value in node for url in _mp4_urls(value)]
+    if isinstance(node, str) and _is_media(node) and urlsplit(_absolute(node)).path.lower().endswith(".mp4"):
+        return [node]
+    return []
 
 
 def _media_key(url: str) -> str:

@@ -1,0 +1,41 @@
+"""A crawl that joins running items says which --limit-rate applies to them (issue 43, point 7):
+their first run's, since a running item's options do not change. Real ``trawl`` subprocesses
+against the session's Temporal dev server, with no worker on the test's queues (the items stay
+running as started)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from temporalio.client import Client
+
+from tests.e2e.test_crawl_cli import cli, env_for
+from trawl.platforms.registry import default_registry
+from trawl.settings import Settings
+from trawl.starter.client import CrawlChoices, crawl_handle, start_item
+
+URL = "http://127.0.0.1:9/interrupted/slow.mp4"  # never fetched: no worker runs
+
+
+async def test_a_rerun_without_limit_rate_says_the_first_runs_rate_applies(
+        temporal_client: Client, settings: Settings, tmp_path: Path) -> None:
+    started = await start_item(temporal_client, settings, default_registry(), URL,
+                               choices=CrawlChoices(limit_rate=500 * 1024))
+    env = env_for(settings, tmp_path)
+    crawl_ids = []
+    try:
+        again = await cli(["crawl", "--detach", URL], env, tmp_path)
+        assert again.returncode == 0, again.stderr
+        crawl_ids.append(again.stdout.strip())
+        said = [line for line in again.stderr.splitlines() if "--limit-rate" in line]
+        assert said == [f"trawl: 1 item already running ({started.handle.id}) keeps the --limit-rate of its first "
+                        "run, 500.0 KiB/s, not this run's none (the workers' download.limit_rate): a running item's "
+                        "options do not change; `trawl cancel` it and crawl again for this run's"], again.stderr
+        same = await cli(["crawl", "--detach", "--limit-rate", "500K", URL], env, tmp_path)
+        assert same.returncode == 0, same.stderr
+        crawl_ids.append(same.stdout.strip())
+        assert "--limit-rate" not in same.stderr, same.stderr  # the same rate: nothing to say
+    finally:
+        await started.handle.terminate()
+        for crawl_id in crawl_ids:
+            await crawl_handle(temporal_client, crawl_id).terminate()

@@ -1,0 +1,234 @@
+"""The embedded server and worker one-shot commands leave running in the background (issue 43,
+point 1): the first command starts them, the next ones use them, they stop by themselves once
+idle or at `trawl down`, and a dead one is said in one line and replaced.
+
+Real ``trawl`` subprocesses with ``temporal.idle_timeout`` on (the suite turns it off for every
+other test); every test stops what it started, and checks that nothing is left.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_cli import TRAWL, run, trawl_env
+from tests.polling import wait_until
+from tests.ports import free_port
+from tests.starter.test_embedded import dev_servers
+from trawl.simulator import FileBehaviour, MediaFile, Simulator
+from trawl.worker.interceptors import BusyInterceptor
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="scans /proc; PR_SET_PDEATHSIG is Linux only")
+
+DEADLINE = 90.0
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def warm_processes(run_dir: Path) -> list[int]:
+    """Pids of the warm process serving commands for ``run_dir``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"trawl.cli.zygote" in argv and str(run_dir.resolve()).encode() in argv and alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+class Background:
+    """One test's data directory with the background server on, and the processes it leaves."""
+
+    def __init__(self, tmp_path: Path, idle: str = "10m") -> None:
+        self.tmp_path = tmp_path
+        self.run_dir = tmp_path / "data" / "run"
+        self.db = tmp_path / "data" / "temporal.db"
+        self.port = free_port()
+        self.env = trawl_env(tmp_path, TRAWL_TEMPORAL__ADDRESS=f"127.0.0.1:{self.port}",
+                             TRAWL_TEMPORAL__UI_PORT=str(free_port()), TRAWL_TEMPORAL__IDLE_TIMEOUT=idle)
+
+    def trawl(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        return run(list(args), {**self.env, **env}, self.tmp_path, timeout=DEADLINE)
+
+    def state(self, name: str) -> dict:
+        return json.loads((self.run_dir / name).read_text())
+
+    def pids(self) -> set[int]:
+        """The keeper, the dev server and the worker running now."""
+        found = set(dev_servers(self.db)) | set(warm_processes(self.run_dir))
+        for name, key in (("temporal.json", "keeper"), ("worker-state.json", "pid")):
+            try:
+                pid = self.state(name)[key]
+            except (OSError, ValueError, KeyError):
+                continue
+            if alive(pid):
+                found.add(pid)
+        return found
+
+    def cleanup(self) -> None:
+        subprocess.run([TRAWL, "down"], env=self.env, cwd=self.tmp_path, capture_output=True, timeout=DEADLINE)
+        for pid in self.pids():
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def background(tmp_path: Path) -> Iterator[Background]:
+    b = Background(tmp_path)
+    try:
+        yield b
+    finally:
+        b.cleanup()
+
+
+@pytest.fixture
+def files(sim: Simulator) -> list[str]:
+    for n in range(4):
+        sim.add_file(f"/media/{n}.mp4", MediaFile("mp4", f"background-{n}", 300_000))
+    return [sim.url(f"/media/{n}.mp4") for n in range(4)]
+
+
+def test_the_first_command_leaves_a_server_and_worker_the_next_ones_use_and_down_stops_them(
+        background: Background, files: list[str]) -> None:
+    first = background.trawl("crawl", files[0])
+    assert first.returncode == 0, first.stderr
+    assert "committed" in first.stdout
+    assert "run in the background" in first.stderr and "trawl down" in first.stderr
+    keeper, worker = background.state("temporal.json")["keeper"], background.state("worker-state.json")["pid"]
+    assert alive(keeper) and alive(worker) and dev_servers(background.db)  # running on after the command
+
+    second = background.trawl("crawl", files[1])
+    assert second.returncode == 0, second.stderr
+    assert "committed" in second.stdout
+    assert "background" not in second.stderr  # nothing started, nothing to say
+    assert background.state("temporal.json")["keeper"] == keeper
+    assert background.state("worker-state.json")["pid"] == worker
+    assert not (background.run_dir / "worker.json").stat().st_mode & 0o077  # settings may hold credentials
+
+    running = background.pids()
+    down = background.trawl("down")
+    assert down.returncode == 0 and "stopped the Temporal server" in down.stderr, down.stderr
+    assert not any(alive(pid) for pid in running)
+    again = background.trawl("down")
+    assert again.returncode == 0 and "no Temporal server runs" in again.stderr
+
+
+def test_the_next_commands_run_in_the_warm_process_and_ctrl_c_reaches_them(background: Background, sim: Simulator,
+                                                                          files: list[str]) -> None:
+    assert background.trawl("crawl", files[0]).returncode == 0
+    wait_until(lambda: (background.run_dir / "commands.sock").exists(), "the warm process to listen")
+    # The command's own process imports no Temporal client: the warm process runs the command.
+    timed = subprocess.run([sys.executable, "-X", "importtime", "-m", "trawl.cli", "crawl", "--json", files[1]],
+                           env=background.env, cwd=background.tmp_path, capture_output=True, text=True,
+                           timeout=DEADLINE)
+    assert timed.returncode == 0, timed.stderr[-2000:]
+    assert json.loads(timed.stdout)["outcome"] == "committed"
+    imported = [line for line in timed.stderr.splitlines() if line.startswith("import time:")]
+    assert imported and not [line for line in imported if "temporalio" in line or "sqlalchemy" in line]
+    assert (background.run_dir / "commands.sock").stat().st_mode & 0o077 == 0  # this user's alone
+
+    # A slow download: Ctrl-C on the command stops it as it stops any crawl.
+    sim.add_file("/media/slow.mp4", MediaFile("mp4", "background-slow", 4_000_000), FileBehaviour(throttle_bps=100_000))
+    proc = subprocess.Popen([TRAWL, "crawl", sim.url("/media/slow.mp4")], env=background.env,
+                            cwd=background.tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: sim.bytes_sent("/media/slow.mp4") > 100_000,
+                   "the slow download to start", timeout=DEADLINE)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=DEADLINE)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, (out, err)
+    assert "interrupted" in err and "Traceback" not in err, err
+
+
+def test_it_stops_by_itself_once_idle(tmp_path: Path, files: list[str]) -> None:
+    background = Background(tmp_path, idle="2s")
+    try:
+        done = background.trawl("crawl", files[0])
+        assert done.returncode == 0, done.stderr
+        started = background.pids()
+        # keeper, dev server, worker (the warm process may be starting, or gone idle already: 2 s)
+        assert len(started) >= 3, started
+        wait_until(lambda: not any(alive(pid) for pid in started), "the idle server and worker to stop",
+                   timeout=DEADLINE)
+        assert not (background.run_dir / "temporal.json").exists()
+    finally:
+        background.cleanup()
+
+
+def test_a_killed_worker_or_server_is_said_in_one_line_and_replaced(background: Background,
+                                                                    files: list[str]) -> None:
+    assert background.trawl("crawl", files[0]).returncode == 0
+    os.kill(background.state("worker-state.json")["pid"], signal.SIGKILL)
+    after_worker = background.trawl("crawl", files[1])
+    assert after_worker.returncode == 0, after_worker.stderr
+    assert "committed" in after_worker.stdout
+    said = [line for line in after_worker.stderr.splitlines() if "stopped unexpectedly" in line]
+    assert len(said) == 1 and "background worker" in said[0], after_worker.stderr
+
+    keeper = background.state("temporal.json")["keeper"]
+    os.kill(keeper, signal.SIGKILL)  # its state stays behind: a stale pid in temporal.json
+    wait_until(lambda: not dev_servers(background.db), "the dev server to die with its keeper")
+    after_keeper = background.trawl("crawl", files[2])
+    assert after_keeper.returncode == 0, after_keeper.stderr
+    assert "committed" in after_keeper.stdout
+    said = [line for line in after_keeper.stderr.splitlines() if "is gone" in line]
+    assert len(said) == 1 and f"pid {background.state('temporal.json')['pid']}" not in said[0], after_keeper.stderr
+    assert "Traceback" not in after_keeper.stderr
+
+    os.kill(background.state("temporal.json")["pid"], signal.SIGKILL)  # the dev server alone dies
+    wait_until(lambda: not (background.run_dir / "temporal.json").exists(), "the keeper to notice")
+    after_server = background.trawl("crawl", files[3])
+    assert after_server.returncode == 0, after_server.stderr
+    said = [line for line in after_server.stderr.splitlines() if "stopped unexpectedly" in line]
+    assert len(said) == 1 and "Temporal server" in said[0], after_server.stderr
+
+
+def test_a_command_with_other_settings_gets_a_worker_with_them(background: Background, files: list[str]) -> None:
+    assert background.trawl("crawl", files[0]).returncode == 0
+    first = background.state("worker-state.json")
+    # A limit the first worker would not apply: the new command's must.
+    small = background.trawl("crawl", files[1], TRAWL_DOWNLOAD__MAX_FILE_SIZE="100K")
+    assert small.returncode != 0
+    assert "too_large" in small.stdout, small.stdout + small.stderr
+    assert "differ" in small.stderr
+    second = background.state("worker-state.json")
+    assert second["generation"] == first["generation"] + 1 and not alive(first["pid"])
+
+
+def test_an_idle_timeout_is_validated() -> None:
+    from trawl.settings import ConfigError, load_settings
+
+    assert load_settings(temporal={"idle_timeout": "90s"}).temporal.idle_timeout.total_seconds() == 90
+    with pytest.raises(ConfigError, match="temporal.idle_timeout"):
+        load_settings(temporal={"idle_timeout": "-5s"})
+    with pytest.raises(ConfigError, match="temporal.idle_timeout"):
+        load_settings(temporal={"idle_timeout": "30d"})
+
+
+def test_busy_is_told_when_the_first_activity_starts_and_the_last_ends() -> None:
+    told: list[bool] = []
+    busy = BusyInterceptor(told.append)
+    busy.change(+1)
+    busy.change(+1)
+    busy.change(-1)
+    assert told == [True]
+    busy.change(-1)
+    busy.change(+1)
+    assert told == [True, False, True]

@@ -1,0 +1,95 @@
+"""Extras in an export (issue 41, point 7): sidecars named as yt-dlp names them, and subtitles,
+chapters and metadata embedded into a copy of the media with ffmpeg, the stored blob untouched."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from trawl.export import Exporter
+from trawl.export_extras import ExtrasChoice
+from trawl.simulator.media import MediaFile
+from trawl.storage.blobs import LocalBlobStore
+from trawl.storage.records import CatalogItem, CommittedAsset
+
+TRACK = {"body": [{"from": 0.0, "to": 1.0, "content": "你好"}, {"from": 1.0, "to": 2.0, "content": "再见"}]}
+CHAPTERS = [{"start_time": 0.0, "end_time": 1.5, "title": "开场"}, {"start_time": 1.5, "end_time": 3.0, "title": "正片"}]
+
+
+def _put(store: LocalBlobStore, tmp: Path, name: str, kind: str, data: bytes, mime: str,
+         language: str | None = None) -> CommittedAsset:
+    sha = hashlib.sha256(data).hexdigest()
+    part = tmp / f"{name}.part"
+    part.write_bytes(data)
+    return CommittedAsset(name, kind, sha, len(data), mime, store.put(part, sha, len(data)), None, language)
+
+
+@pytest.fixture
+def item(tmp_path: Path) -> tuple[CatalogItem, LocalBlobStore]:
+    store = LocalBlobStore(tmp_path / "blobs")
+    video = MediaFile("mp4", "embed", 300_000, playable=True)
+    assets = [_put(store, tmp_path, "video", "video", video.read(0, video.size), "video/mp4"),
+              _put(store, tmp_path, "subtitles.zh-CN", "subtitles", json.dumps(TRACK).encode(), "application/json",
+                   "zh-CN"),
+              _put(store, tmp_path, "subtitles.ai-zh", "subtitles", json.dumps(TRACK).encode() + b" ", "application/json",
+                   "ai-zh"),
+              _put(store, tmp_path, "chapters", "chapters", json.dumps(CHAPTERS).encode(), "application/json"),
+              _put(store, tmp_path, "danmaku", "danmaku", b'<?xml version="1.0"?><i></i>', "application/xml")]
+    return CatalogItem("bilibili:BV1x", "bilibili", "https://www.bilibili.com/video/BV1x", "u", "A title", "Up",
+                       3.0, "2026-12-01T00:00:00Z", "committed", None, "", assets,
+                       {"description": "what it is", "upload_date": "20261201"}), store
+
+
+def test_sidecars_are_named_as_yt_dlp_names_them(item: tuple[CatalogItem, LocalBlobStore], tmp_path: Path) -> None:
+    found, store = item
+    choice = ExtrasChoice(write_subs=True, write_auto_subs=True, sub_langs=("all",))
+    with Exporter(tmp_path / "out", store, "{id}.{ext}", write_info_json=True, extras=choice) as exporter:
+        stats = exporter.export_item(found)
+    assert sorted(stats.written) == ["BV1x.ai-zh.srt", "BV1x.danmaku.xml", "BV1x.info.json", "BV1x.mp4",
+                                     "BV1x.zh-CN.srt"]
+    assert json.loads((tmp_path / "out/BV1x.info.json").read_text())["chapters"] == CHAPTERS
+
+
+@pytest.mark.skipif(shutil.which("ffprobe") is None, reason="ffmpeg is not installed")
+def test_embedding_writes_a_copy_and_leaves_the_blob_as_it_was(item: tuple[CatalogItem, LocalBlobStore],
+                                                               tmp_path: Path) -> None:
+    found, store = item
+    video = found.assets[0]
+    blob = store.local_path(video.key)
+    assert blob is not None
+    choice = ExtrasChoice(embed_subs=True, embed_chapters=True, embed_metadata=True)
+    with Exporter(tmp_path / "out", store, "{id}.{ext}", link="hardlink", extras=choice) as exporter:
+        stats = exporter.export_item(found)
+    assert stats.written == ["BV1x.mp4"] and stats.notes == [] and stats.refused == []
+    out = tmp_path / "out/BV1x.mp4"
+    assert hashlib.sha256(blob.read_bytes()).hexdigest() == video.sha256  # the blob is as it was
+    assert out.stat().st_ino != blob.stat().st_ino and blob.stat().st_nlink == 1
+    probe = json.loads(subprocess.run(["ffprobe", "-v", "error", "-show_streams", "-show_chapters", "-show_format",
+                                       "-of", "json", str(out)], capture_output=True, text=True, check=True).stdout)
+    subs = [s for s in probe["streams"] if s["codec_type"] == "subtitle"]
+    assert [(s["codec_name"], s["tags"]["language"]) for s in subs] == [("mov_text", "chi")]  # the uploader's only
+    assert [c["tags"]["title"] for c in probe["chapters"]] == ["开场", "正片"]
+    assert probe["format"]["tags"]["title"] == "A title" and probe["format"]["tags"]["artist"] == "Up"
+    # Again: the copy is known, nothing is written or embedded again.
+    before = out.stat().st_mtime_ns
+    with Exporter(tmp_path / "out", store, "{id}.{ext}", link="hardlink", extras=choice) as exporter:
+        again = exporter.export_item(found)
+    assert again.written == [] and again.kept == 1 and out.stat().st_mtime_ns == before
+
+
+def test_a_file_that_takes_no_subtitles_is_left_as_it_is_with_a_note(tmp_path: Path) -> None:
+    store = LocalBlobStore(tmp_path / "blobs")
+    flv = MediaFile("flv", "flv", 50_000)
+    assets = [_put(store, tmp_path, "video", "video", flv.read(0, flv.size), "video/x-flv"),
+              _put(store, tmp_path, "chapters", "chapters", json.dumps(CHAPTERS).encode(), "application/json")]
+    found = CatalogItem("bilibili:BV1y", "bilibili", "https://x", "u", "t", None, None, None, "committed", None, "",
+                        assets, {})
+    with Exporter(tmp_path / "out", store, "{id}.{ext}", extras=ExtrasChoice(embed_chapters=True)) as exporter:
+        stats = exporter.export_item(found)
+    assert stats.written == ["BV1y.flv"] and stats.refused == []
+    assert len(stats.notes) == 1 and "not embedded" in stats.notes[0] and "flv" in stats.notes[0]
