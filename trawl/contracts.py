@@ -708,6 +708,19 @@ class CrawlStats:
     refusals: list[str] = field(default_factory=list)
 
 
+@dataclass
+class CrawlEnded(CrawlStats):
+    """What a crawl returns: its stats and, when a command followed it, its last results (at
+    most RESULTS_TAIL), numbered from ``last_results_from``, so that command reads its last page
+    from there, not by a query a worker must answer by replaying the closed crawl. -1: none
+    returned (nobody followed it, or it is from before they were returned). Read as CrawlStats
+    (the API, crawl-status), the results are left out: unknown fields are ignored."""
+
+    last_results: list[ItemResult] = field(default_factory=list)
+    last_results_from: int = -1
+
+
+RESULTS_TAIL = 50  # results a followed crawl returns at its end (CrawlStats.last_results)
 RESULTS_KEPT = 4000  # the latest results a crawl keeps for its query (RESULTS)
 RESULTS_BACKLOG = 1000  # unread results a followed crawl lets wait before it holds back
 RESULTS_PAGE = 500  # results one query returns at most

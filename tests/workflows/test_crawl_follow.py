@@ -11,8 +11,10 @@ from temporalio.client import Client, WorkflowHandle
 from tests.polling import until
 from tests.workflows.test_crawl import files, settings  # noqa: F401 - fixtures
 from tests.workflows.test_frontier import known_to_the_catalog
+from trawl.cli.common import OutageNotice
+from trawl.cli.crawl import CrawlFollower, KnownItems
 from trawl.contracts import (
-    RESULTS, RESULTS_BACKLOG, RESULTS_PAGE, RESULTS_READ, CrawlResults, CrawlStats, ResultsRead)
+    RESULTS, RESULTS_BACKLOG, RESULTS_PAGE, RESULTS_READ, RESULTS_TAIL, CrawlResults, CrawlStats, ResultsRead)
 from trawl.platforms.registry import default_registry
 from trawl.settings import Settings
 from trawl.simulator import Simulator
@@ -103,3 +105,42 @@ async def test_a_followed_crawl_waits_for_its_reader_before_it_continues_as_new(
     stats = ending.result()
     assert stats.runs > 1 and asked >= 1  # it continued as new, and waited for the reader first
     assert sorted(seen) == sorted(urls) and stats.outcomes == {"committed": 8}
+
+
+
+class QueriesAfterEnd:
+    """A crawl's handle that counts the queries its follower makes once it knows the crawl ended."""
+
+    def __init__(self, handle: WorkflowHandle) -> None:
+        self.handle = handle
+        self.follower: CrawlFollower | None = None
+        self.after_end = 0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.handle, name)
+
+    async def query(self, *args: object, **kwargs: object) -> object:
+        if self.follower is not None and self.follower.ended is not None:
+            self.after_end += 1
+        return await self.handle.query(*args, **kwargs)
+
+
+async def test_a_followed_crawl_returns_its_last_results_so_its_end_needs_no_query(
+        temporal_client: Client, settings: Settings, sim: Simulator, worker: None) -> None:  # noqa: F811
+    """The command's last page comes with the crawl's end, not from one more query, which a
+    worker answers only after its other work (or by replaying the closed crawl)."""
+    urls = files(sim, 4, size=2_000, tag="follow-tail")
+    handle, _ = await begin_crawl(temporal_client, settings, default_registry(), urls, concurrency=2, follow=True)
+    counting = QueriesAfterEnd(handle)
+    known = KnownItems(settings, default_registry())
+    following = CrawlFollower(temporal_client, counting, known, OutageNotice(settings.temporal.address), None)
+    counting.follower = following
+    try:
+        pages = [page async for page in following.pages()]
+    finally:
+        known.close()
+    got = [r for page in pages for r in page.results]
+    assert sorted(r.url for r in got) == sorted(urls) and {r.outcome for r in got} == {"committed"}
+    assert len(urls) < RESULTS_TAIL and following.ended is not None and following.ended.last_results_from >= 0
+    assert following.since == 4 and following.stats is not None and following.stats.finished == 4
+    assert counting.after_end == 0

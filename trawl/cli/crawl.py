@@ -52,7 +52,7 @@ from trawl.storage.blobs import open_blob_store
 from trawl.formatting import human_size
 from trawl.text import shown
 from trawl.contracts import (
-    END_RECORDING, PROGRESS, RESULTS, RESULTS_PAGE, RESULTS_READ, CrawlResults,
+    END_RECORDING, PROGRESS, RESULTS, RESULTS_PAGE, RESULTS_READ, CrawlEnded, CrawlResults,
     CrawlStats, ItemResult, Progress, ResultsRead)
 
 
@@ -275,6 +275,7 @@ class CrawlFollower:
         self.since = 0
         self.stats: CrawlStats | None = None
         self.failure: str | None = None  # why the crawl failed as a whole
+        self.ended: CrawlEnded | None = None  # what the crawl returned, its last results with it
         self.told_unanswered = False
 
     async def pages(self) -> AsyncIterator[CrawlResults]:
@@ -284,6 +285,11 @@ class CrawlFollower:
         try:
             while True:
                 ended = ending.done()
+                last = self._last_page() if ended else None
+                if last is not None:  # read from what the crawl returned: no query to a worker
+                    self.since, self.stats = last.next, last.stats
+                    yield last
+                    return
                 page = await self._page()
                 if page is None:  # unanswered: no worker runs the crawl now
                     if ended:
@@ -314,7 +320,7 @@ class CrawlFollower:
         delay = 0.25
         while True:
             try:
-                await self.handle.result()
+                self.ended = await self.client.get_workflow_handle(self.handle.id, result_type=CrawlEnded).result()
                 return
             except WorkflowFailureError as err:
                 cause = err.cause
@@ -327,6 +333,18 @@ class CrawlFollower:
                 self.outage.unreachable(err.message)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 10.0)
+
+    def _last_page(self) -> CrawlResults | None:
+        """The results from ``since`` on as the ended crawl returned them; None when it returned
+        none (a crawl that failed, one from before they were returned) or they do not reach back
+        as far as this command has read (then a query reads them)."""
+        ended = self.ended
+        if ended is None or not 0 <= ended.last_results_from <= self.since:
+            return None
+        tail = ended.last_results[self.since - ended.last_results_from:]
+        if self.since + len(tail) != ended.last_results_from + len(ended.last_results):
+            return None
+        return CrawlResults(tail, self.since, self.since + len(tail), 0, ended)
 
     async def _page(self) -> CrawlResults | None:
         # asyncio.timeout, not wait_for: Python 3.11's wait_for can swallow a cancel (Ctrl-C) that
