@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sized
 from datetime import timedelta
 from typing import IO, Any
 
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowQueryFailedError
 from temporalio.exceptions import ApplicationError
 from temporalio.exceptions import CancelledError as TemporalCancelledError
 from temporalio.service import RPCError, RPCStatusCode
@@ -277,6 +277,7 @@ class CrawlFollower:
         self.failure: str | None = None  # why the crawl failed as a whole
         self.ended: CrawlEnded | None = None  # what the crawl returned, its last results with it
         self.told_unanswered = False
+        self.told_failed = False
 
     async def pages(self) -> AsyncIterator[CrawlResults]:
         """Each new page of results (with the crawl's counts), until the crawl has ended and its
@@ -362,13 +363,24 @@ class CrawlFollower:
                 raise CommandError(f"following crawl {self.handle.id}: {err.message}", EXIT_FAILED_ITEMS) from None
             if not self.told_unanswered:
                 self.told_unanswered = True
-                text = (f"waiting    no worker answers crawl {self.handle.id}: start one (`trawl worker`, or "
-                        "`trawl up`) with the same Temporal address and task queue prefix, or wait if they are busy")
-                if self.line is not None:
-                    self.line.print(text, file=sys.stderr)
-                else:
-                    print(text, file=sys.stderr, flush=True)
+                self._tell(f"waiting    no worker answers crawl {self.handle.id}: start one (`trawl worker`, or "
+                           "`trawl up`) with the same Temporal address and task queue prefix, or wait if they are busy")
             return None
+        except WorkflowQueryFailedError as err:
+            # A worker took the query and failed it: most often its deadlock detector, when a
+            # loaded worker's workflow task ran over 2 s. The crawl goes on; so does this command.
+            if not self.told_failed:
+                self.told_failed = True
+                self._tell(f"waiting    a worker failed to answer crawl {self.handle.id} ({shown(str(err), 200)}); "
+                           "asking again")
+            await asyncio.sleep(1.0)
+            return None
+
+    def _tell(self, text: str) -> None:
+        if self.line is not None:
+            self.line.print(text, file=sys.stderr)
+        else:
+            print(text, file=sys.stderr, flush=True)
 
     async def _read_up_to(self, read: int, leaving: bool = False) -> None:
         try:
