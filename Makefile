@@ -29,7 +29,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BYTECODE)
-	$(BIN)/pytest -q -n 4
+	$(BIN)/pytest -q -n 4 --durations=25
 
 # Everything but the long end-to-end scenarios (the `slow` marker): for the edit-test loop.
 test-quick: $(STAMP)

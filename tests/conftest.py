@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import shutil
 import signal
@@ -99,6 +100,24 @@ def background_processes() -> list[int]:
                                   or b"trawl.cli.zygote" in argv):
             found.append(int(entry.name))
     return found
+
+
+# Every this many tests, a process collects its garbage and freezes what is left (gc.freeze):
+# the collector's later full passes then walk only what newer tests made. Without it, a full pass
+# over everything earlier tests left (and their finalizers: old clients, workers, runtimes) could
+# run inside a workflow activation of a later test and hold it past the SDK's 2 s deadlock
+# detector on a loaded machine, failing a query (seen in CI). Collected first, so nothing
+# that was garbage is frozen.
+COLLECT_EVERY = 20
+_tests_run = 0
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    global _tests_run
+    _tests_run += 1
+    if _tests_run % COLLECT_EVERY == 0:
+        gc.collect()
+        gc.freeze()
 
 
 @pytest.fixture(scope="session", autouse=True)
