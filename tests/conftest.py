@@ -112,6 +112,7 @@ COLLECT_EVERY = 20
 _tests_run = 0
 
 
+@pytest.hookimpl(trylast=True)  # after the test's own fixtures are torn down: those are not frozen
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
     global _tests_run
     _tests_run += 1
