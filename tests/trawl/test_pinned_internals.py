@@ -7,7 +7,9 @@
 - the address guard (:func:`trawl.http_client.guard_connections`) swaps the network backend in
   httpx's pools;
 - the catalog's bound on a PostgreSQL server's answer (:mod:`trawl.storage.catalog`) overrides
-  psycopg's ``Connection.wait(gen, interval, timeout)`` and catches ``errors._WaitTimeout``.
+  psycopg's ``Connection.wait(gen, interval, timeout)`` and catches ``errors._WaitTimeout``;
+- the workers' type-hint cache (:mod:`trawl.worker.type_hints`) replaces the ``get_type_hints``
+  that temporalio's payload converter calls as a module global.
 
 A failure here after an upgrade names the library and what changed in it. Adapt the code to the
 new internals (and the pin), or turn the feature off until then: for the fast path
@@ -27,6 +29,7 @@ import struct
 import threading
 import time
 import tomllib
+import typing
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -40,7 +43,7 @@ from trawl.settings import NetSettings
 from trawl.storage import catalog
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
-LIBRARIES = ("httpx", "httpcore", "h11", "starlette", "psycopg")
+LIBRARIES = ("httpx", "httpcore", "h11", "starlette", "psycopg", "temporalio")
 BODY = bytes(range(256)) * 1200  # 300 kB: more than h11 buffers with the headers
 
 
@@ -301,3 +304,14 @@ def test_psycopg_internals_of_another_shape_turn_the_bound_off(monkeypatch: pyte
         monkeypatch.undo()
         catalog._bounded_connection_class.cache_clear()
     assert catalog._answer_bounded_connection() is not None
+
+
+def test_temporals_converter_calls_get_type_hints_as_a_module_global() -> None:
+    from temporalio.converter import _payload_converter as converter
+
+    from trawl.worker import type_hints
+
+    source = inspect.getsource(converter.value_to_type)
+    assert "get_type_hints(hint)" in source, "temporalio's value_to_type no longer asks get_type_hints(hint)"
+    assert converter.get_type_hints in (typing.get_type_hints, type_hints.cached_type_hints)
+    assert type_hints.install() and converter.get_type_hints is type_hints.cached_type_hints

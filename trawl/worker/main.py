@@ -43,6 +43,7 @@ from trawl.extras_text import MAX_BODY_BYTES
 from trawl.storage.blobs import open_blob_store, read_blob
 from trawl.worker.cleanup import clean_periodically
 from trawl.worker.runtime import ONE_SHOT_MARK
+from trawl.worker.type_hints import install as cache_type_hints
 from trawl.worker.interceptors import ObservingInterceptor, TrawlFailureConverter, trawl_data_converter
 from trawl.workflows.crawl import CrawlWorkflow
 from trawl.workflows.extras import ExtrasRefreshWorkflow
@@ -107,6 +108,7 @@ async def running_worker(
     client = with_trawl_failures(client)
     # The item summary line carries its own fields; the SDK's context suffix would repeat them.
     temporalio.workflow.logger.workflow_info_on_message = False
+    cache_type_hints()  # every payload this process decodes reads a class's hints once (trawl.worker.type_hints)
     identity = (settings.worker.identity or default_worker_name()) + (ONE_SHOT_MARK if one_shot else "")
     prefix = settings.temporal.task_queue_prefix
     settings.work_dir.mkdir(parents=True, exist_ok=True)
