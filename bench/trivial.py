@@ -1,0 +1,21 @@
+"""The yardstick of bench/scale.py: a trivial workflow of four no-op activities, in a module of its
+own so the workflow sandbox can import it, as it imports any workflow run the default way."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import activity, workflow
+
+
+@activity.defn
+async def noop(step: int) -> int:
+    return step
+
+
+@workflow.defn
+class TrivialWorkflow:
+    @workflow.run
+    async def run(self) -> None:
+        for step in range(4):
+            await workflow.execute_activity(noop, step, start_to_close_timeout=timedelta(seconds=30))
