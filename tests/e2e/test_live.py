@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
-import subprocess
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -18,6 +16,7 @@ from tests.e2e.live_fixtures import NEEDS_FFMPEG, kill_the_recorder, live_settin
 from tests.e2e.test_cli import trawl_env
 from tests.e2e.test_cli_progress import live_lines, on_a_terminal
 from tests.polling import until as wait_until
+from tests.trawl.test_live_download import probe
 from tests.workflows.test_operator_view import current_details
 from trawl.cli.output import progress_bar
 from trawl.contracts import PAUSE, RESUME
@@ -29,22 +28,12 @@ from trawl.simulator.live_site import LiveSite, LiveStream
 from trawl.starter.client import item_progress, item_result, start_item
 from trawl.storage.catalog import Catalog
 
-FFPROBE = shutil.which("ffprobe")
 pytestmark = NEEDS_FFMPEG
 
 
 @pytest.fixture
 def settings(tmp_path: Path, temporal_address: str) -> Settings:
     return live_settings(tmp_path, temporal_address)
-
-
-def probed_duration(path: Path) -> tuple[float, int]:
-    """ffprobe's duration of a file and its video packets (10 a second in the simulated stream)."""
-    done = subprocess.run([FFPROBE or "ffprobe", "-v", "error", "-count_packets", "-show_entries",
-                           "format=duration:stream=nb_read_packets", "-of", "json", str(path)],
-                          capture_output=True, text=True, check=True, timeout=60)
-    info = json.loads(done.stdout)
-    return float(info["format"]["duration"]), int(info["streams"][0]["nb_read_packets"])
 
 
 def committed(settings: Settings, key: str) -> tuple[dict, Path]:
@@ -77,7 +66,7 @@ async def test_a_live_stream_records_into_the_catalog(temporal_client: Client, s
     assert site.segment_requests("e2e") == [1] * 12  # every media sequence, once
     record, blob = committed(settings, result.canonical_key)
     assert (record["ended"], record["first_sequence"], record["last_sequence"], record["gaps"]) == ("endlist", 0, 11, [])
-    duration, packets = probed_duration(blob)
+    duration, packets = probe(blob)
     print(f"recorded 12 of 12 sequences: {duration:.3f} s, {packets} video packets")
     assert abs(duration - 12.0) <= 0.05 * 12.0 and packets == 120, (duration, packets)
     item = Catalog(settings.catalog_url).get(result.canonical_key)
@@ -137,7 +126,7 @@ async def test_a_worker_killed_mid_recording_loses_no_sequence(temporal_client: 
     assert sequences == [(s, min(s + PART_SECONDS, KILL_SECONDS) - 1) for s in range(0, KILL_SECONDS, PART_SECONDS)]
     assert [part["start_seconds"] for part, _ in parts] == [float(s) for s in range(0, KILL_SECONDS, PART_SECONDS)]
     assert [part["part"] for part in record["parts"]] == sorted(part["part"] for part in record["parts"])
-    probed = [probed_duration(blob) for _, blob in parts]
+    probed = [probe(blob) for _, blob in parts]
     total = sum(duration for duration, _ in probed)
     print(f"recorded {record['segments']} of {KILL_SECONDS} sequences through the kill in {len(parts)} parts: "
           f"{total:.3f} s, {sum(p for _, p in probed)} video packets")
@@ -167,7 +156,7 @@ async def test_a_paused_recording_goes_on_after_a_recorded_gap(temporal_client: 
     assert max(requests) == 1 and fetched | missed == set(range(16)) and not fetched & missed, (requests, found)
     assert found["first_sequence"] >= paused_at - 1 and found["segments"] >= 2 and found["reason"] == "window slid past"
     assert record["segments"] == len(fetched) and record["missing_segments"] == len(missed)
-    duration, packets = probed_duration(blob)
+    duration, packets = probe(blob)
     assert packets == 10 * len(fetched) and abs(duration - 16.0) <= 0.05 * 16.0, (duration, packets)  # a jump, not a splice
 
 
@@ -185,7 +174,7 @@ async def test_a_stream_whose_source_is_gone_ends_cleanly_with_what_it_recorded(
     assert result.outcome == "committed", result
     record, blob = committed(settings, result.canonical_key or "")
     assert record["ended"] == "source_ended" and record["segments"] >= fetched and record["gaps"] == [], record
-    duration, packets = probed_duration(blob)
+    duration, packets = probe(blob)
     assert packets == 10 * record["segments"] and abs(duration - record["segments"]) <= 0.05 * record["segments"]
 
 
