@@ -233,6 +233,23 @@ def catalog_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]
     yield new_postgres_database()
 
 
+def catalog_at(catalog_url: str, revision: str) -> Catalog:
+    """A new catalog brought by the Alembic migrations to ``revision`` only, as an older trawl left
+    it (``create_schema`` then brings it to the newest, as an upgrade does)."""
+    from alembic import command
+    from alembic.config import Config
+
+    from trawl.storage.catalog import MIGRATIONS
+
+    catalog = Catalog(catalog_url)
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with catalog.engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, revision)
+    return catalog
+
+
 @pytest.fixture
 def catalog(catalog_url: str) -> Iterator[Catalog]:
     """A catalog with its schema, on SQLite and on PostgreSQL (``catalog_url``); closed after the test."""

@@ -23,6 +23,7 @@ NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 MAX_XML_BYTES = 64 * 1024 * 1024
 MAX_COMMENTS = 2_000_000
 MAX_TEXT_CHARS = 2_000
+_CHUNK = 1 << 16  # bytes fed to the parser at a time
 
 MODES = {1: "scroll", 4: "bottom", 5: "top", 6: "reverse", 7: "positioned", 8: "code", 9: "bas"}
 
@@ -66,28 +67,55 @@ class Danmaku:
                          NOT_XML.sub("", self.id).replace(",", ""), str(self.weight)))
 
 
-def parse_danmaku_xml(body: bytes) -> tuple[str, list[Danmaku]]:
-    """The chat id and the comments of an XML danmaku file.
+def parse_danmaku_xml(body: bytes, limit: int | None = None) -> tuple[str, list[Danmaku]]:
+    """The chat id and the comments of an XML danmaku file, read as a stream.
+
+    Args:
+        body: the file.
+        limit: stop after this many comments, reading no further (search indexes a file's first
+            lines only); the bounds and any error past that point are then never reached. The chat
+            id is the one read by then (it comes first in the files trawl writes).
 
     Raises:
         DanmakuParseError: not XML, not ``<i>``, a malformed ``p``, or past the bounds.
     """
-    if len(body) > MAX_XML_BYTES:
+    if limit is not None and limit <= 0:
+        return "", []
+    if limit is None and len(body) > MAX_XML_BYTES:
         raise DanmakuParseError(f"danmaku file of {len(body)} bytes, over the {MAX_XML_BYTES} bytes allowed")
     if b"<!DOCTYPE" in body[:4096] or b"<!ENTITY" in body:
         raise DanmakuParseError("danmaku file declares a DTD or entities")
-    try:
-        root = ElementTree.fromstring(body)
-    except ElementTree.ParseError as exc:
-        raise DanmakuParseError(f"danmaku file is not XML: {exc}") from None
-    if root.tag != "i":
-        raise DanmakuParseError(f"danmaku file's root is <{root.tag[:40]}>, not <i>")
+    parser = ElementTree.XMLPullParser(events=("start", "end"))
+    chat_id: str | None = None
     comments: list[Danmaku] = []
-    for element in root.iter("d"):
-        if len(comments) >= MAX_COMMENTS:
-            raise DanmakuParseError(f"danmaku file holds over {MAX_COMMENTS} comments")
-        comments.append(_comment(element.get("p") or "", element.text or ""))
-    return (root.findtext("chatid") or "").strip(), comments
+    depth = 0
+    for at in range(0, len(body) or 1, _CHUNK):
+        if at >= MAX_XML_BYTES:
+            raise DanmakuParseError(f"danmaku file of {len(body)} bytes, over the {MAX_XML_BYTES} bytes allowed")
+        try:
+            parser.feed(body[at:at + _CHUNK])
+            if at + _CHUNK >= len(body):
+                parser.close()
+            events = list(parser.read_events())
+        except ElementTree.ParseError as exc:
+            raise DanmakuParseError(f"danmaku file is not XML: {exc}") from None
+        for event, element in events:
+            if event == "start":
+                if depth == 0 and element.tag != "i":
+                    raise DanmakuParseError(f"danmaku file's root is <{element.tag[:40]}>, not <i>")
+                depth += 1
+                continue
+            depth -= 1
+            if element.tag == "chatid" and depth == 1 and chat_id is None:
+                chat_id = (element.text or "").strip()
+            elif element.tag == "d":
+                if len(comments) >= MAX_COMMENTS:
+                    raise DanmakuParseError(f"danmaku file holds over {MAX_COMMENTS} comments")
+                comments.append(_comment(element.get("p") or "", element.text or ""))
+                element.clear()  # a long file is not held twice, as text and as a tree
+                if len(comments) == limit:
+                    return chat_id or "", comments
+    return chat_id or "", comments
 
 
 def _comment(attribute: str, text: str) -> Danmaku:

@@ -40,8 +40,10 @@ class FilterError(ValueError):
 
 
 @dataclass(frozen=True)
-class ListingEntry:
-    """One entry of a listing page, with what the listing already says of it (None: not said)."""
+class PageEntry:
+    """One entry as a listing's page gives it while it is walked, with what the page already says
+    of it (None: not said), which the filters read. (What the catalog keeps of a listing's entries
+    is trawl.storage.records.ListingEntry.)"""
 
     url: str
     timestamp: int | None = None  # publication, Unix seconds
@@ -120,7 +122,7 @@ class Condition:
     test: Callable[[Any], bool]
     keep_missing: bool
 
-    def passes(self, entry: ListingEntry) -> bool:
+    def passes(self, entry: PageEntry) -> bool:
         value = entry.field(self.field)
         # Not stated by the listing: kept, as yt-dlp keeps an incomplete entry (``?`` or not).
         return True if value is None else self.test(value)
@@ -378,7 +380,7 @@ class Walk:
     def needs_total(self) -> bool:
         return self._items is not None and self._items.needs_total
 
-    def page(self, entries: Sequence[ListingEntry | str], *, dated: bool = False, known_stops: bool = True
+    def page(self, entries: Sequence[PageEntry | str], *, dated: bool = False, known_stops: bool = True
              ) -> list[str]:
         """The URLs of one page's entries that pass, in order; sets :attr:`done` when nothing
         after this page can (or needs to) be read.
@@ -391,7 +393,7 @@ class Walk:
         self.paged = True
         kept: list[str] = []
         for raw in entries:
-            entry = raw if isinstance(raw, ListingEntry) else ListingEntry(raw)
+            entry = raw if isinstance(raw, PageEntry) else PageEntry(raw)
             if self.done:
                 break
             self.seen += 1
@@ -432,7 +434,7 @@ class Walk:
     def _stop(self, why: str) -> None:
         self.done, self.stopped_by = True, why
 
-    def _passes(self, entry: ListingEntry) -> bool:
+    def _passes(self, entry: PageEntry) -> bool:
         if entry.timestamp is not None:
             if self._after is not None and entry.timestamp < self._after:
                 return False

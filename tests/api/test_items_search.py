@@ -10,25 +10,14 @@ import httpx
 import pytest
 from temporalio.client import Client
 
-from tests.api.test_api import free_port, serving
-from tests.conftest import make_settings
-from tests.web.test_search_page import HOSTILE, ITEMS
-from trawl.settings import ApiSettings, Settings
-from trawl.storage.catalog import Catalog
+from tests.api.test_api import serving
+from tests.web.test_search_page import HOSTILE, ITEMS, settings_with_items
+from trawl.settings import Settings
 
 
 @pytest.fixture
 def search_settings(tmp_path: Path, temporal_address: str, catalog_url: str) -> Settings:
-    settings = make_settings(tmp_path, temporal_address, catalog_url=catalog_url, api=ApiSettings(port=free_port()))
-    catalog = Catalog(settings.catalog_url)
-    catalog.create_schema()
-    for key, title, uploader, description in ITEMS:
-        catalog.commit_item(canonical_key=key, platform=key.split(":")[0], canonical_url=f"https://e.com/{key}",
-                            source_url=f"https://e.com/{key}", title=title, uploader=uploader, duration=None,
-                            published_at=None, metadata={"description": description, "tags": ["旅行"]},
-                            workflow_id=None, assets=[])
-    catalog.close()
-    return settings
+    return settings_with_items(tmp_path, temporal_address, catalog_url, tags=["旅行"])
 
 
 def keys(answer: httpx.Response) -> list[str]:

@@ -4,45 +4,31 @@ a signed sliding playlist), a real dev server and worker, ffmpeg's remux."""
 from __future__ import annotations
 
 import asyncio
-import shutil
 import time
-from pathlib import Path
 
-import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from tests.conftest import make_settings
+from tests.e2e.live_fixtures import (  # noqa: F401 - bili, settings: fixtures
+    NEEDS_FFMPEG,
+    PLAY_INFO,
+    ROOM_INIT,
+    bili,
+    requests,
+    settings,
+)
 from tests.polling import until as wait_until
 from trawl.platforms.bilibili.room_site import OFFLINE_ROOM, ROOM_LONG, ROOM_SHORT
 from trawl.platforms.bilibili.rooms import broadcast_key
-from trawl.platforms.bilibili.site import BilibiliSite, install_bilibili_site
+from trawl.platforms.bilibili.site import BilibiliSite
 from trawl.platforms.registry import build_registry
-from trawl.settings import PlatformsSettings, Settings
+from trawl.settings import Settings
 from trawl.simulator import Simulator
 from trawl.simulator.live_site import LiveStream
 from trawl.starter.client import item_result, start_crawl, start_item
 from trawl.starter.waiting import running_items
 from trawl.storage.catalog import Catalog
 
-pytestmark = pytest.mark.skipif(shutil.which("ffmpeg") is None or shutil.which("ffprobe") is None,
-                                reason="ffmpeg is not installed (.ci/run installs it)")
-PLAY_INFO = "/xlive/web-room/v2/index/getRoomPlayInfo"
-ROOM_INIT = "/room/v1/Room/room_init"
-
-
-@pytest.fixture
-def bili(sim: Simulator) -> BilibiliSite:
-    return install_bilibili_site(sim)
-
-
-@pytest.fixture
-def settings(tmp_path: Path, temporal_address: str, bili: BilibiliSite) -> Settings:
-    return make_settings(tmp_path, temporal_address, platforms=PlatformsSettings(bilibili=bili.settings()),
-                         worker={"graceful_shutdown_timeout": "5s"})
-
-
-def requests(sim: Simulator, path: str) -> int:
-    return sim.stats[path].requests if path in sim.stats else 0
+pytestmark = NEEDS_FFMPEG
 
 
 async def test_two_crawls_of_a_broadcast_record_it_once_through_an_expired_playlist_url(

@@ -5,27 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
-import signal
-import subprocess
 import time
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from temporalio.api.enums.v1 import TaskQueueType
-from temporalio.api.taskqueue.v1 import TaskQueue
-from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client, WorkflowHandle
 
-from tests.conftest import make_settings
+from tests.e2e.live_fixtures import NEEDS_FFMPEG, kill_the_recorder, live_settings, two_workers
 from tests.e2e.test_cli import trawl_env
 from tests.e2e.test_cli_progress import live_lines, on_a_terminal
-from tests.e2e.test_worker_kill import start_worker
 from tests.polling import until as wait_until
+from tests.trawl.test_live_download import probe
 from tests.workflows.test_operator_view import current_details
 from trawl.cli.output import progress_bar
-from trawl.contracts import PAUSE, RESUME, host_queue
+from trawl.contracts import PAUSE, RESUME
 from trawl.formatting import recording_words
 from trawl.platforms.registry import default_registry
 from trawl.settings import Settings
@@ -34,32 +28,12 @@ from trawl.simulator.live_site import LiveSite, LiveStream
 from trawl.starter.client import item_progress, item_result, start_item
 from trawl.storage.catalog import Catalog
 
-FFPROBE = shutil.which("ffprobe")
-pytestmark = pytest.mark.skipif(FFPROBE is None or shutil.which("ffmpeg") is None,
-                                reason="ffmpeg is not installed (.ci/run installs it)")
+pytestmark = NEEDS_FFMPEG
 
 
 @pytest.fixture
 def settings(tmp_path: Path, temporal_address: str) -> Settings:
-    return make_settings(tmp_path, temporal_address, worker={"graceful_shutdown_timeout": "5s"})
-
-
-async def host_pollers(client: Client, settings: Settings) -> bool:
-    """Whether two workers poll the host's queue, where the recording's download runs."""
-    described = await client.workflow_service.describe_task_queue(DescribeTaskQueueRequest(
-        namespace=client.namespace, task_queue=TaskQueue(name=host_queue(settings.temporal.task_queue_prefix,
-                                                                       settings.host_id)),
-        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY))
-    return len({poller.identity for poller in described.pollers}) >= 2
-
-
-def probed_duration(path: Path) -> tuple[float, int]:
-    """ffprobe's duration of a file and its video packets (10 a second in the simulated stream)."""
-    done = subprocess.run([FFPROBE or "ffprobe", "-v", "error", "-count_packets", "-show_entries",
-                           "format=duration:stream=nb_read_packets", "-of", "json", str(path)],
-                          capture_output=True, text=True, check=True, timeout=60)
-    info = json.loads(done.stdout)
-    return float(info["format"]["duration"]), int(info["streams"][0]["nb_read_packets"])
+    return live_settings(tmp_path, temporal_address)
 
 
 def committed(settings: Settings, key: str) -> tuple[dict, Path]:
@@ -92,7 +66,7 @@ async def test_a_live_stream_records_into_the_catalog(temporal_client: Client, s
     assert site.segment_requests("e2e") == [1] * 12  # every media sequence, once
     record, blob = committed(settings, result.canonical_key)
     assert (record["ended"], record["first_sequence"], record["last_sequence"], record["gaps"]) == ("endlist", 0, 11, [])
-    duration, packets = probed_duration(blob)
+    duration, packets = probe(blob)
     print(f"recorded 12 of 12 sequences: {duration:.3f} s, {packets} video packets")
     assert abs(duration - 12.0) <= 0.05 * 12.0 and packets == 120, (duration, packets)
     item = Catalog(settings.catalog_url).get(result.canonical_key)
@@ -103,17 +77,6 @@ async def live_progress(client: Client, handle: WorkflowHandle) -> dict | None:
     """The item's progress once it says it records three segments or more."""
     progress = await item_progress(client, handle)
     return progress if (progress.get("live") or {}).get("segments", 0) >= 3 else None
-
-
-async def recording_worker(client: Client, handle: WorkflowHandle) -> str:
-    """The identity of the worker that runs the recording's download, once it has one (the item
-    ``handle`` leaves it to its broadcast's workflow, which its progress names)."""
-    recording = (await item_progress(client, handle)).get("recording")
-    if recording:
-        handle = client.get_workflow_handle(recording)
-    description = await handle.describe()
-    return next((activity.last_worker_identity for activity in description.raw_description.pending_activities
-                 if activity.activity_type.name == "download" and activity.last_worker_identity), "")
 
 
 KILL_SECONDS = 20
@@ -141,23 +104,12 @@ async def test_a_worker_killed_mid_recording_loses_no_sequence(temporal_client: 
     url = site.add_stream("kill", stream)
     # Both workers poll before the broadcast starts, so the kill comes a few segments in however
     # slowly a worker starts; the one that holds the recording is killed.
-    workers = {name: start_worker(settings, tmp_path, TRAWL_WORKER__IDENTITY=name) for name in ("live-a", "live-b")}
-    try:
-        await wait_until(lambda: host_pollers(temporal_client, settings), "both workers polling the host's queue",
-                         timeout=60)
+    async with two_workers(temporal_client, settings, tmp_path) as workers:
         started = await start_item(temporal_client, settings, default_registry(), url)
         await wait_until(lambda: sum(site.segment_requests("kill")) >= PART_SECONDS + 2, timeout=60)
-        holder = await wait_until(lambda: recording_worker(temporal_client, started.handle), "the recording's worker", timeout=30)
-        workers[holder].send_signal(signal.SIGKILL)
-        killed_at = time.time()
-        workers[holder].wait(timeout=30)
+        killed_at = await kill_the_recorder(temporal_client, started.handle, workers)
         held = sum(1 for n in site.segment_requests("kill") if n)
         result = await asyncio.wait_for(item_result(started.handle, ""), 90)
-    finally:
-        for proc in workers.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
     assert result.outcome == "committed", result
     record, parts = parts_of(settings, result.canonical_key or "")
     requests = site.segment_requests("kill")
@@ -174,7 +126,7 @@ async def test_a_worker_killed_mid_recording_loses_no_sequence(temporal_client: 
     assert sequences == [(s, min(s + PART_SECONDS, KILL_SECONDS) - 1) for s in range(0, KILL_SECONDS, PART_SECONDS)]
     assert [part["start_seconds"] for part, _ in parts] == [float(s) for s in range(0, KILL_SECONDS, PART_SECONDS)]
     assert [part["part"] for part in record["parts"]] == sorted(part["part"] for part in record["parts"])
-    probed = [probed_duration(blob) for _, blob in parts]
+    probed = [probe(blob) for _, blob in parts]
     total = sum(duration for duration, _ in probed)
     print(f"recorded {record['segments']} of {KILL_SECONDS} sequences through the kill in {len(parts)} parts: "
           f"{total:.3f} s, {sum(p for _, p in probed)} video packets")
@@ -204,7 +156,7 @@ async def test_a_paused_recording_goes_on_after_a_recorded_gap(temporal_client: 
     assert max(requests) == 1 and fetched | missed == set(range(16)) and not fetched & missed, (requests, found)
     assert found["first_sequence"] >= paused_at - 1 and found["segments"] >= 2 and found["reason"] == "window slid past"
     assert record["segments"] == len(fetched) and record["missing_segments"] == len(missed)
-    duration, packets = probed_duration(blob)
+    duration, packets = probe(blob)
     assert packets == 10 * len(fetched) and abs(duration - 16.0) <= 0.05 * 16.0, (duration, packets)  # a jump, not a splice
 
 
@@ -222,7 +174,7 @@ async def test_a_stream_whose_source_is_gone_ends_cleanly_with_what_it_recorded(
     assert result.outcome == "committed", result
     record, blob = committed(settings, result.canonical_key or "")
     assert record["ended"] == "source_ended" and record["segments"] >= fetched and record["gaps"] == [], record
-    duration, packets = probed_duration(blob)
+    duration, packets = probe(blob)
     assert packets == 10 * record["segments"] and abs(duration - record["segments"]) <= 0.05 * record["segments"]
 
 

@@ -6,41 +6,35 @@ in exactly one part."""
 from __future__ import annotations
 
 import asyncio
-import shutil
 from pathlib import Path
 
 import pytest
 from temporalio.client import Client
 
-from tests.conftest import make_settings
-from tests.e2e.test_live_comments import PER_SECOND, delivered_ids
+from tests.e2e.live_fixtures import NEEDS_FFMPEG, PER_SECOND, bilibili_site, delivered_ids, live_settings
 from tests.polling import until as wait_until
 from trawl.platforms.bilibili.danmaku import parse_danmaku_xml
 from trawl.platforms.bilibili.room_site import ROOM_LONG, ROOM_SHORT
 from trawl.platforms.bilibili.rooms import broadcast_key
-from trawl.platforms.bilibili.site import BilibiliSite, install_bilibili_site
+from trawl.platforms.bilibili.site import BilibiliSite
 from trawl.platforms.registry import build_registry
-from trawl.settings import PlatformsSettings, Settings
+from trawl.settings import Settings
 from trawl.simulator import Simulator
 from trawl.simulator.live_site import LiveStream
 from trawl.starter.client import item_result, start_item
 from trawl.storage.catalog import Catalog
 
-pytestmark = pytest.mark.skipif(shutil.which("ffmpeg") is None or shutil.which("ffprobe") is None,
-                                reason="ffmpeg is not installed (.ci/run installs it)")
+pytestmark = NEEDS_FFMPEG
 
 
 @pytest.fixture
 def bili(sim: Simulator) -> BilibiliSite:
-    site = install_bilibili_site(sim)
-    site.rooms.comments_per_second = PER_SECOND
-    return site
+    return bilibili_site(sim, PER_SECOND)
 
 
 @pytest.fixture
 def settings(tmp_path: Path, temporal_address: str, bili: BilibiliSite) -> Settings:
-    return make_settings(tmp_path, temporal_address, platforms=PlatformsSettings(bilibili=bili.settings()),
-                         download={"live_part_duration": "5s"})
+    return live_settings(tmp_path, temporal_address, bili, download={"live_part_duration": "5s"})
 
 
 async def test_each_part_is_committed_with_the_comments_of_its_media(

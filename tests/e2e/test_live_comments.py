@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
-import signal
 from pathlib import Path
 
 import pytest
 from temporalio.client import Client
 
-from tests.conftest import make_settings
-from tests.e2e.test_live import host_pollers, recording_worker
-from tests.e2e.test_worker_kill import start_worker
+from tests.e2e.live_fixtures import (  # noqa: F401 - settings: the fixture, with this module's bili
+    NEEDS_FFMPEG,
+    PER_SECOND,
+    bilibili_site,
+    delivered_ids,
+    kill_the_recorder,
+    settings,
+    two_workers,
+)
 from tests.polling import until as wait_until
 from trawl.export import Exporter
 from trawl.export_extras import ExtrasChoice
@@ -23,31 +27,21 @@ from trawl.platforms.bilibili.danmaku import parse_danmaku_xml
 from trawl.platforms.bilibili.danmaku_site import comment_id
 from trawl.platforms.bilibili.room_site import ROOM_LONG, ROOM_SHORT
 from trawl.platforms.bilibili.rooms import broadcast_key
-from trawl.platforms.bilibili.site import BilibiliSite, install_bilibili_site
+from trawl.platforms.bilibili.site import BilibiliSite
 from trawl.platforms.registry import build_registry
-from trawl.settings import PlatformsSettings, Settings
+from trawl.settings import Settings
 from trawl.simulator import Simulator
 from trawl.simulator.live_site import LiveStream
 from trawl.starter.client import item_result, start_item
 from trawl.storage.blobs import open_blob_store
 from trawl.storage.catalog import Catalog
 
-pytestmark = pytest.mark.skipif(shutil.which("ffmpeg") is None or shutil.which("ffprobe") is None,
-                                reason="ffmpeg is not installed (.ci/run installs it)")
-PER_SECOND = 4
+pytestmark = NEEDS_FFMPEG
 
 
 @pytest.fixture
 def bili(sim: Simulator) -> BilibiliSite:
-    site = install_bilibili_site(sim)
-    site.rooms.comments_per_second = PER_SECOND
-    return site
-
-
-@pytest.fixture
-def settings(tmp_path: Path, temporal_address: str, bili: BilibiliSite) -> Settings:
-    return make_settings(tmp_path, temporal_address, platforms=PlatformsSettings(bilibili=bili.settings()),
-                         worker={"graceful_shutdown_timeout": "5s"})
+    return bilibili_site(sim, PER_SECOND)
 
 
 def stored_comments(settings: Settings, key: str) -> tuple[dict, list, list[dict], float]:
@@ -61,10 +55,6 @@ def stored_comments(settings: Settings, key: str) -> tuple[dict, list, list[dict
     _, comments = parse_danmaku_xml((settings.blobs_dir / assets["live-danmaku"].key).read_bytes())
     lines = [json.loads(line) for line in (settings.blobs_dir / assets["live-messages"].key).read_bytes().splitlines()]
     return item.metadata["live_comments"], comments, lines, item.metadata["live"]["seconds"]
-
-
-def delivered_ids(bili: BilibiliSite) -> set[str]:
-    return {comment_id(ROOM_LONG, n) for n in bili.rooms.chats[ROOM_LONG].delivered}
 
 
 def check_once_each(comments: list, lines: list[dict], bili: BilibiliSite) -> tuple[int, int]:
@@ -130,27 +120,16 @@ async def test_a_worker_killed_mid_recording_loses_no_comment_it_was_sent(
     while no worker was connected are missing."""
     platform_env = {f"TRAWL_PLATFORMS__BILIBILI__{name.upper()}": str(value) for name, value in
                     bili.settings().model_dump().items() if name.endswith("_base") or name == "requests_per_second"}
-    workers = {name: start_worker(settings, tmp_path, TRAWL_WORKER__IDENTITY=name, **platform_env)
-               for name in ("live-a", "live-b")}
     chat = bili.rooms.chats[ROOM_LONG]
-    try:
-        await wait_until(lambda: host_pollers(temporal_client, settings), "both workers polling the host's queue",
-                         timeout=60)
+    async with two_workers(temporal_client, settings, tmp_path, **platform_env) as workers:
         # On air once both workers poll, however slowly they started.
         stream = bili.rooms.start_broadcast(ROOM_LONG, LiveStream(length=30.0, window=9))
         registry = build_registry(settings.platforms)
         started = await start_item(temporal_client, settings, registry, bili.rooms.url(ROOM_SHORT))
         await wait_until(lambda: len(chat.delivered) >= 8, "comments delivered", timeout=60)
-        holder = await wait_until(lambda: recording_worker(temporal_client, started.handle), "the recording's worker", timeout=30)
-        workers[holder].send_signal(signal.SIGKILL)
-        workers[holder].wait(timeout=30)
+        await kill_the_recorder(temporal_client, started.handle, workers)
         before_kill = set(chat.delivered)
         result = await asyncio.wait_for(item_result(started.handle, ""), 120)
-    finally:
-        for proc in workers.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
     assert result.outcome == "committed", result
     assert stream.started is not None
     summary, comments, lines, _ = stored_comments(settings, broadcast_key(ROOM_LONG, int(stream.started)))

@@ -5,44 +5,38 @@ recorded from within seconds of its start to its end, once, and the next broadca
 from __future__ import annotations
 
 import asyncio
-import shutil
 from pathlib import Path
 
 import pytest
 from temporalio.client import Client
 
-from tests.conftest import make_settings
+from tests.e2e.live_fixtures import (  # noqa: F401 - bili: a fixture
+    NEEDS_FFMPEG,
+    PLAY_INFO,
+    ROOM_INIT,
+    bili,
+    live_settings,
+    requests,
+)
 from tests.polling import until
 from trawl.platforms.bilibili.room_site import ROOM_LONG, ROOM_SHORT, ROOM_SHORT_LINK
 from trawl.platforms.bilibili.site import SHORT_LINK
 from trawl.platforms.bilibili.rooms import broadcast_key
-from trawl.platforms.bilibili.site import BilibiliSite, install_bilibili_site
+from trawl.platforms.bilibili.site import BilibiliSite
 from trawl.platforms.registry import build_registry
-from trawl.settings import PlatformsSettings, Settings
+from trawl.settings import Settings
 from trawl.simulator import Simulator
 from trawl.simulator.live_site import LiveStream
 from trawl.starter.watches import WatchInvalid, add_watch, get_watch, remove_watch
 from trawl.storage.catalog import Catalog
 
-pytestmark = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg is not installed (.ci/run installs it)")
+pytestmark = NEEDS_FFMPEG
 POLL_S = 2
-ROOM_INIT = "/room/v1/Room/room_init"
-PLAY_INFO = "/xlive/web-room/v2/index/getRoomPlayInfo"
-
-
-@pytest.fixture
-def bili(sim: Simulator) -> BilibiliSite:
-    return install_bilibili_site(sim)
 
 
 @pytest.fixture
 def settings(tmp_path: Path, temporal_address: str, bili: BilibiliSite) -> Settings:
-    return make_settings(tmp_path, temporal_address, platforms=PlatformsSettings(bilibili=bili.settings()),
-                         watch={"live_poll_interval": f"{POLL_S}s"}, worker={"graceful_shutdown_timeout": "5s"})
-
-
-def requests(sim: Simulator, path: str) -> int:
-    return sim.stats[path].requests if path in sim.stats else 0
+    return live_settings(tmp_path, temporal_address, bili, watch={"live_poll_interval": f"{POLL_S}s"})
 
 
 def first_segment_at(sim: Simulator, room: int) -> float | None:

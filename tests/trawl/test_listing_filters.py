@@ -10,8 +10,8 @@ import pytest
 
 from trawl.listing_filters import (
     FilterError,
-    ListingEntry,
     ListingFilters,
+    PageEntry,
     Walk,
     day_start,
     parse_date,
@@ -41,9 +41,9 @@ def test_a_bad_date_is_one_line_naming_it(text: str, says: str) -> None:
     assert "\n" not in str(caught.value) and repr(text) in str(caught.value)
 
 
-CLIP = ListingEntry("u1", timestamp=day_start(date(2026, 3, 1)), duration=90, view_count=1500, title="Harbour News at six")
-SHORT = ListingEntry("u2", timestamp=day_start(date(2026, 3, 2)), duration=30, view_count=20, title="teaser")
-UNKNOWN = ListingEntry("u3")
+CLIP = PageEntry("u1", timestamp=day_start(date(2026, 3, 1)), duration=90, view_count=1500, title="Harbour News at six")
+SHORT = PageEntry("u2", timestamp=day_start(date(2026, 3, 2)), duration=30, view_count=20, title="teaser")
+UNKNOWN = PageEntry("u3")
 
 
 @pytest.mark.parametrize(("spec", "passing"), [
@@ -92,9 +92,9 @@ def test_bad_playlist_items_say_so(spec: str) -> None:
         parse_playlist_items(spec)
 
 
-def _days(newest: int, count: int) -> list[ListingEntry]:
+def _days(newest: int, count: int) -> list[PageEntry]:
     """``count`` entries, newest first, one a day from March ``newest`` back."""
-    return [ListingEntry(f"d{d}", timestamp=day_start(date(2026, 3, d)) + 3600) for d in range(newest, newest - count, -1)]
+    return [PageEntry(f"d{d}", timestamp=day_start(date(2026, 3, d)) + 3600) for d in range(newest, newest - count, -1)]
 
 
 def test_a_dated_walk_stops_at_the_first_entry_before_dateafter() -> None:
@@ -130,7 +130,7 @@ def test_max_downloads_and_playlist_items_end_the_walk() -> None:
 def test_a_page_of_known_entries_stops_the_walk_unless_all_were_filtered_out() -> None:
     known = {"d30", "d29"}
     walk = Walk(known=lambda urls: set(urls) <= known, filters=ListingFilters(match_filter="duration > 60"))
-    short = [ListingEntry("new-short", duration=5)]
+    short = [PageEntry("new-short", duration=5)]
     assert walk.page(short) == [] and not walk.done  # nothing kept is not "all known"
     assert walk.page(_days(30, 2)) == ["d30", "d29"] and walk.stopped_by == "known"
     # a listing that pages without handing entries over: filtered once it is whole

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
+from tests.conftest import catalog_at
 from trawl.storage.catalog import Catalog, CommittedAsset
 from trawl.storage.library import SORTS, LibraryQuery
 
@@ -95,17 +96,8 @@ def test_bad_filters_are_refused_with_what_is_allowed() -> None:
 
 
 def test_migration_fills_the_library_columns_and_search_of_items_committed_before(catalog_url: str) -> None:
-    from alembic import command
-    from alembic.config import Config
-
-    from trawl.storage.catalog import MIGRATIONS
-
-    catalog = Catalog(catalog_url)
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
+    catalog = catalog_at(catalog_url, "0003")
     with catalog.engine.begin() as connection:
-        config.attributes["connection"] = connection
-        command.upgrade(config, "0003")
         connection.execute(text(
             "INSERT INTO items (canonical_key, platform, canonical_url, source_url, title, uploader, duration, "
             "published_at, metadata, status, workflow_id, created_at, updated_at) VALUES ('web:old', 'generic', 'u', "

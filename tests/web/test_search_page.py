@@ -30,16 +30,24 @@ ITEMS = [
 ]
 
 
-@pytest.fixture
-def search_settings(tmp_path: Path, temporal_address: str, catalog_url: str) -> Settings:
+def settings_with_items(tmp_path: Path, temporal_address: str, catalog_url: str, **metadata: object) -> Settings:
+    """A test's settings (the API on a free port) whose catalog holds :data:`ITEMS`, each with its
+    description and ``metadata``."""
     settings = make_settings(tmp_path, temporal_address, catalog_url=catalog_url, api=ApiSettings(port=free_port()))
     catalog = Catalog(settings.catalog_url)
     catalog.create_schema()
     for key, title, uploader, description in ITEMS:
         catalog.commit_item(canonical_key=key, platform=key.split(":")[0], canonical_url=f"https://e.com/{key}",
                             source_url=f"https://e.com/{key}", title=title, uploader=uploader, duration=None,
-                            published_at=None, metadata={"description": description}, workflow_id=None, assets=[])
+                            published_at=None, metadata={"description": description, **metadata}, workflow_id=None,
+                            assets=[])
     catalog.close()
+    return settings
+
+
+@pytest.fixture
+def search_settings(tmp_path: Path, temporal_address: str, catalog_url: str) -> Settings:
+    return settings_with_items(tmp_path, temporal_address, catalog_url)
     return settings
 
 

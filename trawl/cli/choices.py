@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from temporalio.client import Client
 
-from trawl.cli.common import notice
+from trawl.cli.common import archive_dir, notice
 from trawl.cli.cookies import cookie_settings
 from trawl.cli.output import CommandError
 from trawl.listing_filters import FilterError, ListingFilters
@@ -19,6 +19,10 @@ from trawl.platforms.registry import Registry
 from trawl.settings import Settings
 from trawl.sizes import parse_size
 from trawl.starter.client import CrawlChoices
+
+# Left in a data directory's run/ by the first crawl of it that asks for a --limit-rate: from then
+# on its crawls look for running items that keep another rate (tell_kept_rates).
+RATED_NOTE = "rated-crawls"
 
 # yt-dlp's -f as trawl understands it: a height (720p, 1080), best, worst, or ...[height<=N].
 _HEIGHT = re.compile(r"(?:(?:best|bv\*?|b|bestvideo)\*?\[height<=\??(\d+)\](?:\+.*|/.*)?|(\d+)p?)")
@@ -104,14 +108,31 @@ def crawl_choices(args: argparse.Namespace) -> CrawlChoices:
                         filters=listing_filters(args))
 
 
-async def tell_kept_rates(client: Client, registry: Registry, urls: Iterable[str], choices: CrawlChoices) -> None:
+async def tell_kept_rates(client: Client, registry: Registry, urls: Iterable[str],
+                          choices: CrawlChoices | None) -> None:
     """Say so when running items this crawl joins keep another ``--limit-rate`` than it asks for
-    (their first run's: a running item's options do not change)."""
+    (their first run's: a running item's options do not change).
+
+    The server is asked only when an item could differ: when this crawl asks for a rate, or when a
+    crawl of this archive asked for one before (:data:`RATED_NOTE`, left in its ``run/``). Without
+    either, the items hold the workers' own rate, as this crawl does, and it starts without the
+    visibility query. Items started with a rate by another data directory's commands on the same
+    server are then not mentioned.
+    """
     from trawl.starter.kept_options import kept_rates, kept_rates_line
 
-    kept = await kept_rates(client, registry, urls, choices.limit_rate)
+    limit_rate = choices.limit_rate if choices is not None else 0
+    data_dir = archive_dir()
+    if data_dir is not None:  # outside a session (no archive known): always ask, as before
+        note = data_dir / "run" / RATED_NOTE
+        if limit_rate:
+            note.parent.mkdir(parents=True, exist_ok=True)
+            note.touch()
+        elif not note.exists():
+            return
+    kept = await kept_rates(client, registry, urls, limit_rate)
     if kept:
-        notice(kept_rates_line(kept, choices.limit_rate), items=[k.workflow_id for k in kept])
+        notice(kept_rates_line(kept, limit_rate), items=[k.workflow_id for k in kept])
 
 
 def crawl_settings(args: argparse.Namespace, settings: Settings) -> Settings:

@@ -50,7 +50,7 @@ def _warm() -> None:
     import trawl.cli.resolve  # noqa: F401
     import trawl.cli.steering  # noqa: F401
     import trawl.settings
-    import trawl.starter.kept_options  # noqa: F401 - every crawl asks it
+    import trawl.starter.kept_options  # noqa: F401 - crawls of an archive that used --limit-rate ask it
     import trawl.storage.catalog  # noqa: F401
     import trawl.worker.runtime  # noqa: F401
     from trawl.platforms.registry import build_registry

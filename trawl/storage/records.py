@@ -69,8 +69,10 @@ class CatalogItem:
 
 @dataclass
 class ListingEntry:
-    """An entry of a listing, in its order: the URL it gave, the title it showed, the words it
-    marks a dead entry with (``gone``), and the catalog's item for the URL, when it holds one."""
+    """An entry of a listing as the catalog keeps it, in its order: the URL it gave, the title it
+    showed, the words it marks a dead entry with (``gone``), and the catalog's item for the URL,
+    when it holds one. (An entry as a page gives it while the listing is walked, for the filters,
+    is trawl.listing_filters.PageEntry.)"""
 
     url: str
     title: str | None = None

@@ -1,6 +1,6 @@
 """The workers' clean-up: partial files that no running item needs any more, the frontiers of
 crawls that ended, abandoned uploads in the object store, and blobs that attempts stored and
-never recorded (orphans)."""
+never recorded (orphans); and the catch-up of search over the extras stored before it read them."""
 
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
+from trawl.extras_text import MAX_BODY_BYTES
 from trawl.logs import get_logger
 from trawl.workdirs import idle_work_dirs, remove_work_dir
 
-from trawl.storage.blobs import BlobStore, reclaim_uploads
+from trawl.storage.blobs import BlobStore, read_blob, reclaim_uploads
 from trawl.storage.orphans import reclaim_announced
 
 if TYPE_CHECKING:
@@ -95,10 +96,19 @@ async def clean_orphans(catalog: Catalog, blobs: BlobStore, abandon_after: timed
     return len(removed)
 
 
+async def index_pending_extras(catalog: Catalog, blobs: BlobStore, lines: int) -> int:
+    """Read into search's lines the extras stored before search read them (migration 0009's
+    pending pairs), from the blob store, at most ``lines`` of each; how many pairs were read."""
+    return await asyncio.to_thread(catalog.index_pending_extras, lambda key: read_blob(blobs, key, MAX_BODY_BYTES),
+                                   lines)
+
+
 async def clean_periodically(client: Client, work_dir: Path, keep: timedelta, catalog: Catalog | None = None,
-                             blobs: BlobStore | None = None, abandon_after: timedelta | None = None) -> None:
+                             blobs: BlobStore | None = None, abandon_after: timedelta | None = None,
+                             extras_lines: int | None = None) -> None:
     """Run :func:`clean_work_dir` (and :func:`clean_frontiers`, :func:`clean_uploads`,
-    :func:`clean_orphans`) now and then every ``keep / 4`` (at most ten minutes)."""
+    :func:`clean_orphans`, :func:`index_pending_extras` with ``extras_lines``) now and then every
+    ``keep / 4`` (at most ten minutes)."""
     interval = max(1.0, min(keep.total_seconds() / 4, MAX_INTERVAL_S))
     parts: list[Callable[[], Awaitable[object]]] = [lambda: clean_work_dir(client, work_dir, keep)]
     if catalog is not None:
@@ -107,6 +117,10 @@ async def clean_periodically(client: Client, work_dir: Path, keep: timedelta, ca
         parts.append(lambda: clean_uploads(blobs, abandon_after))
         if catalog is not None:
             parts.append(lambda: clean_orphans(catalog, blobs, abandon_after))
+    if catalog is not None and blobs is not None and extras_lines is not None:
+        # Once after an upgrade it may read many blobs: here, not before the worker polls, so a
+        # worker starts at once; search finds those extras when it is done. Later rounds find none.
+        parts.append(lambda: index_pending_extras(catalog, blobs, extras_lines))
     while True:
         for part in parts:  # one failing (the store down, say) does not hold up the others
             try:

@@ -39,8 +39,7 @@ from trawl.platforms.base import ResolveContext
 from trawl.platforms.registry import Registry, build_registry
 from trawl.settings import FETCH_SLOTS_PER_PLATFORM, Settings
 from trawl.notify import Notifier
-from trawl.extras_text import MAX_BODY_BYTES
-from trawl.storage.blobs import open_blob_store, read_blob
+from trawl.storage.blobs import open_blob_store
 from trawl.worker.cleanup import clean_periodically
 from trawl.worker.runtime import ONE_SHOT_MARK
 from trawl.worker.type_hints import install as cache_type_hints
@@ -152,9 +151,6 @@ async def running_worker(
     # A committed item's extras, each on its own, on its platform's fetch queue (its politeness).
     extras = ExtraActivities(registry, http, catalog, blobs, settings.work_dir, retry.extras.maximum_interval,
                              retry.extras.maximum_attempts, settings.catalog.search_extras_lines)
-    # Extras stored before search read them (migration 0009) are read into lines once, here.
-    catalog.index_pending_extras(lambda key: read_blob(blobs, key, MAX_BODY_BYTES),
-                                 settings.catalog.search_extras_lines)
     fetch.older_tiny = tiny.fetched_and_stored
     workers = [
         # The shared queue: host claims and source expansion; and, for runs started before
@@ -185,8 +181,10 @@ async def running_worker(
                               activity_executor=executor, max_concurrent_activities=FETCH_CONCURRENCY,
                               max_task_queue_activities_per_second=rate, **common))
     tasks = [asyncio.create_task(worker.run()) for worker in workers]
+    # The clean-up also reads into search's lines the extras stored before search read them (0009).
     cleanup = asyncio.create_task(clean_periodically(client, settings.work_dir, settings.download.keep_failed_partials,
-                                                     catalog, blobs, settings.storage.abandon_uploads_after))
+                                                     catalog, blobs, settings.storage.abandon_uploads_after,
+                                                     extras_lines=settings.catalog.search_extras_lines))
     try:
         yield workers
     finally:

@@ -44,6 +44,21 @@ def test_hostile_or_broken_files_are_a_parse_error(body: bytes, said: str) -> No
         parse_danmaku_xml(body)
 
 
+def test_with_a_limit_the_first_comments_are_read_and_the_rest_never() -> None:
+    comments = [Danmaku(seconds=float(n), text=f"line {n}", id=str(n)) for n in range(5000)]
+    body = danmaku_xml(comments, chat_id=7)
+    chat_id, first = parse_danmaku_xml(body, limit=3)
+    assert chat_id == "7" and [c.text for c in first] == ["line 0", "line 1", "line 2"]
+    broken = body[:len(body) // 2]  # cut mid-file: past the limit it is never parsed
+    assert parse_danmaku_xml(broken, limit=3)[1] == first
+    with pytest.raises(DanmakuParseError, match="not XML"):
+        parse_danmaku_xml(broken)
+    assert parse_danmaku_xml(body, limit=0) == ("", [])
+    assert parse_danmaku_xml(body, limit=10**6)[1] == parse_danmaku_xml(body)[1]
+    with pytest.raises(DanmakuParseError, match="not XML"):  # an error before the limit still counts
+        parse_danmaku_xml(b"<i><d p='1,1,25,0,0,0,a,b'>x</d><d", limit=5)
+
+
 # -- the protobuf segments (x/v2/dm/web/seg.so) ---------------------------------------------------
 def test_a_segment_round_trips_through_the_protobuf_form() -> None:
     from trawl.platforms.bilibili.danmaku import danmaku_segment, parse_danmaku_segment

@@ -10,6 +10,7 @@ import json
 import pytest
 from sqlalchemy import text
 
+from tests.conftest import catalog_at
 from trawl.extras_text import ExtraLine, extra_lines
 from trawl.storage.catalog import Catalog, CommittedAsset, newest_snapshots
 from trawl.storage.library import LibraryQuery
@@ -164,17 +165,7 @@ def test_any_text_searches_the_extras_without_error(catalog: Catalog, words: str
 
 
 def test_migration_0009_leaves_the_extras_stored_before_it_to_be_read(catalog_url: str) -> None:
-    from alembic import command
-    from alembic.config import Config
-
-    from trawl.storage.catalog import MIGRATIONS
-
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    catalog = Catalog(catalog_url)
-    with catalog.engine.begin() as connection:
-        config.attributes["connection"] = connection
-        command.upgrade(config, "0008")
+    catalog = catalog_at(catalog_url, "0008")
     assert catalog.commit_item(canonical_key="bili:old", platform="bili", canonical_url="u", source_url="u",
                                title="旧视频", uploader=None, duration=None, published_at=None, metadata={},
                                workflow_id=None, assets=[CommittedAsset("video", "video", "v" * 64, 1, None, "k/v"),

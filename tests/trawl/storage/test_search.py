@@ -9,6 +9,7 @@ import re
 import pytest
 from sqlalchemy import text
 
+from tests.conftest import catalog_at
 from trawl.storage.catalog import Catalog, CommittedAsset
 from trawl.storage.library import MAX_QUERY_WORDS, MAX_WORD, LibraryQuery, search_words
 
@@ -151,17 +152,7 @@ def test_the_index_follows_changes_and_deletes(catalog: Catalog) -> None:
 
 
 def test_the_migration_indexes_items_committed_before(catalog_url: str) -> None:
-    from alembic import command
-    from alembic.config import Config
-
-    from trawl.storage.catalog import MIGRATIONS
-
-    catalog = Catalog(catalog_url)
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    with catalog.engine.begin() as connection:
-        config.attributes["connection"] = connection
-        command.upgrade(config, "0005")
+    catalog = catalog_at(catalog_url, "0005")
     fill(catalog)  # indexed by 0004's word index only
     catalog.create_schema()  # 0006
     for word, key in CHINESE:

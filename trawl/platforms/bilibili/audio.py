@@ -24,7 +24,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from trawl.errors import NotFound, ParseError, UnsupportedUrl
-from trawl.listing_filters import ListingEntry, as_walk
+from trawl.listing_filters import PageEntry, as_walk
 from trawl.models import Asset, Resolved, compact, count_or_none, upload_date
 from trawl.platforms.base import ResolveContext, Resolver, base_pattern, dig, float_or_none, int_or_none, str_or_none
 from trawl.platforms.bilibili.config import BilibiliSettings
@@ -119,7 +119,7 @@ def audio_list_listing(resolver: Resolver, ctx: ResolveContext, list_id: str, ma
         songs = [s for s in _list(dig(doc, "data", "data")) if isinstance(s, dict) and int_or_none(s.get("id"))]
         if not songs:
             break
-        entries = [ListingEntry(f"{base}/audio/au{int_or_none(s['id'])}", timestamp=int_or_none(s.get("passtime")),
+        entries = [PageEntry(f"{base}/audio/au{int_or_none(s['id'])}", timestamp=int_or_none(s.get("passtime")),
                                 duration=float_or_none(s.get("duration")), title=str_or_none(s.get("title")))
                    for s in songs]
         urls += walk.page(entries, known_stops=False)

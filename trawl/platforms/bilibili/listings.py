@@ -36,7 +36,7 @@ from collections.abc import Callable
 from typing import Any
 
 from trawl.errors import Forbidden, LoginRequired, UnsupportedUrl
-from trawl.listing_filters import ListingEntry, Walk, as_walk
+from trawl.listing_filters import PageEntry, Walk, as_walk
 from trawl.platforms.base import ResolveContext, Resolver, base_pattern, dig, int_or_none, str_or_none
 from trawl.platforms.bilibili.config import BilibiliSettings
 from trawl.platforms.bilibili.resolver import BilibiliResolver, wbi_sign
@@ -138,10 +138,10 @@ def _clock(value: Any) -> float | None:
 
 
 def _listing_entries(resolver: BilibiliResolver, entries: Any, *, date_key: str = "pubdate",
-                     duration_key: str = "duration", views: tuple[str, ...] = ("stat", "view")) -> list[ListingEntry]:
+                     duration_key: str = "duration", views: tuple[str, ...] = ("stat", "view")) -> list[PageEntry]:
     """A list API's videos with what it says of them (date, duration, plays, title), for filters."""
     found = entries if isinstance(entries, list) else []
-    return [ListingEntry(url, timestamp=int_or_none(e.get(date_key)), duration=_clock(e.get(duration_key)),
+    return [PageEntry(url, timestamp=int_or_none(e.get(date_key)), duration=_clock(e.get(duration_key)),
                          view_count=int_or_none(dig(e, *views)),
                          title=e.get("title") if isinstance(e.get("title"), str) else None)
             for e in found if isinstance(e, dict) for url in _video_urls(resolver, [e])]
@@ -186,7 +186,7 @@ def uploader_listing(resolver: Resolver, ctx: ResolveContext, mid: str, max_page
         if not isinstance(vlist, list) or not vlist:
             break
         page_urls: list[str] = []
-        videos: list[ListingEntry] = []
+        videos: list[PageEntry] = []
         for entry in vlist:
             if not isinstance(entry, dict) or walk.done:
                 continue
@@ -219,7 +219,7 @@ def collection_listing(resolver: Resolver, ctx: ResolveContext, ident: str, max_
 
     walk = as_walk(enough)
 
-    def page(number: int) -> tuple[dict, list[ListingEntry]]:
+    def page(number: int) -> tuple[dict, list[PageEntry]]:
         doc = _get(bili, ctx, "/x/polymer/web-space/seasons_archives_list",
                    {"mid": mid, "season_id": season, "sort_reverse": "false", "page_num": number,
                     "page_size": COLLECTION_PAGE}, headers)

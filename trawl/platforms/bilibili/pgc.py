@@ -35,7 +35,7 @@ import urllib.parse
 from typing import TYPE_CHECKING, Any
 
 from trawl.errors import Forbidden, NotFound, PaidOnly, ParseError, TrawlError, UnsupportedUrl, int_field, text_field
-from trawl.listing_filters import ListingEntry, as_walk
+from trawl.listing_filters import PageEntry, as_walk
 from trawl.models import Asset, Resolved, compact, upload_date
 from trawl.platforms.base import (
     ResolveContext,
@@ -273,7 +273,7 @@ def _season_listing(kind: str, path: str, body: str, page: str) -> Callable[...,
         doc = api_json(bili, ctx, lambda: f"{api}{path}?season_id={season_id.strip()}", bili.headers())
         season = doc.get(body) if isinstance(doc.get(body), dict) else {}
         base = bili.config.page_base.rstrip("/")
-        entries = [ListingEntry(f"{base}/{page}/play/ep{n}", title=str_or_none(e.get("long_title") or e.get("title")))
+        entries = [PageEntry(f"{base}/{page}/play/ep{n}", title=str_or_none(e.get("long_title") or e.get("title")))
                    for e in _list(season.get("episodes")) if isinstance(e, dict)
                    for n in [int_or_none(e.get("id") or e.get("ep_id"))] if n]
         return list(dict.fromkeys(as_walk(enough).page(entries, known_stops=False)))

@@ -36,7 +36,7 @@ import urllib.parse
 from dataclasses import dataclass
 
 from trawl.errors import UnsupportedUrl
-from trawl.listing_filters import ListingEntry, Walk, as_walk
+from trawl.listing_filters import PageEntry, Walk, as_walk
 from trawl.platforms.base import ResolveContext, Resolver, base_pattern, dig, int_or_none
 from trawl.platforms.bilibili.config import BilibiliSettings
 from trawl.platforms.bilibili.resolver import BilibiliResolver, wbi_sign
@@ -160,7 +160,7 @@ def _duration(text: object) -> float | None:
     return float(seconds)
 
 
-def _entries(bili: BilibiliResolver, results: object) -> list[ListingEntry]:
+def _entries(bili: BilibiliResolver, results: object) -> list[PageEntry]:
     base = bili.config.page_base.rstrip("/")
     entries = []
     for result in results if isinstance(results, list) else []:
@@ -170,7 +170,7 @@ def _entries(bili: BilibiliResolver, results: object) -> list[ListingEntry]:
         if not isinstance(bvid, str) or not re.fullmatch(r"BV[0-9A-Za-z]{10}", bvid):
             continue
         title = result.get("title")
-        entries.append(ListingEntry(
+        entries.append(PageEntry(
             f"{base}/video/{bvid}", timestamp=int_or_none(result.get("pubdate")), duration=_duration(result.get("duration")),
             view_count=int_or_none(result.get("play")),
             title=html.unescape(_TAG.sub("", title)) if isinstance(title, str) else None))

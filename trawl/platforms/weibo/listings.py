@@ -36,7 +36,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from trawl.errors import UnsupportedUrl
-from trawl.listing_filters import ListingEntry, Walk, as_walk
+from trawl.listing_filters import PageEntry, Walk, as_walk
 from trawl.platforms.base import (ResolveContext, Resolver, dig, float_or_none, get_json, int_or_none, json_object,
                                   require, str_or_none)
 from trawl.platforms.weibo.errors import classify_redirect
@@ -94,7 +94,7 @@ def _pinned(card: dict[str, Any]) -> bool:
     return mblog.get("isTop") in (1, True) or dig(mblog, "title", "text") == "置顶"
 
 
-def post_entry(card: dict[str, Any], uid: str = "") -> ListingEntry | None:
+def post_entry(card: dict[str, Any], uid: str = "") -> PageEntry | None:
     """A post card (``card_type`` 9) as a listing entry: its URL (by its author, else ``uid``), date,
     text and video's duration and plays, where the card says them."""
     mblog = card.get("mblog") if isinstance(card.get("mblog"), dict) else {}
@@ -105,7 +105,7 @@ def post_entry(card: dict[str, Any], uid: str = "") -> ListingEntry | None:
     created = parse_created_at(mblog.get("created_at"))
     text = mblog.get("text")
     media = dig(mblog, "page_info", "media_info")
-    return ListingEntry(
+    return PageEntry(
         url, timestamp=int(datetime.fromisoformat(created).timestamp()) if created else None,
         duration=float_or_none(dig(media, "duration")), view_count=int_or_none(dig(mblog, "page_info", "play_count")),
         title=html.unescape(_TAG.sub("", text)).strip() if isinstance(text, str) else None)
