@@ -13,7 +13,6 @@ from temporalio.client import Client, Interceptor, ListWorkflowsInput, OutboundI
 
 from tests.e2e.test_crawl_cli import cli, env_for
 from trawl.cli.choices import RATED_NOTE, tell_kept_rates
-from trawl.cli.common import in_archive
 from trawl.platforms.registry import default_registry
 from trawl.settings import Settings
 from trawl.starter.client import CrawlChoices, crawl_handle, start_item
@@ -70,15 +69,13 @@ async def test_a_crawl_without_a_rate_asks_the_server_only_once_one_of_its_archi
     started = await start_item(temporal_client, settings, registry, URL, choices=CrawlChoices(limit_rate=500 * 1024))
     counted = _CountedLists()
     client = Client(temporal_client.service_client, namespace=temporal_client.namespace, interceptors=[counted])
-    in_archive(tmp_path)
     try:
-        await tell_kept_rates(client, registry, [URL], CrawlChoices())
+        await tell_kept_rates(client, registry, [URL], CrawlChoices(), tmp_path)
         assert counted.queries == []  # no crawl of this archive asked for a rate: nothing to look for
         assert not (tmp_path / "run" / RATED_NOTE).exists()
-        await tell_kept_rates(client, registry, [URL], CrawlChoices(limit_rate=1024 * 1024))
+        await tell_kept_rates(client, registry, [URL], CrawlChoices(limit_rate=1024 * 1024), tmp_path)
         assert len(counted.queries) == 1 and (tmp_path / "run" / RATED_NOTE).exists()
-        await tell_kept_rates(client, registry, [URL], CrawlChoices())  # from now on every crawl of it looks
+        await tell_kept_rates(client, registry, [URL], CrawlChoices(), tmp_path)  # from now on every crawl of it looks
         assert len(counted.queries) == 2
     finally:
-        in_archive(None)
         await started.handle.terminate()

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import argparse
 import re
+from pathlib import Path
 from collections.abc import Iterable
 
 from temporalio.client import Client
 
-from trawl.cli.common import archive_dir, notice
+from trawl.cli.common import notice
 from trawl.cli.cookies import cookie_settings
 from trawl.cli.output import CommandError
 from trawl.listing_filters import FilterError, ListingFilters
@@ -109,7 +110,7 @@ def crawl_choices(args: argparse.Namespace) -> CrawlChoices:
 
 
 async def tell_kept_rates(client: Client, registry: Registry, urls: Iterable[str],
-                          choices: CrawlChoices | None) -> None:
+                          choices: CrawlChoices | None, data_dir: Path | None) -> None:
     """Say so when running items this crawl joins keep another ``--limit-rate`` than it asks for
     (their first run's: a running item's options do not change).
 
@@ -117,13 +118,12 @@ async def tell_kept_rates(client: Client, registry: Registry, urls: Iterable[str
     crawl of this archive asked for one before (:data:`RATED_NOTE`, left in its ``run/``). Without
     either, the items hold the workers' own rate, as this crawl does, and it starts without the
     visibility query. Items started with a rate by another data directory's commands on the same
-    server are then not mentioned.
+    server are then not mentioned. ``data_dir``: the archive's (None: always ask).
     """
     from trawl.starter.kept_options import kept_rates, kept_rates_line
 
     limit_rate = choices.limit_rate if choices is not None else 0
-    data_dir = archive_dir()
-    if data_dir is not None:  # outside a session (no archive known): always ask, as before
+    if data_dir is not None:
         note = data_dir / "run" / RATED_NOTE
         if limit_rate:
             note.parent.mkdir(parents=True, exist_ok=True)

@@ -50,21 +50,6 @@ def in_foreground(foreground: bool = True) -> None:
     _foreground.set(foreground)
 
 
-# The data directory of this command's session (set by session): what one command of an archive
-# leaves for the next lives there (trawl.cli.choices: whether a crawl of it ever asked for a rate).
-_archive: contextvars.ContextVar[Path | None] = contextvars.ContextVar("archive", default=None)
-
-
-def in_archive(data_dir: Path | None) -> None:
-    """Mark ``data_dir`` as the data directory this command serves (None: none known)."""
-    _archive.set(data_dir)
-
-
-def archive_dir() -> Path | None:
-    """The data directory of this command's session; None outside one."""
-    return _archive.get()
-
-
 def _linger(settings: Settings, read_only: bool) -> float:
     """How long a server this command starts runs on after it (0: it stops with its last user)."""
     if read_only or _foreground.get():
@@ -261,7 +246,6 @@ async def session(settings: Settings, *, worker: bool, registry: Registry | None
     starts a server: when none answers it says where it looked, and creates no file.
     """
     read_only = _read_only.get() if read_only is None else read_only
-    in_archive(settings.data_dir)
     async with _embedded(settings, read_only=read_only) as (settings, server):
         client = await connect_or_explain(settings, metrics=metrics)
         await ensure_search_attributes(client, settings.temporal.namespace)

@@ -548,7 +548,7 @@ async def cmd_crawl(args: argparse.Namespace, settings: Settings) -> int:
 
     terminated = _end_on_sigterm()
     async with session(settings, worker=not args.no_worker, registry=registry, one_shot=True) as client:
-        await tell_kept_rates(client, registry, urls, choices)  # joined running items keep their first rate
+        await tell_kept_rates(client, registry, urls, choices, settings.data_dir)  # joined running items keep their first rate
         try:
             await crawl_urls(client, settings, registry, urls, emit_counted, line=line, awaited=awaited,
                              choices=choices, keep=False, source=args.source,
@@ -594,7 +594,7 @@ async def detach_crawl(args: argparse.Namespace, settings: Settings, registry: R
     if not urls and not args.source:
         raise CommandError("no URLs given (pass URLs, --file FILE or --source NAME)")
     async with session(settings, worker=False) as client:
-        await tell_kept_rates(client, registry, urls, choices)  # joined running items keep their first rate
+        await tell_kept_rates(client, registry, urls, choices, settings.data_dir)  # joined running items keep their first rate
         handle, refused = await start_crawl(client, settings, registry, urls, source=args.source,
                                             concurrency=args.concurrency or DETACHED_CONCURRENCY, choices=choices)
     for line in refused:
