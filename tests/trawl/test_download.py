@@ -1,6 +1,7 @@
 """The resume protocol, branch by branch, against the simulator over real sockets."""
 
 import hashlib
+import os
 
 from collections import deque
 from collections.abc import Iterator
@@ -439,3 +440,36 @@ def test_a_spliced_body_that_stalls_fails_at_the_read_timeout_and_keeps_what_cam
         listener.close()
     assert failed.value.retryable
     assert load_state(part).offset == len(body) == part.stat().st_size  # what came is kept, to resume from
+
+
+def test_the_read_back_hasher_hashes_what_the_file_holds_as_it_grows(tmp_path: Path) -> None:
+    from trawl.download.state import ReadBackHasher
+
+    data = MediaFile("mp4", "read-back", SIZE).read(0, 1 << 20) * 3
+    path = tmp_path / "grows"
+    path.write_bytes(b"kept prefix")
+    digest = hashlib.sha256(b"kept prefix")
+    fd = os.open(path, os.O_RDWR)
+    hasher = ReadBackHasher(digest, fd, len(b"kept prefix"))
+    at = len(b"kept prefix")
+    for start in range(0, len(data), 300_001):
+        piece = data[start:start + 300_001]
+        os.pwrite(fd, piece, at)
+        at += len(piece)
+        hasher.update([], None, len(piece))
+    os.close(fd)  # the hasher reads its own descriptor
+    hasher.finish()
+    assert digest.hexdigest() == hashlib.sha256(b"kept prefix" + data).hexdigest()
+
+
+def test_a_file_that_cannot_be_read_back_fails_its_hash(tmp_path: Path) -> None:
+    from trawl.download.state import ReadBackHasher
+
+    path = tmp_path / "short"
+    path.write_bytes(b"x" * 1000)
+    fd = os.open(path, os.O_RDWR)
+    hasher = ReadBackHasher(hashlib.sha256(), fd, 0)
+    hasher.update([], None, 5000)  # said written, but the file holds less (truncated under it)
+    os.close(fd)
+    with pytest.raises(OSError, match="read back"):
+        hasher.finish()
