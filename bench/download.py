@@ -16,8 +16,8 @@ shared machine does not always fall on the same tool):
 Every trawl run gets a URL of its own (a query string) and its blob is removed after it, so each
 one downloads, verifies and stores the file anew. Prints JSON: min/median/max of each, the
 ratios of medians (and each round's ratio), the worker's CPU (user, system) per run, its
-resident memory sampled every 20 ms during the runs (and its peak over its life), the stages'
-milliseconds from its log, the machine's load.
+resident memory before each run and sampled every 20 ms during it (and its peak over its
+life), the stages' milliseconds from its log, the machine's load.
 
 The file is served by ``bench/staticserve.py`` (``sendfile``, as nginx would) unless
 ``--server simulator``, whose Python makes every byte and shares the two cores with the client.
@@ -141,6 +141,7 @@ def main() -> None:
     worker_cpu: list[tuple[float, float]] = []
     stages: list[dict[str, int]] = []
     rss_during: list[float] = []
+    rss_before: list[float] = []
     outcomes: list[str] = []
     loads: list[float] = []
     try:
@@ -152,6 +153,7 @@ def main() -> None:
             nonlocal log_at
             os.sync()
             user, system = cpu_split(worker.pid)
+            rss_before.append(rss_mib(worker.pid))
             with RssSampler(worker.pid) as rss:
                 seconds, result = asyncio.run(stack.submit_and_wait(next(urls)))
             after = cpu_split(worker.pid)
@@ -212,6 +214,7 @@ def main() -> None:
             # Most of it is the kernel's: the receive copy, writing into the page cache, the writeback.
             "worker_user_cpu_s": spread([u for u, _ in worker_cpu]),
             "worker_system_cpu_s": spread([s for _, s in worker_cpu]),
+            "worker_rss_before_mib": spread(rss_before),  # idle, before each run
             "worker_rss_during_mib": spread(rss_during),
             "worker_peak_rss_mib": round(peak_rss_mib(worker.pid), 1),
             "stage_ms": {name: [s.get(name, 0) for s in stages] for name in ("fetch", "download", "verify", "commit")},
