@@ -346,7 +346,7 @@ class SegmentedRun:
             # A large body on a plain socket is spliced into the file, never copied through
             # Python; the prefix hasher then reads it back (fastpath's docstring).
             splicing = raw.can_splice
-            buffer = bytearray(0 if splicing else WRITE_BATCH)  # written before the next fill: one per segment thread
+            buffer: bytearray | None = None  # written before the next fill: one per segment thread
             with self.cond:
                 if self.aborted:
                     raise _Aborted
@@ -360,7 +360,7 @@ class SegmentedRun:
                                 self.fd, pos, self.dl.heartbeat_every, limit=end - pos,
                                 guard=lambda at, n, write, seg=index: self._write(seg, None, at, n, write))
                         else:
-                            buffer = buffer or bytearray(WRITE_BATCH)
+                            buffer = buffer if buffer is not None else bytearray(WRITE_BATCH)
                             # Each piece is written (and counted) as it arrives, still in the CPU's cache.
                             filled, error = raw.fill(
                                 buffer, self.dl.heartbeat_every, limit=end - pos,
