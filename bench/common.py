@@ -37,9 +37,14 @@ def wait_port(port: int, timeout: float = 60) -> None:
 
 
 class Stack:
-    """A simulator process serving one file, a Temporal dev server, and trawl workers."""
+    """A simulator process serving one file, a Temporal dev server, and trawl workers.
 
-    def __init__(self, size: int, throttle_bps: int = 0, seed: str = "bench") -> None:
+    With ``static``, the file's bytes (the simulator's, so they sniff as its MP4) are written to
+    disk once and served by ``bench/staticserve.py`` (``sendfile``, as nginx serves a file): the
+    server then takes none of the CPU the client being measured needs.
+    """
+
+    def __init__(self, size: int, throttle_bps: int = 0, seed: str = "bench", static: bool = False) -> None:
         self.tmp = Path(tempfile.mkdtemp(prefix="trawl-bench-"))
         self.size = size
         self.seed = seed
@@ -61,7 +66,13 @@ class Stack:
             "print('ready', flush=True)\n"
             "time.sleep(1e9)\n"
         )
-        self.procs.append(subprocess.Popen([sys.executable, "-c", sim_code], cwd=REPO, stdout=subprocess.DEVNULL))
+        if static:
+            served = write_media(self.tmp / "served.mp4", size, seed)
+            self.procs.append(subprocess.Popen(
+                [sys.executable, str(REPO / "bench" / "staticserve.py"), "--port", str(self.sim_port),
+                 "--file", str(served)], cwd=REPO, stdout=subprocess.DEVNULL))
+        else:
+            self.procs.append(subprocess.Popen([sys.executable, "-c", sim_code], cwd=REPO, stdout=subprocess.DEVNULL))
         self.procs.append(subprocess.Popen(
             [str(BIN / "temporal"), "server", "start-dev", "--headless", "--ip", "127.0.0.1",
              "--port", str(self.temporal_port), "--http-port", str(free_port()), "--log-level", "error",
@@ -99,16 +110,18 @@ class Stack:
             os.environ.clear()
             os.environ.update(saved)
 
-    async def submit_and_wait(self) -> tuple[float, object]:
-        """Start the item workflow from this process; seconds from submission to its result."""
+    async def submit_and_wait(self, url: str | None = None) -> tuple[float, object]:
+        """Start the item workflow of ``url`` (the served file's by default) from this process;
+        seconds from submission to its result."""
         from trawl.starter.client import connect, item_result, start_item
         from trawl.platforms.registry import default_registry
 
         settings = self.settings()
         client = await connect(settings)
         started_at = time.perf_counter()
-        started = await start_item(client, settings, default_registry(), self.url)
-        result = await item_result(started.handle, self.url)
+        url = url or self.url
+        started = await start_item(client, settings, default_registry(), url)
+        result = await item_result(started.handle, url)
         return time.perf_counter() - started_at, result
 
     def crawl(self) -> tuple[float, dict]:
@@ -130,6 +143,28 @@ class Stack:
                 except subprocess.TimeoutExpired:
                     proc.kill()
         subprocess.run(["rm", "-rf", str(self.tmp)], check=False)
+
+
+def write_media(path: Path, size: int, seed: str) -> Path:
+    """The simulator's MP4 of ``size`` bytes for ``seed``, written to ``path``."""
+    from trawl.simulator.media import BLOCK, MediaFile
+
+    media = MediaFile("mp4", seed, size)
+    with open(path, "wb") as out:
+        offset = 0
+        while offset < size:
+            block = media.read(offset, BLOCK)
+            out.write(block)
+            offset += len(block)
+    return path
+
+
+def rss_mib(pid: int) -> float:
+    """A process's resident memory now."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def peak_rss_mib(pid: int) -> float:

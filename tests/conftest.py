@@ -257,3 +257,15 @@ def catalog(catalog_url: str) -> Iterator[Catalog]:
     catalog.create_schema()
     yield catalog
     catalog.close()
+
+
+@pytest.fixture(params=["through-buffers", "spliced"])
+def body_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs a test twice: bodies received into buffers of Python's, and spliced from the socket
+    into the file (trawl.download.fastpath; only bodies of several MiB are, so the test's small
+    files are made to count as large)."""
+    if request.param == "spliced":
+        from trawl.download import fastpath
+
+        monkeypatch.setattr(fastpath, "SPLICE_MIN", 1)
+    return request.param

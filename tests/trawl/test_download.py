@@ -1,6 +1,7 @@
 """The resume protocol, branch by branch, against the simulator over real sockets."""
 
 import hashlib
+import os
 
 from collections import deque
 from collections.abc import Iterator
@@ -17,6 +18,8 @@ from trawl.verify import verify_file
 
 SIZE = 3 * 1024 * 1024 + 17
 CUT = 1_200_000
+# Every test twice: bodies through buffers, and spliced into the file (conftest.body_path).
+pytestmark = pytest.mark.usefixtures("body_path")
 
 
 @pytest.fixture
@@ -287,7 +290,7 @@ def test_a_piece_that_cannot_be_taken_is_not_counted(sim: Simulator, client: htt
 
 
 def test_a_small_body_is_read_into_a_buffer_of_its_size(sim: Simulator, client: httpx.Client, part: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+                                                        monkeypatch: pytest.MonkeyPatch, body_path: str) -> None:
     import trawl.download.fastpath
 
     sizes: list[int] = []
@@ -296,7 +299,8 @@ def test_a_small_body_is_read_into_a_buffer_of_its_size(sim: Simulator, client: 
     media = MediaFile("mp4", "tiny", 2_000)
     sim.add_file("/tiny.mp4", media)
     out = make(client).download([sim.url("/tiny.mp4")], part)
-    assert sizes == [2_000]  # one buffer, of the body's size (not four of 1 MiB)
+    # One buffer, of the body's size (not four of 1 MiB); none when the body is spliced.
+    assert sizes == ([] if body_path == "spliced" else [2_000])
     assert out.sha256 == media.sha256() == file_sha256(part)
 
 
@@ -330,3 +334,142 @@ def test_every_downloader_takes_what_the_protocol_offers() -> None:
             assert set(wanted) - {"self"} <= set(given), (protocol, method)
             extra = [p for name, p in given.items() if name not in wanted and p.default is inspect.Parameter.empty]
             assert extra == [], (protocol, method)
+
+
+def test_a_spliced_body_reaches_the_file_in_order(sim: Simulator, client: httpx.Client, tmp_path: Path,
+                                                  body_path: str) -> None:
+    from trawl.download.fastpath import PIPE_BYTES, RawBody
+
+    media = MediaFile("mp4", "spliced", SIZE)
+    sim.add_file("/f.mp4", media)
+    writes: list[tuple[int, int]] = []
+    with client.stream("GET", sim.url("/f.mp4")) as resp, open(tmp_path / "out", "w+b") as out:
+        raw = RawBody.of(resp)
+        assert raw is not None and raw.can_splice == (body_path == "spliced")
+        if body_path != "spliced":
+            return
+        at = 0
+        while not raw.done:
+            filled, error = raw.splice(out.fileno(), at, 5.0, limit=1 << 20,
+                                       guard=lambda start, n, write: (writes.append((start, n)), write()))
+            assert error is None and 0 < filled <= 1 << 20
+            at += filled
+    # Written where they belong, one after another, at most a pipe's worth (or h11's leading bytes) each.
+    assert [start for start, _ in writes] == [sum(n for _, n in writes[:i]) for i in range(len(writes))]
+    assert all(0 < n <= PIPE_BYTES for _, n in writes) and at == SIZE
+    assert file_sha256(tmp_path / "out") == media.sha256()
+
+
+def test_a_spliced_piece_the_guard_refuses_is_not_written_nor_counted(sim: Simulator, client: httpx.Client,
+                                                                      tmp_path: Path, body_path: str) -> None:
+    from trawl.download.fastpath import RawBody
+
+    if body_path != "spliced":
+        pytest.skip("about splicing")
+    sim.add_file("/f.mp4", MediaFile("mp4", "refused-splice", SIZE))
+    taken: list[int] = []
+
+    def guard(start: int, n: int, write) -> None:  # noqa: ANN001 - the write callback
+        if len(taken) == 3:
+            raise OSError(28, "No space left on device")
+        taken.append(n)
+        write()
+
+    with client.stream("GET", sim.url("/f.mp4")) as resp, open(tmp_path / "out", "w+b") as out:
+        raw = RawBody.of(resp)
+        assert raw is not None
+        filled, error = raw.splice(out.fileno(), 0, 5.0, guard=guard)
+    assert isinstance(error, OSError) and error.errno == 28
+    assert filled == sum(taken) == (tmp_path / "out").stat().st_size and len(taken) == 3
+
+
+@pytest.mark.parametrize("refused", ["from the socket", "into the file"])
+def test_a_kernel_that_refuses_to_splice_gets_the_body_through_buffers(
+        sim: Simulator, client: httpx.Client, part: Path, monkeypatch: pytest.MonkeyPatch, body_path: str,
+        refused: str) -> None:
+    import errno
+    import os
+
+    if body_path != "spliced":
+        pytest.skip("about splicing")
+    real = os.splice
+    calls: list[str] = []
+
+    def splice(src: int, dst: int, count: int, *args, **kw) -> int:  # noqa: ANN002, ANN003
+        into_file = "offset_dst" in kw
+        calls.append("into the file" if into_file else "from the socket")
+        # The first pipe's worth goes through; then the kernel refuses (a file system without splice).
+        if calls.count(refused) > 1 and calls[-1] == refused:
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real(src, dst, count, *args, **kw)
+
+    monkeypatch.setattr(os, "splice", splice)
+    media = MediaFile("mp4", f"refused-{refused}", SIZE)
+    sim.add_file("/f.mp4", media)
+    out = make(client).download([sim.url("/f.mp4")], part)
+    assert out.sha256 == media.sha256() == file_sha256(part) and out.size == SIZE
+    assert calls.count(refused) == 2  # refused once, then never asked again
+
+
+def test_a_spliced_body_that_stalls_fails_at_the_read_timeout_and_keeps_what_came(
+        tmp_path: Path, body_path: str) -> None:
+    import socket
+    import threading
+
+    if body_path != "spliced":
+        pytest.skip("about splicing")
+    body = MediaFile("mp4", "stall", SIZE).read(0, 1 << 20)
+    listener = socket.create_server(("127.0.0.1", 0))
+    done = threading.Event()
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: video/mp4\r\n"
+                         b"Content-Length: %d\r\nETag: \"s\"\r\n\r\n" % SIZE + body)
+            done.wait(10)  # and then nothing more
+
+    threading.Thread(target=serve, daemon=True).start()
+    part = tmp_path / "video.part"
+    try:
+        with httpx.Client(timeout=httpx.Timeout(5.0, read=0.5)) as stalled, pytest.raises(TrawlError) as failed:
+            make(stalled).download([f"http://127.0.0.1:{listener.getsockname()[1]}/f.mp4"], part)
+    finally:
+        done.set()
+        listener.close()
+    assert failed.value.retryable
+    assert load_state(part).offset == len(body) == part.stat().st_size  # what came is kept, to resume from
+
+
+def test_the_read_back_hasher_hashes_what_the_file_holds_as_it_grows(tmp_path: Path) -> None:
+    from trawl.download.state import ReadBackHasher
+
+    data = MediaFile("mp4", "read-back", SIZE).read(0, 1 << 20) * 3
+    path = tmp_path / "grows"
+    path.write_bytes(b"kept prefix")
+    digest = hashlib.sha256(b"kept prefix")
+    fd = os.open(path, os.O_RDWR)
+    hasher = ReadBackHasher(digest, fd, len(b"kept prefix"))
+    at = len(b"kept prefix")
+    for start in range(0, len(data), 300_001):
+        piece = data[start:start + 300_001]
+        os.pwrite(fd, piece, at)
+        at += len(piece)
+        hasher.update([], None, len(piece))
+    os.close(fd)  # the hasher reads its own descriptor
+    hasher.finish()
+    assert digest.hexdigest() == hashlib.sha256(b"kept prefix" + data).hexdigest()
+
+
+def test_a_file_that_cannot_be_read_back_fails_its_hash(tmp_path: Path) -> None:
+    from trawl.download.state import ReadBackHasher
+
+    path = tmp_path / "short"
+    path.write_bytes(b"x" * 1000)
+    fd = os.open(path, os.O_RDWR)
+    hasher = ReadBackHasher(hashlib.sha256(), fd, 0)
+    hasher.update([], None, 5000)  # said written, but the file holds less (truncated under it)
+    os.close(fd)
+    with pytest.raises(OSError, match="read back"):
+        hasher.finish()

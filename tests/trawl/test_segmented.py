@@ -20,6 +20,8 @@ from trawl.simulator.server import Request, Response
 
 SIZE = 4 * 1024 * 1024 + 123
 MIN = 1024 * 1024  # segment_min_size in these tests
+# Every test twice: bodies through buffers, and spliced into the file (conftest.body_path).
+pytestmark = pytest.mark.usefixtures("body_path")
 
 
 @pytest.fixture

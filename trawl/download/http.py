@@ -18,7 +18,9 @@ Large files on servers that honour Range may be fetched in segments over several
 The bytes are written with ``pwritev`` straight from the received chunks (no joining copy),
 hashed on another thread, and their writeback is started as they are written (:class:`Writeback`)
 so that the page cache holds little of the file by the end and committing it (an fsync) is short.
-A large body is read straight from the socket when :mod:`trawl.download.fastpath` can.
+A large body is read straight from the socket when :mod:`trawl.download.fastpath` can, and one
+of several MiB on a plain socket spliced from it into the file, its hash then taken by reading
+the file back beside the socket reads (:class:`ReadBackHasher`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from trawl.download.space import give_back, reserve, reserve_file, room_now
 from trawl.download.state import (
     WRITE_BATCH,
     DownloadOutcome,
+    ReadBackHasher,
     ResumeState,
     Stopped,
     Writeback,
@@ -335,7 +338,8 @@ class HttpDownloader:
         """
         transferred = 0
         last_beat = time.monotonic()
-        hasher = _HashThread(digest)
+        hasher: _HashThread | ReadBackHasher | None = None
+        streamed = False  # the whole body is in the file: only then may the hash's failure be told
         try:
             fd = os.open(part, os.O_RDWR | os.O_CREAT | (0 if state.offset else os.O_TRUNC), 0o644)
             try:
@@ -345,6 +349,10 @@ class HttpDownloader:
                     # After the truncation, which frees whatever lay beyond the kept bytes.
                     reserve(fd, state.offset, state.total, self.keep_free, _what(part))
                 writeback = Writeback(fd, state.offset)
+                # A large body on a plain socket goes from the socket to the file without passing
+                # through Python, and is hashed by reading the file back (fastpath's docstring).
+                hasher = ReadBackHasher(digest, fd, state.offset) if raw is not None and raw.can_splice \
+                    else _HashThread(digest)
                 batches = (raw_batches(raw, fd, state.offset, batch_bytes=self._batch_bytes,
                                        max_wait=self.heartbeat_every, max_file_size=self.max_file_size)
                            if raw is not None else _batches(chunks, self.heartbeat_every, self._batch_bytes))
@@ -367,6 +375,7 @@ class HttpDownloader:
                 finally:
                     batches.close()
                     writeback.written(state.offset, final=True)
+                streamed = True
             finally:
                 try:
                     give_back(fd)  # the room of bytes this attempt did not write goes back
@@ -376,9 +385,15 @@ class HttpDownloader:
             discard(part)
             raise
         finally:
-            hasher.finish()
-            if part.exists():
-                self.record(part, state)
+            try:
+                if hasher is not None:
+                    hasher.finish()
+            except OSError:
+                if streamed:  # else the download's own failure is the one to tell
+                    raise
+            finally:
+                if part.exists():
+                    self.record(part, state)
         return transferred
 
     @property
@@ -386,14 +401,14 @@ class HttpDownloader:
         # Throttled, bytes pass a small batch at a time: an even pace, not 1 MiB then a long wait.
         return min(WRITE_BATCH, self.throttle.batch_bytes) if self.throttle is not None else WRITE_BATCH
 
-    def _write(self, fd: int, hasher: _HashThread, batch: list, size: int, state: ResumeState,
+    def _write(self, fd: int, hasher: _HashThread | ReadBackHasher, batch: list, size: int, state: ResumeState,
                release: Callable[[], None] | None = None, written: bool = False) -> int:
         """Write ``batch`` at the state's offset (unless already ``written`` there), hash it, advance the state."""
         if state.offset + size > self.max_file_size:
             raise TooLarge(f"{state.url}: body passed max_file_size {self.max_file_size}")
         if not written:
             pwrite_all(fd, batch, state.offset)
-        hasher.update(batch, release)
+        hasher.update(batch, release, size)
         state.offset += size
         return size
 
@@ -438,8 +453,9 @@ class _HashThread:
             if release is not None:
                 release()
 
-    def update(self, batch: list, release: Callable[[], None] | None = None) -> None:
-        """Hash ``batch`` (chunks in order), then call ``release`` (its buffers may be reused)."""
+    def update(self, batch: list, release: Callable[[], None] | None = None, size: int = 0) -> None:
+        """Hash ``batch`` (chunks in order; ``size`` is their length), then call ``release`` (its
+        buffers may be reused)."""
         self.queue.put((batch, release))
 
     def finish(self) -> None:

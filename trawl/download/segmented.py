@@ -343,7 +343,10 @@ class SegmentedRun:
         writeback = Writeback(self.fd, pos)
         raw = RawBody.of(response)
         if raw is not None:
-            buffer = bytearray(WRITE_BATCH)  # written before the next fill: one per segment thread
+            # A large body on a plain socket is spliced into the file, never copied through
+            # Python; the prefix hasher then reads it back (fastpath's docstring).
+            splicing = raw.can_splice
+            buffer: bytearray | None = None  # written before the next fill: one per segment thread
             with self.cond:
                 if self.aborted:
                     raise _Aborted
@@ -352,10 +355,17 @@ class SegmentedRun:
             try:
                 while True:
                     while pos < end and not raw.done:
-                        # Each piece is written (and counted) as it arrives, still in the CPU's cache.
-                        filled, error = raw.fill(
-                            buffer, self.dl.heartbeat_every, limit=end - pos,
-                            on_piece=lambda piece, start, at=pos, seg=index: self._write(seg, [piece], at + start, len(piece)))
+                        if splicing and raw.spliceable:
+                            filled, error = raw.splice(
+                                self.fd, pos, self.dl.heartbeat_every, limit=end - pos,
+                                guard=lambda at, n, write, seg=index: self._write(seg, None, at, n, write))
+                        else:
+                            buffer = buffer if buffer is not None else bytearray(WRITE_BATCH)
+                            # Each piece is written (and counted) as it arrives, still in the CPU's cache.
+                            filled, error = raw.fill(
+                                buffer, self.dl.heartbeat_every, limit=end - pos,
+                                on_piece=lambda piece, start, at=pos, seg=index: self._write(
+                                    seg, [piece], at + start, len(piece)))
                         pos += filled
                         if filled:
                             writeback.written(pos)
@@ -419,16 +429,23 @@ class SegmentedRun:
             self.pending.popleft()
             return index + 1, end
 
-    def _write(self, index: int, batch: list[bytes], pos: int, size: int) -> None:
+    def _write(self, index: int, batch: list[bytes] | None, pos: int, size: int,
+               write: Callable[[], None] | None = None) -> None:
+        """Write ``batch`` at ``pos`` (or, without one, have ``write`` put the ``size`` bytes there:
+        a splice) and count it for segment ``index``."""
         # Under the lock: once the coordinator aborts, no segment writes another byte, so the
         # state it records last is final (the kernel serialises writes to one file anyway).
         with self.cond:
             if self.aborted:
                 raise _Aborted
-            pwrite_all(self.fd, batch, pos)
+            if batch is None:
+                assert write is not None
+                write()
+            else:
+                pwrite_all(self.fd, batch, pos)
             self.segments[index][2] += size
             self.transferred += size
-            if pos == self.hashed and not self.hash_reading:
+            if batch is not None and pos == self.hashed and not self.hash_reading:
                 # The piece goes on from the hashed prefix: hashed from memory, never read back
                 # (the first connection, and the only one of a run that did not split).
                 for chunk in batch:

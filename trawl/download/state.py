@@ -6,7 +6,8 @@ downloader's own dataclass for a stream. The record is replaced at once (:func:`
 a crash never leaves half of one. The bytes are written with :func:`pwrite_all`, their writeback
 started as they are written (:class:`Writeback`) so committing the file (an fsync) is short, and
 the kept prefix of a resumed file is hashed again (:func:`hash_prefix`) so the streamed sha256
-covers the whole file.
+covers the whole file. Bytes that never pass through Python (spliced from the socket into the
+file) are hashed by reading the file back as it grows (:class:`ReadBackHasher`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import ctypes
 import hashlib
 import json
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -199,6 +201,76 @@ def hash_into(digest: hashlib._Hash, src: BinaryIO, length: int | None = None) -
         digest.update(view[:n])
         done += n
     return done
+
+
+# Bytes read back per call by ReadBackHasher: hashed while still in the CPU's cache.
+READ_BACK = 256 << 10
+
+
+class ReadBackHasher:
+    """Feeds a digest from a file as it is written, on its own thread, a little behind the writer.
+
+    For bytes that reach the file without passing through Python (``splice``): they are read
+    back from the page cache right after they were written and hashed there, beside the socket
+    reads (``preadv`` and hashlib release the GIL). What is hashed is what the file holds. The
+    thread reads its own duplicate of the file descriptor, so the writer may close its own.
+    """
+
+    def __init__(self, digest: hashlib._Hash, fd: int, start: int) -> None:
+        self.digest = digest
+        self.fd = os.dup(fd)
+        self.hashed = self.written = start
+        self.closing = False
+        self.error: BaseException | None = None
+        self.cond = threading.Condition()
+        self.thread = threading.Thread(target=self._run, name="sha256-read-back", daemon=True)
+        self.thread.start()
+
+    def update(self, batch: list, release: Callable[[], None] | None = None, size: int = 0) -> None:
+        """``size`` more bytes are in the file, after those before (``batch`` is not needed)."""
+        with self.cond:
+            self.written += size
+            self.cond.notify()
+        if release is not None:
+            release()
+
+    def _run(self) -> None:
+        buffer = bytearray(READ_BACK)
+        view = memoryview(buffer)
+        try:
+            while True:
+                with self.cond:
+                    while self.hashed >= self.written and not self.closing:
+                        self.cond.wait()
+                    upto = self.written
+                    if self.hashed >= upto:
+                        return
+                hashed = self.hashed
+                while hashed < upto:
+                    n = os.preadv(self.fd, [view[: min(READ_BACK, upto - hashed)]], hashed)
+                    if n <= 0:
+                        raise OSError(f"read back {n} bytes at {hashed} of {upto} written")
+                    self.digest.update(view[:n])
+                    hashed += n
+                with self.cond:
+                    self.hashed = hashed
+        except BaseException as exc:  # noqa: BLE001 - raised by finish, in the writer's thread
+            self.error = exc
+        finally:
+            os.close(self.fd)
+
+    def finish(self) -> None:
+        """Wait until every byte written is hashed.
+
+        Raises:
+            OSError: the file could not be read back (its digest is then incomplete).
+        """
+        with self.cond:
+            self.closing = True
+            self.cond.notify()
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
 
 
 def hash_prefix(part: Path, length: int) -> hashlib._Hash:
