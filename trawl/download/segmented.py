@@ -9,10 +9,16 @@ segment 0, the others ask ``Range: bytes=<from>-<to>`` with ``If-Range``.
   asks only for ``start + done`` onwards. The state is saved and heartbeated after an
   ``fdatasync``, so a recorded byte is a byte on disk even after the machine crashes (the file
   is written in place, so its size proves nothing).
-- A fresh run opens its extra connections only once the first one proves slow: while the rest
-  of the file would take it less than ``split_after_s``, the answer to ``bytes=0-`` reads on
-  from one segment into the next (the state still records each segment), so a server fast
+- A fresh run opens its extra connections only once the first one proves slow
+  (:func:`worth_splitting`, judged every :data:`SPLIT_TICK` from the first connection's rate
+  since the run began: a throttled server is found out within tens of milliseconds): while the
+  rest of the file would take it less than ``split_after_s``, the answer to ``bytes=0-`` reads
+  on from one segment into the next (the state still records each segment), so a server fast
   enough for one connection costs no more requests or threads than a download without segments.
+- A connection with no segment left takes the second half of what another still has to read
+  (:func:`steal`, a new segment at the end of the list, as aria2c does): connections of unequal
+  speed, or a split that came late, end together instead of waiting for the slowest one. The
+  segments then no longer lie in the list in file order; the prefix hasher sorts them.
 - sha256 follows the contiguous prefix: a piece written right at the end of the hashed prefix
   is hashed from memory by its writer; a thread hashes what lies beyond, from the prefix up to
   the first gap, reading back what the other segments wrote (from the page cache): no second
@@ -51,6 +57,12 @@ from trawl.ranges import parse_content_range
 SEGMENT_RETRIES = 3  # transient failures of one segment retried in place before the run fails
 TICK = 0.1  # seconds between the coordinator's checks for stop and errors
 SPLIT_TICK = 0.02  # seconds between its checks of the first connection's pace, until it splits
+# A segment another connection takes half of still ends at least this far beyond the byte its
+# reader has recorded: that reader may be filling a buffer of up to WRITE_BATCH bytes (through
+# httpx, a batch of chunks) meant for the old, longer segment, and no byte it writes may fall
+# into a segment another connection owns.
+STEAL_MARGIN = 2 * WRITE_BATCH
+MIN_STOLEN = 1 << 20  # bytes below which a connection with nothing left leaves instead of taking half
 MIN_CHECKPOINT_EVERY = 0.5  # seconds between fdatasync + saved state, at least
 
 
@@ -168,21 +180,18 @@ class SegmentedRun:
                 with self.cond:
                     if not self._finished() and self.error is None:
                         self.cond.wait(SPLIT_TICK if deferred else TICK)
-                    error, finished, pending = self.error, self._finished(), len(self.pending)
+                    error, finished = self.error, self._finished()
                 if error is not None:
                     stop = error
                     break
                 if finished:
                     break
-                if deferred and not pending:
-                    deferred = False  # the first connection took every segment: nothing to split
-                elif deferred and worth_splitting(self._done(), self.total, time.monotonic() - started,
+                # Even once the first answer has read on into the last segment: the others
+                # then take halves of what it has left (steal).
+                if deferred and worth_splitting(self._done(), self.total, time.monotonic() - started,
                                                   self.dl.split_after_s):
                     deferred = False
-                    with self.cond:
-                        self.chaining = False
-                        pending = len(self.pending)
-                    workers += self._start_workers(min(wanted, 1 + pending), first=1)
+                    workers += self._split(wanted)
                 if self.dl.should_stop():
                     stop = Stopped(f"stopped with {self._done()} bytes", 0)
                     break
@@ -237,6 +246,13 @@ class SegmentedRun:
             os.close(self.fd)
             self.fd = -1
 
+    def _split(self, wanted: int) -> list[threading.Thread]:
+        """Open the extra connections of a run that has been reading on over the first one: every
+        one wanted, even beyond the segments left (those take half of another's, :func:`steal`)."""
+        with self.cond:
+            self.chaining = False  # from here the first answer stops at its segment's end
+        return self._start_workers(wanted, first=1)
+
     def _start_workers(self, wanted: int, first: int = 0) -> list[threading.Thread]:
         """Segment threads ``first`` .. ``wanted - 1``; thread 0 takes the first answer, the
         others (extra connections) each hold a host slot, and stop being made when none is free."""
@@ -260,9 +276,11 @@ class SegmentedRun:
         try:
             while True:
                 with self.cond:
-                    if self.aborted or not self.pending:
+                    if self.aborted:
                         return
-                    index = self.pending.popleft()
+                    index = self.pending.popleft() if self.pending else self._steal()
+                    if index is None:
+                        return
                 self._segment(index, first if index == 0 else None)
                 first = None
         except _Aborted:
@@ -307,6 +325,20 @@ class SegmentedRun:
                 with self.cond:
                     if self.cond.wait_for(lambda: self.aborted, timeout=0.25 * failures):
                         raise _Aborted from None
+
+    def _steal(self) -> int | None:
+        """With the lock held and no segment pending: the second half of the segment with the most
+        left to read, as a new segment (its reader stops at the new end); None if none has enough.
+        Not while the first answer reads on (one connection: nobody to take from)."""
+        if self.chaining:
+            return None
+        taken = steal(self.segments, STEAL_MARGIN, MIN_STOLEN)
+        if taken is None:
+            return None
+        index, cut = taken
+        self.segments.append([cut, self.segments[index][1], 0])
+        self.segments[index][1] = cut
+        return len(self.segments) - 1
 
     def _seg(self, index: int) -> list[int]:
         with self.cond:
@@ -361,6 +393,7 @@ class SegmentedRun:
                             writeback.written(pos)
                         if error is not None:
                             raise error
+                        end = self._seg(index)[1]  # another connection may have taken half of it
                     following = self._chained(index) if pos >= end and not raw.done else None
                     if following is None:
                         break
@@ -382,6 +415,7 @@ class SegmentedRun:
         last = time.monotonic()
         try:
             for chunk in response.iter_raw():
+                end = self._seg(index)[1]  # another connection may have taken half of it
                 room = end - pos - batched
                 if len(chunk) > room:
                     chunk = chunk[:room]
@@ -442,7 +476,7 @@ class SegmentedRun:
     def _prefix(self) -> int:
         """Bytes from 0 up to the first gap."""
         pos = 0
-        for start, end, done in self.segments:
+        for start, end, done in sorted(self.segments):  # taken halves lie at the list's end
             if start != pos:
                 break
             pos = start + done
@@ -480,6 +514,27 @@ class SegmentedRun:
                 self.error = self.error or classify_exception(exc)
                 self.aborted = True
                 self.cond.notify_all()
+
+
+def steal(segments: list[list[int]], margin: int, least: int) -> tuple[int, int] | None:
+    """Which segment a connection with nothing left takes half of, and where: ``(index, cut)``, the
+    new segment being ``[cut, end)`` of it. The one with the most left to read (all of them are
+    being read: a run with segments pending takes those first); its reader keeps the first half,
+    at least ``margin`` beyond its recorded byte. None when no half would reach ``least`` bytes.
+    Pure: the caller cuts under the run's lock."""
+    best: tuple[int, int] | None = None
+    for index, (start, end, done) in enumerate(segments):
+        left = end - start - done
+        if left > 0 and (best is None or left > best[1]):
+            best = (index, left)
+    if best is None:
+        return None
+    index, left = best
+    pos = segments[index][0] + segments[index][2]
+    cut = pos + max(left - left // 2, margin)
+    if segments[index][1] - cut < least:
+        return None
+    return index, cut
 
 
 def worth_splitting(done: int, total: int, elapsed: float, after_s: float) -> bool:
