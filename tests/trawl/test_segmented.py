@@ -435,6 +435,23 @@ def test_a_connection_with_nothing_left_takes_the_second_half_of_the_largest_res
     assert steal(segments, margin, 10) == taken
 
 
+@pytest.mark.parametrize(("rates", "own_rate", "taken"), [
+    # Segment 1 would end last (100 bytes at 1/s, against 40 at 10/s); at 4/s the taker reads
+    # 80 while its reader reads 20.
+    ([10.0, 1.0], 4.0, (1, 220)),
+    ([10.0, 1.0], None, (1, 250)),  # the taker's pace unknown: half
+    ([10.0, 0.0], 4.0, (1, 205)),  # stalled: everything past the margin
+    ([10.0, None], 4.0, (1, 250)),  # a reader too young to have a pace: taken at the taker's, so halved
+    ([None, None], None, (1, 250)),  # no pace known at all: the most bytes, halved
+    ([2.0, 100.0], 8.0, (0, 68)),  # fewer bytes left but slower: segment 0 ends last, keeps 8 of 40
+])
+def test_the_connection_that_would_end_last_loses_what_it_would_not_reach_in_time(
+        rates: list[float | None], own_rate: float | None, taken: tuple[int, int]) -> None:
+    from trawl.download.segmented import steal
+
+    assert steal([[0, 100, 60], [100, 300, 100]], 5, 10, rates, own_rate) == taken
+
+
 @pytest.mark.parametrize(("done", "elapsed", "after_s", "split"), [
     (0, 0.01, 2.0, False),  # too early to judge
     (0, 0.05, 2.0, True),  # no byte yet: slow

@@ -15,10 +15,12 @@ segment 0, the others ask ``Range: bytes=<from>-<to>`` with ``If-Range``.
   rest of the file would take it less than ``split_after_s``, the answer to ``bytes=0-`` reads
   on from one segment into the next (the state still records each segment), so a server fast
   enough for one connection costs no more requests or threads than a download without segments.
-- A connection with no segment left takes the second half of what another still has to read
-  (:func:`steal`, a new segment at the end of the list, as aria2c does): connections of unequal
-  speed, or a split that came late, end together instead of waiting for the slowest one. The
-  segments then no longer lie in the list in file order; the prefix hasher sorts them.
+- A connection with no segment left takes part of what another still has to read
+  (:func:`steal`, a new segment at the end of the list, as aria2c does): of the segment that
+  would end last at its reader's pace, what that reader would not reach while the taker reads
+  the rest at its own. Connections of unequal speed, or a split that came late, end together
+  instead of waiting for the slowest one. The segments then no longer lie in the list in file
+  order; the prefix hasher sorts them.
 - sha256 follows the contiguous prefix: a piece written right at the end of the hashed prefix
   is hashed from memory by its writer; a thread hashes what lies beyond, from the prefix up to
   the first gap, reading back what the other segments wrote (from the page cache): no second
@@ -63,6 +65,7 @@ SPLIT_TICK = 0.02  # seconds between its checks of the first connection's pace, 
 # into a segment another connection owns.
 STEAL_MARGIN = 2 * WRITE_BATCH
 MIN_STOLEN = 1 << 20  # bytes below which a connection with nothing left leaves instead of taking half
+RATE_AFTER = 0.5  # seconds a segment's reader must have been reading before its pace counts
 MIN_CHECKPOINT_EVERY = 0.5  # seconds between fdatasync + saved state, at least
 
 
@@ -154,6 +157,7 @@ class SegmentedRun:
         self.closing = False
         self.reading: set[RawBody] = set()  # sockets segments read from, interrupted on abort
         self.chaining = False  # until the run splits, the first answer reads on into the next segments
+        self.began: dict[int, tuple[float, int]] = {}  # segment -> (when its reader began it, bytes done then)
         self.digest = hashlib.sha256()
         self.fd = -1
 
@@ -273,16 +277,20 @@ class SegmentedRun:
 
     # -- segment threads -------------------------------------------------------------------
     def _work(self, first: httpx.Response | None, extra: bool) -> None:
+        own_rate: float | None = None  # this connection's pace over its last segment
         try:
             while True:
                 with self.cond:
                     if self.aborted:
                         return
-                    index = self.pending.popleft() if self.pending else self._steal()
+                    index = self.pending.popleft() if self.pending else self._steal(own_rate)
                     if index is None:
                         return
+                    self.began[index] = (time.monotonic(), self.segments[index][2])
                 self._segment(index, first if index == 0 else None)
                 first = None
+                with self.cond:
+                    own_rate = self._rates(time.monotonic()).get(index)
         except _Aborted:
             pass
         except BaseException as exc:  # noqa: BLE001 - handed to the coordinator, which raises it
@@ -326,19 +334,30 @@ class SegmentedRun:
                     if self.cond.wait_for(lambda: self.aborted, timeout=0.25 * failures):
                         raise _Aborted from None
 
-    def _steal(self) -> int | None:
-        """With the lock held and no segment pending: the second half of the segment with the most
-        left to read, as a new segment (its reader stops at the new end); None if none has enough.
-        Not while the first answer reads on (one connection: nobody to take from)."""
+    def _steal(self, own_rate: float | None) -> int | None:
+        """With the lock held and no segment pending: part of the segment that would end last, as a
+        new segment (its reader stops at the new end); None if none has enough left. Not while
+        the first answer reads on (one connection: nobody to take from)."""
         if self.chaining:
             return None
-        taken = steal(self.segments, STEAL_MARGIN, MIN_STOLEN)
+        rates = self._rates(time.monotonic())
+        known = [rates.get(i) for i in range(len(self.segments))]
+        taken = steal(self.segments, STEAL_MARGIN, MIN_STOLEN, known, own_rate)
         if taken is None:
             return None
         index, cut = taken
         self.segments.append([cut, self.segments[index][1], 0])
         self.segments[index][1] = cut
         return len(self.segments) - 1
+
+    def _rates(self, now: float) -> dict[int, float]:
+        """With the lock held: bytes per second of each segment whose reader began it at least
+        :data:`RATE_AFTER` ago (a younger one has not shown its pace yet)."""
+        rates = {}
+        for index, (when, done) in self.began.items():
+            if now - when >= RATE_AFTER:
+                rates[index] = (self.segments[index][2] - done) / (now - when)
+        return rates
 
     def _seg(self, index: int) -> list[int]:
         with self.cond:
@@ -451,6 +470,7 @@ class SegmentedRun:
             if done or start != self.segments[index][1]:
                 return None
             self.pending.popleft()
+            self.began[index + 1] = (time.monotonic(), 0)
             return index + 1, end
 
     def _write(self, index: int, batch: list[bytes], pos: int, size: int) -> None:
@@ -516,22 +536,46 @@ class SegmentedRun:
                 self.cond.notify_all()
 
 
-def steal(segments: list[list[int]], margin: int, least: int) -> tuple[int, int] | None:
-    """Which segment a connection with nothing left takes half of, and where: ``(index, cut)``, the
-    new segment being ``[cut, end)`` of it. The one with the most left to read (all of them are
-    being read: a run with segments pending takes those first); its reader keeps the first half,
-    at least ``margin`` beyond its recorded byte. None when no half would reach ``least`` bytes.
-    Pure: the caller cuts under the run's lock."""
-    best: tuple[int, int] | None = None
-    for index, (start, end, done) in enumerate(segments):
-        left = end - start - done
-        if left > 0 and (best is None or left > best[1]):
-            best = (index, left)
-    if best is None:
+def steal(segments: list[list[int]], margin: int, least: int, rates: list[float | None] | None = None,
+          own_rate: float | None = None) -> tuple[int, int] | None:
+    """Which segment a connection with nothing left takes part of, and where: ``(index, cut)``, the
+    new segment being ``[cut, end)`` of it. Pure: the caller cuts under the run's lock.
+
+    Every unfinished segment is being read (a run with segments pending takes those first). With
+    the pace of the readers (``rates``, bytes/s; 0 for one stalled, None for one too young to
+    tell, taken to go at ``own_rate`` or the others' mean), the victim is the one that would end
+    last and keeps what it would read while the taker, at ``own_rate``, reads the rest (half when
+    the taker's pace is unknown; almost all of a stalled one's); with no pace known, the one with
+    the most bytes left, halved, as aria2c does. The victim keeps at least ``margin`` beyond
+    its recorded byte (it may be filling a buffer); None when the taker would get under ``least``.
+    """
+    open_ = [(i, e - s - d) for i, (s, e, d) in enumerate(segments) if e - s - d > 0]
+    if not open_:
         return None
-    index, left = best
-    pos = segments[index][0] + segments[index][2]
-    cut = pos + max(left - left // 2, margin)
+    known = [rate for rate in (rates or []) if rate is not None]
+    # A reader too young to have shown its pace is taken to go at the taker's, or the others' mean.
+    guess = own_rate or (sum(known) / len(known) if known else None)
+    paced = rates is not None and guess is not None
+
+    def pace(index: int) -> float | None:
+        if not paced or rates is None:
+            return None
+        return rates[index] if rates[index] is not None else guess
+
+    def last_to_end(item: tuple[int, int]) -> tuple[float, int]:
+        index, left = item
+        rate = pace(index)
+        return (left / rate if rate else float("inf")) if paced else 0.0, left
+
+    index, left = max(open_, key=last_to_end)
+    rate = pace(index)
+    if rate == 0:
+        keep = 0  # stalled: the taker asks for everything past the margin
+    elif rate and own_rate:
+        keep = int(left * rate / (rate + own_rate))
+    else:
+        keep = left - left // 2
+    cut = segments[index][0] + segments[index][2] + max(keep, margin)
     if segments[index][1] - cut < least:
         return None
     return index, cut
