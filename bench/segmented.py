@@ -17,10 +17,12 @@ add to its time (0.25 s for 96 MiB).
 nginx is installed): its throttle lets each request send a second's worth at once before it
 paces, as many CDNs' do; the SIGKILL run needs the simulator's byte counts and is skipped.
 ``--quick`` leaves out the single-connection clients and the SIGKILL run (A/B runs of the
-split).
+split). ``--one-slow BYTES_PER_S``: connections of unequal speed instead, the fourth request to
+arrive served at that rate and every other at ``--rate``; only aria2c and trawl's downloader,
+each on a fresh in-process simulator (a connection left with nothing takes from the others).
 
 Usage: .venv/bin/python bench/segmented.py [--size BYTES] [--rate BYTES_PER_S] [--segments N]
-       [--server simulator|nginx] [--quick]
+       [--server simulator|nginx] [--quick] [--one-slow BYTES_PER_S]
 """
 
 from __future__ import annotations
@@ -165,6 +167,46 @@ class Nginx:
         self.proc.wait(timeout=15)
 
 
+def one_slow(size: int, rate: int, slow: int, n: int) -> dict[str, object]:
+    """aria2c and trawl's downloader where the fourth request to arrive goes at ``slow`` bytes/s."""
+    import dataclasses
+    import itertools
+    import tempfile
+    import threading
+
+    from trawl.simulator import Simulator
+
+    media = MediaFile("mp4", "one-slow", size)
+    figures: dict[str, object] = {"benchmark": "segmented-one-slow", "file_bytes": size, "rate_per_connection": rate,
+                                  "slow_connection_rate": slow, "segments": n, "load": os.getloadavg()[0]}
+    with tempfile.TemporaryDirectory(prefix="trawl-bench-") as tmp:
+        for name in ("aria2c", "trawl"):
+            if name == "aria2c" and not shutil.which("aria2c"):
+                continue
+            sim = Simulator().start()
+            count, lock = itertools.count(), threading.Lock()
+
+            def answer(req, sim=sim, count=count, lock=lock):  # noqa: ANN001, ANN202
+                with lock:
+                    nth = next(count)
+                return dataclasses.replace(sim.serve_media(req, media), throttle_bps=slow if nth == 3 else rate)
+
+            sim.add_exact("/f.mp4", answer)
+            try:
+                if name == "aria2c":
+                    figures["aria2c_s"] = timed(["aria2c", "-q", f"-x{n}", f"-s{n}", "--min-split-size=1M",
+                                                 "--file-allocation=none", "--allow-overwrite=true", "-d", tmp,
+                                                 "-o", "client.out", sim.url("/f.mp4")])
+                else:
+                    figures["trawl_download_n_s"], _ = downloader_seconds(sim.url("/f.mp4"), Path(tmp) / "t.part", n)
+                    figures["trawl_requests"] = len(sim.stats["/f.mp4"].ranges)
+            finally:
+                sim.stop()
+    if "aria2c_s" in figures:
+        figures["trawl_over_aria2c"] = round(figures["trawl_download_n_s"] / figures["aria2c_s"], 3)
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--size", type=int, default=48 * 1024 * 1024)
@@ -173,8 +215,14 @@ def main() -> None:
     parser.add_argument("--no-kill", action="store_true", help="skip the SIGKILL run")
     parser.add_argument("--server", choices=("simulator", "nginx"), default="simulator")
     parser.add_argument("--quick", action="store_true", help="no single-connection client, no SIGKILL run")
+    parser.add_argument("--one-slow", type=int, default=0, metavar="BYTES_PER_S",
+                        help="one connection of N at this rate: aria2c and the downloader only")
     args = parser.parse_args()
     n = args.segments
+    if args.one_slow:
+        figures = one_slow(args.size, args.rate, args.one_slow, n)
+        print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in figures.items()}))
+        return
     stack = Stack(args.size, throttle_bps=args.rate, seed="segmented-bench")
     stack.rate = args.rate
     nginx = Nginx(stack.tmp, MediaFile("mp4", stack.seed, stack.size), args.rate) if args.server == "nginx" else None

@@ -208,39 +208,28 @@ def prepare(part: Path, media: MediaFile, segments: list[list[int]]) -> ResumeSt
     return ResumeState(sum(d for _, _, d in segments), SIZE, media.etag, None, None, segments)
 
 
+@pytest.mark.parametrize("shape", ["in file order", "a taken half at the list's end"])
 def test_resume_after_a_kill_asks_each_segment_only_for_what_it_lacks(sim: Simulator, client: httpx.Client,
-                                                                      part: Path) -> None:
+                                                                      part: Path, shape: str) -> None:
     media = MediaFile("mp4", "resume", SIZE)
-    sim.add_file("/f.mp4", media)
-    plan = plan_segments(SIZE, 4)
-    (s0, e0, _), (s1, e1, _), (s2, e2, _), (s3, e3, _) = plan
-    # Complete, half, untouched, nearly complete.
-    segments = [[s0, e0, e0 - s0], [s1, e1, 400_000], [s2, e2, 0], [s3, e3, e3 - s3 - 10]]
-    previous = prepare(part, media, segments)
-    previous.url = sim.url("/f.mp4")
-    out = make(client).download([sim.url("/f.mp4")], part, previous=previous)
-    assert out.sha256 == media.sha256() == file_sha256(part)
-    assert sorted(ranges_of(sim)) == sorted([f"bytes={s1 + 400_000}-{e1 - 1}", f"bytes={s2}-{e2 - 1}",
-                                             f"bytes={e3 - 10}-{e3 - 1}"])
-    missing = (e1 - s1 - 400_000) + (e2 - s2) + 10
-    assert sim.bytes_sent("/f.mp4") == missing == out.transferred
-    assert out.resumed_from == SIZE - missing
-
-
-def test_resume_of_segments_out_of_file_order_after_a_half_was_taken(sim: Simulator, client: httpx.Client,
-                                                                     part: Path) -> None:
-    media = MediaFile("mp4", "resume-taken", SIZE)
     sim.add_file("/f.mp4", media)
     (s0, e0, _), (s1, e1, _), (s2, e2, _), (s3, e3, _) = plan_segments(SIZE, 4)
     cut = s3 + (e3 - s3) // 2
-    # Segment 3's second half was taken by another connection: it lies at the list's end.
-    segments = [[s0, e0, e0 - s0], [s1, e1, e1 - s1], [s2, e2, 1000], [s3, cut, 2000], [cut, e3, 3000]]
+    segments = {
+        # Complete, half, untouched, nearly complete.
+        "in file order": [[s0, e0, e0 - s0], [s1, e1, 400_000], [s2, e2, 0], [s3, e3, e3 - s3 - 10]],
+        # Segment 3's second half was taken by another connection: it lies at the list's end.
+        "a taken half at the list's end": [[s0, e0, e0 - s0], [s1, e1, e1 - s1], [s2, e2, 1000], [s3, cut, 2000],
+                                           [cut, e3, 3000]],
+    }[shape]
     previous = prepare(part, media, segments)
     previous.url = sim.url("/f.mp4")
     out = make(client).download([sim.url("/f.mp4")], part, previous=previous)
     assert out.sha256 == media.sha256() == file_sha256(part)
-    assert sorted(ranges_of(sim)) == sorted([f"bytes={s2 + 1000}-{e2 - 1}", f"bytes={s3 + 2000}-{cut - 1}",
-                                             f"bytes={cut + 3000}-{e3 - 1}"])
+    assert sorted(ranges_of(sim)) == sorted(f"bytes={s + d}-{e - 1}" for s, e, d in segments if s + d < e)
+    missing = sum(e - s - d for s, e, d in segments)
+    assert sim.bytes_sent("/f.mp4") == missing == out.transferred
+    assert out.resumed_from == SIZE - missing
 
 
 def test_resume_with_the_state_file_ahead_of_the_heartbeat(sim: Simulator, client: httpx.Client,

@@ -59,12 +59,12 @@ from trawl.ranges import parse_content_range
 SEGMENT_RETRIES = 3  # transient failures of one segment retried in place before the run fails
 TICK = 0.1  # seconds between the coordinator's checks for stop and errors
 SPLIT_TICK = 0.02  # seconds between its checks of the first connection's pace, until it splits
-# A segment another connection takes half of still ends at least this far beyond the byte its
+# A segment another connection takes part of still ends at least this far beyond the byte its
 # reader has recorded: that reader may be filling a buffer of up to WRITE_BATCH bytes (through
 # httpx, a batch of chunks) meant for the old, longer segment, and no byte it writes may fall
 # into a segment another connection owns.
 STEAL_MARGIN = 2 * WRITE_BATCH
-MIN_STOLEN = 1 << 20  # bytes below which a connection with nothing left leaves instead of taking half
+MIN_STOLEN = 1 << 20  # bytes below which a connection with nothing left leaves instead of taking part
 RATE_AFTER = 0.5  # seconds a segment's reader must have been reading before its pace counts
 MIN_CHECKPOINT_EVERY = 0.5  # seconds between fdatasync + saved state, at least
 
@@ -191,7 +191,7 @@ class SegmentedRun:
                 if finished:
                     break
                 # Even once the first answer has read on into the last segment: the others
-                # then take halves of what it has left (steal).
+                # then take part of what it has left (steal).
                 if deferred and worth_splitting(self._done(), self.total, time.monotonic() - started,
                                                   self.dl.split_after_s):
                     deferred = False
@@ -252,7 +252,7 @@ class SegmentedRun:
 
     def _split(self, wanted: int) -> list[threading.Thread]:
         """Open the extra connections of a run that has been reading on over the first one: every
-        one wanted, even beyond the segments left (those take half of another's, :func:`steal`)."""
+        one wanted, even beyond the segments left (those take part of another's, :func:`steal`)."""
         with self.cond:
             self.chaining = False  # from here the first answer stops at its segment's end
         return self._start_workers(wanted, first=1)
@@ -412,7 +412,7 @@ class SegmentedRun:
                             writeback.written(pos)
                         if error is not None:
                             raise error
-                        end = self._seg(index)[1]  # another connection may have taken half of it
+                        end = self._seg(index)[1]  # another connection may have taken part of it
                     following = self._chained(index) if pos >= end and not raw.done else None
                     if following is None:
                         break
@@ -434,7 +434,7 @@ class SegmentedRun:
         last = time.monotonic()
         try:
             for chunk in response.iter_raw():
-                end = self._seg(index)[1]  # another connection may have taken half of it
+                end = self._seg(index)[1]  # another connection may have taken part of it
                 room = end - pos - batched
                 if len(chunk) > room:
                     chunk = chunk[:room]
