@@ -443,7 +443,8 @@ def test_the_connection_that_would_end_last_loses_what_it_would_not_reach_in_tim
 
 @pytest.mark.parametrize(("done", "elapsed", "after_s", "split"), [
     (0, 0.01, 2.0, False),  # too early to judge
-    (0, 0.05, 2.0, True),  # no byte yet: slow
+    (0, 0.05, 2.0, False),  # no byte yet: the reader may not have run (a loaded machine)
+    (0, 0.25, 2.0, True),  # still no byte: slow
     (1 << 20, 0.05, 2.0, True),  # 20 MiB/s: the other 99 MiB would take 5 s
     (50 << 20, 0.05, 2.0, False),  # 1 GiB/s: the rest in 0.05 s
     (10 << 20, 1.0, 10.0, False),  # 10 MiB/s: the rest in 9 s, under the 10 s asked for

@@ -59,6 +59,7 @@ from trawl.ranges import parse_content_range
 SEGMENT_RETRIES = 3  # transient failures of one segment retried in place before the run fails
 TICK = 0.1  # seconds between the coordinator's checks for stop and errors
 SPLIT_TICK = 0.02  # seconds between its checks of the first connection's pace, until it splits
+NO_BYTE_SLOW = 0.25  # seconds without a byte on the first connection that make it slow
 # A segment another connection takes part of still ends at least this far beyond the byte its
 # reader has recorded: that reader may be filling a buffer of up to WRITE_BATCH bytes (through
 # httpx, a batch of chunks) meant for the old, longer segment, and no byte it writes may fall
@@ -583,10 +584,14 @@ def steal(segments: list[list[int]], margin: int, least: int, rates: list[float 
 
 def worth_splitting(done: int, total: int, elapsed: float, after_s: float) -> bool:
     """Whether the first connection, at its pace so far, would need longer than ``after_s`` for
-    the rest of the file (judged after one :data:`SPLIT_TICK`; no byte by then counts as slow)."""
+    the rest of the file (judged after one :data:`SPLIT_TICK`). Not a byte is slow only after
+    :data:`NO_BYTE_SLOW`: a throttled server sends its first bytes at once, and on a loaded
+    machine the reading thread may not have run yet in the first tick."""
     if elapsed < SPLIT_TICK:
         return False
-    return done <= 0 or (total - done) * elapsed / done > after_s
+    if done <= 0:
+        return elapsed >= NO_BYTE_SLOW
+    return (total - done) * elapsed / done > after_s
 
 
 def _mime(response: httpx.Response) -> str | None:
