@@ -8,9 +8,21 @@ download and a new one started: how many bytes were served twice, and that in se
 segment's transfer (each segment records its progress every 0.5-1 s).
 
 Prints JSON with the ratios: ``speedup_over_*`` is that client's seconds over trawl's with N
-segments (goal: >= 3 against every single-connection client, >= 1 against aria2c).
+segments (goal: >= 3 against every single-connection client, >= 1 against aria2c), and
+``e2e_n_over_aria2c``. Each end-to-end run has a data directory of its own: a blob already in
+the store is hashed again before it is trusted, which a second commit of the same file would
+add to its time (0.25 s for 96 MiB).
+
+``--server nginx`` serves the file from nginx with ``limit_rate`` instead of the simulator (when
+nginx is installed): its throttle lets each request send a second's worth at once before it
+paces, as many CDNs' do; the SIGKILL run needs the simulator's byte counts and is skipped.
+``--quick`` leaves out the single-connection clients and the SIGKILL run (A/B runs of the
+split). ``--one-slow BYTES_PER_S``: connections of unequal speed instead, the fourth request to
+arrive served at that rate and every other at ``--rate``; only aria2c and trawl's downloader,
+each on a fresh in-process simulator (a connection left with nothing takes from the others).
 
 Usage: .venv/bin/python bench/segmented.py [--size BYTES] [--rate BYTES_PER_S] [--segments N]
+       [--server simulator|nginx] [--quick] [--one-slow BYTES_PER_S]
 """
 
 from __future__ import annotations
@@ -25,7 +37,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from common import Stack
+from common import Stack, free_port, wait_port
 
 from trawl.simulator import MediaFile
 
@@ -54,6 +66,7 @@ async def end_to_end(stack: Stack, segments: int, url: str) -> tuple[float, dict
     from trawl.starter.client import connect, item_result, start_item
     from trawl.platforms.registry import default_registry
 
+    stack.env["TRAWL_DATA_DIR"] = str(stack.tmp / f"data-{segments}")  # a store without this file
     stack.env["TRAWL_DOWNLOAD__SEGMENTS"] = str(segments)
     stack.env["TRAWL_DOWNLOAD__SEGMENT_MIN_SIZE"] = str(1 << 20)
     worker = stack.start_worker()
@@ -101,6 +114,7 @@ async def killed_midway(stack: Stack, segments: int, url: str) -> dict:
     from trawl.starter.client import connect, item_result, start_item
     from trawl.platforms.registry import default_registry
 
+    stack.env["TRAWL_DATA_DIR"] = str(stack.tmp / "data-kill")
     stack.env["TRAWL_DOWNLOAD__SEGMENTS"] = str(segments)
     settings = stack.settings()
     client = await connect(settings)
@@ -127,45 +141,128 @@ async def killed_midway(stack: Stack, segments: int, url: str) -> dict:
     }
 
 
+class Nginx:
+    """nginx serving ``media`` at ``url``, each request limited to ``rate`` bytes/s (``limit_rate``)."""
+
+    def __init__(self, tmp: Path, media: MediaFile, rate: int) -> None:
+        root = tmp / "nginx"
+        (root / "www").mkdir(parents=True)
+        tmp.chmod(0o711)  # nginx's workers run as another user when started as root
+        with open(root / "www" / "big.mp4", "wb") as out:
+            for chunk in media.chunks(0, media.size - 1, 4 << 20):
+                out.write(chunk)
+        port = free_port()
+        (root / "nginx.conf").write_text(
+            f"worker_processes 1; daemon off; pid {root}/nginx.pid; error_log {root}/error.log;\n"
+            f"events {{ worker_connections 256; }}\n"
+            f"http {{ access_log off; client_body_temp_path {root}; sendfile on; types {{ video/mp4 mp4; }}\n"
+            f"  server {{ listen 127.0.0.1:{port}; root {root}/www; location / {{ limit_rate {rate}; }} }} }}\n")
+        self.proc = subprocess.Popen([shutil.which("nginx") or "nginx", "-c", str(root / "nginx.conf"), "-p", str(root)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_port(port)
+        self.url = f"http://127.0.0.1:{port}/big.mp4"
+
+    def close(self) -> None:
+        self.proc.send_signal(signal.SIGQUIT)  # nginx's graceful stop
+        self.proc.wait(timeout=15)
+
+
+def one_slow(size: int, rate: int, slow: int, n: int) -> dict[str, object]:
+    """aria2c and trawl's downloader where the fourth request to arrive goes at ``slow`` bytes/s."""
+    import dataclasses
+    import itertools
+    import tempfile
+    import threading
+
+    from trawl.simulator import Simulator
+
+    media = MediaFile("mp4", "one-slow", size)
+    figures: dict[str, object] = {"benchmark": "segmented-one-slow", "file_bytes": size, "rate_per_connection": rate,
+                                  "slow_connection_rate": slow, "segments": n, "load": os.getloadavg()[0]}
+    with tempfile.TemporaryDirectory(prefix="trawl-bench-") as tmp:
+        for name in ("aria2c", "trawl"):
+            if name == "aria2c" and not shutil.which("aria2c"):
+                continue
+            sim = Simulator().start()
+            count, lock = itertools.count(), threading.Lock()
+
+            def answer(req, sim=sim, count=count, lock=lock):  # noqa: ANN001, ANN202
+                with lock:
+                    nth = next(count)
+                return dataclasses.replace(sim.serve_media(req, media), throttle_bps=slow if nth == 3 else rate)
+
+            sim.add_exact("/f.mp4", answer)
+            try:
+                if name == "aria2c":
+                    figures["aria2c_s"] = timed(["aria2c", "-q", f"-x{n}", f"-s{n}", "--min-split-size=1M",
+                                                 "--file-allocation=none", "--allow-overwrite=true", "-d", tmp,
+                                                 "-o", "client.out", sim.url("/f.mp4")])
+                else:
+                    figures["trawl_download_n_s"], _ = downloader_seconds(sim.url("/f.mp4"), Path(tmp) / "t.part", n)
+                    figures["trawl_requests"] = len(sim.stats["/f.mp4"].ranges)
+            finally:
+                sim.stop()
+    if "aria2c_s" in figures:
+        figures["trawl_over_aria2c"] = round(figures["trawl_download_n_s"] / figures["aria2c_s"], 3)
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--size", type=int, default=48 * 1024 * 1024)
     parser.add_argument("--rate", type=int, default=6 * 1000 * 1000)
     parser.add_argument("--segments", type=int, default=4)
     parser.add_argument("--no-kill", action="store_true", help="skip the SIGKILL run")
+    parser.add_argument("--server", choices=("simulator", "nginx"), default="simulator")
+    parser.add_argument("--quick", action="store_true", help="no single-connection client, no SIGKILL run")
+    parser.add_argument("--one-slow", type=int, default=0, metavar="BYTES_PER_S",
+                        help="one connection of N at this rate: aria2c and the downloader only")
     args = parser.parse_args()
     n = args.segments
+    if args.one_slow:
+        figures = one_slow(args.size, args.rate, args.one_slow, n)
+        print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in figures.items()}))
+        return
     stack = Stack(args.size, throttle_bps=args.rate, seed="segmented-bench")
     stack.rate = args.rate
-    figures: dict[str, object] = {"benchmark": "segmented", "file_bytes": args.size, "rate_per_connection": args.rate,
-                                  "segments": n}
+    nginx = Nginx(stack.tmp, MediaFile("mp4", stack.seed, stack.size), args.rate) if args.server == "nginx" else None
+    url = nginx.url if nginx is not None else stack.url
+    figures: dict[str, object] = {"benchmark": "segmented", "server": args.server, "file_bytes": args.size,
+                                  "rate_per_connection": args.rate, "segments": n, "load": os.getloadavg()[0]}
     try:
         out = stack.tmp / "client.out"
-        figures["curl_s"] = timed(["curl", "-sS", "-o", str(out), stack.url])
-        out.unlink()
-        if shutil.which("yt-dlp"):
-            figures["ytdlp_s"] = timed(["yt-dlp", "-q", "--no-part", "-o", str(out), stack.url])
+        if not args.quick:
+            figures["curl_s"] = timed(["curl", "-sS", "-o", str(out), url])
             out.unlink()
+            if shutil.which("yt-dlp"):
+                figures["ytdlp_s"] = timed(["yt-dlp", "-q", "--no-part", "-o", str(out), url])
+                out.unlink()
         if shutil.which("aria2c"):
             figures["aria2c_s"] = timed(["aria2c", "-q", f"-x{n}", f"-s{n}", "--min-split-size=1M",
                                          "--file-allocation=none", "--allow-overwrite=true", "-d", str(stack.tmp),
-                                         "-o", out.name, stack.url])
+                                         "-o", out.name, url])
             out.unlink()
-        figures["trawl_download_1_s"], _ = downloader_seconds(stack.url, stack.tmp / "t1.part", 1)
-        figures["trawl_download_n_s"], figures["trawl_connections"] = downloader_seconds(
-            stack.url, stack.tmp / "tn.part", n)
-        figures["trawl_e2e_1_s"], figures["e2e_1_stage_ms"] = asyncio.run(end_to_end(stack, 1, stack.url + "?run=1"))
-        figures["trawl_e2e_n_s"], figures["e2e_n_stage_ms"] = asyncio.run(end_to_end(stack, n, stack.url + "?run=n"))
+        if not args.quick:
+            figures["trawl_download_1_s"], _ = downloader_seconds(url, stack.tmp / "t1.part", 1)
+        figures["trawl_download_n_s"], figures["trawl_connections"] = downloader_seconds(url, stack.tmp / "tn.part", n)
+        if not args.quick:
+            figures["trawl_e2e_1_s"], figures["e2e_1_stage_ms"] = asyncio.run(end_to_end(stack, 1, url + "?run=1"))
+        figures["trawl_e2e_n_s"], figures["e2e_n_stage_ms"] = asyncio.run(end_to_end(stack, n, url + "?run=n"))
         best = figures["trawl_download_n_s"]
         for name in ("curl_s", "ytdlp_s", "aria2c_s", "trawl_download_1_s"):
             if name in figures:
                 figures[f"speedup_over_{name.removesuffix('_s')}"] = round(figures[name] / best, 2)
-        figures["e2e_speedup_n_over_1"] = round(figures["trawl_e2e_1_s"] / figures["trawl_e2e_n_s"], 2)
-        figures["e2e_n_over_curl"] = round(figures["trawl_e2e_n_s"] / figures["curl_s"], 2)
-        if not args.no_kill:
-            figures["sigkill_at_half"] = asyncio.run(killed_midway(stack, n, stack.url + "?run=kill"))
+        if "aria2c_s" in figures:
+            figures["e2e_n_over_aria2c"] = round(figures["trawl_e2e_n_s"] / figures["aria2c_s"], 3)
+        if "trawl_e2e_1_s" in figures:
+            figures["e2e_speedup_n_over_1"] = round(figures["trawl_e2e_1_s"] / figures["trawl_e2e_n_s"], 2)
+            figures["e2e_n_over_curl"] = round(figures["trawl_e2e_n_s"] / figures["curl_s"], 2)
+        if not (args.no_kill or args.quick or nginx is not None):
+            figures["sigkill_at_half"] = asyncio.run(killed_midway(stack, n, url + "?run=kill"))
         print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in figures.items()}))
     finally:
+        if nginx is not None:
+            nginx.close()
         stack.close()
 
 

@@ -34,9 +34,10 @@ def client() -> Iterator[httpx.Client]:
 
 
 def run(client: httpx.Client, work: Path, url: str, *, platform: str = "bilibili", details: list[Any] | None = None,
-        cancel_at: int | None = None) -> tuple[Any, list[dict[str, Any]], list[dict[str, Any]]]:
+        cancel_at: int | None = None, settings: DownloadSettings = SETTINGS,
+        ) -> tuple[Any, list[dict[str, Any]], list[dict[str, Any]]]:
     reports: list[dict[str, Any]] = []
-    activities = DownloadActivities(client, work, SETTINGS, timedelta(seconds=60),
+    activities = DownloadActivities(client, work, settings, timedelta(seconds=60),
                                     progress=lambda wid, report: reports.append(report))
     env = ActivityEnvironment()
     env.info = dataclasses.replace(env.info, activity_type="download", workflow_id=WORKFLOW_ID,
@@ -70,6 +71,18 @@ def test_segments_per_platform_and_heartbeats_with_every_segment(sim: Simulator,
     how.throttle_bps = None
     result, _, _ = run(client, tmp_path / "other", sim.url("/a.mp4"), platform="weibo")
     assert result.connections == 2  # the default for platforms without their own number
+
+
+def test_a_throttled_download_splits_with_the_default_split_after(sim: Simulator, client: httpx.Client,
+                                                                 tmp_path: Path) -> None:
+    media = MediaFile("mp4", "activity-throttled", SIZE)
+    # 5 s over one connection: judged slow at once, long before split_after (2 s) has passed.
+    sim.add_file("/t.mp4", media, FileBehaviour(throttle_bps=600_000))
+    settings = DownloadSettings(segments=4, segment_min_size=1024 * 1024)
+    result, beats, _ = run(client, tmp_path / "work", sim.url("/t.mp4"), platform="weibo", settings=settings)
+    assert result.connections == 4 and result.sha256 == media.sha256() == file_sha256(Path(result.path))
+    assert sim.stats["/t.mp4"].ranges[0] == "bytes=0-" and len(sim.stats["/t.mp4"].ranges) == 4
+    assert beats[-1]["segments"] and all(s[2] == s[1] - s[0] for s in beats[-1]["segments"])
 
 
 def test_a_cancel_counts_the_bytes_of_every_segment_and_a_retry_resumes_each(sim: Simulator, client: httpx.Client,

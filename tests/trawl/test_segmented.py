@@ -47,6 +47,10 @@ def ranges_of(sim: Simulator, path: str = "/f.mp4") -> list[str | None]:
     return list(sim.stats[path].ranges)
 
 
+def first_byte(range_header: str | None) -> int:
+    return int(range_header.removeprefix("bytes=").split("-")[0]) if range_header else 0
+
+
 def segment_ranges(total: int, count: int) -> set[str]:
     return {f"bytes={s}-{e - 1}" for s, e, _ in plan_segments(total, count)[1:]}
 
@@ -206,21 +210,26 @@ def prepare(part: Path, media: MediaFile, segments: list[list[int]]) -> ResumeSt
     return ResumeState(sum(d for _, _, d in segments), SIZE, media.etag, None, None, segments)
 
 
+@pytest.mark.parametrize("shape", ["in file order", "a taken half at the list's end"])
 def test_resume_after_a_kill_asks_each_segment_only_for_what_it_lacks(sim: Simulator, client: httpx.Client,
-                                                                      part: Path) -> None:
+                                                                      part: Path, shape: str) -> None:
     media = MediaFile("mp4", "resume", SIZE)
     sim.add_file("/f.mp4", media)
-    plan = plan_segments(SIZE, 4)
-    (s0, e0, _), (s1, e1, _), (s2, e2, _), (s3, e3, _) = plan
-    # Complete, half, untouched, nearly complete.
-    segments = [[s0, e0, e0 - s0], [s1, e1, 400_000], [s2, e2, 0], [s3, e3, e3 - s3 - 10]]
+    (s0, e0, _), (s1, e1, _), (s2, e2, _), (s3, e3, _) = plan_segments(SIZE, 4)
+    cut = s3 + (e3 - s3) // 2
+    segments = {
+        # Complete, half, untouched, nearly complete.
+        "in file order": [[s0, e0, e0 - s0], [s1, e1, 400_000], [s2, e2, 0], [s3, e3, e3 - s3 - 10]],
+        # Segment 3's second half was taken by another connection: it lies at the list's end.
+        "a taken half at the list's end": [[s0, e0, e0 - s0], [s1, e1, e1 - s1], [s2, e2, 1000], [s3, cut, 2000],
+                                           [cut, e3, 3000]],
+    }[shape]
     previous = prepare(part, media, segments)
     previous.url = sim.url("/f.mp4")
     out = make(client).download([sim.url("/f.mp4")], part, previous=previous)
     assert out.sha256 == media.sha256() == file_sha256(part)
-    assert sorted(ranges_of(sim)) == sorted([f"bytes={s1 + 400_000}-{e1 - 1}", f"bytes={s2}-{e2 - 1}",
-                                             f"bytes={e3 - 10}-{e3 - 1}"])
-    missing = (e1 - s1 - 400_000) + (e2 - s2) + 10
+    assert sorted(ranges_of(sim)) == sorted(f"bytes={s + d}-{e - 1}" for s, e, d in segments if s + d < e)
+    missing = sum(e - s - d for s, e, d in segments)
     assert sim.bytes_sent("/f.mp4") == missing == out.transferred
     assert out.resumed_from == SIZE - missing
 
@@ -321,20 +330,53 @@ def test_a_server_fast_enough_for_one_connection_gets_the_segments_over_that_one
     assert beats[-1].segments == [[s, e, e - s] for s, e, _ in plan_segments(SIZE, 4)]
 
 
-def test_a_run_that_splits_late_leaves_the_rest_to_the_new_connections(sim: Simulator, client: httpx.Client,
-                                                                      part: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_run_that_splits_late_opens_every_connection_and_they_share_what_is_left(
+        sim: Simulator, client: httpx.Client, part: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import trawl.download.segmented
 
-    media = MediaFile("mp4", "splits-late", SIZE)
-    plan = plan_segments(SIZE, 4)
-    sim.add_file("/f.mp4", media, FileBehaviour(throttle_bps=2_000_000))  # segment 1 takes about 0.5 s
+    size = 16 * MIN + 123
+    media = MediaFile("mp4", "splits-late", size)
+    plan = plan_segments(size, 4)
+    sim.add_file("/f.mp4", media, FileBehaviour(throttle_bps=8_000_000))  # segment 1 takes about 0.5 s
     # Judged slow once the first answer is 100 kB into segment 1 (it read on into it unsplit).
     monkeypatch.setattr(trawl.download.segmented, "worth_splitting", lambda done, *_: done > plan[1][0] + 100_000)
-    out = make(client, split_after_s=60).download([sim.url("/f.mp4")], part)
+    beats: list[ResumeState] = []
+    out = make(client, beats, split_after_s=60).download([sim.url("/f.mp4")], part)
     assert out.sha256 == media.sha256() == file_sha256(part)
-    # The first answer covered segments 0 and 1; two new connections took 2 and 3, once each.
-    assert out.connections == 3
-    assert sorted(ranges_of(sim)) == sorted(["bytes=0-", *(f"bytes={s}-{e - 1}" for s, e, _ in plan[2:])])
+    # The first answer covered segment 0 and began 1; segments 2 and 3 went to two new
+    # connections, and a third one, with no segment left, took halves of what others had left.
+    assert out.connections == 4
+    asked = ranges_of(sim)
+    assert asked[0] == "bytes=0-" and {f"bytes={s}-{e - 1}" for s, e, _ in plan[2:]} <= set(asked)
+    segments = sorted(beats[-1].segments)
+    assert len(segments) > 4 and segments[:1] == [[*plan[0][:2], plan[0][1]]]
+    assert [s for s, _, _ in segments[1:]] == [e for _, e, _ in segments[:-1]] and segments[-1][1] == size
+    assert all(d == e - s for s, e, d in segments)
+
+
+def test_a_slow_connection_has_its_segment_taken_half_by_half_by_the_others(sim: Simulator, client: httpx.Client,
+                                                                            part: Path) -> None:
+    size = 16 * MIN + 123
+    media = MediaFile("mp4", "one-slow", size)
+    plan = plan_segments(size, 4)
+
+    def answer(req: Request, serve) -> Response:  # noqa: ANN001
+        resp = serve(req)
+        start = first_byte(req.headers.get("range"))
+        # The connection asked for segment 3 crawls; every other one is fast.
+        return dataclasses.replace(resp, throttle_bps=500_000 if start == plan[3][0] else None)
+
+    route(sim, media, answer)
+    beats: list[ResumeState] = []
+    out = make(client, beats).download([sim.url("/f.mp4")], part)
+    assert out.sha256 == media.sha256() == file_sha256(part)
+    segments = sorted(beats[-1].segments)
+    assert [s for s, _, _ in segments[1:]] == [e for _, e, _ in segments[:-1]] and segments[-1][1] == size
+    assert all(d == e - s for s, e, d in segments)
+    # Segment 3 ends far short of where it was planned to: the fast connections took the rest.
+    third = next(seg for seg in segments if seg[0] == plan[3][0])
+    assert third[1] < plan[3][1] - MIN
+    assert any(first_byte(asked) > plan[3][0] for asked in ranges_of(sim))
 
 
 def test_a_cut_while_reading_on_asks_again_for_the_rest_of_that_segment(sim: Simulator, client: httpx.Client,
@@ -350,16 +392,61 @@ def test_a_cut_while_reading_on_asks_again_for_the_rest_of_that_segment(sim: Sim
 
 
 def test_a_slow_first_connection_opens_the_others(sim: Simulator, client: httpx.Client, part: Path) -> None:
-    media = MediaFile("mp4", "slow", SIZE)
-    sim.add_file("/f.mp4", media, FileBehaviour(throttle_bps=2_000_000))  # about 2 s over one connection
-    out = make(client, split_after_s=0.5).download([sim.url("/f.mp4")], part)
+    size = 16 * MIN + 123
+    media = MediaFile("mp4", "slow", size)
+    sim.add_file("/f.mp4", media, FileBehaviour(throttle_bps=8_000_000))  # about 2 s over one connection
+    beats: list[ResumeState] = []
+    out = make(client, beats, split_after_s=0.5).download([sim.url("/f.mp4")], part)
     assert out.connections == 4 and out.sha256 == media.sha256() == file_sha256(part)
-    assert set(ranges_of(sim)[1:]) == segment_ranges(SIZE, 4)
+    # The other three took what the first had not reached, planned again in four (the first's own
+    # segment shortened to its share), each asked once.
+    segments = beats[-1].segments
+    assert len(segments) == 4 and all(d == e - s for s, e, d in segments)
+    assert sorted(ranges_of(sim)[1:]) == sorted(f"bytes={s}-{e - 1}" for s, e, _ in segments[1:])
+
+
+@pytest.mark.parametrize(("segments", "margin", "taken"), [
+    # The most left to read: the first (60 of 0-100 done, 40 left); its reader keeps 20.
+    ([[0, 100, 60], [100, 200, 90], [200, 300, 100]], 5, (0, 80)),
+    ([[0, 100, 90], [100, 200, 50], [200, 300, 100]], 5, (1, 175)),
+    # Odd: the reader keeps the larger half.
+    ([[0, 100, 69]], 5, (0, 85)),
+    # The reader keeps at least the margin (it may be filling a buffer beyond its recorded byte).
+    ([[0, 100, 40]], 40, (0, 80)),
+    # Too little to take: under 10 bytes would be left to the taker.
+    ([[0, 100, 82], [100, 200, 100]], 5, None),
+    ([[0, 100, 40]], 55, None),
+    ([[0, 100, 100]], 5, None),
+    ([], 5, None),
+])
+def test_a_connection_with_nothing_left_takes_the_second_half_of_the_largest_rest(
+        segments: list[list[int]], margin: int, taken: tuple[int, int] | None) -> None:
+    from trawl.download.segmented import steal
+
+    assert steal(segments, margin, 10) == taken
+
+
+@pytest.mark.parametrize(("rates", "own_rate", "taken"), [
+    # Segment 1 would end last (100 bytes at 1/s, against 40 at 10/s); at 4/s the taker reads
+    # 80 while its reader reads 20.
+    ([10.0, 1.0], 4.0, (1, 220)),
+    ([10.0, 1.0], None, (1, 250)),  # the taker's pace unknown: half
+    ([10.0, 0.0], 4.0, (1, 205)),  # stalled: everything past the margin
+    ([10.0, None], 4.0, (1, 250)),  # a reader too young to have a pace: taken at the taker's, so halved
+    ([None, None], None, (1, 250)),  # no pace known at all: the most bytes, halved
+    ([2.0, 100.0], 8.0, (0, 68)),  # fewer bytes left but slower: segment 0 ends last, keeps 8 of 40
+])
+def test_the_connection_that_would_end_last_loses_what_it_would_not_reach_in_time(
+        rates: list[float | None], own_rate: float | None, taken: tuple[int, int]) -> None:
+    from trawl.download.segmented import steal
+
+    assert steal([[0, 100, 60], [100, 300, 100]], 5, 10, rates, own_rate) == taken
 
 
 @pytest.mark.parametrize(("done", "elapsed", "after_s", "split"), [
     (0, 0.01, 2.0, False),  # too early to judge
-    (0, 0.05, 2.0, True),  # no byte yet: slow
+    (0, 0.05, 2.0, False),  # no byte yet: the reader may not have run (a loaded machine)
+    (0, 0.25, 2.0, True),  # still no byte: slow
     (1 << 20, 0.05, 2.0, True),  # 20 MiB/s: the other 99 MiB would take 5 s
     (50 << 20, 0.05, 2.0, False),  # 1 GiB/s: the rest in 0.05 s
     (10 << 20, 1.0, 10.0, False),  # 10 MiB/s: the rest in 9 s, under the 10 s asked for

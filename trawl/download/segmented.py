@@ -9,10 +9,18 @@ segment 0, the others ask ``Range: bytes=<from>-<to>`` with ``If-Range``.
   asks only for ``start + done`` onwards. The state is saved and heartbeated after an
   ``fdatasync``, so a recorded byte is a byte on disk even after the machine crashes (the file
   is written in place, so its size proves nothing).
-- A fresh run opens its extra connections only once the first one proves slow: while the rest
-  of the file would take it less than ``split_after_s``, the answer to ``bytes=0-`` reads on
-  from one segment into the next (the state still records each segment), so a server fast
+- A fresh run opens its extra connections only once the first one proves slow
+  (:func:`worth_splitting`, judged every :data:`SPLIT_TICK` from the first connection's rate
+  since the run began: a throttled server is found out within tens of milliseconds): while the
+  rest of the file would take it less than ``split_after_s``, the answer to ``bytes=0-`` reads
+  on from one segment into the next (the state still records each segment), so a server fast
   enough for one connection costs no more requests or threads than a download without segments.
+- A connection with no segment left takes part of what another still has to read
+  (:func:`steal`, a new segment at the end of the list, as aria2c does): of the segment that
+  would end last at its reader's pace, what that reader would not reach while the taker reads
+  the rest at its own. Connections of unequal speed, or a split that came late, end together
+  instead of waiting for the slowest one. The segments then no longer lie in the list in file
+  order; the prefix hasher sorts them.
 - sha256 follows the contiguous prefix: a piece written right at the end of the hashed prefix
   is hashed from memory by its writer; a thread hashes what lies beyond, from the prefix up to
   the first gap, reading back what the other segments wrote (from the page cache): no second
@@ -51,6 +59,14 @@ from trawl.ranges import parse_content_range
 SEGMENT_RETRIES = 3  # transient failures of one segment retried in place before the run fails
 TICK = 0.1  # seconds between the coordinator's checks for stop and errors
 SPLIT_TICK = 0.02  # seconds between its checks of the first connection's pace, until it splits
+NO_BYTE_SLOW = 0.25  # seconds without a byte on the first connection that make it slow
+# A segment another connection takes part of still ends at least this far beyond the byte its
+# reader has recorded: that reader may be filling a buffer of up to WRITE_BATCH bytes (through
+# httpx, a batch of chunks) meant for the old, longer segment, and no byte it writes may fall
+# into a segment another connection owns.
+STEAL_MARGIN = 2 * WRITE_BATCH
+MIN_STOLEN = 1 << 20  # bytes below which a connection with nothing left leaves instead of taking part
+RATE_AFTER = 0.5  # seconds a segment's reader must have been reading before its pace counts
 MIN_CHECKPOINT_EVERY = 0.5  # seconds between fdatasync + saved state, at least
 
 
@@ -142,6 +158,7 @@ class SegmentedRun:
         self.closing = False
         self.reading: set[RawBody] = set()  # sockets segments read from, interrupted on abort
         self.chaining = False  # until the run splits, the first answer reads on into the next segments
+        self.began: dict[int, tuple[float, int]] = {}  # segment -> (when its reader began it, bytes done then)
         self.digest = hashlib.sha256()
         self.fd = -1
 
@@ -168,21 +185,18 @@ class SegmentedRun:
                 with self.cond:
                     if not self._finished() and self.error is None:
                         self.cond.wait(SPLIT_TICK if deferred else TICK)
-                    error, finished, pending = self.error, self._finished(), len(self.pending)
+                    error, finished = self.error, self._finished()
                 if error is not None:
                     stop = error
                     break
                 if finished:
                     break
-                if deferred and not pending:
-                    deferred = False  # the first connection took every segment: nothing to split
-                elif deferred and worth_splitting(self._done(), self.total, time.monotonic() - started,
+                # Even once the first answer has read on into the last segment: the others
+                # then take part of what it has left (steal).
+                if deferred and worth_splitting(self._done(), self.total, time.monotonic() - started,
                                                   self.dl.split_after_s):
                     deferred = False
-                    with self.cond:
-                        self.chaining = False
-                        pending = len(self.pending)
-                    workers += self._start_workers(min(wanted, 1 + pending), first=1)
+                    workers += self._split(wanted)
                 if self.dl.should_stop():
                     stop = Stopped(f"stopped with {self._done()} bytes", 0)
                     break
@@ -237,6 +251,13 @@ class SegmentedRun:
             os.close(self.fd)
             self.fd = -1
 
+    def _split(self, wanted: int) -> list[threading.Thread]:
+        """Open the extra connections of a run that has been reading on over the first one: every
+        one wanted, even beyond the segments left (those take part of another's, :func:`steal`)."""
+        with self.cond:
+            self.chaining = False  # from here the first answer stops at its segment's end
+        return self._start_workers(wanted, first=1)
+
     def _start_workers(self, wanted: int, first: int = 0) -> list[threading.Thread]:
         """Segment threads ``first`` .. ``wanted - 1``; thread 0 takes the first answer, the
         others (extra connections) each hold a host slot, and stop being made when none is free."""
@@ -257,14 +278,20 @@ class SegmentedRun:
 
     # -- segment threads -------------------------------------------------------------------
     def _work(self, first: httpx.Response | None, extra: bool) -> None:
+        own_rate: float | None = None  # this connection's pace over its last segment
         try:
             while True:
                 with self.cond:
-                    if self.aborted or not self.pending:
+                    if self.aborted:
                         return
-                    index = self.pending.popleft()
+                    index = self.pending.popleft() if self.pending else self._steal(own_rate)
+                    if index is None:
+                        return
+                    self.began[index] = (time.monotonic(), self.segments[index][2])
                 self._segment(index, first if index == 0 else None)
                 first = None
+                with self.cond:
+                    own_rate = self._rates(time.monotonic()).get(index)
         except _Aborted:
             pass
         except BaseException as exc:  # noqa: BLE001 - handed to the coordinator, which raises it
@@ -307,6 +334,31 @@ class SegmentedRun:
                 with self.cond:
                     if self.cond.wait_for(lambda: self.aborted, timeout=0.25 * failures):
                         raise _Aborted from None
+
+    def _steal(self, own_rate: float | None) -> int | None:
+        """With the lock held and no segment pending: part of the segment that would end last, as a
+        new segment (its reader stops at the new end); None if none has enough left. Not while
+        the first answer reads on (one connection: nobody to take from)."""
+        if self.chaining:
+            return None
+        rates = self._rates(time.monotonic())
+        known = [rates.get(i) for i in range(len(self.segments))]
+        taken = steal(self.segments, STEAL_MARGIN, MIN_STOLEN, known, own_rate)
+        if taken is None:
+            return None
+        index, cut = taken
+        self.segments.append([cut, self.segments[index][1], 0])
+        self.segments[index][1] = cut
+        return len(self.segments) - 1
+
+    def _rates(self, now: float) -> dict[int, float]:
+        """With the lock held: bytes per second of each segment whose reader began it at least
+        :data:`RATE_AFTER` ago (a younger one has not shown its pace yet)."""
+        rates = {}
+        for index, (when, done) in self.began.items():
+            if now - when >= RATE_AFTER:
+                rates[index] = (self.segments[index][2] - done) / (now - when)
+        return rates
 
     def _seg(self, index: int) -> list[int]:
         with self.cond:
@@ -371,6 +423,7 @@ class SegmentedRun:
                             writeback.written(pos)
                         if error is not None:
                             raise error
+                        end = self._seg(index)[1]  # another connection may have taken part of it
                     following = self._chained(index) if pos >= end and not raw.done else None
                     if following is None:
                         break
@@ -392,6 +445,7 @@ class SegmentedRun:
         last = time.monotonic()
         try:
             for chunk in response.iter_raw():
+                end = self._seg(index)[1]  # another connection may have taken part of it
                 room = end - pos - batched
                 if len(chunk) > room:
                     chunk = chunk[:room]
@@ -427,6 +481,7 @@ class SegmentedRun:
             if done or start != self.segments[index][1]:
                 return None
             self.pending.popleft()
+            self.began[index + 1] = (time.monotonic(), 0)
             return index + 1, end
 
     def _write(self, index: int, batch: list[bytes] | None, pos: int, size: int,
@@ -459,7 +514,7 @@ class SegmentedRun:
     def _prefix(self) -> int:
         """Bytes from 0 up to the first gap."""
         pos = 0
-        for start, end, done in self.segments:
+        for start, end, done in sorted(self.segments):  # taken halves lie at the list's end
             if start != pos:
                 break
             pos = start + done
@@ -499,12 +554,61 @@ class SegmentedRun:
                 self.cond.notify_all()
 
 
+def steal(segments: list[list[int]], margin: int, least: int, rates: list[float | None] | None = None,
+          own_rate: float | None = None) -> tuple[int, int] | None:
+    """Which segment a connection with nothing left takes part of, and where: ``(index, cut)``, the
+    new segment being ``[cut, end)`` of it. Pure: the caller cuts under the run's lock.
+
+    Every unfinished segment is being read (a run with segments pending takes those first). With
+    the pace of the readers (``rates``, bytes/s; 0 for one stalled, None for one too young to
+    tell, taken to go at ``own_rate`` or the others' mean), the victim is the one that would end
+    last and keeps what it would read while the taker, at ``own_rate``, reads the rest (half when
+    the taker's pace is unknown; almost all of a stalled one's); with no pace known, the one with
+    the most bytes left, halved, as aria2c does. The victim keeps at least ``margin`` beyond
+    its recorded byte (it may be filling a buffer); None when the taker would get under ``least``.
+    """
+    open_ = [(i, e - s - d) for i, (s, e, d) in enumerate(segments) if e - s - d > 0]
+    if not open_:
+        return None
+    known = [rate for rate in (rates or []) if rate is not None]
+    # A reader too young to have shown its pace is taken to go at the taker's, or the others' mean.
+    guess = own_rate or (sum(known) / len(known) if known else None)
+    paced = rates is not None and guess is not None
+
+    def pace(index: int) -> float | None:
+        if not paced or rates is None:
+            return None
+        return rates[index] if rates[index] is not None else guess
+
+    def last_to_end(item: tuple[int, int]) -> tuple[float, int]:
+        index, left = item
+        rate = pace(index)
+        return (left / rate if rate else float("inf")) if paced else 0.0, left
+
+    index, left = max(open_, key=last_to_end)
+    rate = pace(index)
+    if rate == 0:
+        keep = 0  # stalled: the taker asks for everything past the margin
+    elif rate and own_rate:
+        keep = int(left * rate / (rate + own_rate))
+    else:
+        keep = left - left // 2
+    cut = segments[index][0] + segments[index][2] + max(keep, margin)
+    if segments[index][1] - cut < least:
+        return None
+    return index, cut
+
+
 def worth_splitting(done: int, total: int, elapsed: float, after_s: float) -> bool:
     """Whether the first connection, at its pace so far, would need longer than ``after_s`` for
-    the rest of the file (judged after one :data:`SPLIT_TICK`; no byte by then counts as slow)."""
+    the rest of the file (judged after one :data:`SPLIT_TICK`). Not a byte is slow only after
+    :data:`NO_BYTE_SLOW`: a throttled server sends its first bytes at once, and on a loaded
+    machine the reading thread may not have run yet in the first tick."""
     if elapsed < SPLIT_TICK:
         return False
-    return done <= 0 or (total - done) * elapsed / done > after_s
+    if done <= 0:
+        return elapsed >= NO_BYTE_SLOW
+    return (total - done) * elapsed / done > after_s
 
 
 def _mime(response: httpx.Response) -> str | None:
