@@ -232,3 +232,49 @@ def test_busy_is_told_when_the_first_activity_starts_and_the_last_ends() -> None
     busy.change(-1)
     busy.change(+1)
     assert told == [True, False, True]
+
+
+def test_a_crawl_refused_after_it_began_starting_the_server_leaves_nothing_running(background: Background) -> None:
+    # The dispatcher begins starting the server and the worker as soon as the settings are read;
+    # a crawl that then refuses its input has its start undone.
+    refused = background.trawl("crawl")  # no URLs: refused by the command, after the dispatcher
+    assert refused.returncode == 2 and "no URLs given" in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert not background.pids() and not dev_servers(background.db)
+    assert not (background.run_dir / "temporal.json").exists()
+
+
+def test_the_first_commands_worker_starts_beside_its_server(background: Background, files: list[str]) -> None:
+    first = background.trawl("crawl", files[0])
+    assert first.returncode == 0, first.stderr
+    said = [line for line in first.stderr.splitlines() if "run in the background" in line]
+    assert len(said) == 1 and "started now" in said[0], first.stderr
+    # Asked for before the keeper started (the keeper starts it beside the server, not after the
+    # server answered): the first generation, never replaced.
+    assert background.state("worker-state.json")["generation"] == 1
+    log = (background.run_dir / "worker.log").read_text()
+    assert log.count("the background worker starts") == 1 and "unreachable" not in log
+
+
+def test_the_keeper_stops_a_worker_no_longer_asked_for(tmp_path: Path) -> None:
+    from trawl.settings import load_settings
+    from trawl.starter.embedded import _BackgroundWorker, background_worker_settings
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    settings = load_settings(data_dir=tmp_path, temporal={"address": f"127.0.0.1:{free_port()}"})
+    (run_dir / "worker.json").write_text(json.dumps({"generation": 1, "key": "k",
+                                                     "settings": background_worker_settings(settings)}))
+    worker = _BackgroundWorker(run_dir, lambda: None)
+    worker.tend()
+    assert worker.proc is not None and worker.proc.poll() is None  # waiting for its server
+    proc = worker.proc
+    try:
+        (run_dir / "worker.json").unlink()  # EmbeddedServer.retract_worker
+        worker.tend()
+        assert worker.proc is None and proc.poll() is not None
+        assert not (run_dir / "worker-state.json").exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -219,3 +219,12 @@ def test_the_frontend_port_as_ui_port_is_one_line(stack: Stack) -> None:
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "TRAWL_TEMPORAL__UI_PORT" in lines[0], lines
     assert not dev_servers(stack.db)
+
+
+def test_the_keeper_starts_its_server_without_importing_temporals_sdk() -> None:
+    # The keeper (python -m trawl.starter.embedded) is on the first command's path to a server.
+    code = ("import sys, trawl.starter.embedded\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('temporalio', 'trawl.contracts', 'httpx'))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -160,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
                       worker=settings.worker.identity or default_worker_name(),
                       json=True if not long_running and not plain else None,
                       plain=plain, record_file=settings.data_dir / "trawl.log" if plain else None)
+    if args.command == "crawl":
+        _find_server_early(args, settings)
     try:
         if supervising:
             from trawl.http_client import make_client
@@ -192,6 +194,25 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"trawl {name}: {said[0]}", file=sys.stderr)
         return said[1]
+    finally:
+        embedded = sys.modules.get("trawl.starter.embedded")
+        if embedded is not None:
+            embedded.drop_early()  # begun for a session the command never reached (a mistake in its input)
+
+
+def _find_server_early(args: argparse.Namespace, settings: Any) -> None:
+    """Begin finding or starting the Temporal server ``trawl crawl`` will use, and the background
+    worker it will ask for, while the command imports the rest of what it needs: the first
+    command with nothing running waits for the server to boot and a worker to start, and these
+    then run beside its own imports instead of after them. The session takes the search over
+    (trawl.cli.common); a crawl whose settings its options change (--cookies) asks for the
+    worker again with them."""
+    from trawl.starter.embedded import background_worker_settings, start_early
+
+    linger = settings.temporal.idle_timeout.total_seconds()  # trawl.cli.common's, for a one-shot command
+    wants_worker = not (args.detach or args.no_worker or args.cookies or args.cookies_from_browser)
+    start_early(settings, linger=linger,
+                worker_settings=background_worker_settings(settings) if wants_worker and linger > 0 else None)
 
 
 def _tell_of_an_old_archive(settings: Any) -> None:

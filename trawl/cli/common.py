@@ -19,7 +19,7 @@ from temporalio.client import Client
 
 from trawl.cli.output import CommandError, StatusLine
 from trawl.starter.client import background_workers, connect, ensure_search_attributes, live_workers
-from trawl.starter.embedded import EmbeddedServer, settings_for
+from trawl.starter.embedded import EmbeddedServer, background_worker_settings, settings_for, take_early
 from trawl.logs import get_logger, plain_stream
 from trawl.platforms.registry import Registry
 from trawl.worker.runtime import BACKGROUND_MARK
@@ -198,8 +198,13 @@ async def _embedded(settings: Settings, *, read_only: bool = False
     it starts) ends the wait at once: the thread is told to give up, which stops a server it was
     starting, and is waited for.
     """
-    server = EmbeddedServer(settings, read_only=read_only, linger=_linger(settings, read_only))
-    acquiring = asyncio.ensure_future(asyncio.to_thread(server.acquire))
+    linger = _linger(settings, read_only)
+    server = take_early(settings, read_only=read_only, linger=linger)  # begun by the dispatcher
+    if server is None:
+        server = EmbeddedServer(settings, read_only=read_only, linger=linger)
+        server.begin()
+    assert server.acquiring is not None
+    acquiring = asyncio.wrap_future(server.acquiring)
     try:
         address = await asyncio.shield(acquiring)
     except asyncio.CancelledError:
@@ -223,11 +228,8 @@ async def _embedded(settings: Settings, *, read_only: bool = False
 async def background_worker(settings: Settings, server: EmbeddedServer) -> None:
     """Have the lingering server's keeper run a worker with ``settings`` (the command's own, paths
     made absolute: the worker outlives the command and its working directory)."""
-    from trawl.settings import settings_json
-
-    worker = settings.worker.model_copy(update={"work_dir": settings.work_dir.resolve()})
-    fixed = settings.model_copy(update={"data_dir": settings.data_dir.resolve(), "worker": worker})
-    await _in_thread(server, lambda: server.ensure_worker(settings_json(fixed)))
+    text = background_worker_settings(settings)
+    await _in_thread(server, lambda: server.ensure_worker(text))
     _tell(server)
 
 
@@ -248,7 +250,8 @@ async def session(settings: Settings, *, worker: bool, registry: Registry | None
     read_only = _read_only.get() if read_only is None else read_only
     async with _embedded(settings, read_only=read_only) as (settings, server):
         client = await connect_or_explain(settings, metrics=metrics)
-        await ensure_search_attributes(client, settings.temporal.namespace)
+        if not server.started:  # a server this command started registered them at its start
+            await ensure_search_attributes(client, settings.temporal.namespace)
         if worker and not server.lingering:
             await _no_other_archives_worker(client, settings)
         if worker and one_shot:
@@ -257,6 +260,7 @@ async def session(settings: Settings, *, worker: bool, registry: Registry | None
                 shown = ", ".join(running[:3]) + (f" and {len(running) - 3} more" if len(running) > 3 else "")
                 notice(f"the workers already polling the {settings.temporal.task_queue_prefix!r} queues ({shown}) do "
                        "this work, under their own settings; no worker started here", workers=running)
+                await _in_thread(server, server.retract_worker)  # one its start asked for, if any
                 worker = False
             elif server.lingering:  # the server runs on in the background: so does the worker
                 await background_worker(settings, server)

@@ -38,16 +38,22 @@ from trawl.storage.blobs import open_blob_store
 log = get_logger("trawl.worker")
 
 MAX_CONNECT_BACKOFF_S = 30.0
+BOOTING_POLL_S = 0.05  # how often the background worker asks while its server boots
+BOOTING_QUIET_S = 30.0  # how long it retries before it says the server is unreachable
 
 
-async def wait_for_server(settings: Settings, stop: asyncio.Event) -> Client | None:
-    """Connect once the server answers, retrying with backoff; None if stopped first.
+async def wait_for_server(settings: Settings, stop: asyncio.Event, *, first_delay: float = 1.0,
+                          quiet_s: float = 0.0) -> Client | None:
+    """Connect once the server answers; None if stopped first. It asks every ``first_delay`` s
+    until ``quiet_s`` has passed, then says the server is unreachable, once, and retries quietly
+    with backoff.
 
     A supervised worker waits like this instead of exiting (and being restarted, again and again)
-    while its server is down: it says so once, then retries quietly.
+    while its server is down.
     """
-    delay = 1.0
+    delay = first_delay
     told = False
+    quiet_until = asyncio.get_running_loop().time() + quiet_s
     while not stop.is_set():
         if await asyncio.to_thread(answers, settings.temporal.address, 1.0):
             try:
@@ -55,13 +61,14 @@ async def wait_for_server(settings: Settings, stop: asyncio.Event) -> Client | N
             except RuntimeError as err:
                 if not connect_failed(err):
                     raise
-        if not told:
+        if not told and asyncio.get_running_loop().time() >= quiet_until:
             told = True
             log.warning("Temporal server unreachable; retrying the connection with backoff until it answers "
                         "(start it, or check temporal.address)", address=settings.temporal.address)
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(stop.wait(), delay)
-        delay = min(delay * 2, MAX_CONNECT_BACKOFF_S)
+        if told:
+            delay = min(max(delay * 2, 1.0), MAX_CONNECT_BACKOFF_S)
     return None
 
 
@@ -110,7 +117,8 @@ async def _background_worker(stop: asyncio.Event) -> int:
     def busy(now: bool) -> None:
         fcntl.flock(users, fcntl.LOCK_SH if now else fcntl.LOCK_UN)
 
-    client = await wait_for_server(settings, stop)
+    # Its keeper starts it beside a server that is still booting: it asks often, and quietly at first.
+    client = await wait_for_server(settings, stop, first_delay=BOOTING_POLL_S, quiet_s=BOOTING_QUIET_S)
     if client is None:
         return 0
     await ensure_search_attributes(client, settings.temporal.namespace)

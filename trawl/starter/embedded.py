@@ -26,7 +26,12 @@ its keeper lets it run on after the last command leaves, with a background worke
 until ``temporal.idle_timeout`` has passed with no command holding ``users.lock`` and no activity
 running in that worker (it holds ``users.lock`` shared while one runs); then it stops both. The
 next commands find them running and start nothing. ``trawl down`` stops them now (SIGTERM to the
-keeper). The worker runs with the settings of the command that asked for it, written to
+keeper). The command that starts them writes ``worker.json`` before it starts the keeper, which
+then starts the worker beside the server rather than after it answers: the worker's imports run
+while the server boots, and it connects as soon as the server answers. ``trawl crawl`` begins all
+this from its dispatcher, in a thread, as soon as its settings are read (:func:`start_early`),
+while it imports the rest of what it needs; the session takes that search over, and a command
+that never reaches its session (a mistake in its input) undoes it (:func:`drop_early`). The worker runs with the settings of the command that asked for it, written to
 ``worker.json`` (mode 0600: settings may hold credentials) with a generation number: a command
 whose settings differ writes a new generation, and the keeper replaces the worker (the old one
 stops first, so no task reaches a worker with other settings). The keeper restarts a worker
@@ -67,6 +72,7 @@ setting rather than the server's log.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import ctypes
 import fcntl
@@ -82,13 +88,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from trawl import contracts
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the keeper process imports this module and needs nothing but the standard library
     from trawl.settings import Settings
-
-SEARCH_ATTRIBUTES = tuple(key.name for key in contracts.SEARCH_ATTRIBUTES)  # all Keyword
 
 PR_SET_PDEATHSIG = 1
 KEEPER_POLL_S = 0.25
@@ -97,6 +100,10 @@ WORKER_STOP_GRACE_S = 40.0  # above worker.graceful_shutdown_timeout's default (
 WORKER_RESTART_S = (1.0, 30.0)  # a worker that keeps dying is started again this often, at first and at most
 FAILED_START_LINES = 20
 WARM_AFTER_S = 3.0  # the warm process for commands starts this long after the server
+# The names of trawl.contracts.SEARCH_ATTRIBUTES, all Keyword, which the dev server registers at
+# its start (tests/conftest.py holds the two equal). Written out: the keeper, and the thread that
+# starts a server while the command imports (start_early), must not import Temporal's SDK for them.
+SEARCH_ATTRIBUTES = ("Platform", "CanonicalKey", "Stage", "Outcome", "CrawlId", "Title", "ErrorClass")
 
 
 class ServerError(Exception):
@@ -303,6 +310,9 @@ class _BackgroundWorker:
             self.retry_at = time.monotonic() + self.backoff
             self.backoff = min(self.backoff * 2, WORKER_RESTART_S[1])
         wanted = self.wanted
+        if mtime is None and self.proc is not None:  # no worker asked for any more (EmbeddedServer.retract_worker)
+            self.stop()
+            return
         if wanted is None or not isinstance(wanted.get("generation"), int):
             return
         if self.proc is not None and self.generation == wanted["generation"]:
@@ -493,6 +503,26 @@ class EmbeddedServer:
         self.started = False  # this command started the server
         self.notices: list[str] = []  # what the command should tell its user (a server that had died)
         self.abandon = threading.Event()  # set from another thread: stop waiting, undo a start
+        # The background worker's settings (JSON of trawl.settings.settings_json), when the command
+        # wants one: a server this command starts to linger has its keeper start it at once.
+        self.worker_settings: str | None = None
+        self.asked_worker = False  # this command wrote worker.json for a worker not yet announced
+        self.acquiring: concurrent.futures.Future[str] | None = None  # begin()'s
+
+    def begin(self) -> concurrent.futures.Future[str]:
+        """:meth:`acquire` in a thread of its own; its future is ``acquiring``."""
+        future: concurrent.futures.Future[str] = concurrent.futures.Future()
+        future.set_running_or_notify_cancel()  # a waiter's cancel never cancels the search itself
+
+        def run() -> None:
+            try:
+                future.set_result(self.acquire())
+            except BaseException as err:  # noqa: BLE001 - handed to whoever waits for it
+                future.set_exception(err)
+
+        self.acquiring = future
+        threading.Thread(target=run, daemon=True, name="temporal-server").start()
+        return future
 
     @property
     def lingering(self) -> bool:
@@ -654,6 +684,11 @@ class EmbeddedServer:
         for left in ("worker.json", "worker-state.json"):  # a new server's worker is asked for anew
             with contextlib.suppress(OSError):
                 (self.run_dir / left).unlink()
+        if self.worker_settings is not None and self.linger > 0:
+            # Asked for before the keeper starts: it starts the worker beside the server, not
+            # after it answers, and the worker's imports run while the server boots.
+            self._ask_for_worker(self.worker_settings)
+            self.asked_worker = True
         self._register()
         keeper: subprocess.Popen[bytes] | None = None
         try:
@@ -753,7 +788,6 @@ class EmbeddedServer:
         """Have the lingering server's keeper run a background worker with these settings (JSON of
         :func:`trawl.settings.settings_json`); wait until a worker with other settings has stopped.
         When this starts or replaces the worker, or the last one had died, a notice says so."""
-        key = hashlib.sha256(settings_text.encode()).hexdigest()[:16]
         with self._lock():
             ended = _read_json(self.run_dir / "ended.json")
             if ended is not None and "worker" in str(ended.get("what")):
@@ -761,13 +795,13 @@ class EmbeddedServer:
                                     f"{ended.get('code')}); it was started again (its log: {self.run_dir / 'worker.log'})")
                 with contextlib.suppress(OSError):
                     (self.run_dir / "ended.json").unlink()
-            wanted = _read_json(self.run_dir / "worker.json") or {}
-            if wanted.get("key") == key:
-                return
-            generation = int(wanted.get("generation") or 0) + 1
-            _write_private(self.run_dir / "worker.json",
-                           json.dumps({"generation": generation, "key": key, "settings": settings_text}))
-        replacing = bool(wanted)
+            generation, replacing = self._ask_for_worker(settings_text)
+        # This command's server start asked for a worker already: that one was started now.
+        first, self.asked_worker = self.asked_worker, False
+        if generation is None:
+            if first:
+                self._worker_notice(replacing=False)
+            return
         deadline = time.monotonic() + timeout
         while replacing:  # the keeper stops the old worker, then starts this one
             state = _read_json(self.run_dir / "worker-state.json") or {}
@@ -778,6 +812,32 @@ class EmbeddedServer:
                                   f"this command's settings in {timeout:.0f} s; see {self.run_dir / 'worker.log'}")
             self._check_abandoned()
             time.sleep(0.05)
+        self._worker_notice(replacing=replacing and not first)
+
+    def _ask_for_worker(self, settings_text: str) -> tuple[int | None, bool]:
+        """Write ``worker.json`` for these settings, unless it asks for them already (the state
+        lock held, or the keeper not started yet); returns the new generation (None: unchanged)
+        and whether it replaces a worker with other settings."""
+        key = hashlib.sha256(settings_text.encode()).hexdigest()[:16]
+        wanted = _read_json(self.run_dir / "worker.json") or {}
+        if wanted.get("key") == key:
+            return None, False
+        generation = int(wanted.get("generation") or 0) + 1
+        _write_private(self.run_dir / "worker.json",
+                       json.dumps({"generation": generation, "key": key, "settings": settings_text}))
+        return generation, bool(wanted)
+
+    def retract_worker(self) -> None:
+        """Take back the worker this command's server start asked for (other workers turned out to
+        poll the queues: they do the work); its keeper stops it."""
+        if not self.asked_worker:
+            return
+        self.asked_worker = False
+        with self._lock(abandonable=False):
+            with contextlib.suppress(OSError):
+                (self.run_dir / "worker.json").unlink()
+
+    def _worker_notice(self, *, replacing: bool) -> None:
         idle = float((self.state() or {}).get("idle_s") or self.linger)
         what = "now with this command's settings, which differ from the last one's" if replacing else "started now"
         self.notices.append(f"a Temporal server and a worker run in the background for {self.settings.data_dir} "
@@ -833,6 +893,74 @@ def settings_for(settings: Settings, server: EmbeddedServer, address: str) -> Se
         update["ui_port"] = server.joined["ui_port"]
     temporal = settings.temporal.model_copy(update=update)
     return settings.model_copy(update={"temporal": temporal})
+
+
+def background_worker_settings(settings: Settings) -> str:
+    """The settings a background worker runs with for a command with ``settings`` (JSON of
+    :func:`trawl.settings.settings_json`), paths made absolute: the worker outlives the command
+    and its working directory."""
+    from trawl.settings import settings_json
+
+    worker = settings.worker.model_copy(update={"work_dir": settings.work_dir.resolve()})
+    return settings_json(settings.model_copy(update={"data_dir": settings.data_dir.resolve(), "worker": worker}))
+
+
+# -- a server found or started while the command still imports ---------------------------------
+# The first command's critical path: its own imports (Temporal's client, SQLAlchemy, the
+# platforms: about half a second of CPU), then the server's start, then the worker's. The
+# dispatcher starts looking for (or starting) the server as soon as the settings are read, in a
+# thread, and the session takes that search over when the command reaches it.
+_early: EmbeddedServer | None = None
+_early_lock = threading.Lock()
+
+
+def _same_server(one: Settings, other: Settings) -> bool:
+    return one.data_dir.resolve() == other.data_dir.resolve() and one.temporal == other.temporal
+
+
+def start_early(settings: Settings, *, linger: float, worker_settings: str | None = None) -> None:
+    """Begin :meth:`EmbeddedServer.acquire` for a command that will use a server (and a background
+    worker with ``worker_settings``, when it starts a lingering server), while it goes on."""
+    global _early
+    server = EmbeddedServer(settings, linger=linger)
+    server.worker_settings = worker_settings
+    server.begin()
+    with _early_lock:
+        _early = server
+
+
+def take_early(settings: Settings, *, read_only: bool, linger: float) -> EmbeddedServer | None:
+    """The server search :func:`start_early` began, when it was for the same server and use."""
+    global _early
+    with _early_lock:
+        server, _early = _early, None
+    if server is None:
+        return None
+    if read_only or server.linger != linger or not _same_server(server.settings, settings):
+        drop(server)
+        return None
+    return server
+
+
+def drop_early() -> None:
+    """The command ended without using the server search it began: undo it (see :func:`drop`)."""
+    global _early
+    with _early_lock:
+        server, _early = _early, None
+    if server is not None:
+        drop(server)
+
+
+def drop(server: EmbeddedServer) -> None:
+    """Give up a search begun with :meth:`EmbeddedServer.begin` and nobody used: a server it was
+    starting, or had started, is stopped; one it joined is left as it was."""
+    assert server.acquiring is not None
+    server.abandon.set()
+    with contextlib.suppress(BaseException):
+        server.acquiring.result()
+    server.release()
+    if server.started and server.lingering:
+        server.down()
 
 
 @contextlib.contextmanager
