@@ -601,6 +601,9 @@ class ExportSettings(_Section):
     # Languages or regular expressions matched whole; "all"; "danmaku"; "-LANG" leaves one out.
     sub_langs: list[str] = ["all"]
     sub_format: Literal["srt", "vtt", "json"] = "srt"
+    # The danmaku as stored ("xml", <name>.danmaku.xml) and/or rendered as ASS subtitles ("ass",
+    # <name>.danmaku.ass) for players without a danmaku overlay.
+    danmaku_format: list[Literal["xml", "ass"]] = ["xml"]
     # The comments: inside <name>.info.json with write_info_json, else <name>.comments.json.
     write_comments: bool = False
     # Into a copy of the main file made by ffmpeg (the stored blob is never modified): the subtitle
@@ -610,6 +613,8 @@ class ExportSettings(_Section):
     embed_chapters: bool = False
     # Title, uploader, date, description and URL, into that copy.
     embed_metadata: bool = False
+    # The thumbnail, into that copy (MP4, M4A and MP3 as a cover picture; MKV as an attachment).
+    embed_thumbnail: bool = False
 
     @field_validator("template")
     @classmethod

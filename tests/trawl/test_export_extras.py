@@ -93,3 +93,25 @@ def test_a_file_that_takes_no_subtitles_is_left_as_it_is_with_a_note(tmp_path: P
         stats = exporter.export_item(found)
     assert stats.written == ["BV1y.flv"] and stats.refused == []
     assert len(stats.notes) == 1 and "not embedded" in stats.notes[0] and "flv" in stats.notes[0]
+
+
+def test_danmaku_format_ass_writes_a_rendering_beside_the_stored_xml(tmp_path: Path) -> None:
+    store = LocalBlobStore(tmp_path / "blobs")
+    video = MediaFile("mp4", "ass", 50_000, playable=True)
+    xml = ('<?xml version="1.0" encoding="UTF-8"?><i><chatid>1</chatid>'
+           '<d p="1.5,1,25,16777215,1700000000,0,abc,1,0">{\\an5}弹幕</d></i>').encode()
+    assets = [_put(store, tmp_path, "video", "video", video.read(0, video.size), "video/mp4"),
+              _put(store, tmp_path, "danmaku", "danmaku", xml, "application/xml")]
+    found = CatalogItem("bilibili:BV1a", "bilibili", "https://www.bilibili.com/video/BV1a", "u", "T", "Up", 3.0,
+                        "2026-12-01T00:00:00Z", "committed", None, "", assets, {"width": 1280, "height": 720})
+    choice = ExtrasChoice(write_subs=True, sub_langs=("danmaku",), danmaku_formats=("xml", "ass"))
+    with Exporter(tmp_path / "out", store, "{id}.{ext}", extras=choice) as exporter:
+        stats = exporter.export_item(found)
+    assert sorted(stats.written) == ["BV1a.danmaku.ass", "BV1a.danmaku.xml", "BV1a.mp4"]
+    assert (tmp_path / "out/BV1a.danmaku.xml").read_bytes() == xml  # as stored
+    ass = (tmp_path / "out/BV1a.danmaku.ass").read_text(encoding="utf-8-sig")
+    assert "PlayResX: 1280\nPlayResY: 720\n" in ass
+    assert ass.splitlines()[-1] == "Dialogue: 2,0:00:01.50,0:00:09.50,Danmaku,,0,0,0,,{\\move(1280,0,-165,0)}\\{\\\u200ban5\\}弹幕"
+    with Exporter(tmp_path / "only", store, "{id}.{ext}",
+                  extras=ExtrasChoice(write_subs=True, danmaku_formats=("ass",))) as exporter:
+        assert sorted(exporter.export_item(found).written) == ["BV1a.danmaku.ass", "BV1a.mp4"]
