@@ -1,0 +1,68 @@
+"""``POST /api/v1/items/{key}/extras/refresh`` (issue 41, point 6): an item's extras fetched again as a
+dated snapshot beside the earlier files, through real HTTP against a real dev server and worker and
+the simulated Bilibili."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+from temporalio.client import Client
+
+from tests.api.test_api import TOKEN, free_port, serving
+from tests.conftest import make_settings
+from tests.polling import until
+from tests.workflows.test_extras import FAST_RETRY, VIDEO, crawl
+from trawl.platforms.bilibili.site import BilibiliSite, install_bilibili_site
+from trawl.settings import ApiSettings, PlatformsSettings, Settings
+from trawl.simulator import Simulator
+from trawl.worker.main import running_worker
+
+KEY = f"bilibili:{VIDEO}"
+
+
+@pytest.fixture
+def bili(sim: Simulator) -> BilibiliSite:
+    return install_bilibili_site(sim)
+
+
+@pytest.fixture
+def settings(tmp_path: Path, temporal_address: str, bili: BilibiliSite) -> Settings:
+    return make_settings(tmp_path, temporal_address, retry=FAST_RETRY, api=ApiSettings(port=free_port(), token=TOKEN),
+                         platforms=PlatformsSettings(bilibili=bili.settings(extras=["danmaku", "comments"])))
+
+
+@pytest.fixture
+async def api(temporal_client: Client, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    async with serving(settings, temporal_client), running_worker(temporal_client, settings):
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api.port}",
+                                     headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as client:
+            yield client
+
+
+async def test_a_refresh_stores_a_dated_snapshot_beside_the_first_files(api: httpx.AsyncClient, settings: Settings,
+                                                                        temporal_client: Client,
+                                                                        bili: BilibiliSite) -> None:
+    assert (await api.get(f"/api/v1/items/{KEY}/extras/refresh")).status_code == 404  # none yet, nor the item
+    assert (await api.post(f"/api/v1/items/{KEY}/extras/refresh")).status_code == 404  # no body: every extra
+    result = await crawl(temporal_client, settings, bili.url(VIDEO))
+    assert result.outcome == "committed", result
+    refused = await api.post(f"/api/v1/items/{KEY}/extras/refresh", json={"extras": ["subtitles"]})
+    assert refused.status_code == 422 and "offers no extra 'subtitles' here" in refused.json()["detail"]
+
+    started = await api.post(f"/api/v1/items/{KEY}/extras/refresh", json={"extras": ["comments"]})
+    assert started.status_code == 202, started.text
+    assert started.json() == {"canonical_key": KEY, "id": f"extras-{KEY}", "status": "RUNNING", "snapshot": None,
+                              "extras": []}
+
+    async def refresh() -> dict:
+        return (await api.get(f"/api/v1/items/{KEY}/extras/refresh")).json()
+
+    done = await until(refresh, "the refresh to complete", 90, every=0.2, holds=lambda r: r["status"] == "COMPLETED")
+    [comments] = done["extras"]
+    assert comments["name"] == f"comments@{done['snapshot']}" and comments["missing"] is None and comments["size"] > 0
+    names = {a["name"] for a in (await api.get(f"/api/v1/items/{KEY}")).json()["assets"]}
+    assert {"danmaku", "comments", f"comments@{done['snapshot']}"} <= names
+    assert not any(n.startswith("danmaku@") for n in names)  # only the extras asked for
