@@ -520,6 +520,9 @@ class WatchSettings(_Section):
     # How often a watch of a live room (`watch add NAME ROOM_URL`) asks whether the room is live,
     # unless --every says otherwise: a broadcast starts recording within about this long.
     live_poll_interval: Duration = timedelta(seconds=10)
+    # A watch with `--refresh-extras-days N` refreshes at most this many of its young items'
+    # extras a run (the youngest first): each is a workflow of a few requests a page of comments.
+    refresh_extras_limit: int = Field(default=50, ge=1, le=10_000)
 
     @field_validator("catchup_window")
     @classmethod

@@ -66,3 +66,42 @@ async def test_a_refresh_stores_a_dated_snapshot_beside_the_first_files(api: htt
     names = {a["name"] for a in (await api.get(f"/api/v1/items/{KEY}")).json()["assets"]}
     assert {"danmaku", "comments", f"comments@{done['snapshot']}"} <= names
     assert not any(n.startswith("danmaku@") for n in names)  # only the extras asked for
+
+
+async def test_a_watch_refreshes_the_extras_of_its_young_items_each_run(api: httpx.AsyncClient,
+                                                                        bili: BilibiliSite) -> None:
+    # The simulated video was published in January 2020: 3650 days take it, 1 day would not.
+    created = await api.post("/api/v1/watches", json={"name": "bili", "urls": [bili.url(VIDEO)], "every": "1h",
+                                                      "paused": True, "refresh_extras_days": 3650})
+    assert created.status_code == 201, created.text
+    assert created.json()["refresh_extras_days"] == 3650
+    bad = await api.post("/api/v1/watches", json={"name": "b2", "urls": [bili.url(VIDEO)], "every": "1h",
+                                                  "refresh_extras_days": -1})
+    assert bad.status_code == 422
+
+    async def run_once(number: int) -> dict:
+        assert (await api.post("/api/v1/watches/bili/trigger")).status_code == 202
+
+        async def watch() -> dict:
+            return (await api.get("/api/v1/watches/bili")).json()
+
+        return await until(watch, f"run {number} of the watch", 90, every=0.3,
+                           holds=lambda w: w["runs"] >= number and not w["running"]
+                           and (w["last_run"] or {}).get("status") == "COMPLETED")
+
+    first = await run_once(1)
+    assert first["last_run"]["new"] == 1
+    names = {a["name"] for a in (await api.get(f"/api/v1/items/{KEY}")).json()["assets"]}
+    assert not any("@" in name for name in names)  # the first run brought it: nothing to refresh yet
+
+    await run_once(2)  # the item is a duplicate now; its extras are refreshed all the same
+
+    async def refreshed() -> set[str]:
+        return {a["name"] for a in (await api.get(f"/api/v1/items/{KEY}")).json()["assets"]}
+
+    names = await until(refreshed, "a dated snapshot of the item's extras", 90, every=0.3,
+                        holds=lambda names: any(n.startswith("comments@") for n in names)
+                        and any(n.startswith("danmaku@") for n in names))
+    assert {"comments", "danmaku"} <= names
+    done = (await api.get(f"/api/v1/items/{KEY}/extras/refresh")).json()
+    assert done["id"] == f"extras-{KEY}"

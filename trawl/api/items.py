@@ -163,9 +163,9 @@ async def extras_refresh(key: str, state: ApiState = Depends(api_state)) -> Extr
     from temporalio.client import WorkflowExecutionStatus
     from temporalio.service import RPCError, RPCStatusCode
 
-    from trawl.contracts import RefreshResult
+    from trawl.contracts import RefreshResult, extras_workflow_id
 
-    handle = state.client.get_workflow_handle(f"extras-{key}", result_type=RefreshResult)
+    handle = state.client.get_workflow_handle(extras_workflow_id(key), result_type=RefreshResult)
     try:
         desc = await handle.describe()
     except RPCError as err:

@@ -305,6 +305,9 @@ def _watch(sub: argparse._SubParsersAction) -> None:
     add.add_argument("--jitter", default=None, help="a random delay of up to this much per run (default watch.jitter)")
     add.add_argument("--concurrency", type=int, default=8, help="items in flight at once in a run")
     add.add_argument("--paused", action="store_true", help="create it paused (trawl watch resume NAME)")
+    add.add_argument("--refresh-extras-days", type=int, default=0, metavar="N",
+                     help="each run also fetches again the extras (comments, danmaku...) of the watch's items younger "
+                          "than N days, each a dated snapshot (at most watch.refresh_extras_limit a run)")
     add.add_argument("--json", action="store_true")
     add_listing_filter_flags(add)
     add.set_defaults(func="watch:cmd_add", command_name="watch")

@@ -12,7 +12,8 @@ import pytest
 from trawl.extras import ExtraContext
 from trawl.platforms.base import ResolveContext
 from trawl.platforms.facebook import PLATFORM
-from trawl.platforms.facebook.captions import CaptionsExtra, find_captions
+from trawl.platforms.facebook.captions import find_captions
+from trawl.platforms.facebook.captions_extra import CaptionsExtra
 from trawl.platforms.facebook.resolver import FacebookResolver
 from trawl.platforms.facebook.site import CAPTIONS, CLASSIC_ID, REEL_ID, FacebookSite, install_facebook_site
 from trawl.simulator import Simulator

@@ -3,12 +3,12 @@ a profile's videos, photos and albums and a photo set as listings.
 
 The package holds everything trawl knows about Facebook: its settings (:mod:`.config`), its
 resolvers (:mod:`.resolver` for videos and posts, :mod:`.photo` for photos), its captions extra
-(:mod:`.captions`), its listings and their URL forms (:mod:`.listings`), what its pages state
+(:mod:`.captions_extra`), its listings and their URL forms (:mod:`.listings`), what its pages state
 instead of a video (:mod:`.errors`) and its simulated site (:mod:`.site`, :mod:`.listing_site`);
 :data:`PLATFORM` is what the registry lists.
 """
 
-from trawl.platforms.facebook.captions import EXTRAS
+from trawl.platforms.facebook.captions_extra import EXTRAS
 from trawl.platforms.facebook.config import FacebookSettings
 from trawl.platforms.facebook.listings import LISTINGS, listing_forms
 from trawl.platforms.facebook.resolver import resolvers

@@ -1,5 +1,5 @@
-"""Facebook's captions: where a video page's JSON names them, and the ``subtitles`` extra
-(trawl.extras) that stores them.
+"""Facebook's captions: where a video page's JSON names them (the ``subtitles`` extra that stores
+them is :mod:`.captions_extra`).
 
 No capture of a real page with captions is in the references; the shape is the one yt-dlp's
 Facebook extractor reads (and its tests show): the video node's
@@ -24,13 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from trawl.errors import ParseError, TrawlError
-from trawl.extras import Extra, ExtraContext, ExtraFile
-from trawl.models import Resolved
-from trawl.platforms.base import ResolveContext, str_or_none
-from trawl.platforms.facebook.config import FacebookSettings
-from trawl.platforms.facebook.hosts import page_headers
-from trawl.subtitles import SubtitleError, parse_timed_text, to_json
+from trawl.platforms.base import str_or_none
 
 MAX_TRACKS = 50
 # A locale as a file name part (NAME.en_US.srt): letters, digits and -_ only.
@@ -87,50 +81,6 @@ def page_locale(blocks: list[Any]) -> str | None:
     return None
 
 
-class CaptionsExtra(Extra):
-    """``subtitles``: every captions track of a Facebook video that has them."""
-
-    name = "subtitles"
-    kind = "subtitles"
-
-    def __init__(self, config: FacebookSettings) -> None:
-        self.config = config
-        self.paced(config.requests_per_second)
-        from trawl.platforms.facebook.resolver import FacebookResolver  # the resolver imports this module
-
-        self._resolver = FacebookResolver(config)
-
-    def applies(self, resolved: Resolved) -> bool:
-        captions = resolved.metadata.get("captions")
-        return isinstance(captions, list) and bool(captions)
-
-    def fetch(self, resolved: Resolved, ctx: ExtraContext) -> list[ExtraFile]:
-        video_id = str(resolved.metadata.get("id") or resolved.canonical_key.partition(":")[2])
-        page_url = f"{self.config.page_base.rstrip('/')}/watch/?v={video_id}"
-        self._wait_turn()
-        page = self._resolver.fetch_page(page_url, ResolveContext(ctx.client, ctx.max_bytes),
-                                         page_headers(self.config), item_url=resolved.canonical_url)
-        tracks = self._resolver.captions(page, video_id)
-        files: list[ExtraFile] = []
-        for caption in tracks:
-            name = f"subtitles.{caption.language}"
-            try:
-                body = self.get(ctx, caption.url, {"User-Agent": self.config.user_agent}, platform_codes=False)
-                try:
-                    stored = to_json(parse_timed_text(body))
-                except SubtitleError as err:
-                    raise ParseError(f"facebook: {caption.url}: {err}") from None
-            except TrawlError as err:
-                files.append(self.missing_or_raise(err, name, caption.language))
-                continue
-            files.append(ExtraFile(name, self.kind, caption.language, body=stored, mime="application/json",
-                                   source_url=caption.url))
-        return files
-
-
 def caption_summary(tracks: list[Caption]) -> list[dict[str, Any]]:
     """What an item's metadata says of its tracks (no URL: they expire): language, name, automatic."""
     return [{"language": c.language, "name": c.name or c.locale, "automatic": c.automatic} for c in tracks]
-
-
-EXTRAS = {"subtitles": CaptionsExtra}
