@@ -14,8 +14,8 @@ Beside the main file ``NAME.mp4``, as yt-dlp names them:
   puts them) with ``--write-info-json``, else ``NAME.comments.json`` (the stored document).
 - chapters go into ``NAME.info.json`` (``chapters``) whenever the item has them.
 - of an extra refreshed into dated snapshots (``comments@20261205T130800Z``), the newest is written.
-- ``--embed-subs``, ``--embed-chapters``, ``--embed-metadata``: into a copy of the main file made
-  by ffmpeg (trawl.embed), which takes the exported file's place; the stored blob is never
+- ``--embed-subs``, ``--embed-chapters``, ``--embed-metadata``, ``--embed-thumbnail``: into a copy
+  of the main file made by ffmpeg (trawl.embed), which takes the exported file's place; the stored blob is never
   modified (a hard link to it is replaced by the copy, not written through).
 """
 
@@ -199,7 +199,8 @@ def info_fields(item: CatalogItem, choice: ExtrasChoice, read: Callable[[Committ
 
 
 def embedding(item: CatalogItem, choice: ExtrasChoice, read: Callable[[CommittedAsset], bytes]) -> Embedding:
-    """What ``--embed-subs``, ``--embed-chapters`` and ``--embed-metadata`` put into the copy.
+    """What ``--embed-subs``, ``--embed-chapters``, ``--embed-metadata`` and ``--embed-thumbnail`` put
+    into the copy.
 
     Raises:
         SubtitleError: a stored track that is not a track (named).
@@ -214,6 +215,8 @@ def embedding(item: CatalogItem, choice: ExtrasChoice, read: Callable[[Committed
         elif choice.embed_chapters and asset.kind == "chapters":
             chapters = _json(read(asset))
             found.chapters = [c for c in chapters if isinstance(c, dict)] if isinstance(chapters, list) else []
+        elif choice.embed_thumbnail and asset.kind == "thumbnail" and not found.thumbnail:
+            found.thumbnail = read(asset)  # the item's first thumbnail, as stored (trawl.embed makes it a cover)
     if choice.embed_metadata:
         meta = item.metadata
         values = {"title": item.title or meta.get("title"), "artist": item.uploader or meta.get("uploader"),
