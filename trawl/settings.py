@@ -606,7 +606,7 @@ class ExportSettings(_Section):
     sub_format: Literal["srt", "vtt", "json"] = "srt"
     # The danmaku as stored ("xml", <name>.danmaku.xml) and/or rendered as ASS subtitles ("ass",
     # <name>.danmaku.ass) for players without a danmaku overlay.
-    danmaku_format: list[Literal["xml", "ass"]] = ["xml"]
+    danmaku_format: list[Literal["xml", "ass"]] = Field(default=["xml"], min_length=1)
     # The comments: inside <name>.info.json with write_info_json, else <name>.comments.json.
     write_comments: bool = False
     # Into a copy of the main file made by ffmpeg (the stored blob is never modified): the subtitle

@@ -4,21 +4,19 @@ the simulated Bilibili."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
 import pytest
 from temporalio.client import Client
 
-from tests.api.test_api import TOKEN, free_port, serving
+from tests.api.test_api import TOKEN, api, free_port  # noqa: F401 - api: the fixture, on this module's settings
 from tests.conftest import make_settings
 from tests.polling import until
 from tests.workflows.test_extras import FAST_RETRY, VIDEO, crawl
 from trawl.platforms.bilibili.site import BilibiliSite, install_bilibili_site
 from trawl.settings import ApiSettings, PlatformsSettings, Settings
 from trawl.simulator import Simulator
-from trawl.worker.main import running_worker
 
 KEY = f"bilibili:{VIDEO}"
 
@@ -32,14 +30,6 @@ def bili(sim: Simulator) -> BilibiliSite:
 def settings(tmp_path: Path, temporal_address: str, bili: BilibiliSite) -> Settings:
     return make_settings(tmp_path, temporal_address, retry=FAST_RETRY, api=ApiSettings(port=free_port(), token=TOKEN),
                          platforms=PlatformsSettings(bilibili=bili.settings(extras=["danmaku", "comments"])))
-
-
-@pytest.fixture
-async def api(temporal_client: Client, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    async with serving(settings, temporal_client), running_worker(temporal_client, settings):
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{settings.api.port}",
-                                     headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as client:
-            yield client
 
 
 async def test_a_refresh_stores_a_dated_snapshot_beside_the_first_files(api: httpx.AsyncClient, settings: Settings,
