@@ -180,6 +180,17 @@ class ItemOptions:
 DEMO_QUEUE_SUFFIX = "-demo"
 
 
+def extras_workflow_id(canonical_key: str) -> str:
+    """An item's extras refresh (ExtrasRefreshWorkflow): one at a time, a second one joins it."""
+    return f"extras-{canonical_key}"
+
+
+@dataclass
+class SweepInput:
+    sweep: ExtrasSweep
+    options: ItemOptions  # the watch's run's, handed to each refresh
+
+
 def workflow_queue(prefix: str) -> str:
     return f"{prefix}-workflows"
 
@@ -560,6 +571,25 @@ class ExpandInput:
 
 
 @dataclass
+class ExtrasSweep:
+    """A watch's option: each run fetches again (as ``trawl extras`` does, a dated snapshot) the
+    extras of the items its runs brought that are younger than ``days`` days, by their publication
+    date (else by when they were committed), at most ``limit`` of them, the youngest first.
+
+    ``runs_like``: what the watch's runs' crawl ids look like (a SQL LIKE pattern, ``crawl-<schedule
+    id>-`` and Temporal's timestamp), so the items of a watch named ``a-b`` are not ``a``'s."""
+
+    runs_like: str
+    days: int
+    limit: int = 50
+
+
+@dataclass
+class SweepResult:
+    started: int = 0  # refreshes started (or joined: one of the item was running)
+
+
+@dataclass
 class ExpandResult:
     items: list[CrawlItem] = field(default_factory=list)  # none when the expansion went to a frontier
     refused: list[str] = field(default_factory=list)  # URLs no resolver takes, with the reason
@@ -679,6 +709,8 @@ class CrawlInput:
     # starts and reads nothing more while RESULTS_BACKLOG results wait unread, so none is dropped
     # before the command has read it, unless the command stops reading for FOLLOWER_PATIENCE_S.
     follow: bool = False
+    # A watch's runs refresh the extras of its young items first (trawl.starter.watches); None: not.
+    refresh_extras: ExtrasSweep | None = None
 
 
 KEPT_REFUSALS = 100  # the latest refusals a crawl carries (all are counted)

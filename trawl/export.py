@@ -677,6 +677,7 @@ class Exporter:
                 # no path through a link that could have been swapped in since).
                 here = Path(f"/proc/{os.getpid()}/fd/{parent}")
                 why = embed(here / name, here / staging, wanted)
+                stats.notes.extend(f"{rel}: not embedded: {left}" for left in wanted.left_out)
                 if why:
                     stats.notes.append(f"{rel}: not embedded: {why}")
                     return

@@ -520,6 +520,9 @@ class WatchSettings(_Section):
     # How often a watch of a live room (`watch add NAME ROOM_URL`) asks whether the room is live,
     # unless --every says otherwise: a broadcast starts recording within about this long.
     live_poll_interval: Duration = timedelta(seconds=10)
+    # A watch with `--refresh-extras-days N` refreshes at most this many of its young items'
+    # extras a run (the youngest first): each is a workflow of a few requests a page of comments.
+    refresh_extras_limit: int = Field(default=50, ge=1, le=10_000)
 
     @field_validator("catchup_window")
     @classmethod
@@ -601,6 +604,9 @@ class ExportSettings(_Section):
     # Languages or regular expressions matched whole; "all"; "danmaku"; "-LANG" leaves one out.
     sub_langs: list[str] = ["all"]
     sub_format: Literal["srt", "vtt", "json"] = "srt"
+    # The danmaku as stored ("xml", <name>.danmaku.xml) and/or rendered as ASS subtitles ("ass",
+    # <name>.danmaku.ass) for players without a danmaku overlay.
+    danmaku_format: list[Literal["xml", "ass"]] = Field(default=["xml"], min_length=1)
     # The comments: inside <name>.info.json with write_info_json, else <name>.comments.json.
     write_comments: bool = False
     # Into a copy of the main file made by ffmpeg (the stored blob is never modified): the subtitle
@@ -610,6 +616,8 @@ class ExportSettings(_Section):
     embed_chapters: bool = False
     # Title, uploader, date, description and URL, into that copy.
     embed_metadata: bool = False
+    # The thumbnail, into that copy (MP4, M4A and MP3 as a cover picture; MKV as an attachment).
+    embed_thumbnail: bool = False
 
     @field_validator("template")
     @classmethod

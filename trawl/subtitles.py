@@ -1,11 +1,16 @@
 """Subtitle tracks as stored (a JSON body of ``{from, to, content}`` cues under ``body``, the form
 a platform serves) written as SRT or WebVTT for players and media servers. Bounded: a stored track
-that is not that form, or holds more than :data:`MAX_CUES` cues, is a :class:`SubtitleError`."""
+that is not that form, or holds more than :data:`MAX_CUES` cues, is a :class:`SubtitleError`.
+
+A platform that serves SRT or WebVTT instead (Facebook's captions) reads it with
+:func:`parse_timed_text` and stores the cues in that form (:func:`to_json`), bounded the same way."""
 
 from __future__ import annotations
 
+import html
 import json
 import math
+import re
 from dataclasses import dataclass
 
 MAX_CUES = 100_000
@@ -74,6 +79,54 @@ def to_vtt(track: list[Cue]) -> bytes:
 
     blocks = [f"{_stamp(c.start, '.')} --> {_stamp(c.end, '.')}\n{escaped(_lines(c.text))}\n" for c in track]
     return ("WEBVTT\n\n" + "\n".join(blocks)).encode()
+
+
+_TIMING = re.compile(r"^\s*(?P<start>(?:\d{1,3}:)?\d{1,2}:\d{2}[,.]\d{1,3})\s*-->\s*"
+                     r"(?P<end>(?:\d{1,3}:)?\d{1,2}:\d{2}[,.]\d{1,3})(?:\s.*)?$")
+
+
+def _clock(text: str) -> float:
+    parts = text.replace(",", ".").split(":")
+    seconds = float(parts[-1])
+    minutes = int(parts[-2])
+    hours = int(parts[-3]) if len(parts) > 2 else 0
+    return hours * 3600 + minutes * 60 + seconds
+
+
+def parse_timed_text(body: bytes) -> list[Cue]:
+    """The cues of an SRT or WebVTT file, in order; their text as written (WebVTT's ``&amp;``,
+    ``&lt;`` read as the characters they stand for).
+
+    Raises:
+        SubtitleError: past the bounds, or no cue timing anywhere in a file that is not empty.
+    """
+    if len(body) > MAX_BYTES:
+        raise SubtitleError(f"subtitle file of {len(body)} bytes, over the {MAX_BYTES} bytes allowed")
+    text = body.decode("utf-8-sig", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+    webvtt = text.lstrip().startswith("WEBVTT")
+    found: list[Cue] = []
+    for block in re.split(r"\n[ \t]*\n", text):
+        lines = block.split("\n")
+        timing = next((i for i, line in enumerate(lines[:3]) if "-->" in line), None)
+        if timing is None:
+            continue  # the WEBVTT header, a NOTE, STYLE or REGION block, a stray line
+        match = _TIMING.match(lines[timing])
+        if match is None:
+            raise SubtitleError(f"subtitle timing {lines[timing][:80]!r} is not HH:MM:SS,mmm --> HH:MM:SS,mmm")
+        if len(found) >= MAX_CUES:
+            raise SubtitleError(f"subtitle file holds over {MAX_CUES} cues")
+        start, end = _clock(match["start"]), _clock(match["end"])
+        cue_text = "\n".join(lines[timing + 1:]).strip("\n")
+        found.append(Cue(start, max(start, end), html.unescape(cue_text) if webvtt else cue_text))
+    if not found and text.strip() and not webvtt:
+        raise SubtitleError("subtitle file is neither SRT nor WebVTT (no cue timing)")
+    return found
+
+
+def to_json(track: list[Cue]) -> bytes:
+    """Cues in the stored form, ``{"body": [{"from", "to", "content"}...]}``."""
+    cues_ = [{"from": round(c.start, 3), "to": round(c.end, 3), "content": c.text} for c in track]
+    return json.dumps({"body": cues_}, ensure_ascii=False).encode()
 
 
 def convert(body: bytes, fmt: str) -> bytes:

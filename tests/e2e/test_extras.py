@@ -110,3 +110,32 @@ def test_trawl_extras_refreshes_into_a_dated_snapshot(bili: BilibiliSite, tmp_pa
     assert {"comments", f"comments@{result['snapshot']}"} <= {a["name"] for a in item["assets"]}
     unknown = run(["extras", "bilibili:BV1xx411c7mD"], env, tmp_path)
     assert unknown.returncode != 0 and "no committed item" in unknown.stderr and "Traceback" not in unknown.stderr
+
+
+def test_a_facebook_videos_captions_land_beside_it(sim: Simulator, tmp_path: Path, temporal_address: str) -> None:
+    from trawl.platforms.facebook.site import CLASSIC_ID, install_facebook_site
+
+    site = install_facebook_site(sim)
+    env = trawl_env(tmp_path, temporal_address, **platform_env("facebook", site.settings(requests_per_second=50)))
+    out = tmp_path / "out"
+    crawled = run(["crawl", "--json", sim.url(f"/watch/?v={CLASSIC_ID}"), "--export", str(out), "-o", "%(id)s.%(ext)s",
+                   "--write-subs", "--write-auto-subs", "--sub-format", "vtt"], env, tmp_path)
+    assert crawled.returncode == 0, crawled.stderr
+    [result] = records(crawled.stdout)
+    assert {e["name"] for e in result["extras"] if not e["missing"]} == {"subtitles.en_US", "subtitles.ai-fr_FR"}
+    vtt = (out / f"{CLASSIC_ID}.en_US.vtt").read_text()
+    assert vtt.startswith("WEBVTT\n\n00:00:00.000 --> 00:00:04.500\nHarbour lights at &lt;i&gt;dusk&lt;/i&gt;\n")
+    assert (out / f"{CLASSIC_ID}.ai-fr_FR.vtt").read_text().endswith("Les lumières du port\n")
+
+
+def test_the_danmaku_exported_as_ass(bili: BilibiliSite, tmp_path: Path, temporal_address: str) -> None:
+    env = trawl_env(tmp_path, temporal_address, **platform_env("bilibili", bili.settings(extras=["danmaku"])))
+    out = tmp_path / "out"
+    crawled = run(["crawl", bili.url(VIDEO), "--export", str(out), "-o", "%(id)s.%(ext)s", "--write-subs",
+                   "--sub-langs", "danmaku", "--danmaku-format", "ass"], env, tmp_path)
+    assert crawled.returncode == 0, crawled.stderr
+    assert not (out / f"{VIDEO}.danmaku.xml").exists()
+    ass = (out / f"{VIDEO}.danmaku.ass").read_text(encoding="utf-8-sig")
+    assert ass.startswith("[Script Info]\n") and ass.count("\nDialogue: ") == len(bili.extras.danmaku(CID))
+    bad = run(["export", str(out), "--write-subs", "--danmaku-format", "srt"], env, tmp_path)
+    assert bad.returncode != 0 and "--danmaku-format 'srt'" in bad.stderr and "Traceback" not in bad.stderr

@@ -84,3 +84,25 @@ def test_a_language_is_a_name_part_never_a_path() -> None:
     item = CatalogItem("p:1", "p", "u", "u", "t", None, None, None, "committed", None, "", [odd], {})
     [(suffix, _)] = sidecars(item, ExtrasChoice(write_subs=True), lambda asset: TRACK, info_json=False)
     assert suffix == ".______etc_zh.srt"
+
+
+def test_srt_and_webvtt_are_read_into_cues() -> None:
+    from trawl.subtitles import parse_timed_text, to_json
+
+    srt = b"\xef\xbb\xbf1\r\n00:00:01,000 --> 00:00:02,500\r\nHello <i>x</i>\r\nline2\r\n\r\n2\r\n00:01:03,000 --> 00:01:04,000\r\nBye\r\n"
+    assert [(c.start, c.end, c.text) for c in parse_timed_text(srt)] == [(1.0, 2.5, "Hello <i>x</i>\nline2"),
+                                                                         (63.0, 64.0, "Bye")]
+    vtt = b"WEBVTT\n\nNOTE a note\n\ncue-1\n00:01.000 --> 00:02.000 align:start\nA &amp; B &lt;\n"
+    assert [(c.start, c.end, c.text) for c in parse_timed_text(vtt)] == [(1.0, 2.0, "A & B <")]
+    assert json.loads(to_json(parse_timed_text(vtt))) == {"body": [{"from": 1.0, "to": 2.0, "content": "A & B <"}]}
+    assert parse_timed_text(b"") == [] and parse_timed_text(b"WEBVTT\n") == []
+
+
+def test_timed_text_that_is_not_is_refused() -> None:
+    from trawl.subtitles import parse_timed_text
+
+    for body in (b"<html>nope</html>", b"1\n00:00:xx,000 --> 00:00:01,000\nbad\n"):
+        with pytest.raises(SubtitleError):
+            parse_timed_text(body)
+    with pytest.raises(SubtitleError, match="over"):
+        parse_timed_text(b"0:00.000 --> 0:01.000\nx\n\n" * 100_001)

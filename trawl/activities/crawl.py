@@ -31,7 +31,8 @@ from trawl.storage.records import ListingEntry
 from trawl.sources import SourceError, expand, find_source, source_from_definition
 
 from trawl.contracts import (  # noqa: F401 - CrawlItem: imported from here by tools
-    CrawlItem, ExpandInput, ExpandResult, FrontierAdd, FrontierGrew, FrontierPage, FrontierRead, JoinInput, JoinResult)
+    CrawlItem, ExpandInput, ExpandResult, FrontierAdd, FrontierGrew, FrontierPage, FrontierRead, JoinInput, JoinResult,
+    SweepInput, SweepResult)
 from trawl.known import route_more
 from trawl.routing import route_all
 
@@ -172,6 +173,28 @@ class CrawlActivities:
             if len(page.known_items) >= MAX_KNOWN_ITEMS:
                 break  # the rest next time: a page's payload stays small whatever the parts
         return page
+
+    @activity.defn(name="refresh_watch_extras")
+    async def refresh_watch_extras(self, inp: SweepInput) -> SweepResult:
+        """Start an extras refresh (ExtrasRefreshWorkflow, a dated snapshot) of each of a watch's
+        items younger than its ``days`` (CrawlInput.refresh_extras), at most ``limit``; a refresh of
+        an item already running is joined. It does not wait for them: each goes on on its own."""
+        from datetime import UTC, datetime, timedelta
+
+        from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDConflictPolicy
+
+        from trawl.contracts import EXTRAS_WORKFLOW, PLATFORM, RefreshInput, extras_workflow_id, workflow_queue
+
+        since = datetime.now(UTC) - timedelta(days=inp.sweep.days)
+        items = await asyncio.to_thread(self.catalog.items_of_runs, inp.sweep.runs_like, since, inp.sweep.limit)
+        for key, platform in items:
+            await self.client.start_workflow(
+                EXTRAS_WORKFLOW, RefreshInput(key, platform, [], inp.options), id=extras_workflow_id(key),
+                task_queue=workflow_queue(inp.options.queue_prefix),
+                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                static_summary=f"{platform}: extras of {key} (a watch's run)"[:200],
+                search_attributes=TypedSearchAttributes([SearchAttributePair(PLATFORM, platform)]))
+        return SweepResult(started=len(items))
 
     @activity.defn(name="join_item")
     async def join_item(self, inp: JoinInput) -> JoinResult:

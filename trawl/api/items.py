@@ -22,7 +22,8 @@ from starlette.responses import MalformedRangeHeader, RangeNotSatisfiable, Respo
 
 from trawl.starter import views
 from trawl.api.error_responses import declared
-from trawl.api.models import ExtraMatch, Item, ItemPage, Rechecked
+from trawl.api.models import (
+    ExtraMatch, ExtrasRefresh, ExtrasRefreshCreate, Item, ItemPage, Rechecked, RefreshedExtra)
 from trawl.api.state import ApiState, api_state, bearer
 from trawl.export import Template, download_name, ext_for
 from trawl.storage.blobs import BlobStat, BlobStore
@@ -132,6 +133,53 @@ async def recheck_item(key: str, state: ApiState = Depends(api_state)) -> Rechec
     after = await state.in_catalog(state.catalog.get, key)
     return Rechecked(canonical_key=key, outcome=found.outcome, reason=found.reason,
                      gone_at=after.gone_at if after else None, checked_at=after.checked_at if after else None)
+
+
+@router.post("/{key:path}/extras/refresh", status_code=202, response_model=ExtrasRefresh,
+             responses=declared(403, 404, 413, 422))
+async def refresh_extras(key: str, body: ExtrasRefreshCreate | None = None,
+                         state: ApiState = Depends(api_state)) -> ExtrasRefresh:
+    """Fetch a committed item's extras again (as ``trawl extras KEY`` does), each stored as a new
+    dated snapshot beside the earlier ones (docs/extras.md); a refresh of the item already running
+    is joined. Its progress and result: ``GET`` on the same path."""
+    from trawl.starter.client import start_extras_refresh
+
+    item = await state.in_catalog(state.catalog.get, key)
+    if item is None or item.status != "committed":
+        raise HTTPException(404, f"no committed item {key!r}")
+    wanted = body.extras if body else []
+    offered = state.registry.extras.by_platform.get(item.platform, {})
+    unknown = [name for name in wanted if name not in offered]
+    if unknown:
+        raise HTTPException(422, f"{item.platform} offers no extra {unknown[0]!r} here; its extras: "
+                                 f"{', '.join(offered) or 'none'}")
+    handle = await start_extras_refresh(state.client, state.settings, item.canonical_key, item.platform, wanted)
+    return ExtrasRefresh(canonical_key=item.canonical_key, id=handle.id, status="RUNNING")
+
+
+@router.get("/{key:path}/extras/refresh", response_model=ExtrasRefresh, responses=declared(404, 422))
+async def extras_refresh(key: str, state: ApiState = Depends(api_state)) -> ExtrasRefresh:
+    """The item's latest extras refresh: running, or its result (404 when it has had none)."""
+    from temporalio.client import WorkflowExecutionStatus
+    from temporalio.service import RPCError, RPCStatusCode
+
+    from trawl.contracts import RefreshResult, extras_workflow_id
+
+    handle = state.client.get_workflow_handle(extras_workflow_id(key), result_type=RefreshResult)
+    try:
+        desc = await handle.describe()
+    except RPCError as err:
+        if err.status != RPCStatusCode.NOT_FOUND:
+            raise
+        raise HTTPException(404, f"no extras refresh of {key!r}") from None
+    view = ExtrasRefresh(canonical_key=key, id=handle.id, status=views.status_name(desc.status))
+    if desc.status == WorkflowExecutionStatus.COMPLETED:
+        result = await handle.result()
+        view.snapshot = result.snapshot
+        view.extras = [RefreshedExtra(name=e.name, kind=e.kind, language=e.language or None, size=e.size,
+                                      sha256=e.sha256 or None, missing=e.missing or None, reason=e.reason or None)
+                       for e in result.extras]
+    return view
 
 
 @router.get("/{key:path}/assets/{kind}", response_class=Response, responses={

@@ -220,3 +220,41 @@ class Health(BaseModel):
     status: Literal["ok", "degraded"]
     temporal: str = Field(description='"ok", or why not')
     catalog: str = Field(description='"ok", or why not')
+
+
+class ExtrasRefreshCreate(BaseModel):
+    """Which extras to fetch again (none named: every one the item's platform offers for it)."""
+
+    extras: list[str] = Field(default_factory=list, max_length=20, description="extra names: comments, danmaku...")
+
+    @field_validator("extras")
+    @classmethod
+    def _names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not name or len(name) > 64:
+                raise ValueError("an extra's name is 1 to 64 characters")
+        return list(dict.fromkeys(value))
+
+
+class RefreshedExtra(BaseModel):
+    """One file a refresh stored (``name`` with its snapshot: ``comments@20261205T130800Z``), or
+    recorded missing (``missing``: its error class, ``reason``)."""
+
+    name: str
+    kind: str
+    language: str | None
+    size: int
+    sha256: str | None
+    missing: str | None
+    reason: str | None
+
+
+class ExtrasRefresh(BaseModel):
+    """An item's latest extras refresh: ``status`` Temporal's (``RUNNING``, ``COMPLETED``...);
+    ``snapshot`` and ``extras`` once it has completed."""
+
+    canonical_key: str
+    id: str = Field(description="the refresh's workflow id, extras-<key>")
+    status: str
+    snapshot: str | None = None
+    extras: list[RefreshedExtra] = Field(default_factory=list)

@@ -15,6 +15,7 @@ from trawl.starter.watches import (
     WatchError,
     WatchExists,
     WatchNotFound,
+    MAX_REFRESH_EXTRAS_DAYS,
     add_watch,
     get_watch,
     list_watches,
@@ -42,6 +43,9 @@ class WatchCreate(ListingFilterFields):
                                           "is live, default watch.live_poll_interval)")
     jitter: str | None = Field(default=None, max_length=32, description="random delay per run, at most the interval")
     concurrency: int = Field(default=8, ge=1, le=MAX_CRAWL_CONCURRENCY)
+    refresh_extras_days: int = Field(default=0, ge=0, le=MAX_REFRESH_EXTRAS_DAYS, description=(
+        "each run also fetches again the extras of the watch's items younger than this many days, each a dated "
+        "snapshot (at most watch.refresh_extras_limit a run); 0: never"))
     paused: bool = False
 
 
@@ -97,6 +101,7 @@ class Watch(BaseModel):
     last_run: WatchRun | None
     next_run: str | None
     created_at: str
+    refresh_extras_days: int = 0
     refused: list[str] = []
 
 
@@ -121,7 +126,7 @@ async def create_watch(body: WatchCreate, state: ApiState = Depends(api_state)) 
         watch, refused = await add_watch(state.client, state.settings, state.registry, body.name, source=body.source,
                                          urls=body.urls, every=body.every, jitter=body.jitter,
                                          concurrency=body.concurrency, paused=body.paused,
-                                         filters=body.filters())
+                                         filters=body.filters(), refresh_extras_days=body.refresh_extras_days)
     except WatchError as err:
         raise _http(err) from None
     return _model(watch, refused)

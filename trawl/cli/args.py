@@ -106,6 +106,9 @@ def add_naming_flags(parser: argparse.ArgumentParser) -> None:
                              "all (default), danmaku (NAME.danmaku.xml), -LANG to leave one out")
     parser.add_argument("--sub-format", choices=("srt", "vtt", "json"), default=None,
                         help="subtitle file format (default srt; json: as stored)")
+    parser.add_argument("--danmaku-format", metavar="FORMATS",
+                        help="the danmaku (--sub-langs danmaku) as xml (default: as stored), ass (NAME.danmaku.ass, "
+                             "rendered for players without a danmaku overlay) or xml,ass")
     parser.add_argument("--write-comments", action="store_true",
                         help="write the comments: inside NAME.info.json with --write-info-json, else NAME.comments.json")
     parser.add_argument("--embed-subs", action="store_true",
@@ -113,6 +116,8 @@ def add_naming_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--embed-chapters", action="store_true", help="embed the chapters into a copy of the media")
     parser.add_argument("--embed-metadata", action="store_true",
                         help="embed title, uploader, date, description and URL into a copy of the media")
+    parser.add_argument("--embed-thumbnail", action="store_true",
+                        help="embed the thumbnail into a copy of the media (ffmpeg; MP4, M4A, MKV, MP3)")
 
 
 def add_crawl_flags(crawl: argparse.ArgumentParser) -> None:
@@ -300,6 +305,9 @@ def _watch(sub: argparse._SubParsersAction) -> None:
     add.add_argument("--jitter", default=None, help="a random delay of up to this much per run (default watch.jitter)")
     add.add_argument("--concurrency", type=int, default=8, help="items in flight at once in a run")
     add.add_argument("--paused", action="store_true", help="create it paused (trawl watch resume NAME)")
+    add.add_argument("--refresh-extras-days", type=int, default=0, metavar="N",
+                     help="each run also fetches again the extras (comments, danmaku...) of the watch's items younger "
+                          "than N days, each a dated snapshot (at most watch.refresh_extras_limit a run)")
     add.add_argument("--json", action="store_true")
     add_listing_filter_flags(add)
     add.set_defaults(func="watch:cmd_add", command_name="watch")

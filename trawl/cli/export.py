@@ -56,9 +56,12 @@ def extras_choice(settings: Settings, args: argparse.Namespace | None) -> Extras
             sub_langs=ExtrasChoice.parse_langs(given["sub_langs"]) if given.get("sub_langs") else tuple(own.sub_langs),
             sub_format=given.get("sub_format") or own.sub_format,
             write_comments=bool(given.get("write_comments")) or own.write_comments,
+            danmaku_formats=(ExtrasChoice.parse_danmaku_formats(given["danmaku_format"])
+                             if given.get("danmaku_format") is not None else tuple(own.danmaku_format)),
             embed_subs=bool(given.get("embed_subs")) or own.embed_subs,
             embed_chapters=bool(given.get("embed_chapters")) or own.embed_chapters,
-            embed_metadata=bool(given.get("embed_metadata")) or own.embed_metadata)
+            embed_metadata=bool(given.get("embed_metadata")) or own.embed_metadata,
+            embed_thumbnail=bool(given.get("embed_thumbnail")) or own.embed_thumbnail)
     except ExtrasChoiceError as err:
         raise CommandError(str(err)) from None
 
@@ -116,7 +119,9 @@ def crawl_export(args: argparse.Namespace, settings: Settings) -> CrawlExport | 
                                        ("--write-comments", args.write_comments), ("--sub-langs", args.sub_langs),
                                        ("--sub-format", args.sub_format), ("--embed-subs", args.embed_subs),
                                        ("--embed-chapters", args.embed_chapters),
-                                       ("--embed-metadata", args.embed_metadata)) if on]
+                                       ("--embed-metadata", args.embed_metadata),
+                                       ("--danmaku-format", args.danmaku_format),
+                                       ("--embed-thumbnail", args.embed_thumbnail)) if on]
         if asked:
             raise CommandError(f"{asked[0]} writes files beside exported media: add --export DIR (or -o TEMPLATE)")
         return None

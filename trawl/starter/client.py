@@ -38,7 +38,7 @@ from trawl.worker.runtime import BACKGROUND_MARK, ONE_SHOT_MARK, core_logging
 from trawl.contracts import (
     ADD_URLS, CRAWL_ID, CRAWL_WORKFLOW, EXTRAS_WORKFLOW, FRONTIER_ADDED, ITEM_WORKFLOW, KEPT_REFUSALS, PLATFORM, PROGRESS,
     STATS, CrawlInput, CrawlState, CrawlStats, FrontierGrew, ItemInput, ItemOptions, ItemResult, LiveParts, Progress,
-    Refusal, RefreshInput, RefreshResult, StagePolicy, download_queue, workflow_queue)
+    Refusal, RefreshInput, RefreshResult, StagePolicy, download_queue, extras_workflow_id, workflow_queue)
 from trawl.routing import route_all, routed
 
 if TYPE_CHECKING:  # SQLAlchemy loads only in the commands that open the catalog
@@ -289,7 +289,7 @@ async def start_extras_refresh(client: Client, settings: Settings, canonical_key
     the item already running is joined."""
     return await client.start_workflow(
         EXTRAS_WORKFLOW, RefreshInput(canonical_key, platform, list(extras or []), item_options(settings)),
-        result_type=RefreshResult, id=f"extras-{canonical_key}",
+        result_type=RefreshResult, id=extras_workflow_id(canonical_key),
         task_queue=workflow_queue(settings.temporal.task_queue_prefix),
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         static_summary=f"{platform}: extras of {canonical_key}"[:200],

@@ -75,7 +75,7 @@ from trawl.platforms.registry import Registry
 from trawl.settings import Settings
 from trawl.listing_filters import ListingFilters
 from trawl.sources import SourceError, describe, find_source, source_definition, source_from_definition, with_filters
-from trawl.contracts import CRAWL_WORKFLOW, CrawlInput, workflow_queue
+from trawl.contracts import CRAWL_WORKFLOW, CrawlInput, ExtrasSweep, workflow_queue
 from trawl.routing import route_all
 from trawl.errors import TrawlError
 
@@ -86,6 +86,7 @@ RUN_STATS_WAIT_S = 5.0
 # How long `trigger` waits for the schedule to start the run it asked for (normally well under a
 # second): it answers once it knows whether the run started, or after this long, asked.
 TRIGGER_WAIT_S = 10.0
+MAX_REFRESH_EXTRAS_DAYS = 3650
 
 
 class WatchError(Exception):
@@ -142,10 +143,19 @@ class Watch:
     last_run: WatchRun | None
     next_run: str | None
     created_at: str
+    # Each run refreshes the extras of the watch's items younger than this many days; 0: never.
+    refresh_extras_days: int = 0
 
 
 def schedule_id(settings: Settings, name: str) -> str:
     return f"{settings.temporal.task_queue_prefix}-watch-{name}"
+
+
+def runs_like(sid: str) -> str:
+    """The crawl ids of a schedule's runs as a SQL LIKE pattern: ``crawl-<sid>-`` and Temporal's
+    timestamp (``2026-12-05T13:08:00Z``), so watch ``a``'s runs are not those of a watch ``a-b``."""
+    escaped = f"crawl-{sid}-".replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped + "____-__-__T__:__:__Z"
 
 
 def check_name(name: str) -> str:
@@ -225,10 +235,15 @@ def follow_once(settings: Settings, registry: Registry) -> Callable[[str], str |
 async def add_watch(client: Client, settings: Settings, registry: Registry, name: str, *,
                     source: str | None = None, urls: list[str] | None = None, every: str | timedelta | None = None,
                     jitter: str | timedelta | None = None, concurrency: int = 8,
-                    paused: bool = False, filters: ListingFilters | None = None) -> tuple[Watch, list[str]]:
+                    paused: bool = False, filters: ListingFilters | None = None,
+                    refresh_extras_days: int = 0) -> tuple[Watch, list[str]]:
     """Create the watch's schedule; returns the watch and the URLs refused (given, not watched).
     ``filters`` (``--dateafter``, ...) go into the definition of its source and of each listing it
     watches; a relative date (``now-7days``) is resolved at each run.
+
+    ``refresh_extras_days``: each run first fetches again the extras (comments, danmaku...) of the
+    items the watch's runs brought that are younger than that many days, each a dated snapshot
+    (docs/extras.md), at most ``watch.refresh_extras_limit`` a run, the youngest first; 0: never.
 
     A watch of a live room's URL polls the room (its source, ``watch.live_poll_interval`` unless
     ``every`` says otherwise): each run crawls the room only while it is live, the recording keeps
@@ -260,6 +275,9 @@ async def add_watch(client: Client, settings: Settings, registry: Registry, name
         raise WatchInvalid(f"jitter ({show_duration(spread)}) must not exceed the interval ({show_duration(interval)})")
     if not 1 <= concurrency <= MAX_CRAWL_CONCURRENCY:
         raise WatchInvalid(f"concurrency must be 1 to {MAX_CRAWL_CONCURRENCY} (got {concurrency})")
+    if not 0 <= refresh_extras_days <= MAX_REFRESH_EXTRAS_DAYS:
+        raise WatchInvalid(f"refresh_extras_days must be 0 (never) to {MAX_REFRESH_EXTRAS_DAYS} "
+                           f"(got {refresh_extras_days})")
     described = definition = None
     if room is not None:
         try:
@@ -285,13 +303,15 @@ async def add_watch(client: Client, settings: Settings, registry: Registry, name
     for item in items:
         item.listing = with_filters(item.listing, filters)
     # Each run puts its URLs and what its source expands to into its own frontier, read page by page.
+    sid = schedule_id(settings, name)
+    sweep = ExtrasSweep(runs_like(sid), refresh_extras_days, settings.watch.refresh_extras_limit) \
+        if refresh_extras_days else None
     inp = CrawlInput(items=items, source=source, concurrency=concurrency, options=item_options(settings),
-                     source_definition=definition, frontier=True)
+                     source_definition=definition, frontier=True, refresh_extras=sweep)
     # The schedule hands this input to every run: it must fit in one Temporal payload.
     if await encoded_size(client, inp) > MAX_CRAWL_BYTES:
         raise CrawlTooLarge(f"the watch's URLs make more than {MAX_CRAWL_BYTES} bytes: put them in a url_file "
                             "source and watch that")
-    sid = schedule_id(settings, name)
     what = f"source {source} ({described})" if source else f"{len(items)} URL(s)"
     schedule = Schedule(
         action=ScheduleActionStartWorkflow(
@@ -304,7 +324,7 @@ async def add_watch(client: Client, settings: Settings, registry: Registry, name
     try:
         await client.create_schedule(sid, schedule, memo={
             "watch": name, "source": source, "source_description": described, "source_settings": definition,
-            "urls": len(items), "concurrency": concurrency})
+            "urls": len(items), "concurrency": concurrency, "refresh_extras_days": refresh_extras_days})
     except ScheduleAlreadyRunningError:
         raise WatchExists(f"a watch named {name!r} exists already: remove it first (trawl watch remove {name}) "
                           "or pick another name") from None
@@ -474,7 +494,7 @@ async def _watch(client: Client, name: str, desc: ScheduleDescription) -> Watch:
         missed_catchup=info.num_actions_missed_catchup_window, running=running,
         last_run=await run_of(client, last) if last is not None else None,
         next_run=_iso(info.next_action_times[0]) if info.next_action_times and not state.paused else None,
-        created_at=_iso(info.created_at),
+        created_at=_iso(info.created_at), refresh_extras_days=int(memo.get("refresh_extras_days") or 0),
     )
 
 

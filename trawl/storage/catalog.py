@@ -988,6 +988,24 @@ class Catalog:
             return list(session.scalars(select(CrawlItemRow.crawl_id).join(Item, Item.id == CrawlItemRow.item_id)
                                         .where(Item.canonical_key == canonical_key).order_by(CrawlItemRow.crawl_id)))
 
+    def items_of_runs(self, runs_like: str, since: datetime, limit: int) -> list[tuple[str, str]]:
+        """``(canonical key, platform)`` of the committed items that crawls whose id is LIKE
+        ``runs_like`` brought (a watch's runs, ``crawl_items``), published since ``since`` (those a
+        platform gave no date: committed since), the youngest first, at most ``limit``."""
+        from sqlalchemy import and_, or_  # here: this method alone needs them
+
+        day = since.astimezone(UTC).date().isoformat()
+        with _storage_errors("catalog read failed"), self._session() as session:
+            brought = select(CrawlItemRow.item_id).where(CrawlItemRow.crawl_id.like(runs_like, escape="\\"))
+            rows = session.execute(
+                select(Item.canonical_key, Item.platform).where(
+                    Item.status == "committed", Item.id.in_(brought),
+                    or_(and_(Item.published_at.is_not(None), func.substr(Item.published_at, 1, 10) >= day),
+                        and_(Item.published_at.is_(None), Item.created_at >= since)))
+                .order_by(func.coalesce(func.substr(Item.published_at, 1, 10), "").desc(), Item.id.desc())
+                .limit(max(0, limit)))
+            return [(key, platform) for key, platform in rows]
+
     def uploader_facts(self, uploader: str) -> dict[str, Any]:
         """What the catalog knows of an uploader (by the name items give): how many items, their
         size, the first and last day, the platforms, the ids the platforms give them."""

@@ -158,6 +158,7 @@ async def running_worker(
         Worker(client, task_queue=download_queue(prefix),
                activities=[host.claim_host, download.download, download.discard, verify.verify, commit.commit,
                            crawl.expand_source, crawl.frontier_add, crawl.frontier_next, crawl.join_item,
+                           crawl.refresh_watch_extras,
                            small.small_item],
                activity_executor=executor, max_concurrent_activities=download_slots, **common),
         # This host's own queue: the work that needs the partial files under its work_dir.

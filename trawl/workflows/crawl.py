@@ -36,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
     from trawl.contracts import (  # noqa: F401 - the crawl's types, imported from here by clients too
         SOURCE_FAILED, CrawlInput, CrawlItem, CrawlState, CrawlStats, ExpandInput, ExpandResult, JoinInput, JoinResult)
     from trawl.models import MoreItem
+    from trawl.contracts import ExtrasSweep, SweepInput
     from trawl.contracts import (
         ADD_URLS, CANCEL_CRAWL, CRAWL_ID, CRAWL_WORKFLOW, FRONTIER_ADDED, FRONTIER_MISSING, KEPT_REFUSALS, OUTCOME, PAUSE,
         FOLLOWER_PATIENCE_S, RESULTS, RESULTS_BACKLOG, RESULTS_KEPT, RESULTS_PAGE, RESULTS_READ, RESULTS_TAIL, RESUME,
@@ -54,6 +55,9 @@ with workflow.unsafe.imports_passed_through():
 #   same completions grouped in other workflow tasks could start a child the history did not
 #   have, and the crawl failed every workflow task after it (NON_DETERMINISTIC_ERROR).
 OWN_RECORD = "crawl-own-record"
+# - REFRESH_EXTRAS: a watch's run with CrawlInput.refresh_extras first starts the extras refreshes of
+#   the watch's young items (one activity); only runs of watches with that option schedule it.
+REFRESH_EXTRAS = "crawl-refresh-extras"
 SHOWN_REFUSALS = 10  # the latest refusals a crawl's stats name (all are counted)
 # Entries a crawl reads from its frontier at once: what it carries queued (about 75 kB) and one
 # activity per page (6 history events), so 20,000 URLs cost 40 pages.
@@ -157,6 +161,8 @@ class CrawlWorkflow:
             self._state.started_at = workflow.now().isoformat()
         workflow.upsert_search_attributes([CRAWL_ID.value_set(workflow.info().workflow_id)])
         state = self._state
+        if inp.refresh_extras is not None and inp.state is None and workflow.patched(REFRESH_EXTRAS):
+            await self._refresh_extras(inp.refresh_extras)
         if inp.frontier and inp.state is None and inp.items:
             await self._seed(inp.items)
         if inp.source and not state.source_expanded:
@@ -377,6 +383,17 @@ class CrawlWorkflow:
                                     error=reason))
             return
         self._queue_expanded(expanded)
+
+    async def _refresh_extras(self, sweep: ExtrasSweep) -> None:
+        """Start the refreshes of the watch's young items' extras (they go on on their own); one
+        that cannot be started leaves the run to its crawl all the same."""
+        try:
+            await workflow.execute_activity_method(
+                CrawlActivities.refresh_watch_extras, SweepInput(sweep, self._inp.options),
+                task_queue=self._inp.options.download_queue, start_to_close_timeout=timedelta(minutes=5),
+                schedule_to_close_timeout=timedelta(minutes=15), retry_policy=self._inp.options.fetch.retry_policy())
+        except ActivityError as err:
+            workflow.logger.warning("extras refresh of the watch's items not started: %s", err.cause or err)
 
     async def _expansion(self, what: str, source: str, definition: dict[str, Any] | None
                          ) -> ExpandResult | tuple[str, str]:

@@ -2,11 +2,13 @@
 a profile's videos, photos and albums and a photo set as listings.
 
 The package holds everything trawl knows about Facebook: its settings (:mod:`.config`), its
-resolvers (:mod:`.resolver` for videos and posts, :mod:`.photo` for photos), its listings and their
-URL forms (:mod:`.listings`), what its pages state instead of a video (:mod:`.errors`) and its
-simulated site (:mod:`.site`, :mod:`.listing_site`); :data:`PLATFORM` is what the registry lists.
+resolvers (:mod:`.resolver` for videos and posts, :mod:`.photo` for photos), its captions extra
+(:mod:`.captions_extra`), its listings and their URL forms (:mod:`.listings`), what its pages state
+instead of a video (:mod:`.errors`) and its simulated site (:mod:`.site`, :mod:`.listing_site`);
+:data:`PLATFORM` is what the registry lists.
 """
 
+from trawl.platforms.facebook.captions_extra import EXTRAS
 from trawl.platforms.facebook.config import FacebookSettings
 from trawl.platforms.facebook.listings import LISTINGS, listing_forms
 from trawl.platforms.facebook.resolver import resolvers
@@ -23,6 +25,7 @@ PLATFORM = Platform(
     errors=None,
     cookie_domains=("facebook.com", "fb.watch", "fbcdn.net"),
     login_cookie="c_user",
+    extras=EXTRAS,  # its captions, where a video has them (.captions)
     demo=imported_when_called("trawl.platforms.facebook.site:install_demo"),
 )
 

@@ -42,6 +42,7 @@ from trawl.platforms.base import (
     str_or_none,
     unsupported,
 )
+from trawl.platforms.facebook.captions import Caption, caption_summary, find_captions, page_locale
 from trawl.platforms.facebook.config import FacebookSettings
 from trawl.platforms.facebook.errors import classify_page
 from trawl.platforms.facebook.hosts import HOSTS, page_headers
@@ -77,6 +78,7 @@ class VideoInfo:
     timestamp: int | None = None
     description: str | None = None
     thumbnail: str | None = None
+    captions: list[Caption] = field(default_factory=list)
 
     @property
     def urls(self) -> list[str]:
@@ -209,6 +211,10 @@ class FacebookResolver(Resolver):
             item.metadata.update(playlist_id=parts.path.rstrip("/").rsplit("/", 1)[-1] or None, playlist_count=len(ids))
         return item
 
+    def captions(self, page: Page, video_id: str) -> list[Caption]:
+        """The captions tracks a fetched video page names for ``video_id``."""
+        return find_video(json_blocks(page.text()), video_id, page.url).captions
+
     def from_page(self, page: Page, video_id: str, url: str = "") -> Resolved:
         """Build the item for ``video_id`` from its fetched video page (``url``: the user's URL).
 
@@ -244,6 +250,8 @@ class FacebookResolver(Resolver):
         if cover and self.config.thumbnails:
             assets.append(Asset(name="thumbnail", kind="thumbnail", urls=[cover], headers=dict(headers)))
         title = info.title or meta.og.get("og:title")
+        # The captions' URLs expire: the subtitles extra (.captions) reads the page again for them.
+        captions = caption_summary(info.captions) or None
         return Resolved(
             canonical_key=f"facebook:{video_id}",
             canonical_url=canonical_url(video_id),
@@ -256,7 +264,7 @@ class FacebookResolver(Resolver):
                 "id": video_id, "title": title, "description": info.description or meta.og.get("og:description"),
                 "uploader": info.uploader, "uploader_id": info.uploader_id, "timestamp": info.timestamp,
                 "upload_date": upload_date(info.timestamp), "duration": info.duration, "thumbnail": cover,
-                "webpage_url": canonical_url(video_id),
+                "webpage_url": canonical_url(video_id), "captions": captions,
             }),
         )
 
@@ -290,6 +298,7 @@ def find_video(blocks: list[Any], video_id: str, base_url: str) -> VideoInfo:
     downloading a neighbour under this id would be worse than failing.
     """
     info = VideoInfo()
+    locale: list[str | None] = []  # the page's, read once, only when a node names captions
     stack: list[Any] = list(reversed(blocks))
     while stack:  # iterative: the nesting depth of the page's JSON is not ours to choose
         node = stack.pop()
@@ -313,6 +322,9 @@ def find_video(blocks: list[Any], video_id: str, base_url: str) -> VideoInfo:
         info.description = info.description or str_or_none(dig(node, "savable_description", "text"))
         info.thumbnail = info.thumbnail or _absolute(base_url, dig(node, "preferred_thumbnail", "image", "uri")) \
             or _absolute(base_url, dig(node, "thumbnailImage", "uri"))
+        if not info.captions and ("captions_url" in node or "video_available_captions_locales" in node):
+            locale = locale or [page_locale(blocks)]
+            info.captions = find_captions(node, locale[0], lambda url: _absolute(base_url, url))
     return info
 
 

@@ -1,5 +1,8 @@
 """A simulated Facebook: video pages with embedded JSON, short links and signed CDN media.
 
+The classic video has captions (:data:`CAPTIONS`), listed in its node's
+``video_available_captions_locales`` and served as SRT, as yt-dlp's extractor reads them.
+
 No capture of a real Facebook page is in the references, so the pages are built from the field
 names PLATFORMS.md documents: several ``<script type="application/json" data-sjs>`` blocks, the
 video node nested a few levels deep inside ``require`` arrays the way real pages nest their
@@ -44,6 +47,7 @@ from trawl.simulator.signed import SignedMedia
 
 SHORT_PREFIX = "/_fb.watch"
 CDN_PREFIX = "/v/t42.1790-2"
+CAPTIONS_PREFIX = "/v/t39.2093-6"  # captions files (real ones: video.xx.fbcdn.net/v/t39.2093-6/..._n.srt)
 MEDIA_TTL = 24 * 3600.0  # real video URLs live ~24-48 h (facebook_cdn_urls_real.txt)
 
 LOGIN_WALL_ID = "4012345678901234"  # a members-only video: always the login wall
@@ -52,6 +56,14 @@ UNAVAILABLE_ID = "5100000000000001"  # answers 200 "This content isn't available
 NO_VIDEO_ID = "6000000000000001"  # a page whose JSON only has a neighbour's video: parse error
 BLOCKED_ID = "7000000000000001"  # answers 200 "You're Temporarily Blocked" (rate limiting)
 CLASSIC_ID, REEL_ID = "1029384756473829", "2847561930284756"
+# The classic video's captions (.captions): the uploader's English track and an automatic French
+# one, SRT as Facebook serves them; the cue text kept as written (an <i> is text to trawl).
+CAPTIONS = {
+    "en_US": ("English (US)", None, "1\n00:00:00,000 --> 00:00:04,500\nHarbour lights at <i>dusk</i>\n\n"
+              "2\n00:00:05,000 --> 00:00:09,250\nThe ferry leaves & the gulls follow\nsecond line\n"),
+    "fr_FR": ("French (France)", "Auto-generated",
+              "1\n00:00:00,000 --> 00:00:04,500\nLes lumières du port\n"),
+}
 # Post pages (path and query as served) -> the ids of the videos attached to them, in order.
 POSTS: dict[str, tuple[str, ...]] = {
     "/harbourcouncil/posts/pfbid02Harbour7LightsAtDusk9x": (CLASSIC_ID,),  # one video
@@ -119,6 +131,7 @@ class FacebookSite:
         sim.add_route(r"/share/(?P<kind>[vr])/(?P<code>[\w-]+)/?", self._serve_share)
         sim.add_route(r"/[^/]+/posts/[^/]+/?|/groups/.+|/permalink\.php|/story\.php|/events/.+", self._serve_post)
         sim.add_route(rf"{re.escape(SHORT_PREFIX)}/(?P<code>[\w-]+)/?", self._serve_short)
+        sim.add_route(rf"{re.escape(CAPTIONS_PREFIX)}/(?P<name>[\w.-]+)", self._serve_captions)
         for video in VIDEOS:  # a page's own profile: no video on it
             sim.add_page(f"/{video.page}", f"<html><head><title>{video.uploader or video.page}</title></head></html>")
         # Photo pages, photo sets and profile tabs (videos, photos, albums).
@@ -231,6 +244,13 @@ class FacebookSite:
             "playable_duration_in_ms": int(video.duration * 1000) if video.duration else None,
             "preferred_thumbnail": {"image": {"uri": self.media_url(video.id, "cover")}},
         }
+        if video.id == CLASSIC_ID:
+            base = self.sim.url(CAPTIONS_PREFIX)
+            node["captions_url"] = f"{base}/{video.id}_en_US_n.srt?_nc_cat=1&oe=61370849"
+            node["video_available_captions_locales"] = [
+                {"locale": locale, "localized_language": name, "localized_creation_method": method,
+                 "captions_url": f"{base}/{video.id}_{locale}_n.srt?_nc_cat=1&oe=61370849"}
+                for locale, (name, method, _) in CAPTIONS.items()]
         if video.layout == "classic":
             node |= {"playable_url": sd, "playable_url_quality_hd": hd, "browser_native_sd_url": sd,
                      "browser_native_hd_url": hd, "dash_manifest": '<?xml version="1.0"?><MPD></MPD>'}
@@ -290,6 +310,14 @@ class FacebookSite:
     def _serve_share(self, req: Request) -> Response:
         groups = req.match.groupdict() if req.match else {}
         return self._redirect(self.share_links.get((groups.get("kind", ""), groups.get("code", ""))))
+
+    def _serve_captions(self, req: Request) -> Response:
+        name = (req.match.groupdict() if req.match else {}).get("name", "")
+        found = re.fullmatch(rf"{CLASSIC_ID}_(?P<locale>\w+?)_n\.srt", name)
+        body = CAPTIONS.get(found["locale"]) if found else None
+        if body is None:
+            return Response(404, {"Content-Type": "text/plain"}, b"Not Found")
+        return Response(200, {"Content-Type": "application/x-subrip"}, body[2].encode())
 
     def _serve_short(self, req: Request) -> Response:
         groups = req.match.groupdict() if req.match else {}
