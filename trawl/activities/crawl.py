@@ -121,12 +121,15 @@ class CrawlActivities:
     @activity.defn(name="expand_source")
     @heartbeating
     def expand_source(self, inp: ExpandInput) -> ExpandResult:
+        from trawl.storage.shared_state import CatalogState  # with the catalog: see TYPE_CHECKING above
+
         try:
             source = (source_from_definition(inp.definition) if inp.definition is not None
                       else find_source(self.settings, inp.source))
-            with make_client(self.settings.net) as http:
+            shared = CatalogState(self.catalog)  # the platform's visitor session, proxies' rests
+            with make_client(self.settings.net, shared) as http:
                 urls = expand(source, self.settings, self.registry,
-                              ResolveContext(http, self.settings.net.max_page_bytes),
+                              ResolveContext(http, self.settings.net.max_page_bytes, shared=shared),
                               known=lambda page: all_known(self.catalog, self.registry, page))
             if source.kind != "url_file":
                 record_listing(self.catalog, source, urls)

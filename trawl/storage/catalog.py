@@ -232,6 +232,17 @@ class ViewerState(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
 
 
+class SharedValue(Base):
+    """A value the worker processes share (migration 0011; trawl.shared_state): a platform's visitor
+    session, a proxy's rest. ``expires_at`` in wall-clock seconds; an expired row reads as absent."""
+
+    __tablename__ = "shared_state"
+
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
+    expires_at: Mapped[float] = mapped_column(Float)
+
+
 class BlobIntent(Base):
     """A commit attempt about to store a blob (migration 0005): written before the put, removed
     once the item's row names the blob. A blob that no row names and no recent intent announces
