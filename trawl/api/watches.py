@@ -9,6 +9,7 @@ from trawl.api.error_responses import declared
 from trawl.api.models import CRAWL_URLS_LIMITS, ListingFilterFields
 from trawl.api.state import ApiState, api_state, bearer
 from trawl.platforms.registry import listing_kinds
+from trawl.recheck import MAX_RECHECK
 from trawl.starter.client import MAX_CRAWL_CONCURRENCY, MAX_CRAWL_URLS
 from trawl.starter.watches import (
     Watch as WatchRecord,
@@ -43,6 +44,9 @@ class WatchCreate(ListingFilterFields):
     jitter: str | None = Field(default=None, max_length=32, description="random delay per run, at most the interval")
     concurrency: int = Field(default=8, ge=1, le=MAX_CRAWL_CONCURRENCY)
     paused: bool = False
+    recheck: int = Field(default=0, ge=0, le=MAX_RECHECK,
+                         description="each run also re-checks this many items of the listings it reads, the "
+                                     "oldest-checked first (gone upstream is recorded)")
 
 
 class WatchedSource(BaseModel):
@@ -97,6 +101,7 @@ class Watch(BaseModel):
     last_run: WatchRun | None
     next_run: str | None
     created_at: str
+    recheck: int = 0
     refused: list[str] = []
 
 
@@ -121,7 +126,7 @@ async def create_watch(body: WatchCreate, state: ApiState = Depends(api_state)) 
         watch, refused = await add_watch(state.client, state.settings, state.registry, body.name, source=body.source,
                                          urls=body.urls, every=body.every, jitter=body.jitter,
                                          concurrency=body.concurrency, paused=body.paused,
-                                         filters=body.filters())
+                                         filters=body.filters(), recheck=body.recheck)
     except WatchError as err:
         raise _http(err) from None
     return _model(watch, refused)

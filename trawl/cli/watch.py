@@ -52,7 +52,7 @@ async def cmd_add(args: argparse.Namespace, settings: Settings) -> int:
             watch, refused = await add_watch(client, settings, registry, args.name, source=args.source,
                                              urls=[*args.urls, *(args.url or [])],
                                              every=args.every, jitter=args.jitter, concurrency=args.concurrency,
-                                             paused=args.paused, filters=filters)
+                                             paused=args.paused, filters=filters, recheck=args.recheck)
         except WatchError as err:
             raise CommandError(str(err)) from None
     for line in refused:

@@ -76,6 +76,7 @@ from trawl.settings import Settings
 from trawl.listing_filters import ListingFilters
 from trawl.sources import SourceError, describe, find_source, source_definition, source_from_definition, with_filters
 from trawl.contracts import CRAWL_WORKFLOW, CrawlInput, workflow_queue
+from trawl.recheck import MAX_RECHECK, with_recheck
 from trawl.routing import route_all
 from trawl.errors import TrawlError
 
@@ -142,6 +143,7 @@ class Watch:
     last_run: WatchRun | None
     next_run: str | None
     created_at: str
+    recheck: int = 0  # items of its listings re-checked per run (trawl.recheck), the oldest-checked first
 
 
 def schedule_id(settings: Settings, name: str) -> str:
@@ -225,7 +227,8 @@ def follow_once(settings: Settings, registry: Registry) -> Callable[[str], str |
 async def add_watch(client: Client, settings: Settings, registry: Registry, name: str, *,
                     source: str | None = None, urls: list[str] | None = None, every: str | timedelta | None = None,
                     jitter: str | timedelta | None = None, concurrency: int = 8,
-                    paused: bool = False, filters: ListingFilters | None = None) -> tuple[Watch, list[str]]:
+                    paused: bool = False, filters: ListingFilters | None = None,
+                    recheck: int = 0) -> tuple[Watch, list[str]]:
     """Create the watch's schedule; returns the watch and the URLs refused (given, not watched).
     ``filters`` (``--dateafter``, ...) go into the definition of its source and of each listing it
     watches; a relative date (``now-7days``) is resolved at each run.
@@ -234,6 +237,10 @@ async def add_watch(client: Client, settings: Settings, registry: Registry, name
     ``every`` says otherwise): each run crawls the room only while it is live, the recording keeps
     the run going until the broadcast ends (the schedule skips the runs due meanwhile), and the
     next broadcast is recorded by the first run after it starts.
+
+    With ``recheck`` N, each run also asks the platform again about N committed items of each
+    listing it reads (those never re-checked first, then those checked longest ago) and records
+    what vanished upstream (:mod:`trawl.recheck`), paced at the platform's rate.
 
     Raises:
         WatchInvalid: a bad name, interval, jitter or concurrency; an unknown source; both or neither
@@ -260,6 +267,8 @@ async def add_watch(client: Client, settings: Settings, registry: Registry, name
         raise WatchInvalid(f"jitter ({show_duration(spread)}) must not exceed the interval ({show_duration(interval)})")
     if not 1 <= concurrency <= MAX_CRAWL_CONCURRENCY:
         raise WatchInvalid(f"concurrency must be 1 to {MAX_CRAWL_CONCURRENCY} (got {concurrency})")
+    if not 0 <= recheck <= MAX_RECHECK:
+        raise WatchInvalid(f"recheck must be 0 to {MAX_RECHECK} items per run (got {recheck})")
     described = definition = None
     if room is not None:
         try:
@@ -283,10 +292,14 @@ async def add_watch(client: Client, settings: Settings, registry: Registry, name
     if urls and not items:
         raise CrawlRefused(refusals)
     for item in items:
-        item.listing = with_filters(item.listing, filters)
+        item.listing = with_recheck(with_filters(item.listing, filters), recheck)
+    if recheck and not any(item.listing for item in items) and (definition is None or definition["kind"] == "url_file"):
+        raise WatchInvalid("recheck re-checks the items of the listings a watch reads: give a source that is a "
+                           "listing or a feed, or a listing's URL (a url_file's or single items are re-checked "
+                           "with trawl recheck)")
     # Each run puts its URLs and what its source expands to into its own frontier, read page by page.
     inp = CrawlInput(items=items, source=source, concurrency=concurrency, options=item_options(settings),
-                     source_definition=definition, frontier=True)
+                     source_definition=with_recheck(definition, recheck), frontier=True)
     # The schedule hands this input to every run: it must fit in one Temporal payload.
     if await encoded_size(client, inp) > MAX_CRAWL_BYTES:
         raise CrawlTooLarge(f"the watch's URLs make more than {MAX_CRAWL_BYTES} bytes: put them in a url_file "
@@ -304,7 +317,7 @@ async def add_watch(client: Client, settings: Settings, registry: Registry, name
     try:
         await client.create_schedule(sid, schedule, memo={
             "watch": name, "source": source, "source_description": described, "source_settings": definition,
-            "urls": len(items), "concurrency": concurrency})
+            "urls": len(items), "concurrency": concurrency, "recheck": recheck})
     except ScheduleAlreadyRunningError:
         raise WatchExists(f"a watch named {name!r} exists already: remove it first (trawl watch remove {name}) "
                           "or pick another name") from None
@@ -474,7 +487,7 @@ async def _watch(client: Client, name: str, desc: ScheduleDescription) -> Watch:
         missed_catchup=info.num_actions_missed_catchup_window, running=running,
         last_run=await run_of(client, last) if last is not None else None,
         next_run=_iso(info.next_action_times[0]) if info.next_action_times and not state.paused else None,
-        created_at=_iso(info.created_at),
+        created_at=_iso(info.created_at), recheck=int(memo.get("recheck") or 0),
     )
 
 

@@ -1032,6 +1032,20 @@ class Catalog:
                 row.gone_reason = gone
             return True
 
+    def listing_to_recheck(self, key: str, limit: int) -> list[CatalogItem]:
+        """Up to ``limit`` committed items of the listing ``key`` (by any URL form that led to them),
+        those never re-checked first, then those checked longest ago (a watch's re-check)."""
+        with _storage_errors("catalog read failed"), self._session() as session:
+            listing = session.scalar(select(ListingRow.id).where(ListingRow.key == key))
+            if listing is None:
+                return []
+            keys = (select(UrlAlias.canonical_key).join(ListingEntryRow, ListingEntryRow.url_sha1 == UrlAlias.url_sha1)
+                    .where(ListingEntryRow.listing_id == listing))
+            rows = session.scalars(select(Item).options(selectinload(Item.assets))
+                                   .where(Item.canonical_key.in_(keys), Item.status == "committed")
+                                   .order_by(Item.checked_at.asc().nulls_first(), Item.id).limit(limit))
+            return [_to_item(row) for row in rows]
+
     # -- blobs being committed (trawl.storage.orphans) -------------------------------------------
     def intend_blobs(self, keys: Iterable[str], workflow_id: str, run_id: str) -> list[int]:
         """Announce that ``workflow_id``'s run ``run_id`` is about to store and record ``keys``;
