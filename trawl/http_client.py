@@ -29,6 +29,7 @@ from trawl.netguard import check_address, check_host, check_proxied_target
 
 if TYPE_CHECKING:  # the settings are handed in: loading them would load every platform
     from trawl.settings import NetSettings
+    from trawl.shared_state import SharedState
 
 # Idle connections kept open for reuse; the rest of the pool closes once its request is done.
 MAX_KEEPALIVE_CONNECTIONS = 16
@@ -164,13 +165,14 @@ def check_proxy(proxy: str, net: NetSettings) -> None:
                              "or unset the proxy") from None
 
 
-def make_client(net: NetSettings) -> httpx.Client:
+def make_client(net: NetSettings, shared: SharedState | None = None) -> httpx.Client:
     """A synchronous client with timeouts, redirects bounded and every connection checked by the guard.
 
     Its pool holds ``net.max_connections`` connections (0, a NetSettings made outside
     :class:`~trawl.settings.Settings`: the default worker's figure); a request that finds none free
     within ``net.connect_timeout`` fails with httpx's PoolTimeout. With ``net.proxies`` each proxy
-    has a pool of that size (:mod:`trawl.proxy_rotation`).
+    has a pool of that size (:mod:`trawl.proxy_rotation`), and their rests are shared through
+    ``shared`` (a worker's catalog: every process rests a proxy one of them rested).
 
     Raises:
         BlockedAddress: a configured proxy's own address is refused (said before anything runs).
@@ -189,7 +191,7 @@ def make_client(net: NetSettings) -> httpx.Client:
     common = dict(timeout=timeout, follow_redirects=True, max_redirects=net.max_redirects,
                   headers={"User-Agent": net.user_agent})
     if rotated:
-        return httpx.Client(**common, transport=_rotating(rotated, net, limits))  # type: ignore[arg-type]
+        return httpx.Client(**common, transport=_rotating(rotated, net, limits, shared))  # type: ignore[arg-type]
     client = httpx.Client(**common, limits=limits, proxy=net.proxy or None,  # type: ignore[arg-type]
                           verify=net.ca_bundle or True)
     if not net.allow_private:
@@ -198,7 +200,8 @@ def make_client(net: NetSettings) -> httpx.Client:
     return client
 
 
-def _rotating(proxies: list[str], net: NetSettings, limits: httpx.Limits) -> httpx.BaseTransport:
+def _rotating(proxies: list[str], net: NetSettings, limits: httpx.Limits,
+              shared: SharedState | None) -> httpx.BaseTransport:
     """``net.proxies``' transport: one guarded transport per proxy under :class:`RotatingProxies`."""
     from trawl.proxies import ProxyPool
     from trawl.proxy_rotation import RotatingProxies
@@ -215,7 +218,8 @@ def _rotating(proxies: list[str], net: NetSettings, limits: httpx.Limits) -> htt
             transports[proxy] = ProxiedTargetGuard(transport, allowed)
         else:
             transports[proxy] = transport
-    pool = ProxyPool(proxies, rest_s=net.proxy_rest.total_seconds(), failures_to_rest=net.proxy_failures)
+    pool = ProxyPool(proxies, rest_s=net.proxy_rest.total_seconds(), failures_to_rest=net.proxy_failures,
+                     shared=shared)
     return RotatingProxies(pool, transports)
 
 

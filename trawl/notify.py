@@ -1,5 +1,5 @@
 """Notifications: each configured webhook (``[[notify.webhooks]]``) gets a JSON POST for the events
-it asks for.
+it asks for; each Apprise URL (``[[notify.apprise]]``) a short message (:mod:`trawl.notify_apprise`).
 
 Events (:data:`trawl.settings.NOTIFY_EVENTS`):
 
@@ -44,7 +44,7 @@ import httpx
 
 from trawl.errors import BlockedAddress, TrawlError
 from trawl.logs import get_logger
-from trawl.settings import NetSettings, Settings, WebhookSettings
+from trawl.settings import AppriseSettings, NetSettings, Settings, WebhookSettings
 
 log = get_logger(__name__)
 
@@ -117,16 +117,19 @@ def refusal(url: str, net: NetSettings) -> str | None:
     return f"{host} is not a public address (set net.allow_private or net.allowed_networks)"
 
 
+Target = WebhookSettings | AppriseSettings
+
+
 class Notifier:
-    """The process's webhooks: ``emit`` queues an event for each webhook that asks for it; a
-    thread delivers them in order. Without webhooks it does nothing."""
+    """The process's webhooks and Apprise URLs: ``emit`` queues an event for each that asks for it;
+    a thread delivers them in order. Without any it does nothing."""
 
     def __init__(self, settings: Settings, sleep: Callable[[float], None] = time.sleep) -> None:
-        self.hooks = list(settings.notify.webhooks)
+        self.hooks: list[Target] = [*settings.notify.webhooks, *settings.notify.apprise]
         self.net = settings.net
         self.sleep = sleep
         self.results: list[tuple[str, str, str]] = []  # (url, event, what became of it), the latest 100
-        self._queue: queue.Queue[tuple[WebhookSettings, str, str, bytes] | None] = queue.Queue(MAX_QUEUED)
+        self._queue: queue.Queue[tuple[Target, str, str, bytes, dict[str, Any]] | None] = queue.Queue(MAX_QUEUED)
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
@@ -141,9 +144,9 @@ class Notifier:
                 self._thread.start()
         for hook in hooks:
             try:
-                self._queue.put_nowait((hook, event, delivery, body))
+                self._queue.put_nowait((hook, event, delivery, body, data))
             except queue.Full:
-                log.warning("webhook_dropped", url=hook.url, notification=event, why=f"{MAX_QUEUED} events queued")
+                log.warning("webhook_dropped", url=_shown(hook), notification=event, why=f"{MAX_QUEUED} events queued")
 
     def close(self, timeout: float = 5.0) -> None:
         """Deliver what is queued, waiting at most ``timeout`` seconds, then stop the thread."""
@@ -157,16 +160,26 @@ class Notifier:
 
     def _run(self) -> None:
         from trawl.http_client import make_client
+        from trawl.notify_apprise import send
 
         with make_client(self.net) as client:
             while (job := self._queue.get()) is not None:
-                hook, event, delivery, body = job
+                hook, event, delivery, body, data = job
                 try:
-                    outcome = deliver(client, hook, event, delivery, body, self.sleep)
+                    outcome = (deliver(client, hook, event, delivery, body, self.sleep)
+                               if isinstance(hook, WebhookSettings) else send(hook, self.net, event, data, self.sleep))
                 except Exception as err:  # noqa: BLE001 - the thread must go on with the next event
-                    log.warning("webhook_failed", url=hook.url, notification=event, error=f"{type(err).__name__}: {err}")
+                    log.warning("webhook_failed", url=_shown(hook), notification=event,
+                                error=f"{type(err).__name__}: {err}")
                     outcome = "failed"
-                self.results = [*self.results[-99:], (hook.url, event, outcome)]
+                self.results = [*self.results[-99:], (_shown(hook), event, outcome)]
+
+
+def _shown(hook: Target) -> str:
+    """A target's URL as logs show it: an Apprise URL without its scheme's secrets (tokens, passwords)."""
+    from trawl.notify_apprise import shown
+
+    return hook.url if isinstance(hook, WebhookSettings) else shown(hook.url)
 
 
 def watch_of(crawl_id: str, prefix: str) -> str | None:

@@ -1,5 +1,5 @@
 """Re-checks: does the platform still have an archived item? (``trawl recheck``, the API's
-``POST /api/v1/items/{key}/recheck``.)
+``POST /api/v1/items/{key}/recheck``, a watch's ``--recheck N``.)
 
 Each item's page is resolved again, as a crawl's fetch resolves it, through the same address guard
 and with the platform's resolver; nothing is downloaded. What the platform answers decides:
@@ -18,18 +18,48 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from trawl.errors import TrawlError
 from trawl.platforms.base import ResolveContext
 from trawl.platforms.registry import Registry
 
 if TYPE_CHECKING:
+    from trawl.settings import Settings
     from trawl.storage.catalog import Catalog
     from trawl.storage.records import CatalogItem
 
 # What a platform's answer means for an item it had: these classes say it no longer shows it.
 GONE_CLASSES = ("not_found", "forbidden", "login_required", "paid_only")
+# A watch's re-check rides in the definition of each listing it expands (the schedule's action
+# carries it; the worker expanding the listing re-checks: trawl.activities.crawl). At most
+# MAX_RECHECK items per run: paced at their platform's rate, within the expansion's time.
+RECHECK_FIELD = "recheck"
+MAX_RECHECK = 50
+
+
+def split_recheck(definition: dict[str, Any] | None) -> tuple[dict[str, Any] | None, int]:
+    """A listing's definition without its re-check, and how many items a run re-checks (0: none)."""
+    if not definition or RECHECK_FIELD not in definition:
+        return definition, 0
+    count = definition[RECHECK_FIELD]
+    rest = {key: value for key, value in definition.items() if key != RECHECK_FIELD}
+    ok = isinstance(count, int) and not isinstance(count, bool) and 0 < count <= MAX_RECHECK
+    return rest, count if ok else 0
+
+
+def with_recheck(definition: dict[str, Any] | None, count: int) -> dict[str, Any] | None:
+    """``definition`` carrying a watch's re-check of ``count`` items per run (none for 0)."""
+    return {**definition, RECHECK_FIELD: count} if definition is not None and count else definition
+
+
+def platform_pace(settings: Settings) -> Callable[[str], float]:
+    """Seconds between two re-checks on a platform: its ``requests_per_second``, as its fetches keep to."""
+    def pace(platform: str) -> float:
+        rate = getattr(getattr(settings.platforms, platform, None), "requests_per_second", None)
+        return 1 / rate if rate else 0.0
+
+    return pace
 
 
 @dataclass

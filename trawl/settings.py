@@ -567,18 +567,47 @@ class WebhookSettings(_Section):
     @field_validator("events")
     @classmethod
     def _events(cls, value: list[str]) -> list[str]:
-        unknown = [e for e in value if e not in NOTIFY_EVENTS]
-        if unknown:
-            raise ValueError(f"unknown event(s) {', '.join(unknown)}: give some of {', '.join(NOTIFY_EVENTS)}")
+        return _notify_events(value)
+
+
+def _notify_events(value: list[str]) -> list[str]:
+    unknown = [e for e in value if e not in NOTIFY_EVENTS]
+    if unknown:
+        raise ValueError(f"unknown event(s) {', '.join(unknown)}: give some of {', '.join(NOTIFY_EVENTS)}")
+    return value
+
+
+class AppriseSettings(_Section):
+    """An Apprise URL: a short message for each event, sent by the apprise library (``trawl.notify_apprise``)."""
+
+    # Any URL apprise reads (json://HOST/PATH, ntfys://ntfy.sh/TOPIC, tgram://TOKEN/CHAT, mailtos://...);
+    # the host it would send to passes the address guard before each message (net.allow_private).
+    url: str
+    events: list[str] = []  # as a webhook's; empty: all of them
+    attempts: int = Field(default=3, ge=1, le=20)  # tries per event, waiting 1 s, 2 s, 4 s, ... (at most 60 s)
+
+    @field_validator("url")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        from trawl.notify_apprise import check_apprise_url
+
+        check_apprise_url(value)
         return value
+
+    @field_validator("events")
+    @classmethod
+    def _events(cls, value: list[str]) -> list[str]:
+        return _notify_events(value)
 
 
 class NotifySettings(_Section):
-    """Notifications: webhooks called on the events people act on (``trawl.notify``)."""
+    """Notifications: webhooks and Apprise URLs called on the events people act on (``trawl.notify``)."""
 
     # [[notify.webhooks]] tables: url, secret (signs each body: X-Trawl-Signature), events
     # (watch_item, needs_person, live_recording; empty: all), attempts (default 5). See docs/library.md.
     webhooks: list[WebhookSettings] = []
+    # [[notify.apprise]] tables: url (an Apprise URL), events (as a webhook's), attempts (default 3).
+    apprise: list[AppriseSettings] = []
 
 
 class ExportSettings(_Section):

@@ -15,6 +15,7 @@ from tests.api.test_api import TOKEN, free_port, serving
 from tests.polling import until
 from trawl.settings import ApiSettings, Settings, SourceSettings
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
+from trawl.simulator.feed import install_feed_site
 from trawl.worker.main import running_worker
 
 
@@ -142,3 +143,20 @@ async def test_a_live_rooms_watch_polls_it_without_an_interval(api: httpx.AsyncC
     plain = await api.post("/api/v1/watches", json={"name": "plain", "urls": ["https://example.org/a.mp4"]})
     assert plain.status_code == 422 and "how often to crawl" in plain.json()["detail"]
     assert (await api.delete("/api/v1/watches/room")).status_code in (200, 204)
+
+
+async def test_a_watch_with_a_recheck(api: httpx.AsyncClient, sim: Simulator) -> None:
+    feed = install_feed_site(sim, 1)
+    created = await api.post("/api/v1/watches", json={"name": "feed", "urls": [feed.url], "every": "1h",
+                                                      "paused": True, "recheck": 5})
+    assert created.status_code == 201, created.text
+    assert created.json()["recheck"] == 5
+    assert (await api.get("/api/v1/watches/feed")).json()["recheck"] == 5
+    sim.add_file("/w/one.mp4", MediaFile("mp4", "api-recheck-one", 20_000))
+    for bad, why in (({"urls": [sim.url("/w/one.mp4")], "recheck": 5}, "items of the listings"),  # no listing
+                     ({"source": "empty", "recheck": 5}, "items of the listings"),  # a url_file: no listing kept
+                     ({"urls": [feed.url], "recheck": 51}, "less than or equal to 50"),
+                     ({"urls": [feed.url], "recheck": -1}, "greater than or equal to 0")):
+        answer = await api.post("/api/v1/watches", json={"name": "b", "every": "1h", **bad})
+        assert answer.status_code == 422 and why in answer.text, answer.text
+    assert (await api.delete("/api/v1/watches/feed")).status_code == 200

@@ -38,9 +38,10 @@ from tests.e2e.test_crawl_cli import cli, env_for
 from tests.polling import until
 from tests.worker.test_supervisor import restartable_ports
 from trawl.settings import Settings, SourceSettings, TemporalSettings, WatchSettings
-from trawl.simulator import MediaFile, Simulator
+from trawl.simulator import MediaFile, Response, Simulator
 from trawl.simulator.feed import install_feed_site
 from trawl.sources import FILTER_FIELDS
+from trawl.storage.catalog import Catalog
 from trawl.worker.main import running_worker
 from trawl.workflows.crawl import CrawlInput, CrawlWorkflow
 from trawl.contracts import workflow_queue
@@ -350,3 +351,37 @@ async def test_a_server_outage_ends_in_at_most_one_catch_up_run(sim: Simulator, 
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=30)
+
+
+async def test_each_run_of_a_watch_rechecks_its_oldest_checked_items(temporal_client: Client, settings: Settings,
+                                                                     sim: Simulator, tmp_path: Path) -> None:
+    """``--recheck N``: each run asks the platform again about N items of the listing it reads, the
+    never-checked first, and records the one that vanished upstream (issue 42, 4); its copy stays."""
+    feed = install_feed_site(sim, 2)
+    sources = [SourceSettings(name="news", kind="feed", url=feed.url)]
+    settings = settings.model_copy(update={"sources": sources})
+    env = env_for(settings, tmp_path, TRAWL_SOURCES=json.dumps([s.model_dump() for s in sources]))
+    catalog = Catalog(settings.catalog_url)
+    async with running_worker(temporal_client, settings):
+        added = await cli(["watch", "add", "news", "--source", "news", "--every", "1h", "--paused", "--recheck", "1",
+                           "--json"], env, tmp_path)
+        assert added.returncode == 0, added.stderr
+        assert json.loads(added.stdout)["recheck"] == 1 and "recheck" not in json.loads(added.stdout)["source_settings"]
+        first = await triggered_run(temporal_client, settings, "news", env, tmp_path)
+        assert first.new == 2, first  # read before anything was committed: nothing to re-check yet
+        assert [item.checked_at for item in catalog.committed()] == [None, None]
+        deleted = feed.entries[0].media_path
+        sim.add_exact(deleted, lambda req: Response(404, {"Content-Type": "text/plain"}, b"deleted"))
+        await triggered_run(temporal_client, settings, "news", env, tmp_path)
+        assert sum(item.checked_at is not None for item in catalog.committed()) == 1  # one per run
+        await triggered_run(temporal_client, settings, "news", env, tmp_path)
+        items = {item.canonical_url: item for item in catalog.committed()}
+        assert all(item.checked_at for item in items.values())
+        gone, there = items.pop(sim.url(deleted)), items.popitem()[1]
+        assert gone.gone_at and "not_found" in (gone.gone_reason or "") and gone.assets  # kept
+        assert there.gone_at is None
+        too_many = await cli(["watch", "add", "more", "--source", "news", "--every", "1h", "--recheck", "51"],
+                             env, tmp_path)
+        assert too_many.returncode == 2 and "recheck must be 0 to 50" in too_many.stderr, too_many.stderr
+        await temporal_client.get_schedule_handle(schedule_id(settings, "news")).delete()
+    catalog.close()

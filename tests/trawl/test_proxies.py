@@ -13,7 +13,10 @@ from trawl.errors import BlockedAddress
 from trawl.http_client import make_client, proxy_list
 from trawl.proxies import ROUTE, ProxyPool, check_proxy_url
 from trawl.settings import ConfigError, NetSettings, load_settings
+from trawl.shared_state import MemoryState
 from trawl.simulator import MediaFile, Response, Simulator
+from trawl.storage.catalog import Catalog
+from trawl.storage.shared_state import CatalogState
 
 A, B, C = "http://a.test:1", "http://b.test:2", "http://c.test:3"
 
@@ -162,3 +165,26 @@ def test_a_request_with_a_body_is_not_sent_again_through_another_proxy(no_env_pr
                 client.post("http://api.trawl-test.invalid/x", content=b"form")
             assert client._transport.pool.resting(time.monotonic()) == [dead.url]  # type: ignore[attr-defined]
         assert live.stats == {} or all(stat.requests == 0 for stat in live.stats.values())
+
+
+def test_a_proxy_rested_by_one_worker_is_rested_for_every_worker_sharing_the_state() -> None:
+    shared, wall = MemoryState(), [1000.0]
+    first = ProxyPool([A, B], rest_s=60, shared=shared, wall=lambda: wall[0])
+    second = ProxyPool([A, B], rest_s=60, shared=shared, wall=lambda: wall[0])  # another process: its own clock
+    first.unreachable(A, now=5, why="refused")
+    assert [second.pick("x", 500) for _ in range(3)] == [B, B, B]
+    assert second.resting(500) == [A] and second.health[A].resting_until == 560  # until the same time
+    wall[0] += 61
+    later = ProxyPool([A, B], rest_s=60, shared=shared, wall=lambda: wall[0])
+    assert [later.pick("x", 0) for _ in range(2)] == [A, B]  # the rest is over for everyone
+
+
+def test_proxy_rests_shared_through_the_catalog(catalog_url: str) -> None:
+    catalogs = [Catalog(catalog_url), Catalog(catalog_url)]
+    catalogs[0].create_schema()
+    first, second = (ProxyPool([A, B], rest_s=60, shared=CatalogState(catalog)) for catalog in catalogs)
+    first.unreachable(B, now=0, why="CONNECT refused: http://user:secret@b.test:2")
+    assert [second.pick("x", 0) for _ in range(2)] == [A, A] and second.resting(0) == [B]
+    assert "secret" not in str(CatalogState(catalogs[1]).items(""))  # the proxy's password is not stored
+    for catalog in catalogs:
+        catalog.close()

@@ -22,10 +22,12 @@ from trawl.activities.application_errors import stage_attempts, stage_max_delay,
 from trawl.activities.liveness import heartbeating
 from trawl.errors import TrawlError
 from trawl.http_client import make_client
+from trawl.logs import get_logger
 from trawl.known import recording_unfinished
 from trawl.platforms.base import ResolveContext
 from trawl.platforms.platform import Listed
 from trawl.platforms.registry import Registry
+from trawl.recheck import platform_pace, recheck, split_recheck
 from trawl.settings import Settings, SourceSettings
 from trawl.storage.records import ListingEntry
 from trawl.sources import SourceError, expand, find_source, source_from_definition
@@ -38,6 +40,8 @@ from trawl.routing import route_all
 
 if TYPE_CHECKING:  # the catalog (SQLAlchemy) is built by the worker and handed in
     from trawl.storage.catalog import Catalog
+
+_log = get_logger(__name__)
 
 
 def route_items(registry: Registry, urls: list[str]) -> tuple[list[CrawlItem], list[str]]:
@@ -101,7 +105,7 @@ def _entries(items: list[CrawlItem]) -> Iterator[tuple[str, str, str, dict[str, 
     return ((item.url, item.platform, item.workflow_id, item.listing) for item in items)
 
 
-def record_listing(catalog: Catalog, source: SourceSettings, urls: list[str]) -> None:
+def record_listing(catalog: Catalog, source: SourceSettings, urls: list[str]) -> str:
     """Keep what a read of a listing gave, in its order (the web UI's page of it): its URLs, and
     what the platform's listing said besides (``Listed``: its title, the entries' titles, the
     dead entries)."""
@@ -109,7 +113,8 @@ def record_listing(catalog: Catalog, source: SourceSettings, urls: list[str]) ->
     dead = {url: (title, why) for url, title, why in listed.gone}
     entries = [ListingEntry(url, dead[url][0] if url in dead else listed.titles.get(url),
                             dead[url][1] if url in dead else None) for url in listed.order]
-    catalog.record_listing(source.kind, source.url if source.kind == "feed" else source.id, entries, listed.title)
+    return catalog.record_listing(source.kind, source.url if source.kind == "feed" else source.id, entries,
+                                  listed.title)
 
 
 class CrawlActivities:
@@ -122,15 +127,20 @@ class CrawlActivities:
     @activity.defn(name="expand_source")
     @heartbeating
     def expand_source(self, inp: ExpandInput) -> ExpandResult:
+        from trawl.storage.shared_state import CatalogState  # with the catalog: see TYPE_CHECKING above
+
+        definition, rechecks = split_recheck(inp.definition)  # a watch's --recheck
+        listing = None
         try:
-            source = (source_from_definition(inp.definition) if inp.definition is not None
+            source = (source_from_definition(definition) if definition is not None
                       else find_source(self.settings, inp.source))
-            with make_client(self.settings.net) as http:
+            shared = CatalogState(self.catalog)  # the platform's visitor session, proxies' rests
+            with make_client(self.settings.net, shared) as http:
                 urls = expand(source, self.settings, self.registry,
-                              ResolveContext(http, self.settings.net.max_page_bytes),
+                              ResolveContext(http, self.settings.net.max_page_bytes, shared=shared),
                               known=lambda page: all_known(self.catalog, self.registry, page))
             if source.kind != "url_file":
-                record_listing(self.catalog, source, urls)
+                listing = record_listing(self.catalog, source, urls)
         except SourceError as err:
             raise ApplicationError(str(err), type="unsupported_url", non_retryable=True) from None
         except TrawlError as err:
@@ -140,10 +150,33 @@ class CrawlActivities:
         items, refused = route_items(self.registry, urls)
         if inp.crawl_id is not None:  # into the crawl's frontier: the result stays small, whatever the size
             added = self.catalog.frontier_add(inp.crawl_id, _entries(items))
-            return ExpandResult(refused=refused[-MAX_REFUSALS_CARRIED:], added=added, repeated=len(items) - added)
-        known = known_urls(self.catalog, self.registry, [item.url for item in items if item.listing is None])
-        return ExpandResult([item for item in items if item.url not in known], refused,
-                            [item.url for item in items if item.url in known])
+            result = ExpandResult(refused=refused[-MAX_REFUSALS_CARRIED:], added=added, repeated=len(items) - added)
+        else:
+            known = known_urls(self.catalog, self.registry, [item.url for item in items if item.listing is None])
+            result = ExpandResult([item for item in items if item.url not in known], refused,
+                                  [item.url for item in items if item.url in known])
+        if listing is not None and rechecks:
+            self._recheck(listing, rechecks)
+        return result
+
+    def _recheck(self, listing: str, count: int) -> None:
+        """A watch's re-check (trawl.recheck): the listing's ``count`` items checked longest ago
+        asked again, what the platform says recorded. Nothing of it fails the expansion: an item
+        the platform could not be asked about is asked again at a later run (it stays the oldest)."""
+        from trawl.storage.shared_state import CatalogState
+
+        outcomes = dict.fromkeys(("there", "gone", "unknown"), 0)
+        shared = CatalogState(self.catalog)
+        try:
+            with make_client(self.settings.net, shared) as http:
+                ctx = ResolveContext(http, self.settings.net.max_page_bytes, shared=shared)
+                for found in recheck(self.catalog, self.registry, ctx, self.catalog.listing_to_recheck(listing, count),
+                                     platform_pace(self.settings)):
+                    outcomes[found.outcome] += 1
+        except TrawlError as err:
+            _log.warning("listing re-check stopped", listing=listing, error=f"{err.error_class}: {err}", **outcomes)
+            return
+        _log.info("listing re-checked", listing=listing, **outcomes)
 
     @activity.defn(name="frontier_add")
     def frontier_add(self, inp: FrontierAdd) -> FrontierGrew:

@@ -9,6 +9,7 @@ from trawl.api.error_responses import declared
 from trawl.api.models import CRAWL_URLS_LIMITS, ListingFilterFields
 from trawl.api.state import ApiState, api_state, bearer
 from trawl.platforms.registry import listing_kinds
+from trawl.recheck import MAX_RECHECK
 from trawl.starter.client import MAX_CRAWL_CONCURRENCY, MAX_CRAWL_URLS
 from trawl.starter.watches import (
     Watch as WatchRecord,
@@ -47,6 +48,9 @@ class WatchCreate(ListingFilterFields):
         "each run also fetches again the extras of the watch's items younger than this many days, each a dated "
         "snapshot (at most watch.refresh_extras_limit a run); 0: never"))
     paused: bool = False
+    recheck: int = Field(default=0, ge=0, le=MAX_RECHECK,
+                         description="each run also re-checks this many items of the listings it reads, the "
+                                     "oldest-checked first (gone upstream is recorded)")
 
 
 class WatchedSource(BaseModel):
@@ -102,6 +106,7 @@ class Watch(BaseModel):
     next_run: str | None
     created_at: str
     refresh_extras_days: int = 0
+    recheck: int = 0
     refused: list[str] = []
 
 
@@ -126,7 +131,8 @@ async def create_watch(body: WatchCreate, state: ApiState = Depends(api_state)) 
         watch, refused = await add_watch(state.client, state.settings, state.registry, body.name, source=body.source,
                                          urls=body.urls, every=body.every, jitter=body.jitter,
                                          concurrency=body.concurrency, paused=body.paused,
-                                         filters=body.filters(), refresh_extras_days=body.refresh_extras_days)
+                                         filters=body.filters(), refresh_extras_days=body.refresh_extras_days,
+                                         recheck=body.recheck)
     except WatchError as err:
         raise _http(err) from None
     return _model(watch, refused)

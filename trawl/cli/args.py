@@ -304,6 +304,9 @@ def _watch(sub: argparse._SubParsersAction) -> None:
                      "how often to ask whether it is live, default watch.live_poll_interval)")
     add.add_argument("--jitter", default=None, help="a random delay of up to this much per run (default watch.jitter)")
     add.add_argument("--concurrency", type=int, default=8, help="items in flight at once in a run")
+    add.add_argument("--recheck", type=int, default=0, metavar="N",
+                     help="each run also asks the platform again about N items of the listings it reads (the "
+                     "oldest-checked first) and records those gone upstream (default 0: none)")
     add.add_argument("--paused", action="store_true", help="create it paused (trawl watch resume NAME)")
     add.add_argument("--refresh-extras-days", type=int, default=0, metavar="N",
                      help="each run also fetches again the extras (comments, danmaku...) of the watch's items younger "

@@ -43,7 +43,7 @@ def cmd_recheck(args: argparse.Namespace, settings: Settings) -> int:
 
     from trawl.http_client import make_client
     from trawl.platforms.base import ResolveContext
-    from trawl.recheck import recheck
+    from trawl.recheck import platform_pace, recheck
 
     known = [p.name for p in PLATFORMS]
     if args.platform is not None and args.platform not in known:
@@ -61,14 +61,9 @@ def cmd_recheck(args: argparse.Namespace, settings: Settings) -> int:
     else:
         chosen = catalog.committed(args.platform)
     counts = {"there": 0, "gone": 0, "unknown": 0}
-
-    def pace(platform: str) -> float:  # the platform's requests_per_second, as its fetches keep to
-        rate = getattr(getattr(settings.platforms, platform, None), "requests_per_second", None)
-        return 1 / rate if rate else 0.0
-
     with make_client(settings.net) as http:
         for found in recheck(catalog, registry, ResolveContext(http, settings.net.max_page_bytes),
-                             islice(chosen, args.limit), pace):
+                             islice(chosen, args.limit), platform_pace(settings)):
             counts[found.outcome] += 1
             print(json.dumps(dataclasses.asdict(found), ensure_ascii=False) if args.json else found.line(), flush=True)
     print(f"{counts['there']} there, {counts['gone']} gone upstream, {counts['unknown']} could not be checked",

@@ -53,7 +53,7 @@ async def cmd_add(args: argparse.Namespace, settings: Settings) -> int:
                                              urls=[*args.urls, *(args.url or [])],
                                              every=args.every, jitter=args.jitter, concurrency=args.concurrency,
                                              paused=args.paused, filters=filters,
-                                             refresh_extras_days=args.refresh_extras_days)
+                                             refresh_extras_days=args.refresh_extras_days, recheck=args.recheck)
         except WatchError as err:
             raise CommandError(str(err)) from None
     for line in refused:

@@ -14,6 +14,7 @@ import httpx
 
 from trawl.errors import NO_ANSWER_RULES, AnswerRules, ParseError, UnsupportedUrl, classify_exception, classify_response
 from trawl.models import Resolved
+from trawl.shared_state import SharedState
 
 
 @dataclass
@@ -22,6 +23,9 @@ class ResolveContext:
     max_page_bytes: int
     quality: int = 0  # the tallest video wanted, in lines (a crawl's -f); 0: the platform's setting
     audio: str = ""  # lossless, dolby or aac (a crawl's -f ...+ba[acodec=...]); "": the platform's setting
+    # What the platform's workers share across processes (a visitor session: trawl.shared_state);
+    # None: the resolver keeps its own in this process.
+    shared: SharedState | None = None
 
 
 @dataclass

@@ -76,6 +76,7 @@ from trawl.settings import Settings
 from trawl.listing_filters import ListingFilters
 from trawl.sources import SourceError, describe, find_source, source_definition, source_from_definition, with_filters
 from trawl.contracts import CRAWL_WORKFLOW, CrawlInput, ExtrasSweep, workflow_queue
+from trawl.recheck import MAX_RECHECK, with_recheck
 from trawl.routing import route_all
 from trawl.errors import TrawlError
 
@@ -145,6 +146,7 @@ class Watch:
     created_at: str
     # Each run refreshes the extras of the watch's items younger than this many days; 0: never.
     refresh_extras_days: int = 0
+    recheck: int = 0  # items of its listings re-checked per run (trawl.recheck), the oldest-checked first
 
 
 def schedule_id(settings: Settings, name: str) -> str:
@@ -236,7 +238,7 @@ async def add_watch(client: Client, settings: Settings, registry: Registry, name
                     source: str | None = None, urls: list[str] | None = None, every: str | timedelta | None = None,
                     jitter: str | timedelta | None = None, concurrency: int = 8,
                     paused: bool = False, filters: ListingFilters | None = None,
-                    refresh_extras_days: int = 0) -> tuple[Watch, list[str]]:
+                    refresh_extras_days: int = 0, recheck: int = 0) -> tuple[Watch, list[str]]:
     """Create the watch's schedule; returns the watch and the URLs refused (given, not watched).
     ``filters`` (``--dateafter``, ...) go into the definition of its source and of each listing it
     watches; a relative date (``now-7days``) is resolved at each run.
@@ -249,6 +251,10 @@ async def add_watch(client: Client, settings: Settings, registry: Registry, name
     ``every`` says otherwise): each run crawls the room only while it is live, the recording keeps
     the run going until the broadcast ends (the schedule skips the runs due meanwhile), and the
     next broadcast is recorded by the first run after it starts.
+
+    With ``recheck`` N, each run also asks the platform again about N committed items of each
+    listing it reads (those never re-checked first, then those checked longest ago) and records
+    what vanished upstream (:mod:`trawl.recheck`), paced at the platform's rate.
 
     Raises:
         WatchInvalid: a bad name, interval, jitter or concurrency; an unknown source; both or neither
@@ -278,6 +284,8 @@ async def add_watch(client: Client, settings: Settings, registry: Registry, name
     if not 0 <= refresh_extras_days <= MAX_REFRESH_EXTRAS_DAYS:
         raise WatchInvalid(f"refresh_extras_days must be 0 (never) to {MAX_REFRESH_EXTRAS_DAYS} "
                            f"(got {refresh_extras_days})")
+    if not 0 <= recheck <= MAX_RECHECK:
+        raise WatchInvalid(f"recheck must be 0 to {MAX_RECHECK} items per run (got {recheck})")
     described = definition = None
     if room is not None:
         try:
@@ -301,13 +309,17 @@ async def add_watch(client: Client, settings: Settings, registry: Registry, name
     if urls and not items:
         raise CrawlRefused(refusals)
     for item in items:
-        item.listing = with_filters(item.listing, filters)
+        item.listing = with_recheck(with_filters(item.listing, filters), recheck)
+    if recheck and not any(item.listing for item in items) and (definition is None or definition["kind"] == "url_file"):
+        raise WatchInvalid("recheck re-checks the items of the listings a watch reads: give a source that is a "
+                           "listing or a feed, or a listing's URL (a url_file's or single items are re-checked "
+                           "with trawl recheck)")
     # Each run puts its URLs and what its source expands to into its own frontier, read page by page.
     sid = schedule_id(settings, name)
     sweep = ExtrasSweep(runs_like(sid), refresh_extras_days, settings.watch.refresh_extras_limit) \
         if refresh_extras_days else None
     inp = CrawlInput(items=items, source=source, concurrency=concurrency, options=item_options(settings),
-                     source_definition=definition, frontier=True, refresh_extras=sweep)
+                     source_definition=with_recheck(definition, recheck), frontier=True, refresh_extras=sweep)
     # The schedule hands this input to every run: it must fit in one Temporal payload.
     if await encoded_size(client, inp) > MAX_CRAWL_BYTES:
         raise CrawlTooLarge(f"the watch's URLs make more than {MAX_CRAWL_BYTES} bytes: put them in a url_file "
@@ -324,7 +336,8 @@ async def add_watch(client: Client, settings: Settings, registry: Registry, name
     try:
         await client.create_schedule(sid, schedule, memo={
             "watch": name, "source": source, "source_description": described, "source_settings": definition,
-            "urls": len(items), "concurrency": concurrency, "refresh_extras_days": refresh_extras_days})
+            "urls": len(items), "concurrency": concurrency, "refresh_extras_days": refresh_extras_days,
+            "recheck": recheck})
     except ScheduleAlreadyRunningError:
         raise WatchExists(f"a watch named {name!r} exists already: remove it first (trawl watch remove {name}) "
                           "or pick another name") from None
@@ -495,6 +508,7 @@ async def _watch(client: Client, name: str, desc: ScheduleDescription) -> Watch:
         last_run=await run_of(client, last) if last is not None else None,
         next_run=_iso(info.next_action_times[0]) if info.next_action_times and not state.paused else None,
         created_at=_iso(info.created_at), refresh_extras_days=int(memo.get("refresh_extras_days") or 0),
+        recheck=int(memo.get("recheck") or 0),
     )
 
 

@@ -232,6 +232,17 @@ class ViewerState(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=_now)
 
 
+class SharedValue(Base):
+    """A value the worker processes share (migration 0011; trawl.shared_state): a platform's visitor
+    session, a proxy's rest. ``expires_at`` in wall-clock seconds; an expired row reads as absent."""
+
+    __tablename__ = "shared_state"
+
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
+    expires_at: Mapped[float] = mapped_column(Float)
+
+
 class BlobIntent(Base):
     """A commit attempt about to store a blob (migration 0005): written before the put, removed
     once the item's row names the blob. A blob that no row names and no recent intent announces
@@ -1038,6 +1049,20 @@ class Catalog:
                 row.gone_at = row.gone_at or at
                 row.gone_reason = gone
             return True
+
+    def listing_to_recheck(self, key: str, limit: int) -> list[CatalogItem]:
+        """Up to ``limit`` committed items of the listing ``key`` (by any URL form that led to them),
+        those never re-checked first, then those checked longest ago (a watch's re-check)."""
+        with _storage_errors("catalog read failed"), self._session() as session:
+            listing = session.scalar(select(ListingRow.id).where(ListingRow.key == key))
+            if listing is None:
+                return []
+            keys = (select(UrlAlias.canonical_key).join(ListingEntryRow, ListingEntryRow.url_sha1 == UrlAlias.url_sha1)
+                    .where(ListingEntryRow.listing_id == listing))
+            rows = session.scalars(select(Item).options(selectinload(Item.assets))
+                                   .where(Item.canonical_key.in_(keys), Item.status == "committed")
+                                   .order_by(Item.checked_at.asc().nulls_first(), Item.id).limit(limit))
+            return [_to_item(row) for row in rows]
 
     # -- blobs being committed (trawl.storage.orphans) -------------------------------------------
     def intend_blobs(self, keys: Iterable[str], workflow_id: str, run_id: str) -> list[int]:

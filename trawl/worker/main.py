@@ -112,9 +112,12 @@ async def running_worker(
     prefix = settings.temporal.task_queue_prefix
     settings.work_dir.mkdir(parents=True, exist_ok=True)
     from trawl.storage.catalog import Catalog  # here, not at the top: clients import this module for its names
+    from trawl.storage.shared_state import CatalogState
     catalog = Catalog(settings.catalog_url)
     catalog.create_schema()
-    http = make_client(settings.net)
+    # What a platform's workers share across processes: visitor sessions, proxies' rests.
+    shared = CatalogState(catalog)
+    http = make_client(settings.net, shared)
     retry = settings.retry
     blobs = open_blob_store(settings)  # a local directory or an S3 bucket, by storage.url
     # Each stage's attempt limit is applied by its activities (trawl.activities.application_errors), so that
@@ -143,7 +146,7 @@ async def running_worker(
     crawl = CrawlActivities(client, settings, registry, catalog)
     host = HostActivities(host_queue(prefix, settings.host_id))
     small = SmallItemActivities(download, verify, commit)  # the three stages of a small item in one activity
-    fetch = FetchActivities(registry, ResolveContext(http, settings.net.max_page_bytes), catalog,
+    fetch = FetchActivities(registry, ResolveContext(http, settings.net.max_page_bytes, shared=shared), catalog,
                             retry.fetch.maximum_interval, retry.fetch.maximum_attempts)
     # A tiny item's first fetch stores it whole, as small_item does: an activity of its own, which
     # older runs reach through fetch (FetchInput.with_fetch_size).

@@ -1,6 +1,6 @@
 """Weibo's visitor cookies against the simulated Sina Visitor System: a desktop API request sent
 there gets visitor cookies (genvisitor, then incarnate) and is asked again, once; the cookies are
-kept for the next requests; without the flow it falls back as before."""
+kept for the next requests, by every worker over one catalog; without the flow it falls back as before."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from trawl.platforms.weibo.resolver import WeiboResolver
 from trawl.platforms.weibo.site import WeiboSite, install_weibo_site
 from trawl.platforms.weibo.visitor import jsonp
 from trawl.simulator import Simulator
+from trawl.storage.catalog import Catalog
+from trawl.storage.shared_state import CatalogState
 
 
 @pytest.fixture
@@ -55,3 +57,19 @@ def test_jsonp_answers_are_read_bounded() -> None:
     assert jsonp(b'window.cb && cb({"retcode": 20000000, "data": {"sub": "x"}});') == {
         "retcode": 20000000, "data": {"sub": "x"}}
     assert jsonp(b"<html>not jsonp</html>") == {} and jsonp(b"cb([1, 2])") == {} and jsonp(b"cb({)") == {}
+
+
+def test_workers_over_one_catalog_visit_the_visitor_system_once(site: WeiboSite, sim: Simulator,
+                                                                catalog_url: str) -> None:
+    site.visitor_flow = True
+    catalogs = [Catalog(catalog_url), Catalog(catalog_url)]
+    catalogs[0].create_schema()
+    workers = [WeiboResolver(site.settings()), WeiboResolver(site.settings())]
+    with httpx.Client(follow_redirects=True) as http:
+        contexts = [ResolveContext(http, 5 * 1024 * 1024, shared=CatalogState(catalog)) for catalog in catalogs]
+        assert workers[0].resolve(site.posts["playback"].url, contexts[0]).assets
+        assert workers[1].resolve(site.posts["pictures"].url, contexts[1]).assets  # with the first one's cookies
+    assert asked(sim, "/visitor/genvisitor") == 1 and [w.visitor.renewals for w in workers] == [1, 0]
+    assert asked(sim, "/ajax/statuses/show") == 3  # sent away once, then answered twice
+    for catalog in catalogs:
+        catalog.close()

@@ -164,8 +164,8 @@ class BilibiliResolver(Resolver):
             # a list (series, favourites, watch later) playing one of its videos: that video
             re.compile(rf"{video}/(?:list|medialist/play)/[^/?#]+/?\?(?:[^#]*&)?bvid=(?P<id>{BVID})(?:[&#].*)?$"),
         )
-        self._wbi: tuple[str, str, float] | None = None  # img_key, sub_key, fetched at
-        self.visitor = VisitorSession()  # the visitor ids every API request of this worker sends (visitor.py)
+        # The visitor ids and WBI keys every API request sends, shared by the platform's workers (visitor.py).
+        self.visitor = VisitorSession()
 
     # -- URLs --------------------------------------------------------------------------------
     def ref(self, url: str) -> VideoRef | None:
@@ -296,17 +296,16 @@ class BilibiliResolver(Resolver):
         )
 
     def _wbi_keys(self, ctx: ResolveContext, headers: dict[str, str]) -> tuple[str, str]:
-        # The keys change daily; an hour of caching keeps nav requests rare.
-        if self._wbi is None or time.monotonic() - self._wbi[2] > 3600:
+        def nav() -> tuple[str, str]:
             # nav answers -101 "not logged in" to anonymous visitors and still carries the keys.
             nav = get_json(self, f"{self.config.api_base.rstrip('/')}/x/web-interface/nav", ctx, headers,
                            platform_codes=False)
             img = _key_from_url(dig(nav, "data", "wbi_img", "img_url"))
             sub = _key_from_url(dig(nav, "data", "wbi_img", "sub_url"))
-            img = require(img, self.platform, "nav", "data.wbi_img.img_url")
-            sub = require(sub, self.platform, "nav", "data.wbi_img.sub_url")
-            self._wbi = (img, sub, time.monotonic())
-        return self._wbi[0], self._wbi[1]
+            return (require(img, self.platform, "nav", "data.wbi_img.img_url"),
+                    require(sub, self.platform, "nav", "data.wbi_img.sub_url"))
+
+        return self.visitor.wbi_keys(ctx, nav)
 
     def _streams(self, url: str, bvid: str, cid: int, ctx: ResolveContext, headers: dict[str, str]) -> list[Asset]:
         qn = qn_for_height(ctx.quality) if ctx.quality else self.config.quality

@@ -76,7 +76,7 @@ def user_listing(resolver: Resolver, ctx: ResolveContext, ident: str, max_pages:
     urls: list[str] = []
     for page in range(1, max_pages + 1):
         query = urlencode({"containerid": f"107603{uid}", "page": page})
-        doc = get_json(resolver, f"{base}/api/container/getIndex?{query}", ctx, resolver.api_headers(base + "/"))
+        doc = get_json(resolver, f"{base}/api/container/getIndex?{query}", ctx, resolver.api_headers(base + "/", ctx))
         cards = _cards(dig(doc, "data", "cards"))
         pinned = [e for e in (post_entry(c, uid) for c in cards if _pinned(c)) if e is not None]
         posts = [e for e in (post_entry(c, uid) for c in cards if not _pinned(c)) if e is not None]
@@ -183,9 +183,10 @@ def _desktop_data(resolver: WeiboResolver, ctx: ResolveContext, api: str, uid: s
     """``data`` of a desktop ajax answer, with the Referer of the profile it is about."""
     where = where or f"{REAL_HOST}/u/{uid}"
     referer = resolver.config.referer.rstrip("/") + (f"/u/{uid}" if uid else "/")
-    page = resolver.fetch_page(api, ctx, resolver.api_headers(referer), item_url=where)
-    if classify_redirect(page.url) is not None and resolver.visitor.incarnate(resolver, ctx, page.url):
-        page = resolver.fetch_page(api, ctx, resolver.api_headers(referer), item_url=where)  # as a visitor
+    sent = resolver.api_headers(referer, ctx)
+    page = resolver.fetch_page(api, ctx, sent, item_url=where)
+    if classify_redirect(page.url) is not None and resolver.visitor.incarnate(resolver, ctx, page.url, sent):
+        page = resolver.fetch_page(api, ctx, resolver.api_headers(referer, ctx), item_url=where)  # as a visitor
     refusal = classify_redirect(page.url, f" for {where}")
     if refusal is not None:
         raise refusal

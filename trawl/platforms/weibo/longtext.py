@@ -59,7 +59,7 @@ def long_text(resolver: WeiboResolver, status: dict[str, Any], mid: str, mblogid
     waited: TrawlError | None = None  # a retryable refusal: the fetch is tried again later
     for api, referer, markup in ((desktop, config.referer, False), (mobile, mobile_base + "/", True)):
         try:
-            page = resolver.fetch_page(api, ctx, resolver.api_headers(referer), item_url=url)
+            page = resolver.fetch_page(api, ctx, resolver.api_headers(referer, ctx), item_url=url)
             if classify_redirect(page.url) is not None:
                 continue  # the visitor system or a login page instead of an answer: try the other API
             doc = json_object("weibo", api, page)

@@ -172,7 +172,7 @@ class WeiboResolver(Resolver):
         patterns = (*status_patterns(config), *(pattern for pattern, _ in self._refusals))
         self.url_patterns = patterns  # type: ignore[misc]
         self._cookies: dict[str, str] | None = None
-        self.visitor = WeiboVisitor()  # the visitor cookies this worker's requests send (visitor.py)
+        self.visitor = WeiboVisitor()  # the visitor cookies the platform's requests send (visitor.py)
 
     # -- routing -----------------------------------------------------------------------------
     def offline_key(self, url: str) -> str | None:
@@ -213,7 +213,7 @@ class WeiboResolver(Resolver):
         return next((why for pattern, why in self._refusals if found.re is pattern), None)
 
     # -- fetching ----------------------------------------------------------------------------
-    def api_headers(self, referer: str) -> dict[str, str]:
+    def api_headers(self, referer: str, ctx: ResolveContext) -> dict[str, str]:
         """Headers for Weibo's JSON APIs: browser-like, the configured extras, the cookies."""
         if self._cookies is None:
             self._cookies = load_cookies(self.config.cookies_file)
@@ -226,8 +226,9 @@ class WeiboResolver(Resolver):
         }
         if self._cookies:
             headers["Cookie"] = "; ".join(f"{name}={value}" for name, value in self._cookies.items())
-        if not (self._cookies or {}).get("SUB") and self.visitor.cookie():  # the visitor's (visitor.py)
-            headers["Cookie"] = "; ".join(filter(None, (headers.get("Cookie"), self.visitor.cookie())))
+        visitor = "" if (self._cookies or {}).get("SUB") else self.visitor.cookie(ctx)  # (visitor.py)
+        if visitor:
+            headers["Cookie"] = "; ".join(filter(None, (headers.get("Cookie"), visitor)))
         return headers
 
     def fetch_status(self, ident: str, url: str, ctx: ResolveContext) -> dict[str, Any]:
@@ -256,9 +257,10 @@ class WeiboResolver(Resolver):
 
     def _desktop_status(self, ident: str, url: str, ctx: ResolveContext) -> dict[str, Any]:
         api = f"{self.config.page_base.rstrip('/')}/ajax/statuses/show?{urlencode({'id': ident})}"
-        page = self.fetch_page(api, ctx, self.api_headers(self.config.referer), item_url=url)
-        if classify_redirect(page.url) is not None and self.visitor.incarnate(self, ctx, page.url):
-            page = self.fetch_page(api, ctx, self.api_headers(self.config.referer), item_url=url)  # as a visitor
+        sent = self.api_headers(self.config.referer, ctx)
+        page = self.fetch_page(api, ctx, sent, item_url=url)
+        if classify_redirect(page.url) is not None and self.visitor.incarnate(self, ctx, page.url, sent):
+            page = self.fetch_page(api, ctx, self.api_headers(self.config.referer, ctx), item_url=url)  # as a visitor
         refusal = classify_redirect(page.url, f" for {url}")
         if refusal is not None:
             raise _Detour(refusal)  # the visitor system or a login page: the mobile API may answer
@@ -270,7 +272,7 @@ class WeiboResolver(Resolver):
     def _mobile_status(self, ident: str, url: str, ctx: ResolveContext) -> dict[str, Any]:
         base = self.config.mobile_base.rstrip("/")
         api = f"{base}/statuses/show?{urlencode({'id': ident})}"
-        page = self.fetch_page(api, ctx, self.api_headers(base + "/"), item_url=url)
+        page = self.fetch_page(api, ctx, self.api_headers(base + "/", ctx), item_url=url)
         refusal = classify_redirect(page.url, f" for {url}")
         if refusal is not None:
             raise refusal
@@ -295,7 +297,7 @@ class WeiboResolver(Resolver):
         page_path = f"/tv/show/{fid}"
         api = f"{base}/tv/api/component?{urlencode({'page': page_path})}"
         form = {"data": json.dumps({"Component_Play_Playinfo": {"oid": fid}}, separators=(",", ":"))}
-        doc = self._post_json(api, form, ctx, self.api_headers(base + quote(page_path, safe="/:")), url)
+        doc = self._post_json(api, form, ctx, self.api_headers(base + quote(page_path, safe="/:"), ctx), url)
         code = str(doc.get("code", ""))
         info = dig(doc, "data", "Component_Play_Playinfo")
         mid = str(int_or_none(dig(info, "mid")) or "")
@@ -424,7 +426,7 @@ def user_post_urls(config: WeiboSettings, ctx: ResolveContext, uid: str, max_pag
     urls: list[str] = []
     for page in range(1, max_pages + 1):
         query = urlencode({"containerid": f"107603{uid}", "page": page})
-        doc = get_json(resolver, f"{base}/api/container/getIndex?{query}", ctx, resolver.api_headers(base + "/"))
+        doc = get_json(resolver, f"{base}/api/container/getIndex?{query}", ctx, resolver.api_headers(base + "/", ctx))
         found = [u for u in (_post_url(card, uid) for card in _cards(dig(doc, "data", "cards"))) if u]
         if not found:
             break

@@ -121,7 +121,7 @@ def search_listing(resolver: Resolver, ctx: ResolveContext, ident: str, max_page
     number = 1
     for _ in range(max_pages):
         query = urllib.parse.urlencode({"containerid": search.container, "page_type": "searchall", "page": number})
-        doc = get_json(resolver, f"{base}/api/container/getIndex?{query}", ctx, resolver.api_headers(referer))
+        doc = get_json(resolver, f"{base}/api/container/getIndex?{query}", ctx, resolver.api_headers(referer, ctx))
         entries = [e for e in (post_entry(card) for card in _cards(dig(doc, "data", "cards"))) if e is not None]
         if not entries:
             break

@@ -11,22 +11,25 @@ the ``SUB`` and ``SUBP`` cookies.
 trawl does the same, on the host Weibo sent it to (``passport.weibo.com``, or a configured base
 URL's host: the simulator), once, and sends ``SUB``/``SUBP`` with the API requests after (unless
 ``cookies_file`` has its own ``SUB``). A redirect to the visitor system after a renewal less than
-RENEWED_FOR ago is what it is (``rate_limited``, as before). The cookies live in the resolver's
-memory: every fetch and listing of a worker process shares them; nothing of them enters an
-activity's result or a workflow's history.
+RENEWED_FOR ago is what it is (``rate_limited``, as before). The cookies are shared by the
+platform's workers: kept in ``ResolveContext.shared`` (the catalog's ``shared_state`` for workers,
+so N worker processes go through the visitor system once between them), or in the resolver's own
+memory when the context has none. Nothing of them enters an activity's result or a workflow's history.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import threading
 import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
 from trawl.errors import TrawlError
 from trawl.platforms.base import ResolveContext, dig, int_or_none, str_or_none
+from trawl.shared_state import MemoryState, SharedState, made_once
 
 if TYPE_CHECKING:
     from trawl.platforms.weibo.resolver import WeiboResolver
@@ -34,6 +37,8 @@ if TYPE_CHECKING:
 PASSPORT_HOST = "passport.weibo.com"
 RENEWED_FOR = 30.0
 MAX_COOKIE_LENGTH = 2000
+KEY = "weibo.visitor"  # the cookies, in the shared state
+SESSION_TTL = 86400.0
 # ``cb({...});`` or ``window.cb && cb({...});``
 _JSONP = re.compile(r"\s*(?:window\.[\w$]{1,64}\s*&&\s*)?[\w.$]{1,64}\((?P<body>.*)\)\s*;?\s*", re.S)
 
@@ -54,49 +59,87 @@ def _cookie_value(value: Any) -> str | None:
     return text if ok else None
 
 
+@dataclass(frozen=True)
+class Cookies:
+    generation: int  # bumped by each visit to the visitor system
+    sub: str  # "" when the visitor system gave none
+    subp: str
+    renewed_at: float  # wall-clock seconds
+
+    @classmethod
+    def load(cls, raw: str | None) -> Cookies | None:
+        try:
+            doc = json.loads(raw) if raw else None
+            return cls(int(doc["generation"]), str(doc["sub"]), str(doc["subp"]), float(doc["renewed_at"]))
+        except (ValueError, TypeError, KeyError):
+            return None
+
+
 class WeiboVisitor:
-    """The visitor cookies of one resolver, asked for when Weibo sends it to the visitor system."""
+    """The platform's visitor cookies, asked for when Weibo sends a request to the visitor system."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.sub: str | None = None
-        self.subp: str | None = None
-        self.renewals = 0
-        self._renewed_at: float | None = None
+        self._memory = MemoryState()  # when the context shares none
+        self.renewals = 0  # cookies this object got from the visitor system (for the logs and tests)
+        self.clock: Callable[[], float] = time.time
 
-    def cookie(self) -> str:
-        if not self.sub:
+    def _state(self, ctx: ResolveContext) -> SharedState:
+        return ctx.shared if ctx.shared is not None else self._memory
+
+    def _cookies(self, ctx: ResolveContext) -> Cookies | None:
+        return Cookies.load(self._state(ctx).get(KEY))
+
+    def cookie(self, ctx: ResolveContext) -> str:
+        cookies = self._cookies(ctx)
+        if cookies is None or not cookies.sub:
             return ""
-        return f"SUB={self.sub}" + (f"; SUBP={self.subp}" if self.subp else "")
+        return f"SUB={cookies.sub}" + (f"; SUBP={cookies.subp}" if cookies.subp else "")
 
-    def incarnate(self, resolver: WeiboResolver, ctx: ResolveContext, sent_to: str) -> bool:
-        """Get visitor cookies after Weibo sent a request to ``sent_to``; True when there are
-        cookies to ask again with (new ones, or ones another request got just now)."""
+    def incarnate(self, resolver: WeiboResolver, ctx: ResolveContext, sent_to: str, sent: dict[str, str]) -> bool:
+        """Get visitor cookies after Weibo sent a request (with ``sent`` headers) to ``sent_to``;
+        True when there are cookies to ask again with (new ones, or ones another worker got since)."""
         parts = urlsplit(sent_to)
         hosts = {PASSPORT_HOST} | {urlsplit(b).hostname for b in (resolver.config.page_base, resolver.config.mobile_base)}
         if not parts.path.startswith("/visitor/") or parts.hostname not in hosts:
             return False
-        with self._lock:
-            if self._renewed_at is not None and time.monotonic() - self._renewed_at < RENEWED_FOR:
-                return False  # renewed a moment ago and sent back again: not a missing cookie
-            self._renewed_at = time.monotonic()
-            passport = f"{parts.scheme}://{parts.netloc}"
-            headers = {"Referer": sent_to, "User-Agent": resolver.config.user_agent}
-            try:
-                tid = self._gen(resolver, ctx, passport, headers)
-                if tid is None:
-                    return False
-                got = resolver.fetch_page(f"{passport}/visitor/visitor?{urlencode(self._incarnate_query(tid))}",
-                                          ctx, headers)
-            except TrawlError:
-                return False
-            data = jsonp(got.body).get("data")
-            sub, subp = _cookie_value(dig(data, "sub")), _cookie_value(dig(data, "subp"))
-            if not sub:
-                return False
-            self.sub, self.subp = sub, subp
-            self.renewals += 1
-            return True
+        state = self._state(ctx)
+        now = self._cookies(ctx)
+        if now is not None and now.sub and f"SUB={now.sub}" not in sent.get("Cookie", ""):
+            return True  # the request went without the cookies another got meanwhile
+        if now is not None and self.clock() - now.renewed_at < RENEWED_FOR:
+            return False  # renewed a moment ago and sent back again: not a missing cookie
+        seen = now.generation if now else 0
+
+        def renewed() -> str | None:
+            raw = state.get(KEY)
+            cookies = Cookies.load(raw)
+            return raw if cookies is not None and cookies.generation > seen else None
+
+        def visit() -> str:
+            sub, subp = self._visit(resolver, ctx, sent_to)
+            self.renewals += 1 if sub else 0
+            raw = json.dumps(asdict(Cookies(seen + 1, sub or "", subp or "", self.clock())))
+            state.put(KEY, raw, SESSION_TTL)
+            return raw
+
+        got = Cookies.load(made_once(state, f"{KEY}.renewing.{seen}", renewed, visit))
+        return bool(got and got.sub)
+
+    def _visit(self, resolver: WeiboResolver, ctx: ResolveContext, sent_to: str) -> tuple[str | None, str | None]:
+        """SUB and SUBP from the visitor system (None, None when it gives none)."""
+        parts = urlsplit(sent_to)
+        passport = f"{parts.scheme}://{parts.netloc}"
+        headers = {"Referer": sent_to, "User-Agent": resolver.config.user_agent}
+        try:
+            tid = self._gen(resolver, ctx, passport, headers)
+            if tid is None:
+                return None, None
+            got = resolver.fetch_page(f"{passport}/visitor/visitor?{urlencode(self._incarnate_query(tid))}",
+                                      ctx, headers)
+        except TrawlError:
+            return None, None
+        data = jsonp(got.body).get("data")
+        return _cookie_value(dig(data, "sub")), _cookie_value(dig(data, "subp"))
 
     def _gen(self, resolver: WeiboResolver, ctx: ResolveContext, passport: str,
              headers: dict[str, str]) -> dict[str, Any] | None:
