@@ -48,7 +48,6 @@ def settings_with_items(tmp_path: Path, temporal_address: str, catalog_url: str,
 @pytest.fixture
 def search_settings(tmp_path: Path, temporal_address: str, catalog_url: str) -> Settings:
     return settings_with_items(tmp_path, temporal_address, catalog_url)
-    return settings
 
 
 def cards(page: str) -> list[str]:

@@ -105,8 +105,6 @@ def _missing_sqlite_file(url: str) -> str | None:
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
         return None
-    from pathlib import Path
-
     path = Path(parsed.database).resolve()
     return None if path.exists() else str(path)
 
