@@ -25,14 +25,14 @@ from dataclasses import dataclass
 
 from trawl.danmaku import Danmaku
 
-SCROLL_SECONDS = 8.0  # danmaku2ass's default for a scrolling comment (Bilibili's player: about 8 s)
+SCROLL_SECONDS = 8.0  # danmaku2ass's default for a scrolling comment (the platforms' own players: about 8 s)
 STILL_SECONDS = 5.0
 MAX_ASS_COMMENTS = 200_000  # a stage fuller than this is unwatchable; the file stays a few tens of MB
 SCROLL_MODES = {1, 2, 3}
 REVERSE, BOTTOM, TOP = 6, 4, 5
 NORMAL_SIZE = 25  # the XML's size of an ordinary comment
 BASE_HEIGHT = 1080  # the stage height NORMAL_SIZE is drawn at BASE_FONT on
-BASE_FONT = 50  # pixels: about 21 lines over the stage, as Bilibili's player shows them
+BASE_FONT = 50  # pixels: about 21 lines over the stage, as the platforms' players show them
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 a platform serves) written as SRT or WebVTT for players and media servers. Bounded: a stored track
 that is not that form, or holds more than :data:`MAX_CUES` cues, is a :class:`SubtitleError`.
 
-A platform that serves SRT or WebVTT instead (Facebook's captions) reads it with
+A platform that serves SRT or WebVTT instead (captions files) reads it with
 :func:`parse_timed_text` and stores the cues in that form (:func:`to_json`), bounded the same way."""
 
 from __future__ import annotations
