@@ -136,6 +136,25 @@ async def test_crawl_status_waits_for_a_worker_that_answers_late(temporal_client
             await crawl_handle(temporal_client, crawl_id).terminate()
 
 
+async def test_crawl_status_json_says_running_unanswered_when_no_worker_answers(
+        temporal_client: Client, settings: Settings, sim: Simulator, tmp_path: Path) -> None:
+    """With nobody to answer a running crawl's query, `crawl-status --json` still prints one JSON
+    object (running, no counts, why) beside its one line on stderr, and exits 1."""
+    sim.add_file("/unanswered/x.mp4", MediaFile("mp4", "unanswered-x", 2_000))
+    env = env_for(settings, tmp_path)
+    started = await cli(["crawl", "--detach", sim.url("/unanswered/x.mp4")], env, tmp_path)
+    assert started.returncode == 0, started.stderr  # no worker polls this test's queues
+    crawl_id = started.stdout.strip()
+    try:
+        shown = await cli(["crawl-status", crawl_id, "--json"], env, tmp_path)
+        assert shown.returncode == 1
+        status = json.loads(shown.stdout)
+        assert (status["id"], status["status"], status["stats"]) == (crawl_id, "RUNNING", None)
+        assert "no worker answered" in status["unanswered"] and "no worker answered" in shown.stderr
+    finally:
+        await crawl_handle(temporal_client, crawl_id).terminate()
+
+
 async def test_an_attached_crawl_is_a_crawl_like_any_other(temporal_client: Client, settings: Settings,
                                                            sim: Simulator, tmp_path: Path) -> None:
     """`trawl crawl URL...` starts a CrawlWorkflow and follows it: `crawls` lists it, `pause` and

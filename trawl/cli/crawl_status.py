@@ -88,6 +88,9 @@ async def cmd_crawl_status(args: argparse.Namespace, settings: Settings) -> int:
                                    f"({err.message}); try again when it is back", EXIT_FAILED_ITEMS) from None
             raise CommandError(f"no crawl {args.id!r}: {err.message}") from None
         except Unanswered as err:
+            if args.json:  # a script reading stdout gets an object whatever happens: running, no counts yet
+                print(json.dumps({"id": handle.id, "status": "RUNNING", "stats": None, "items": None,
+                                  "failed_items": [], "unanswered": str(err)}))
             raise CommandError(str(err), EXIT_FAILED_ITEMS) from None
         failed_count = stats.outcomes.get("failed", 0) if stats else 0
         failed = await failed_items(client, crawl_scope(handle.id)) if failed_count else []
