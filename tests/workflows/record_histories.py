@@ -31,9 +31,10 @@ from temporalio.testing import WorkflowEnvironment
 
 from trawl.activities.crawl import route_items
 from trawl.contracts import (
-    END_RECORDING, RESULTS, RESULTS_READ, SEARCH_ATTRIBUTES, CrawlResults, ResultsRead, broadcast_workflow_id)
-from trawl.starter.client import (add_to_crawl, begin_crawl, cancel_crawl, item_result, start_crawl, start_extras_refresh,
-                                  start_item)
+    END_RECORDING, RESULTS, RESULTS_READ, SEARCH_ATTRIBUTES, CrawlInput, CrawlResults, ExtrasSweep, ResultsRead,
+    broadcast_workflow_id, workflow_queue)
+from trawl.starter.client import (add_to_crawl, begin_crawl, cancel_crawl, item_options, item_result, start_crawl,
+                                  start_extras_refresh, start_item)
 from trawl.platforms.registry import build_registry
 from trawl.settings import CatalogSettings, NetSettings, PlatformsSettings, Settings, TemporalSettings
 from trawl.simulator import FileBehaviour, MediaFile, Request, Response, Simulator
@@ -387,6 +388,22 @@ async def crawl_followed(r: Recorder) -> list[WorkflowHandle]:
     return [r.client.get_workflow_handle(handle.id, run_id=w.run_id) for w in runs]
 
 
+async def crawl_refresh_extras(r: Recorder) -> list[WorkflowHandle]:
+    """A watch's run with its refresh option (CrawlInput.refresh_extras, patch crawl-refresh-extras):
+    the activity refresh_watch_extras first (the items an earlier run of the watch brought), then
+    the run's own URLs."""
+    earlier, _ = await start_crawl(r.client, r.settings, r.registry, _files(r, "csweep-a", 1),
+                                   crawl_id="crawl-sweeprec-2026-12-05T00:00:00Z")
+    await asyncio.wait_for(earlier.result(), 120)
+    items, _ = route_items(r.registry, _files(r, "csweep-b", 1))
+    handle = await r.client.start_workflow(
+        CrawlWorkflow.run, CrawlInput(items=items, concurrency=2, options=item_options(r.settings),
+                                      refresh_extras=ExtrasSweep("crawl-sweeprec-____-__-__T__:__:__Z", 36500)),
+        id=f"crawl-sweeprec-{uuid.uuid4().hex[:8]}", task_queue=workflow_queue(r.settings.temporal.task_queue_prefix))
+    await asyncio.wait_for(handle.result(), 120)
+    return [handle]
+
+
 SCENARIOS: dict[str, Scenario] = {
     "item_committed": committed, "item_duplicate": duplicate, "item_failed_not_found": failed_not_found,
     "item_failed_after_retries": failed_after_retries, "item_url_expired_refetched": url_expired,
@@ -427,6 +444,8 @@ SCENARIOS: dict[str, Scenario] = {
     "item_live_handed_to_its_broadcast": live_handed_to_its_broadcast,
     # END_RECORDING (a new signal, sent only to recordings of the runs above): the recording ends, committed.
     "item_live_ended_by_signal": live_ended_by_signal,
+    # REFRESH_EXTRAS (crawl): a watch's run with CrawlInput.refresh_extras refreshes its young items' extras first.
+    "crawl_refresh_extras": crawl_refresh_extras,
 }
 
 

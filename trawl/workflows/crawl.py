@@ -331,9 +331,7 @@ class CrawlWorkflow:
     def _known(self, items: list[CrawlItem]) -> None:
         """Items the catalog knows committed: duplicates without a workflow, and a line for each
         unless this run has had it already (given twice, or a part of a known video given too).
-        Counted once for the page: a page of 500 known items is one activation, and the counts
-        line is built once, not 500 times, so that activation stays far from the deadlock
-        detector's 2 s on a busy worker."""
+        Counted once for the page: the counts line is built once, not once per item."""
         self._count("duplicate", 0, len(items))
         for item in items:
             if item.workflow_id not in self._started:
