@@ -236,12 +236,30 @@ def test_busy_is_told_when_the_first_activity_starts_and_the_last_ends() -> None
 
 def test_a_crawl_refused_after_it_began_starting_the_server_leaves_nothing_running(background: Background) -> None:
     # The dispatcher begins starting the server and the worker as soon as the settings are read;
-    # a crawl that then refuses its input has its start undone.
-    refused = background.trawl("crawl")  # no URLs: refused by the command, after the dispatcher
-    assert refused.returncode == 2 and "no URLs given" in refused.stderr, refused.stderr
+    # a crawl that then refuses its input has its start undone, at once: the keeper it stopped is
+    # its own child, a zombie until the command exits, and was once waited on as if alive (58 s).
+    refused = background.trawl("crawl", "--source", "nosuch")  # refused by the command, after the dispatcher
+    assert refused.returncode == 2 and "no source named 'nosuch'" in refused.stderr, refused.stderr
     assert "Traceback" not in refused.stderr
     assert not background.pids() and not dev_servers(background.db)
     assert not (background.run_dir / "temporal.json").exists()
+
+
+def test_a_zombie_keeper_is_not_alive() -> None:
+    from trawl.starter.embedded import _alive
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])  # not reaped until child.wait()
+    wait_until(lambda: Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z",
+               "the child to exit (a zombie)")
+    assert not _alive(child.pid)  # exited, a zombie until reaped: not waited on as if running
+    child.wait()
+    assert not _alive(child.pid)
+
+
+def test_a_crawl_without_input_starts_no_server(background: Background) -> None:
+    refused = background.trawl("crawl")  # no URLs, no file, no source: refused before any server
+    assert refused.returncode == 2 and "no URLs given" in refused.stderr, refused.stderr
+    assert not (background.run_dir / "temporal.log").exists() and not background.pids()
 
 
 def test_the_first_commands_worker_starts_beside_its_server(background: Background, files: list[str]) -> None:

@@ -209,6 +209,8 @@ def _find_server_early(args: argparse.Namespace, settings: Any) -> None:
     worker again with them."""
     from trawl.starter.embedded import background_worker_settings, start_early
 
+    if not (args.urls or args.file or args.source):
+        return  # refused for want of input before it needs a server
     linger = settings.temporal.idle_timeout.total_seconds()  # trawl.cli.common's, for a one-shot command
     wants_worker = not (args.detach or args.no_worker or args.cookies or args.cookies_from_browser)
     start_early(settings, linger=linger,

@@ -175,13 +175,19 @@ def dev_server_command(settings: Settings) -> list[str]:
 
 
 def _alive(pid: int) -> bool:
+    """``pid`` runs. A zombie does not: a keeper this command started and stopped stays one until
+    the command exits (nobody reaps it), and waiting for it to end waited out every grace period."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True  # no /proc: alive as far as can be told
+    return state != "Z"
 
 
 def _is_dev_server(pid: int) -> bool:
