@@ -29,12 +29,12 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BYTECODE)
-	$(BIN)/pytest -q -n 4 --durations=25
+	$(BIN)/pytest -q -n 4 --dist worksteal --durations=25
 
 # Everything but the long end-to-end scenarios (the `slow` marker): for the edit-test loop.
 test-quick: $(STAMP)
 	$(BYTECODE)
-	$(BIN)/pytest -q -n 4 -m "not slow"
+	$(BIN)/pytest -q -n 4 --dist worksteal -m "not slow"
 
 bench: $(STAMP)
 	$(BIN)/python bench/download.py

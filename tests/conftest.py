@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import json
 import os
 import shutil
 import signal
@@ -64,22 +65,40 @@ def _admin_engine():  # noqa: ANN202 - an SQLAlchemy engine
     return create_engine(os.environ["TRAWL_TEST_POSTGRES_URL"], isolation_level="AUTOCOMMIT")
 
 
-def new_postgres_database() -> str:
-    """A fresh database on the test server; dropped when the session ends."""
-    from sqlalchemy import text
-
-    name = f"trawl_test_{uuid.uuid4().hex[:12]}"
-    admin = _admin_engine()
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    admin.dispose()
-    _CREATED_DATABASES.append(name)
+def _database_url(name: str) -> str:
     return os.environ["TRAWL_TEST_POSTGRES_URL"].rsplit("/", 1)[0] + "/" + name
 
 
+_migrated_template: str | None = None
+
+
+def new_postgres_database(migrated: bool = False) -> str:
+    """A fresh database on the test server; dropped when the session ends. ``migrated``: a copy of
+    one the migrations brought to the newest schema, made once per process (CREATE DATABASE ...
+    TEMPLATE), as a catalog is after trawl's first start: the migrations of every test's catalog
+    took 0.15-0.2 s each (their own tests start from an empty database)."""
+    global _migrated_template
+    from sqlalchemy import text
+
+    if migrated and _migrated_template is None:
+        template = new_postgres_database()
+        catalog = Catalog(template)
+        catalog.create_schema()
+        catalog.close()  # a template must have no connection while it is copied
+        _migrated_template = template.rsplit("/", 1)[1]
+    name = f"trawl_test_{uuid.uuid4().hex[:12]}"
+    admin = _admin_engine()
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{_migrated_template}"' if migrated else "")))
+    admin.dispose()
+    _CREATED_DATABASES.append(name)
+    return _database_url(name)
+
+
 def test_catalog_url() -> str:
-    """The catalog a test's settings use: "" (SQLite in the data dir) or a fresh PostgreSQL database."""
-    return new_postgres_database() if postgres_mode() else ""
+    """The catalog a test's settings use: "" (SQLite in the data dir) or a fresh PostgreSQL database
+    at the newest schema."""
+    return new_postgres_database(migrated=True) if postgres_mode() else ""
 
 
 test_catalog_url.__test__ = False  # type: ignore[attr-defined] - a helper, not a test
@@ -110,6 +129,59 @@ def background_processes() -> list[int]:
 # that was garbage is frozen.
 COLLECT_EVERY = 20
 _tests_run = 0
+
+
+# Longest first. The suite runs on a few processes (pytest-xdist, --dist worksteal); a test of a
+# minute that starts last keeps one process busy while the others have long finished. Sorted by the durations of an
+# earlier full pass (tests/durations.json: setup, call and teardown, the tests of half a second and
+# more), the long ones start first and the short ones fill in around them. A test not in the file
+# keeps its place among the short ones; a PostgreSQL case is timed as its SQLite twin. The order
+# is the same in every process, as xdist requires. `TRAWL_TEST_DURATIONS=write make test` writes
+# the file anew from the pass it runs.
+DURATIONS = Path(__file__).with_name("durations.json")
+DURATION_FLOOR_S = 0.5
+_durations_seen: dict[str, float] = {}
+
+
+@pytest.hookimpl(trylast=True)  # after -m and -k have deselected theirs
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    try:
+        known: dict[str, float] = json.loads(DURATIONS.read_text())
+    except (OSError, ValueError):
+        return
+
+    def expected(item: pytest.Item) -> float:
+        return known.get(item.nodeid) or known.get(item.nodeid.replace("postgresql", "sqlite"), 0.0)
+
+    ranked = sorted(items, key=expected, reverse=True)  # stable: the rest keep their collection order
+    # xdist's worksteal hands each process a run of the list, in order, the first its first
+    # len // n, the next a share of the rest, and so on: dealt out like cards, every run starts with
+    # its share of the long tests. An idle process takes work from the end of the longest queue.
+    processes = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    sizes, left = [], len(ranked)
+    for share in range(processes, 0, -1):
+        sizes.append(left // share)
+        left -= sizes[-1]
+    runs: list[list[pytest.Item]] = [[] for _ in sizes]
+    turn = 0
+    for item in ranked:
+        while len(runs[turn % processes]) >= sizes[turn % processes]:
+            turn += 1
+        runs[turn % processes].append(item)
+        turn += 1
+    items[:] = [item for run in runs for item in run]
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _durations_seen[report.nodeid] = _durations_seen.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if os.environ.get("TRAWL_TEST_DURATIONS") != "write" or hasattr(session.config, "workerinput"):
+        return  # only when asked, and only by the process that saw every test's report
+    kept = {nodeid: round(seconds, 1) for nodeid, seconds in sorted(_durations_seen.items())
+            if seconds >= DURATION_FLOOR_S}
+    DURATIONS.write_text(json.dumps(kept, indent=0, ensure_ascii=False) + "\n")
 
 
 @pytest.hookimpl(trylast=True)  # after the test's own fixtures are torn down: those are not frozen

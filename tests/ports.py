@@ -1,5 +1,9 @@
-"""Free loopback ports for the servers tests start: one, a run of them, or a run a test restarts a
-server on (below the kernel's ephemeral range, where nothing else takes them meanwhile)."""
+"""Free loopback ports for the servers tests start on a port chosen beforehand: one, a run of them,
+or a run a test restarts a server on. All below the kernel's ephemeral range, where nothing else
+takes them meanwhile: a port bound and let go in that range (the usual "free port") can be handed
+to the next port-0 bind or outgoing connection of any process before the test's server binds it;
+a dev server's own ports, picked that way, collided with those of another test's server (seen in
+CI: the dev server exited with "address already in use")."""
 
 from __future__ import annotations
 
@@ -20,27 +24,21 @@ def _all_free(first: int, count: int) -> bool:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free loopback port for a server a test starts."""
+    return restartable_ports(1)
 
 
 def free_ports(count: int) -> int:
     """The first of ``count`` consecutive free loopback ports."""
-    for _ in range(50):
-        first = free_port()
-        if _all_free(first, count):
-            return first
-    raise RuntimeError("no free port range")
+    return restartable_ports(count)
 
 
 def restartable_ports(count: int) -> int:
-    """The first of ``count`` consecutive free loopback ports for a server the test starts again
-    on them (a restart, or a second command on the same settings).
+    """The first of ``count`` consecutive free loopback ports, for a server the test starts, or
+    starts again on them (a restart, or a second command on the same settings).
 
-    Chosen below the kernel's ephemeral range: while the server is down, no outgoing connection and
-    no port-0 bind (a dev server picks five of its own that way) can take them, as happened to
-    restarts on ports from :func:`free_ports`.
+    Chosen below the kernel's ephemeral range: while the server is not yet up, or down, no outgoing
+    connection and no port-0 bind (a dev server picks five of its own that way) can take them.
     """
     try:
         ephemeral = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])

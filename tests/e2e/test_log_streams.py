@@ -18,6 +18,7 @@ import pytest
 
 from tests.e2e.test_cli import trawl_env as cli_env
 from tests.polling import wait_until
+from tests.ports import free_port
 from trawl.simulator import MediaFile, Simulator
 from trawl.simulator import faults
 from trawl.simulator.demo import og_page
@@ -93,12 +94,6 @@ def test_a_one_shot_crawl_logs_every_attempt_and_item_before_it_exits(sim: Simul
 
 # -- item 10: the Rust core's own lines are JSON on the log stream, never on a command's output ------
 CORE_TARGET = ("temporalio_client", "temporalio_sdk_core", "temporalio_common", "sdk_core")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def answers(port: int) -> bool:

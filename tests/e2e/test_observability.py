@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
+from tests.ports import free_port
 from trawl.starter.client import item_result, start_item
 from tests.conftest import make_settings
 from trawl.logs import LOG_FIELDS
@@ -26,12 +26,6 @@ from trawl.worker.main import running_worker
 from trawl.contracts import STAGES
 
 TRAWL = str(Path(sys.executable).parent / "trawl")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.slow

@@ -55,7 +55,10 @@ async def not_yet_paused(client: Client, urls: list[str]) -> list[str]:
             raise
         if description.status != WorkflowExecutionStatus.RUNNING:
             continue
-        downloading = any(a.activity_type.name == "download" for a in description.raw_description.pending_activities)
+        # A small item's download is its one activity (small_item), which a pause stops as it stops a
+        # download: until it has stopped (or finished first), its bytes may still grow.
+        downloading = any(a.activity_type.name in ("download", "small_item")
+                          for a in description.raw_description.pending_activities)
         if downloading or not (await handle.query(MediaItemWorkflow.progress, result_type=Progress)).paused:
             moving.append(item.workflow_id)
     return moving
