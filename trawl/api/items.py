@@ -159,12 +159,17 @@ async def refresh_extras(key: str, body: ExtrasRefreshCreate | None = None,
 
 @router.get("/{key:path}/extras/refresh", response_model=ExtrasRefresh, responses=declared(404, 422))
 async def extras_refresh(key: str, state: ApiState = Depends(api_state)) -> ExtrasRefresh:
-    """The item's latest extras refresh: running, or its result (404 when it has had none)."""
+    """The item's latest extras refresh: running, or its result (404 when it has had none, or the
+    item is not in this archive)."""
     from temporalio.client import WorkflowExecutionStatus
     from temporalio.service import RPCError, RPCStatusCode
 
     from trawl.contracts import RefreshResult, extras_workflow_id
 
+    # The refresh's workflow id is the item's key, and a Temporal namespace may serve several
+    # archives: another archive's refresh of the same video is not this one's to show.
+    if await state.in_catalog(state.catalog.get, key) is None:
+        raise HTTPException(404, f"no such item: {key!r}")
     handle = state.client.get_workflow_handle(extras_workflow_id(key), result_type=RefreshResult)
     try:
         desc = await handle.describe()
