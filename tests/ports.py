@@ -11,6 +11,10 @@ import random
 import socket
 from pathlib import Path
 
+# The fixed ports of the docs' examples and the simulators' defaults (`trawl simulator --port 18504`,
+# the demo's 18765): a test's server on one of them would take it from a page running meanwhile.
+FIXED = range(18000, 19000)
+
 
 def _all_free(first: int, count: int) -> bool:
     """Ports ``first`` to ``first + count - 1`` can all be bound on 127.0.0.1 now."""
@@ -47,6 +51,8 @@ def restartable_ports(count: int) -> int:
     top = min(20000, ephemeral) - count  # SeaweedFS test servers choose from 20000 up
     for _ in range(200):
         first = random.randrange(10000, top)
+        if FIXED.start - count < first < FIXED.stop:
+            continue
         if _all_free(first, count):
             return first
     raise RuntimeError("no free loopback port range below the ephemeral ports")

@@ -142,6 +142,15 @@ def _script(runnable: list[Block]) -> tuple[str, list[Command]]:
     return "\n".join(lines) + "\n", steps
 
 
+def _background_logs(home: Path) -> str:
+    """The last lines of what the page's background commands wrote (``trawl up > up.log``...): a
+    server that never came up says why there."""
+    shown = ""
+    for path in sorted(home.glob("*.log")):
+        shown += f"\n--- {path.name} (last lines) ---\n" + "\n".join(path.read_text(errors="replace").splitlines()[-30:])
+    return shown
+
+
 def _stop(proc: subprocess.Popen[str]) -> None:
     """End the page's shell and whatever it left in the background (a simulator, `trawl up`)."""
     for sig, grace in ((signal.SIGTERM, 30), (signal.SIGKILL, 5)):
@@ -173,7 +182,8 @@ def test_the_examples_of_a_page_run_and_print_what_they_show(page: Path, tmp_pat
             proc.wait(timeout=PAGE_TIMEOUT)
         except subprocess.TimeoutExpired:
             _stop(proc)
-            pytest.fail(f"{page.name}: the examples did not finish in {PAGE_TIMEOUT} s:\n{log.read_text()[-4000:]}")
+            pytest.fail(f"{page.name}: the examples did not finish in {PAGE_TIMEOUT} s:\n{log.read_text()[-4000:]}"
+                        + _background_logs(tmp_path))
         finally:
             _stop(proc)
     printed = log.read_text()
@@ -182,7 +192,7 @@ def test_the_examples_of_a_page_run_and_print_what_they_show(page: Path, tmp_pat
     failed = "@@docs-test failed@@" in printed
     last = max(by_step, default=0)
     assert not failed, (f"{page.name}:{steps[last].line}: `{steps[last].command}` failed:\n"
-                        f"{by_step.get(last, printed)[-3000:]}")
+                        f"{by_step.get(last, printed)[-3000:]}" + _background_logs(tmp_path))
     for index, step in enumerate(steps):
         missing = shown_lines_missing(step.shown, by_step.get(index, ""))
         assert not missing, (f"{page.name}:{step.line}: `{step.command}` did not print\n  " + "\n  ".join(missing)

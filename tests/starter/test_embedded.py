@@ -228,3 +228,38 @@ def test_the_keeper_starts_its_server_without_importing_temporals_sdk() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def _first_start_loses_a_port(port_line: str, marker: Path, real: list[str]) -> list[str]:
+    """A dev server command whose first start fails as a dev server does when a port was taken
+    before it bound it, and whose next starts are the real server's."""
+    script = (f"if [ -e {marker} ]; then exec \"$@\"; fi; touch {marker}; "
+              f"echo 'Error: unable to start server: {port_line}' >&2; exit 1")
+    return ["sh", "-c", script, "sh", *real]
+
+
+@pytest.mark.parametrize("chosen", [False, True], ids=["its-own-port", "a-port-of-the-settings"])
+def test_a_dev_server_that_lost_a_port_it_picked_itself_is_started_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chosen: bool) -> None:
+    from trawl.settings import Settings, TemporalSettings
+    from trawl.starter import embedded
+
+    port, ui_port = free_port(), free_port()
+    settings = Settings(data_dir=tmp_path / "data",
+                        temporal=TemporalSettings(address=f"127.0.0.1:{port}", ui_port=ui_port))
+    lost = ui_port if chosen else free_port()
+    marker = tmp_path / "first-start"
+    real = embedded.dev_server_command
+    monkeypatch.setattr(embedded, "dev_server_command", lambda s: _first_start_loses_a_port(
+        f"listen tcp 127.0.0.1:{lost}: bind: address already in use", marker, real(s)))
+    if chosen:  # a port trawl was told to use, taken: starting again would not help
+        with pytest.raises(embedded.ServerError, match=f"{lost}: bind: address already in use"):
+            with embedded.temporal_server(settings):
+                pass
+        assert not dev_servers(settings.temporal_db)
+        return
+    with embedded.temporal_server(settings) as running:
+        assert marker.exists()
+        assert answers(port) and running.temporal.address == f"127.0.0.1:{port}"
+        assert not (settings.data_dir / "run" / "ended.json").exists()
+    wait_until(lambda: not dev_servers(settings.temporal_db), "the dev server to stop")

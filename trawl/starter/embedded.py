@@ -79,6 +79,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -99,6 +100,7 @@ STOP_GRACE_S = 15.0
 WORKER_STOP_GRACE_S = 40.0  # above worker.graceful_shutdown_timeout's default (10 s) and its own start-up
 WORKER_RESTART_S = (1.0, 30.0)  # a worker that keeps dying is started again this often, at first and at most
 FAILED_START_LINES = 20
+OWN_PORT_ATTEMPTS = 3  # a dev server that lost a port it picked itself is started again
 WARM_AFTER_S = 3.0  # the warm process for commands starts this long after the server
 # The names of trawl.contracts.SEARCH_ATTRIBUTES, all Keyword, which the dev server registers at
 # its start (tests/conftest.py holds the two equal). Written out: the keeper, and the thread that
@@ -685,7 +687,6 @@ class EmbeddedServer:
     def _start(self, held: int, deadline: float, timeout: float) -> None:
         self._check_before_start()
         command = dev_server_command(self.settings)
-        address = self.settings.temporal.address
         self.settings.data_dir.mkdir(parents=True, exist_ok=True)
         for left in ("worker.json", "worker-state.json"):  # a new server's worker is asked for anew
             with contextlib.suppress(OSError):
@@ -698,31 +699,10 @@ class EmbeddedServer:
         self._register()
         keeper: subprocess.Popen[bytes] | None = None
         try:
-            with open(self.log_file, "ab") as log:
-                log.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} trawl (pid {os.getpid()}) starts the "
-                          f"dev server at {address}\n".encode())
-                log.flush()
-                offset = log.tell()
-                keeper = subprocess.Popen([sys.executable, "-m", "trawl.starter.embedded"], stdin=subprocess.PIPE,
-                                          stdout=log, stderr=log, pass_fds=(held,), start_new_session=True)
-            spec = {"command": command, "run_dir": str(self.run_dir.resolve()), "server_lock_fd": held,
-                    "idle_s": self.linger,
-                    "state": {"address": address, "ui_port": self.settings.temporal.ui_port,
-                              "db": str(self.settings.temporal_db.resolve()), "started_by": os.getpid(),
-                              "log": str(self.log_file.resolve())}}
-            assert keeper.stdin is not None
-            with contextlib.suppress(BrokenPipeError):  # a keeper that died at once: its exit code says so
-                keeper.stdin.write(json.dumps(spec).encode())
-                keeper.stdin.close()
-            while not answers(address):
-                code = keeper.poll()
-                if code is not None:
-                    raise ServerError(self._failure(f"the Temporal dev server exited with {code}", offset))
-                if time.monotonic() > deadline:
-                    raise ServerError(self._failure(
-                        f"the Temporal dev server did not answer at {address} in {timeout:.0f} s", offset))
-                self._check_abandoned()
-                time.sleep(0.1)
+            for attempt in range(OWN_PORT_ATTEMPTS):
+                keeper, offset = self._start_keeper(command, held)
+                if self._answers_or_ends(keeper, offset, deadline, timeout, last=attempt == OWN_PORT_ATTEMPTS - 1):
+                    break
             self.started = True
         except BaseException:
             # Nobody else can have joined (this command holds the state lock): stop what it started.
@@ -735,6 +715,63 @@ class EmbeddedServer:
                 except subprocess.TimeoutExpired:
                     keeper.kill()  # the server dies with it
             raise
+
+    def _start_keeper(self, command: list[str], held: int) -> tuple[subprocess.Popen[bytes], int]:
+        """The keeper started on ``command``, and where its lines begin in the server's log."""
+        address = self.settings.temporal.address
+        with open(self.log_file, "ab") as log:
+            log.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} trawl (pid {os.getpid()}) starts the "
+                      f"dev server at {address}\n".encode())
+            log.flush()
+            offset = log.tell()
+            keeper = subprocess.Popen([sys.executable, "-m", "trawl.starter.embedded"], stdin=subprocess.PIPE,
+                                      stdout=log, stderr=log, pass_fds=(held,), start_new_session=True)
+        spec = {"command": command, "run_dir": str(self.run_dir.resolve()), "server_lock_fd": held,
+                "idle_s": self.linger,
+                "state": {"address": address, "ui_port": self.settings.temporal.ui_port,
+                          "db": str(self.settings.temporal_db.resolve()), "started_by": os.getpid(),
+                          "log": str(self.log_file.resolve())}}
+        assert keeper.stdin is not None
+        with contextlib.suppress(BrokenPipeError):  # a keeper that died at once: its exit code says so
+            keeper.stdin.write(json.dumps(spec).encode())
+            keeper.stdin.close()
+        return keeper, offset
+
+    def _answers_or_ends(self, keeper: subprocess.Popen[bytes], offset: int, deadline: float, timeout: float, *,
+                         last: bool) -> bool:
+        """Wait until the server answers (True). False: it exited because a port it picked itself
+        was taken before it bound it, and starting it again will do (unless this is the ``last``
+        attempt). Anything else that ends it is a ServerError."""
+        address = self.settings.temporal.address
+        while not answers(address):
+            code = keeper.poll()
+            if code is not None:
+                if not last and self._lost_own_port(offset):
+                    with contextlib.suppress(OSError):  # what the keeper recorded is not news: it starts again
+                        (self.run_dir / "ended.json").unlink()
+                    return False
+                raise ServerError(self._failure(f"the Temporal dev server exited with {code}", offset))
+            if time.monotonic() > deadline:
+                raise ServerError(self._failure(
+                    f"the Temporal dev server did not answer at {address} in {timeout:.0f} s", offset))
+            self._check_abandoned()
+            time.sleep(0.1)
+        return True
+
+    def _lost_own_port(self, offset: int) -> bool:
+        """The server's lines since ``offset`` say a port was already in use, and it is none of the
+        ports trawl chose (the address's, the Web UI's): the dev server picks its HTTP API's and
+        its services' ports itself, by binding port 0 and letting it go, and another process can
+        take one before the server binds it again. A port of the settings, taken, stays taken."""
+        try:
+            with open(self.log_file, "rb") as log:
+                log.seek(offset)
+                text = log.read().decode(errors="replace")
+        except OSError:
+            return False
+        taken = {int(port) for port in re.findall(r":(\d+): bind: address already in use", text)}
+        chosen = {split_address(self.settings.temporal.address)[1], self.settings.temporal.ui_port}
+        return bool(taken) and not taken & chosen
 
     def _failure(self, head: str, offset: int) -> str:
         """``head`` and the last lines this start wrote to the log (not those of earlier runs)."""
