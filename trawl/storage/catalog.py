@@ -1157,15 +1157,20 @@ class Catalog:
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 
-def migrate(engine: Engine) -> None:
+def migrate(engine: Engine, *, snapshot: bool = True) -> None:
     """``alembic upgrade head`` on ``engine``.
 
     A catalog created before migrations existed (tables, no ``alembic_version``) is stamped as
     the first revision, whose schema it has, and upgraded from there. A catalog at the newest
     revision already (every start but the first after an upgrade) costs one query, without
-    loading Alembic: a command that writes a crawl's frontier starts that much sooner.
+    loading Alembic: a command that writes a crawl's frontier starts that much sooner. A new
+    SQLite catalog is made by the migrations' snapshot (:mod:`trawl.storage.sqlite_schema`), also
+    without Alembic, unless ``snapshot`` is False.
     """
-    if _revision(engine) == newest_revision():
+    revision = _revision(engine)
+    if revision == newest_revision():
+        return
+    if snapshot and revision is None and engine.dialect.name == "sqlite" and _new_from_snapshot(engine):
         return
     from alembic import command
     from alembic.config import Config
@@ -1190,6 +1195,21 @@ def migrate(engine: Engine) -> None:
         finally:
             if "answer_limit" in getattr(bounded, "__dict__", {}):
                 del bounded.answer_limit  # the class's limit again (which a test may set)
+
+
+def _new_from_snapshot(engine: Engine) -> bool:
+    """Make the empty SQLite database of ``engine`` a catalog at the newest revision from the
+    snapshot. False: there is no snapshot of that revision, or the database has tables already."""
+    from trawl.storage import sqlite_schema
+
+    if sqlite_schema.snapshot_revision() != newest_revision():
+        return False
+    with engine.connect() as connection:
+        if connection.exec_driver_sql("SELECT count(*) FROM sqlite_master").scalar():
+            return False
+        connection.commit()
+        sqlite_schema.create(connection.connection.dbapi_connection)  # type: ignore[arg-type]
+    return True
 
 
 def newest_revision() -> str:

@@ -120,11 +120,88 @@ def test_a_catalog_at_the_newest_revision_opens_without_alembic(tmp_path: Path) 
     config.set_main_option("script_location", str(MIGRATIONS))
     assert newest_revision() == ScriptDirectory.from_config(config).get_current_head()  # the naming holds
     url = f"sqlite:///{tmp_path / 'catalog.db'}"
-    Catalog(url).create_schema()  # the first time: Alembic migrates
+    Catalog(url).create_schema()
     probe = ("import sys\nfrom trawl.storage.catalog import Catalog\n"
              f"Catalog({url!r}).create_schema()\nprint('alembic' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "False", done.stderr
+
+
+def _schema_of(path: Path) -> tuple[list[tuple[str, ...]], str, list[tuple[str, ...]]]:
+    """Every entry of ``sqlite_master`` (SQLite's own and the FTS5 shadow tables too), the rows of
+    the ordinary tables, and those of the FTS5 tables' configuration."""
+    import sqlite3
+
+    from trawl.storage.sqlite_schema import dump
+
+    connection = sqlite3.connect(path)
+    try:
+        entries = sorted(connection.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall(),
+                         key=repr)
+        configs = sorted(row for (name,) in connection.execute(
+            "SELECT name FROM sqlite_master WHERE name LIKE '%\\_config' ESCAPE '\\'")
+            for row in connection.execute(f'SELECT \'{name}\', * FROM "{name}"'))
+        return entries, dump(connection), configs
+    finally:
+        connection.close()
+
+
+def test_the_sqlite_snapshot_is_what_the_migrations_build() -> None:
+    from trawl.storage.sqlite_schema import SNAPSHOT
+    from trawl.storage.sqlite_schema_writer import from_migrations
+
+    assert from_migrations() == SNAPSHOT.read_text(encoding="utf-8"), (
+        "the migrations changed: write the snapshot again with python -m trawl.storage.sqlite_schema_writer")
+
+
+def test_a_new_sqlite_catalog_is_the_migrated_one_made_without_alembic(tmp_path: Path) -> None:
+    from trawl.storage.catalog import make_engine, migrate
+
+    migrated = tmp_path / "migrated.db"
+    engine = make_engine(f"sqlite:///{migrated}")
+    migrate(engine, snapshot=False)
+    engine.dispose()
+    new = tmp_path / "new.db"
+    probe = ("import sys\nfrom trawl.storage.catalog import Catalog\n"
+             f"Catalog({f'sqlite:///{new}'!r}).create_schema()\nprint('alembic' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "False", done.stderr
+    assert _schema_of(new) == _schema_of(migrated)
+    catalog = Catalog(f"sqlite:///{new}")
+    assert _commit(catalog) and catalog.count() == 1  # the search's triggers work on it
+    catalog.close()
+
+
+def test_several_processes_making_one_new_sqlite_catalog_make_it_once(tmp_path: Path) -> None:
+    path = tmp_path / "catalog.db"
+    probe = ("from trawl.storage.catalog import Catalog\n"
+             f"c = Catalog({f'sqlite:///{path}'!r}); c.create_schema(); print(c.count())")
+    procs = [subprocess.Popen([sys.executable, "-c", probe], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for _ in range(4)]
+    outcomes = [(p.wait(timeout=120), *p.communicate()) for p in procs]
+    assert all(code == 0 and out.strip() == "0" for code, out, _ in outcomes), outcomes
+    migrated = tmp_path / "migrated.db"
+    from trawl.storage.catalog import make_engine, migrate
+
+    engine = make_engine(f"sqlite:///{migrated}")
+    migrate(engine, snapshot=False)
+    engine.dispose()
+    assert _schema_of(path) == _schema_of(migrated)
+
+
+def test_a_snapshot_of_another_revision_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from trawl.storage import sqlite_schema
+
+    monkeypatch.setattr(sqlite_schema, "snapshot_revision", lambda: "0001")  # as a newer migration leaves it
+    catalog = Catalog(f"sqlite:///{tmp_path / 'catalog.db'}")
+    catalog.create_schema()  # the migrations, with Alembic
+    with catalog.engine.connect() as connection:
+        assert connection.execute(text("select version_num from alembic_version")).scalar() \
+            == catalog_module.newest_revision()
+    catalog.close()
+    from trawl.storage.sqlite_schema_writer import from_migrations
+
+    assert _schema_of(tmp_path / "catalog.db")[1] == from_migrations().split("\n", 1)[1]
 
 
 def test_a_catalog_from_before_migrations_is_adopted(catalog_url: str) -> None:
