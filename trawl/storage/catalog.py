@@ -462,7 +462,7 @@ class Catalog:
             try:
                 migrate(self.engine)
                 return
-            except SQLAlchemyError as exc:
+            except (SQLAlchemyError, sqlite3.Error) as exc:
                 # Another process created a table between the existence check and the CREATE.
                 if attempt < 4 and any(hint in str(exc) for hint in ("already exists", "duplicate key", "locked")):
                     time.sleep(0.1 * (attempt + 1))
@@ -1208,7 +1208,13 @@ def _new_from_snapshot(engine: Engine) -> bool:
         if connection.exec_driver_sql("SELECT count(*) FROM sqlite_master").scalar():
             return False
         connection.commit()
-        sqlite_schema.create(connection.connection.dbapi_connection)  # type: ignore[arg-type]
+        try:
+            sqlite_schema.create(connection.connection.dbapi_connection)  # type: ignore[arg-type]
+        except sqlite3.OperationalError as exc:
+            if "already exists" not in str(exc):
+                raise
+            # Another process made the catalog meanwhile: its transaction ended before ours began.
+            return _revision(engine) == newest_revision()
     return True
 
 
