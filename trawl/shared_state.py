@@ -4,7 +4,7 @@ that rest.
 The rate limit is shared by the fetch queue (the Temporal server keeps it for every worker on
 every host); a session or a proxy's rest cannot go through Temporal (nothing of a session may
 enter a workflow's history), so they go through the catalog every worker opens: short text values
-by key, each with an expiry (:class:`trawl.storage.shared_state.CatalogState`, the
+by key, each with an expiry (:class:`trawl.storage.catalog_state.CatalogState`, the
 ``shared_state`` table). :class:`MemoryState` is the same for one process alone (a command's own
 resolve, a resolver without a catalog). Only activities and the HTTP client read and write it.
 

@@ -16,7 +16,7 @@ from trawl.settings import ConfigError, NetSettings, load_settings
 from trawl.shared_state import MemoryState
 from trawl.simulator import MediaFile, Response, Simulator
 from trawl.storage.catalog import Catalog
-from trawl.storage.shared_state import CatalogState
+from trawl.storage.catalog_state import CatalogState
 
 A, B, C = "http://a.test:1", "http://b.test:2", "http://c.test:3"
 

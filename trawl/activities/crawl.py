@@ -127,7 +127,7 @@ class CrawlActivities:
     @activity.defn(name="expand_source")
     @heartbeating
     def expand_source(self, inp: ExpandInput) -> ExpandResult:
-        from trawl.storage.shared_state import CatalogState  # with the catalog: see TYPE_CHECKING above
+        from trawl.storage.catalog_state import CatalogState  # with the catalog: see TYPE_CHECKING above
 
         definition, rechecks = split_recheck(inp.definition)  # a watch's --recheck
         listing = None
@@ -163,7 +163,7 @@ class CrawlActivities:
         """A watch's re-check (trawl.recheck): the listing's ``count`` items checked longest ago
         asked again, what the platform says recorded. Nothing of it fails the expansion: an item
         the platform could not be asked about is asked again at a later run (it stays the oldest)."""
-        from trawl.storage.shared_state import CatalogState
+        from trawl.storage.catalog_state import CatalogState
 
         outcomes = dict.fromkeys(("there", "gone", "unknown"), 0)
         shared = CatalogState(self.catalog)

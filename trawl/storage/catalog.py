@@ -34,7 +34,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.orm import DeclarativeBase, Mapped, aliased, mapped_column, relationship, selectinload, sessionmaker
+from sqlalchemy.orm import (DeclarativeBase, Mapped, Session, aliased, mapped_column, relationship, selectinload,
+                            sessionmaker)
 
 from trawl.errors import StorageError, TrawlError
 from trawl.extras_text import SEARCHED_KINDS, ExtraLine, extra_lines
@@ -471,6 +472,19 @@ class Catalog:
 
     def close(self) -> None:
         self.engine.dispose()
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[Session]:
+        """A session to read in; a database failure is a ``storage_error`` (retried)."""
+        with _storage_errors("catalog read failed"), self._session() as session:
+            yield session
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[Session]:
+        """A session whose writes commit together when the block ends; a database failure is a
+        ``storage_error`` (retried)."""
+        with _storage_errors("catalog write failed"), self._session.begin() as session:
+            yield session
 
     def is_committed(self, canonical_key: str) -> bool:
         with _storage_errors("catalog unavailable"), self._session() as session:

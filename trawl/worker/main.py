@@ -112,7 +112,7 @@ async def running_worker(
     prefix = settings.temporal.task_queue_prefix
     settings.work_dir.mkdir(parents=True, exist_ok=True)
     from trawl.storage.catalog import Catalog  # here, not at the top: clients import this module for its names
-    from trawl.storage.shared_state import CatalogState
+    from trawl.storage.catalog_state import CatalogState
     catalog = Catalog(settings.catalog_url)
     catalog.create_schema()
     # What a platform's workers share across processes: visitor sessions, proxies' rests.

@@ -23,7 +23,7 @@ from trawl.platforms.bilibili.site import LIST_MID, BilibiliSite, install_bilibi
 from trawl.platforms.bilibili.visitor_site import SPI_PATH, expire_visitors, rotate_wbi
 from trawl.simulator import Simulator
 from trawl.storage.catalog import Catalog
-from trawl.storage.shared_state import CatalogState
+from trawl.storage.catalog_state import CatalogState
 
 VIDEO = "BV117411r7R1"
 

@@ -15,7 +15,7 @@ from trawl.platforms.weibo.site import WeiboSite, install_weibo_site
 from trawl.platforms.weibo.visitor import jsonp
 from trawl.simulator import Simulator
 from trawl.storage.catalog import Catalog
-from trawl.storage.shared_state import CatalogState
+from trawl.storage.catalog_state import CatalogState
 
 
 @pytest.fixture

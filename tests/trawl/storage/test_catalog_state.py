@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from trawl.shared_state import MemoryState, made_once
 from trawl.storage.catalog import Catalog
-from trawl.storage.shared_state import CatalogState
+from trawl.storage.catalog_state import CatalogState
 
 
 def test_values_expire_and_a_new_one_is_put_only_where_none_lives(catalog: Catalog) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from sqlalchemy import delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from trawl.storage.catalog import Catalog, SharedValue, _storage_errors
+from trawl.storage.catalog import Catalog, SharedValue
 
 
 class CatalogState:
@@ -21,13 +21,13 @@ class CatalogState:
         self._insert = postgresql.insert if catalog.engine.dialect.name == "postgresql" else sqlite.insert
 
     def get(self, key: str) -> str | None:
-        with _storage_errors("catalog read failed"), self.catalog._session() as session:
+        with self.catalog.reading() as session:
             return session.scalar(select(SharedValue.value).where(SharedValue.key == key,
                                                                   SharedValue.expires_at > self._clock()))
 
     def items(self, prefix: str) -> dict[str, str]:
         # The keys are trawl's own (no LIKE wildcards in them); the prefix is compared as text.
-        with _storage_errors("catalog read failed"), self.catalog._session() as session:
+        with self.catalog.reading() as session:
             rows = session.execute(select(SharedValue.key, SharedValue.value).where(
                 SharedValue.key >= prefix, SharedValue.key < prefix + "\U0010ffff",
                 SharedValue.expires_at > self._clock()))
@@ -38,20 +38,20 @@ class CatalogState:
         statement = self._insert(SharedValue).values(row)
         statement = statement.on_conflict_do_update(index_elements=[SharedValue.key],
                                                     set_={"value": value, "expires_at": row["expires_at"]})
-        with _storage_errors("catalog write failed"), self.catalog._session.begin() as session:
+        with self.catalog.writing() as session:
             session.execute(statement)
 
     def put_new(self, key: str, value: str, ttl: float) -> bool:
         now = self._clock()
         statement = self._insert(SharedValue).values(key=key, value=value, expires_at=now + ttl)
-        with _storage_errors("catalog write failed"), self.catalog._session.begin() as session:
+        with self.catalog.writing() as session:
             # An expired value is gone for everyone; whoever inserts first after it holds the key.
             session.execute(delete(SharedValue).where(SharedValue.key == key, SharedValue.expires_at <= now))
             inserted = statement.on_conflict_do_nothing(index_elements=[SharedValue.key]).returning(SharedValue.key)
             return session.scalar(inserted) is not None
 
     def delete(self, key: str) -> None:
-        with _storage_errors("catalog write failed"), self.catalog._session.begin() as session:
+        with self.catalog.writing() as session:
             session.execute(delete(SharedValue).where(SharedValue.key == key))
 
 
