@@ -713,6 +713,9 @@ class CrawlInput:
     refresh_extras: ExtrasSweep | None = None
 
 
+# Entries a crawl reads from its frontier at once: what it carries queued (about 75 kB) and one
+# activity per page (6 history events), so 20,000 URLs cost 40 pages.
+FRONTIER_PAGE = 500
 KEPT_REFUSALS = 100  # the latest refusals a crawl carries (all are counted)
 # The type of the failure of a crawl whose frontier entries its workers' catalog does not hold
 # (the starter wrote them to another catalog).

@@ -54,3 +54,52 @@ def route_more(registry: Registry, urls: list[str], own_workflow_id: str) -> lis
         if route.workflow_id != own_workflow_id:
             routed.setdefault(route.workflow_id, MoreItem(url, route.platform, route.workflow_id))
     return list(routed.values())
+
+
+def _keys_known_offline(catalog: Catalog, registry: Registry, urls: list[str]) -> dict[str, str]:
+    """URL -> canonical key, for the URLs whose key is known without a request: the key the URL
+    gives offline, or the one a URL form the catalog remembers led to (one batched query)."""
+    keys: dict[str, str] = {}
+    unkeyed: list[str] = []
+    for url in urls:
+        try:
+            key = registry.resolver_for(url).offline_key(url)
+        except TrawlError:
+            continue  # a URL no resolver takes is not known; the crawl refuses it
+        if key:
+            keys[url] = key
+        else:
+            unkeyed.append(url)
+    if unkeyed:
+        keys.update(catalog.keys_for_urls(unkeyed))
+    return keys
+
+
+def known_urls(catalog: Catalog, registry: Registry, urls: list[str]) -> dict[str, list[str]]:
+    """The URLs that stand for committed items only, known without a request, each with the other
+    items it stands for: each one's item is committed, and so is every other item it stands for
+    (the parts of a multi-part video, from the stored metadata). A few batched queries, whatever
+    the number of URLs."""
+    keys = _keys_known_offline(catalog, registry, urls)
+    stored = catalog.committed_metadata(sorted(set(keys.values())))
+    more: dict[str, list[str]] = {}
+    for url, key in keys.items():
+        if key in stored and not recording_unfinished(stored[key]):
+            others = registry.resolver_for(url).more_offline(url, stored[key])
+            if others is not None:
+                more[url] = others
+    other_keys = {u: registry.resolver_for(u).offline_key(u) for others in more.values() for u in others}
+    committed = catalog.committed_keys(sorted({k for k in other_keys.values() if k}))
+    return {url: others for url, others in more.items() if all(other_keys[u] in committed for u in others)}
+
+
+def all_known(catalog: Catalog, registry: Registry, urls: list[str]) -> bool:
+    """Whether the catalog holds a committed item for every URL, knowing it without a request
+    (where a listing page stops: its items were listed, and so crawled, before)."""
+    keys = _keys_known_offline(catalog, registry, urls)
+    return len(keys) == len(set(urls)) and catalog.committed_keys(list(keys.values())) >= set(keys.values())
+
+
+# Known items a frontier page returns at most (with the parts they stand for: a page of 500
+# hundred-part videos would otherwise weigh megabytes).
+MAX_KNOWN_ITEMS = 1000

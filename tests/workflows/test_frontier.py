@@ -11,11 +11,12 @@ from urllib.parse import urlsplit
 from temporalio.client import Client
 
 from tests.workflows.test_crawl import files, settings  # noqa: F401 - fixtures
+from trawl.contracts import CrawlEnded
 from trawl.platforms.registry import default_registry
 from trawl.settings import Settings
 from trawl.simulator import MediaFile, Simulator
 from trawl.simulator.feed import FeedSite
-from trawl.starter.client import add_to_crawl, start_crawl
+from trawl.starter.client import add_to_crawl, begin_crawl, start_crawl
 from trawl.starter.views import crawl_failure
 from trawl.storage.catalog import Catalog
 from trawl.storage.records import CommittedAsset
@@ -125,3 +126,32 @@ async def test_urls_in_the_frontier_of_a_crawl_whose_source_fails_count_as_not_s
     error, stats = await asyncio.wait_for(crawl_failure(handle), 60)
     assert error and "absent" in error
     assert stats is not None and stats.outcomes == {"not_started": 2} and stats.queued == 0
+
+
+async def _frontier_reads(handle: object) -> int:
+    history = await handle.fetch_history()  # type: ignore[attr-defined]
+    return sum(1 for event in history.events
+               if event.HasField("activity_task_scheduled_event_attributes")
+               and event.activity_task_scheduled_event_attributes.activity_type.name == "frontier_next")
+
+
+async def test_a_followed_crawl_starts_with_its_first_page_read_by_its_command(
+        temporal_client: Client, settings: Settings, sim: Simulator, worker: None) -> None:  # noqa: F811
+    registry = default_registry()
+    new = files(sim, 3, size=2_000, tag="first-page")
+    # All new: the command read the page back from the catalog it wrote, so the crawl reads none.
+    handle, _ = await begin_crawl(temporal_client, settings, registry, new, follow=True)
+    ended = await asyncio.wait_for(handle.result(), 120)
+    assert ended.outcomes == {"committed": 3} and ended.queued == 0
+    assert await _frontier_reads(handle) == 0
+    # A page with known items is the crawl's to read: it reports each known one's line.
+    again, _ = await begin_crawl(temporal_client, settings, registry, [*new, *files(sim, 1, size=2_000, tag="fp2")],
+                                 follow=True)
+    ended = await asyncio.wait_for(temporal_client.get_workflow_handle(again.id, result_type=CrawlEnded).result(), 120)
+    assert ended.outcomes == {"committed": 1, "duplicate": 3}
+    assert sorted(r.outcome for r in ended.last_results) == ["committed", "duplicate", "duplicate", "duplicate"]
+    assert await _frontier_reads(again) >= 1
+    # A detached crawl reads its own (so a starter with another catalog is found out).
+    detached, _ = await start_crawl(temporal_client, settings, registry, files(sim, 1, size=2_000, tag="fp3"))
+    await asyncio.wait_for(detached.result(), 120)
+    assert await _frontier_reads(detached) >= 1

@@ -23,7 +23,6 @@ from trawl.activities.liveness import heartbeating
 from trawl.errors import TrawlError
 from trawl.http_client import make_client
 from trawl.logs import get_logger
-from trawl.known import recording_unfinished
 from trawl.platforms.base import ResolveContext
 from trawl.platforms.platform import Listed
 from trawl.platforms.registry import Registry
@@ -35,8 +34,8 @@ from trawl.sources import SourceError, expand, find_source, source_from_definiti
 from trawl.contracts import (  # noqa: F401 - CrawlItem: imported from here by tools
     CrawlItem, ExpandInput, ExpandResult, FrontierAdd, FrontierGrew, FrontierPage, FrontierRead, JoinInput, JoinResult,
     SweepInput, SweepResult)
-from trawl.known import route_more
-from trawl.routing import route_all
+from trawl.known import all_known, known_urls
+from trawl.routing import frontier_page, route_all
 
 if TYPE_CHECKING:  # the catalog (SQLAlchemy) is built by the worker and handed in
     from trawl.storage.catalog import Catalog
@@ -50,53 +49,6 @@ def route_items(registry: Registry, urls: list[str]) -> tuple[list[CrawlItem], l
     return items, [str(r) for r in refusals]
 
 
-def _keys_known_offline(catalog: Catalog, registry: Registry, urls: list[str]) -> dict[str, str]:
-    """URL -> canonical key, for the URLs whose key is known without a request: the key the URL
-    gives offline, or the one a URL form the catalog remembers led to (one batched query)."""
-    keys: dict[str, str] = {}
-    unkeyed: list[str] = []
-    for url in urls:
-        try:
-            key = registry.resolver_for(url).offline_key(url)
-        except TrawlError:
-            continue  # a URL no resolver takes is not known; the crawl refuses it
-        if key:
-            keys[url] = key
-        else:
-            unkeyed.append(url)
-    if unkeyed:
-        keys.update(catalog.keys_for_urls(unkeyed))
-    return keys
-
-
-def known_urls(catalog: Catalog, registry: Registry, urls: list[str]) -> dict[str, list[str]]:
-    """The URLs that stand for committed items only, known without a request, each with the other
-    items it stands for: each one's item is committed, and so is every other item it stands for
-    (the parts of a multi-part video, from the stored metadata). A few batched queries, whatever
-    the number of URLs."""
-    keys = _keys_known_offline(catalog, registry, urls)
-    stored = catalog.committed_metadata(sorted(set(keys.values())))
-    more: dict[str, list[str]] = {}
-    for url, key in keys.items():
-        if key in stored and not recording_unfinished(stored[key]):
-            others = registry.resolver_for(url).more_offline(url, stored[key])
-            if others is not None:
-                more[url] = others
-    other_keys = {u: registry.resolver_for(u).offline_key(u) for others in more.values() for u in others}
-    committed = catalog.committed_keys(sorted({k for k in other_keys.values() if k}))
-    return {url: others for url, others in more.items() if all(other_keys[u] in committed for u in others)}
-
-
-def all_known(catalog: Catalog, registry: Registry, urls: list[str]) -> bool:
-    """Whether the catalog holds a committed item for every URL, knowing it without a request
-    (where a listing page stops: its items were listed, and so crawled, before)."""
-    keys = _keys_known_offline(catalog, registry, urls)
-    return len(keys) == len(set(urls)) and catalog.committed_keys(list(keys.values())) >= set(keys.values())
-
-
-# Known items a frontier page returns at most (with the parts they stand for: a page of 500
-# hundred-part videos would otherwise weigh megabytes).
-MAX_KNOWN_ITEMS = 1000
 # The refusals an expansion into a frontier carries back (the latest ones; a crawl shows ten).
 MAX_REFUSALS_CARRIED = 20
 
@@ -189,23 +141,7 @@ class CrawlActivities:
         """The next page of a crawl's frontier after its cursor. Items the catalog knows committed
         (offline key or a remembered URL form) come apart (``known_items``): they start nothing and
         take no fetch slot. Reading is idempotent: the cursor moves only in the workflow."""
-        entries = self.catalog.frontier_page(inp.crawl_id, inp.after, inp.limit)
-        items = [CrawlItem(e.url, e.platform, e.workflow_id, listing=e.listing) for e in entries]
-        known = known_urls(self.catalog, self.registry, [item.url for item in items if item.listing is None])
-        page = FrontierPage(read=0, cursor=inp.after)
-        for entry, item in zip(entries, items):
-            if item.listing is None and item.url in known:
-                page.known += 1
-                page.known_items.append(item)
-                # The parts it stands for are known too: each is a duplicate of its own.
-                page.known_items.extend(CrawlItem(m.url, m.platform, m.workflow_id)
-                                        for m in route_more(self.registry, known[item.url], item.workflow_id))
-            else:
-                page.items.append(item)
-            page.read, page.cursor = page.read + 1, entry.seq
-            if len(page.known_items) >= MAX_KNOWN_ITEMS:
-                break  # the rest next time: a page's payload stays small whatever the parts
-        return page
+        return frontier_page(self.catalog, self.registry, inp.crawl_id, inp.after, inp.limit)
 
     @activity.defn(name="refresh_watch_extras")
     async def refresh_watch_extras(self, inp: SweepInput) -> SweepResult:

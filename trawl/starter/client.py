@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import time
 import uuid
 import weakref
@@ -36,10 +37,11 @@ from trawl.starter.views import POLLER_FRESH_S
 from trawl.text import shown
 from trawl.worker.runtime import BACKGROUND_MARK, ONE_SHOT_MARK, core_logging
 from trawl.contracts import (
-    ADD_URLS, CRAWL_ID, CRAWL_WORKFLOW, EXTRAS_WORKFLOW, FRONTIER_ADDED, ITEM_WORKFLOW, KEPT_REFUSALS, PLATFORM, PROGRESS,
-    STATS, CrawlInput, CrawlState, CrawlStats, FrontierGrew, ItemInput, ItemOptions, ItemResult, LiveParts, Progress,
-    Refusal, RefreshInput, RefreshResult, StagePolicy, download_queue, extras_workflow_id, workflow_queue)
-from trawl.routing import route_all, routed
+    ADD_URLS, CRAWL_ID, CRAWL_WORKFLOW, EXTRAS_WORKFLOW, FRONTIER_ADDED, FRONTIER_PAGE, ITEM_WORKFLOW, KEPT_REFUSALS,
+    PLATFORM, PROGRESS, STATS, CrawlInput, CrawlState, CrawlStats, FrontierGrew, FrontierPage, ItemInput, ItemOptions,
+    ItemResult, LiveParts, Progress, Refusal, RefreshInput, RefreshResult, StagePolicy, download_queue,
+    extras_workflow_id, workflow_queue)
+from trawl.routing import frontier_page, route_all, routed
 
 if TYPE_CHECKING:  # SQLAlchemy loads only in the commands that open the catalog
     from trawl.storage.catalog import Catalog
@@ -515,14 +517,18 @@ class Filled:
     # item), with its workflow id: the first MAX_REPEATS_REPORTED (a following command shows each
     # one's line beside its item's).
     repeats: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    # The frontier's first page, read back at once (``fill_frontier``'s ``first_page``), or None.
+    page: FrontierPage | None = None
 
 
 def fill_frontier(settings: Settings, registry: Registry, crawl_id: str, urls: Iterable[str],
-                  catalog: Catalog | None = None, filters: ListingFilters | None = None) -> Filled:
+                  catalog: Catalog | None = None, filters: ListingFilters | None = None, *,
+                  first_page: bool = False) -> Filled:
     """Route ``urls`` offline and add them to the crawl's frontier in the catalog, in batches, as
     they come (a file of a million lines is never held whole). ``catalog``: the caller's (the
     API's); None: the settings' catalog, opened (and brought to the newest schema) for this call.
-    ``filters``: into each listing's definition, applied when it is expanded."""
+    ``filters``: into each listing's definition, applied when it is expanded. ``first_page``: read
+    the frontier's first page back too (``Filled.page``), as the crawl's first read would."""
     filled = Filled()
 
     def entries() -> Iterator[tuple[str, str, str, dict[str, Any] | None]]:
@@ -539,18 +545,22 @@ def fill_frontier(settings: Settings, registry: Registry, crawl_id: str, urls: I
         if len(filled.repeats) < MAX_REPEATS_REPORTED:
             filled.repeats.append((url, workflow_id))
 
-    if catalog is not None:
-        filled.added = catalog.frontier_add(crawl_id, entries(), repeated)
+    def fill(into: Catalog) -> Filled:
+        filled.added = into.frontier_add(crawl_id, entries(), repeated)
+        if first_page and filled.added:
+            filled.page = frontier_page(into, registry, crawl_id, 0, FRONTIER_PAGE)
         return filled
+
+    if catalog is not None:
+        return fill(catalog)
     from trawl.storage.catalog import Catalog  # here: only the commands that start a crawl need it
 
     own = Catalog(settings.catalog_url)
     try:
         own.create_schema()
-        filled.added = own.frontier_add(crawl_id, entries(), repeated)
+        return fill(own)
     finally:
         own.close()
-    return filled
 
 
 def _kept(refusals: list[Refusal]) -> list[str]:
@@ -588,7 +598,13 @@ async def begin_crawl(client: Client, settings: Settings, registry: Registry, ur
     crawl_id = crawl_id or f"crawl-{uuid.uuid4().hex[:12]}"
     filters = choices.filters if choices else None
     definition = _definition(settings, source, filters)
-    filled = await asyncio.to_thread(fill_frontier, settings, registry, crawl_id, urls, catalog, filters)
+    # A followed crawl (an attached `trawl crawl`) starts with its frontier's first page read here,
+    # from the catalog just written: its first items start at once, not after a first activity
+    # reads back what this command wrote (about 30 ms of a one-shot command). A page holding
+    # known items is left to the crawl, which reports each one's line; a detached crawl reads its
+    # own, so one whose starter wrote to another catalog than its workers' fails saying so.
+    filled = await asyncio.to_thread(functools.partial(
+        fill_frontier, settings, registry, crawl_id, urls, catalog, filters, first_page=follow and not source))
     if not filled.routed and not source:
         raise CrawlRefused(filled.refusals)
     kept = _kept(filled.refusals)
@@ -598,6 +614,10 @@ async def begin_crawl(client: Client, settings: Settings, registry: Registry, ur
     state = CrawlState(started_at=datetime.now(timezone.utc).isoformat(), runs=0, refused=kept,
                        refused_dropped=filled.refused - len(kept), frontier_added=filled.added,
                        outcomes={"duplicate": repeated} if repeated else {})
+    page = filled.page
+    if page is not None and not page.known and not page.known_items:
+        state.pending, state.cursor, state.frontier_read = page.items, page.cursor, page.read
+        state.exhausted = page.read >= filled.added
     inp = CrawlInput(source=source, concurrency=concurrency, options=item_options(settings, choices),
                      history_limit=history_limit, state=state, source_definition=definition,
                      frontier=True, follow=follow)

@@ -38,8 +38,8 @@ with workflow.unsafe.imports_passed_through():
     from trawl.models import MoreItem
     from trawl.contracts import ExtrasSweep, SweepInput
     from trawl.contracts import (
-        ADD_URLS, CANCEL_CRAWL, CRAWL_ID, CRAWL_WORKFLOW, FRONTIER_ADDED, FRONTIER_MISSING, KEPT_REFUSALS, OUTCOME, PAUSE,
-        FOLLOWER_PATIENCE_S, RESULTS, RESULTS_BACKLOG, RESULTS_KEPT, RESULTS_PAGE, RESULTS_READ, RESULTS_TAIL, RESUME,
+        ADD_URLS, CANCEL_CRAWL, CRAWL_ID, CRAWL_WORKFLOW, FRONTIER_ADDED, FRONTIER_MISSING, FRONTIER_PAGE, KEPT_REFUSALS,
+        OUTCOME, PAUSE, FOLLOWER_PATIENCE_S, RESULTS, RESULTS_BACKLOG, RESULTS_KEPT, RESULTS_PAGE, RESULTS_READ, RESULTS_TAIL, RESUME,
         STATS, CrawlEnded, CrawlResults, FrontierAdd, FrontierGrew, FrontierPage, FrontierRead, ResultsRead)
     from trawl.workflows.media_item import MediaItemWorkflow
     # Imported here, not only through media_item, so the sandbox knows the module that decodes
@@ -59,9 +59,6 @@ OWN_RECORD = "crawl-own-record"
 #   the watch's young items (one activity); only runs of watches with that option schedule it.
 REFRESH_EXTRAS = "crawl-refresh-extras"
 SHOWN_REFUSALS = 10  # the latest refusals a crawl's stats name (all are counted)
-# Entries a crawl reads from its frontier at once: what it carries queued (about 75 kB) and one
-# activity per page (6 history events), so 20,000 URLs cost 40 pages.
-FRONTIER_PAGE = 500
 RUNNING_NAMED = 32  # running items a page of results names (a following command samples their progress)
 
 
