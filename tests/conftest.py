@@ -134,10 +134,10 @@ _tests_run = 0
 # Longest first. The suite runs on a few processes (pytest-xdist, --dist worksteal); a test of a
 # minute that starts last keeps one process busy while the others have long finished. Sorted by
 # the durations of an earlier full pass (tests/durations.json: setup, call and teardown, the tests
-# of half a second and more), the long ones start first and the short ones fill in around them. A test not in the file
-# keeps its place among the short ones; a PostgreSQL case is timed as its SQLite twin. The order
-# is the same in every process, as xdist requires. `TRAWL_TEST_DURATIONS=write make test` writes
-# the file anew from the pass it runs.
+# of half a second and more), the long ones start first and the short ones fill in around them. A
+# test not in the file keeps its place among the short ones; a PostgreSQL case is timed as its
+# SQLite twin. The order is the same in every process, as xdist requires.
+# `TRAWL_TEST_DURATIONS=write make test` writes the file anew from the pass it runs.
 DURATIONS = Path(__file__).with_name("durations.json")
 DURATION_FLOOR_S = 0.5
 _durations_seen: dict[str, float] = {}

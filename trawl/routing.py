@@ -65,9 +65,6 @@ def stored_assets(item: CatalogItem) -> list[StoredAsset]:
             if a.kind not in EXTRA_KINDS]
 
 
-__all__ = ["crawl_item", "route_all", "routed", "stored_assets"]
-
-
 def frontier_page(catalog: Catalog, registry: Registry, crawl_id: str, after: int, limit: int) -> FrontierPage:
     """The next page of a crawl's frontier after ``after``. Items the catalog knows committed
     (offline key or a remembered URL form) come apart (``known_items``): they start nothing and
@@ -90,3 +87,6 @@ def frontier_page(catalog: Catalog, registry: Registry, crawl_id: str, after: in
         if len(page.known_items) >= MAX_KNOWN_ITEMS:
             break  # the rest next time: a page's payload stays small whatever the parts
     return page
+
+
+__all__ = ["crawl_item", "frontier_page", "route_all", "routed", "stored_assets"]

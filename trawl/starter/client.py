@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 import time
 import uuid
 import weakref
@@ -603,8 +602,8 @@ async def begin_crawl(client: Client, settings: Settings, registry: Registry, ur
     # reads back what this command wrote (about 30 ms of a one-shot command). A page holding
     # known items is left to the crawl, which reports each one's line; a detached crawl reads its
     # own, so one whose starter wrote to another catalog than its workers' fails saying so.
-    filled = await asyncio.to_thread(functools.partial(
-        fill_frontier, settings, registry, crawl_id, urls, catalog, filters, first_page=follow and not source))
+    filled = await asyncio.to_thread(fill_frontier, settings, registry, crawl_id, urls, catalog, filters,
+                                     first_page=follow and not source)
     if not filled.routed and not source:
         raise CrawlRefused(filled.refusals)
     kept = _kept(filled.refusals)
@@ -615,7 +614,7 @@ async def begin_crawl(client: Client, settings: Settings, registry: Registry, ur
                        refused_dropped=filled.refused - len(kept), frontier_added=filled.added,
                        outcomes={"duplicate": repeated} if repeated else {})
     page = filled.page
-    if page is not None and not page.known and not page.known_items:
+    if page is not None and not page.known_items:
         state.pending, state.cursor, state.frontier_read = page.items, page.cursor, page.read
         state.exhausted = page.read >= filled.added
     inp = CrawlInput(source=source, concurrency=concurrency, options=item_options(settings, choices),

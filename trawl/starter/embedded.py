@@ -763,25 +763,22 @@ class EmbeddedServer:
         ports trawl chose (the address's, the Web UI's): the dev server picks its HTTP API's and
         its services' ports itself, by binding port 0 and letting it go, and another process can
         take one before the server binds it again. A port of the settings, taken, stays taken."""
-        try:
-            with open(self.log_file, "rb") as log:
-                log.seek(offset)
-                text = log.read().decode(errors="replace")
-        except OSError:
-            return False
-        taken = {int(port) for port in re.findall(r":(\d+): bind: address already in use", text)}
+        taken = {int(port) for port in re.findall(r":(\d+): bind: address already in use", self._log_since(offset))}
         chosen = {split_address(self.settings.temporal.address)[1], self.settings.temporal.ui_port}
         return bool(taken) and not taken & chosen
 
-    def _failure(self, head: str, offset: int) -> str:
-        """``head`` and the last lines this start wrote to the log (not those of earlier runs)."""
+    def _log_since(self, offset: int) -> str:
+        """What the server's log holds from ``offset`` on (this start's lines); empty when unreadable."""
         try:
             with open(self.log_file, "rb") as log:
                 log.seek(offset)
-                text = log.read().decode(errors="replace")
+                return log.read().decode(errors="replace")
         except OSError:
-            text = ""
-        lines = [line.rstrip() for line in text.splitlines() if line.strip()][-FAILED_START_LINES:]
+            return ""
+
+    def _failure(self, head: str, offset: int) -> str:
+        """``head`` and the last lines this start wrote to the log (not those of earlier runs)."""
+        lines = [line.rstrip() for line in self._log_since(offset).splitlines() if line.strip()][-FAILED_START_LINES:]
         if not lines:
             return f"{head} (no output; see {self.log_file})"
         return f"{head}:\n" + "\n".join(f"  {line}" for line in lines)
