@@ -9,6 +9,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from temporalio.client import Client
+from temporalio.worker import Replayer
 
 from tests.workflows.test_crawl import files, settings  # noqa: F401 - fixtures
 from trawl.contracts import CrawlEnded
@@ -22,6 +23,7 @@ from trawl.storage.catalog import Catalog
 from trawl.storage.records import CommittedAsset
 from trawl.worker.cleanup import clean_frontiers
 from trawl.worker.main import running_worker
+from trawl.workflows.crawl import CrawlWorkflow
 
 
 def known_to_the_catalog(catalog: Catalog, urls: list[str]) -> None:
@@ -144,6 +146,8 @@ async def test_a_followed_crawl_starts_with_its_first_page_read_by_its_command(
     ended = await asyncio.wait_for(handle.result(), 120)
     assert ended.outcomes == {"committed": 3} and ended.queued == 0
     assert await _frontier_reads(handle) == 0
+    # Its history, started from the prefilled state, replays on today's code.
+    await Replayer(workflows=[CrawlWorkflow]).replay_workflow(await handle.fetch_history())
     # A page with known items is the crawl's to read: it reports each known one's line.
     again, _ = await begin_crawl(temporal_client, settings, registry, [*new, *files(sim, 1, size=2_000, tag="fp2")],
                                  follow=True)
