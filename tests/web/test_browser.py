@@ -25,16 +25,27 @@ from trawl.worker.main import running_worker
 MiB = 1024 * 1024
 
 
+REPLACED_PAGE = ("does not belong to the document", "Execution context was destroyed",
+                 "Cannot find context with specified id")
+
+
 async def until(check: Callable[[], Any], what: str, timeout: float = 60) -> Any:
     """Poll ``check`` (run in a thread: Selenium blocks) until it returns something true; an element
     missing or stale while the page is replaced (a typed search navigates) is a "not yet"."""
-    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+    from selenium.common.exceptions import (NoSuchElementException, StaleElementReferenceException,
+                                            WebDriverException)
 
     def look() -> Any:
         try:
             return check()
         except (NoSuchElementException, StaleElementReferenceException):
             return None
+        except WebDriverException as error:
+            # chromedriver reports an element of the page being replaced as an "unknown error"
+            # of the inspector rather than as a stale reference; anything else is a failure
+            if any(sign in str(error) for sign in REPLACED_PAGE):
+                return None
+            raise
 
     return await polling.until(lambda: asyncio.to_thread(look), what, timeout, every=0.25)
 
