@@ -11,6 +11,9 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip==25.3
 	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip uninstall --quiet --yes selenium trio trio-websocket 2>/dev/null || true  # an environment made before
+	$(BIN)/pip install --quiet --no-deps --upgrade --target $(VENV)/browser-tests \
+		$$($(BIN)/python -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['browser-tests'])")
 	$(BYTECODE)
 	touch $(STAMP)
 

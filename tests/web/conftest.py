@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+# Selenium and its trio live beside the environment, not in it (see pyproject's browser-tests):
+# last on the path, so the environment's own packages come first.
+BROWSER_TESTS = Path(sys.prefix) / "browser-tests"
+if str(BROWSER_TESTS) not in sys.path:
+    sys.path.append(str(BROWSER_TESTS))
 # Screenshots: every browser test's on failure, and the library's for the README on each run.
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = ("chromium", "chromium-browser", "google-chrome")
