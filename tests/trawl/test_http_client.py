@@ -311,3 +311,34 @@ def test_a_full_pool_is_classified_as_such_naming_the_setting(sim: Simulator) ->
     assert error.retryable
     assert "net.max_connections" in error.message and "pool" in error.message
     assert sim.stats["/next"].requests == 0
+
+
+def test_the_clients_of_a_process_share_one_tls_context_per_ca_bundle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading a CA bundle costs about 0.1 s of CPU: once a process and bundle, not once a client
+    (a listing's expansion, an API request and a notification each make one)."""
+    import ssl
+
+    import certifi
+
+    from trawl.http_client import tls_context
+
+    made: list[dict[str, object]] = []
+    create = ssl.create_default_context
+
+    def counted(*args: object, **kwargs: object) -> ssl.SSLContext:
+        made.append(kwargs)
+        return create(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ssl, "create_default_context", counted)
+    tls_context.cache_clear()
+    try:
+        bundle = NetSettings(ca_bundle=certifi.where())
+        clients = [make_client(NetSettings()) for _ in range(3)] + [make_client(bundle) for _ in range(2)]
+        for client in clients:
+            client.close()
+        assert len(made) == 2, made  # the default's, and the bundle's
+        assert made[1].get("cafile") == certifi.where()
+        context = tls_context(certifi.where())
+        assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    finally:
+        tls_context.cache_clear()
