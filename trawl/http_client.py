@@ -171,7 +171,7 @@ def check_proxy(proxy: str, net: NetSettings) -> None:
 def tls_context(ca_bundle: str) -> ssl.SSLContext:
     """The TLS context of this process's clients with ``ca_bundle`` (a file or a directory of CA
     certificates; "" for httpx's default, certifi's unless SSL_CERT_FILE or SSL_CERT_DIR says
-    otherwise). Made once: a context reads its whole CA file, 0.1 s of CPU with OpenSSL 3, which
+    otherwise). Made once: a context reads its whole CA file, 28 ms of CPU here with OpenSSL 3, which
     every client made for a listing's expansion, an API request or a notification paid again; a
     context is safe to share between clients and threads."""
     if not ca_bundle:
