@@ -39,8 +39,9 @@ with workflow.unsafe.imports_passed_through():
     from trawl.contracts import ExtrasSweep, SweepInput
     from trawl.contracts import (
         ADD_URLS, CANCEL_CRAWL, CRAWL_ID, CRAWL_WORKFLOW, FRONTIER_ADDED, FRONTIER_MISSING, FRONTIER_PAGE, KEPT_REFUSALS,
-        OUTCOME, PAUSE, FOLLOWER_PATIENCE_S, RESULTS, RESULTS_BACKLOG, RESULTS_KEPT, RESULTS_PAGE, RESULTS_READ, RESULTS_TAIL, RESUME,
-        STATS, CrawlEnded, CrawlResults, FrontierAdd, FrontierGrew, FrontierPage, FrontierRead, ResultsRead)
+        OUTCOME, PAUSE, FOLLOWER_PATIENCE_S, RESULTS, RESULTS_BACKLOG, RESULTS_KEPT, RESULTS_PAGE, RESULTS_READ,
+        RESULTS_TAIL, RESUME, STATS, CrawlEnded, CrawlResults, FrontierAdd, FrontierGrew, FrontierPage, FrontierRead,
+        ResultsRead)
     from trawl.workflows.media_item import MediaItemWorkflow
     # Imported here, not only through media_item, so the sandbox knows the module that decodes
     # the items' results (their field types are looked up in it).
