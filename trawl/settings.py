@@ -182,7 +182,9 @@ class NetSettings(_Section):
     # Server errors in a row that are the proxy's own (a CONNECT answered 5xx, a 5xx with
     # Proxy-Status or X-Squid-Error) that rest it; unreachable and 407 rest it at once.
     proxy_failures: int = Field(default=3, ge=1)
-    # A CA bundle file for TLS verification (a corporate proxy's CA, say); empty: certifi's.
+    # A CA bundle file for TLS verification (a corporate proxy's CA, say), or a directory of CA
+    # certificates; empty: certifi's. Checked at start (it exists, a file holds a certificate) and
+    # made absolute, as the background worker reads it from another working directory.
     ca_bundle: str = ""
     user_agent: str = "trawl/0.1 (media crawler)"  # the User-Agent of the HTTP client's requests
     # The HTTP client waits this long at most to connect (and for a free pooled connection) ...
@@ -203,6 +205,25 @@ class NetSettings(_Section):
         for network in value:
             ipaddress.ip_network(network, strict=False)  # ValueError names the bad entry
         return value
+
+    @field_validator("ca_bundle")
+    @classmethod
+    def _ca_bundle(cls, value: str) -> str:
+        if not value.strip():
+            return ""
+        path = Path(value.strip()).expanduser().absolute()
+        if path.is_dir():
+            return str(path)
+        if not path.is_file():
+            raise ValueError(f"no such file or directory: {path} (a PEM file of CA certificates, a directory of "
+                             "them, or empty for certifi's)")
+        import ssl
+
+        try:
+            ssl.create_default_context(cafile=str(path))
+        except (OSError, ssl.SSLError) as err:
+            raise ValueError(f"{path} holds no CA certificate that can be read ({err})") from None
+        return str(path)
 
     @field_validator("proxies")
     @classmethod

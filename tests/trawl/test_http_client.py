@@ -322,6 +322,7 @@ def test_the_clients_of_a_process_share_one_tls_context_per_ca_bundle(monkeypatc
 
     from trawl.http_client import tls_context
 
+    bundle = NetSettings(ca_bundle=certifi.where())  # its validation reads the file once, before the count
     made: list[dict[str, object]] = []
     create = ssl.create_default_context
 
@@ -332,7 +333,6 @@ def test_the_clients_of_a_process_share_one_tls_context_per_ca_bundle(monkeypatc
     monkeypatch.setattr(ssl, "create_default_context", counted)
     tls_context.cache_clear()
     try:
-        bundle = NetSettings(ca_bundle=certifi.where())
         clients = [make_client(NetSettings()) for _ in range(3)] + [make_client(bundle) for _ in range(2)]
         for client in clients:
             client.close()

@@ -112,3 +112,24 @@ def test_a_platform_section_problem_is_one_line(monkeypatch: pytest.MonkeyPatch,
         load_settings()
     assert str(caught.value) == ("invalid configuration: platforms.mystery: Extra inputs are not permitted "
                                  "(got {'enabled': False})")
+
+
+def test_a_ca_bundle_is_checked_at_start_and_made_absolute(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A CA bundle that is not there, or holds no certificate, is one line of configuration at
+    start (it was a traceback at the HTTP client's creation); a relative one is made absolute, as
+    the background worker reads it from another working directory."""
+    import certifi
+
+    (tmp_path / "junk.pem").write_text("not a certificate\n")
+    monkeypatch.chdir(tmp_path)
+    for value, message in (("missing.pem", "net.ca_bundle: .*no such file or directory"),
+                           ("junk.pem", "net.ca_bundle: .*holds no CA certificate")):
+        monkeypatch.setenv("TRAWL_NET__CA_BUNDLE", value)
+        with pytest.raises(ConfigError, match=message) as raised:
+            load_settings()
+        assert "\n" not in str(raised.value)
+    (tmp_path / "ca.pem").write_bytes(Path(certifi.where()).read_bytes())
+    monkeypatch.setenv("TRAWL_NET__CA_BUNDLE", "ca.pem")
+    assert load_settings().net.ca_bundle == str(tmp_path / "ca.pem")
+    monkeypatch.setenv("TRAWL_NET__CA_BUNDLE", "")
+    assert load_settings().net.ca_bundle == ""
