@@ -311,8 +311,15 @@ async def item_progress(client: Client, handle: WorkflowHandle) -> dict[str, Any
     """Live progress of a running item: the workflow's own view plus the downloads' heartbeats."""
     progress = await handle.query(PROGRESS, result_type=Progress)
     if progress.recording:  # the broadcast's own workflow records it: its progress is the item's
-        followed = await item_progress(client, client.get_workflow_handle(progress.recording))
-        return {**followed, "recording": progress.recording}
+        try:
+            followed = await item_progress(client, client.get_workflow_handle(progress.recording))
+        except RPCError as err:
+            # The item names it as it starts it: until that start reaches the server, the item's
+            # own view is all there is to show.
+            if err.status != RPCStatusCode.NOT_FOUND:
+                raise
+        else:
+            return {**followed, "recording": progress.recording}
     desc = await handle.describe()
     total = progress.bytes_total
     attempt = progress.attempt
