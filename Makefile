@@ -22,6 +22,10 @@ $(STAMP): pyproject.toml
 # every item it starts, would compile trawl's modules from source. Written here, read by all;
 # a module edited since is compiled from source until the next `make`.
 BYTECODE = $(BIN)/python -m compileall -q -j 0 trawl tests bench >/dev/null
+# pytest rewrites every test module's asserts as it collects, and keeps the result only where
+# bytecode may be written: without it each of the four processes spent about 6 s of CPU more
+# collecting (10.5 s against 3.7 s here).
+PYTEST = PYTHONDONTWRITEBYTECODE= $(BIN)/pytest
 
 # Ports: make demo DEMO_ARGS="--sim-port 19000" (the simulators'); the Temporal server's, the
 # Web UI's and the API's through TRAWL_TEMPORAL__ADDRESS, TRAWL_TEMPORAL__UI_PORT, TRAWL_API__PORT.
@@ -32,12 +36,12 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BYTECODE)
-	$(BIN)/pytest -q -n 4 --dist worksteal --durations=25
+	$(PYTEST) -q -n 6 --dist worksteal --durations=25
 
 # Everything but the long end-to-end scenarios (the `slow` marker): for the edit-test loop.
 test-quick: $(STAMP)
 	$(BYTECODE)
-	$(BIN)/pytest -q -n 4 --dist worksteal -m "not slow"
+	$(PYTEST) -q -n 6 --dist worksteal -m "not slow"
 
 bench: $(STAMP)
 	$(BIN)/python bench/download.py
