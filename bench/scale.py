@@ -171,7 +171,7 @@ async def run(args: argparse.Namespace) -> dict:
         # The sandbox imports the workflow modules afresh for every item it starts: from source
         # that is a compile of media_item.py per item (~10 ms of CPU). A pip-installed trawl has
         # its bytecode; an editable checkout with PYTHONDONTWRITEBYTECODE=1 does not.
-        compileall.compile_dir(REPO / "workflows", quiet=1)
+        compileall.compile_dir(REPO / "trawl" / "workflows", quiet=1)
     tmp = Path(tempfile.mkdtemp(prefix="trawl-scale-"))
     server, port = start_temporal(tmp)
     sim, sim_port = start_simulator(args.items * 8, args.items * args.rounds)
