@@ -23,8 +23,8 @@ $(STAMP): pyproject.toml
 # a module edited since is compiled from source until the next `make`.
 BYTECODE = $(BIN)/python -m compileall -q -j 0 trawl tests bench >/dev/null
 # pytest rewrites every test module's asserts as it collects, and keeps the result only where
-# bytecode may be written: without it each of the four processes spent about 6 s of CPU more
-# collecting (10.5 s against 3.7 s here).
+# bytecode may be written: without it each test process spent about 7 s of CPU more collecting
+# (10.5 s against 3.7 s here).
 PYTEST = PYTHONDONTWRITEBYTECODE= $(BIN)/pytest
 
 # Ports: make demo DEMO_ARGS="--sim-port 19000" (the simulators'); the Temporal server's, the
