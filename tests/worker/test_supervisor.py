@@ -3,17 +3,26 @@ killed one is restarted; SIGTERM stops them all."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import urllib.request
 from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
+
+from trawl.settings import Settings
 
 from tests.e2e.test_cli import trawl_env
 from tests.ports import free_ports, restartable_ports  # noqa: F401 - restartable_ports: its importers'
 from tests.polling import wait_until as wait
+from tests.tcpproxy import TcpProxy
 
 TRAWL = str(Path(sys.executable).parent / "trawl")
 
@@ -73,3 +82,34 @@ def test_workers_do_not_outlive_a_killed_supervisor(tmp_path: Path, temporal_add
     supervisor.wait()
     wait(lambda: not any(Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text()
                          for pid in children), timeout=30)
+
+
+async def test_a_server_that_stops_as_a_worker_connects_is_waited_for_not_taken_for_bad_settings(
+        settings: Settings, temporal_address: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A supervised worker connected to a server that a restart stopped before the worker's first
+    call: that call's connection error is a server that is down, waited for again, and not an
+    exit for settings that cannot work (its supervisor would stop every worker: a crawl of the
+    chaos tests waited for ever on one such)."""
+    from trawl.cli import serve
+
+    proxy = TcpProxy(int(temporal_address.rsplit(":", 1)[1]))
+    settings = settings.model_copy(update={"temporal": settings.temporal.model_copy(
+        update={"address": f"127.0.0.1:{proxy.port}"})})
+    real = serve.ensure_search_attributes
+    calls: list[str] = []
+
+    async def server_stops_first(client: Any, namespace: str) -> None:
+        calls.append(namespace)
+        if len(calls) == 1:  # the restart: connections dropped and refused, then served again
+            proxy.down()
+            threading.Timer(1.5, proxy.up).start()
+        await real(client, namespace)
+
+    monkeypatch.setattr(serve, "ensure_search_attributes", server_stops_first)
+    try:
+        client = await asyncio.wait_for(serve.ready_server(settings, asyncio.Event(), first_delay=0.2), 60)
+        assert client is not None
+        assert len(calls) == 2  # the first failed for want of a server, the second found it again
+        await client.workflow_service.get_system_info(GetSystemInfoRequest())
+    finally:
+        proxy.down()

@@ -72,17 +72,38 @@ async def wait_for_server(settings: Settings, stop: asyncio.Event, *, first_dela
     return None
 
 
+async def ready_server(settings: Settings, stop: asyncio.Event, **waiting: float) -> Client | None:
+    """:func:`wait_for_server`, then the search attributes checked; None if stopped first.
+
+    The server can stop between the connect and the check (a restart): the check's connection
+    error is then a server that is down, waited for again, not a setting that cannot work (a
+    supervisor stops every worker for one of those, and a crawl would wait for ever).
+    """
+    while True:
+        client = await wait_for_server(settings, stop, **waiting)
+        if client is None:
+            return None
+        try:
+            await ensure_search_attributes(client, settings.temporal.namespace)
+            return client
+        except RPCError as err:
+            if err.status != RPCStatusCode.UNAVAILABLE:
+                raise
+            log.warning("the Temporal server went away as the worker connected; waiting for it again",
+                        address=settings.temporal.address, error=err.message)
+
+
 async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     stop = stop_event()
     if args.background:
         return await _background_worker(stop)
     if args.supervised:
-        client = await wait_for_server(settings, stop)
+        client = await ready_server(settings, stop)
         if client is None:
             return 0
     else:
         client = await connect_or_explain(settings, metrics=True)
-    await ensure_search_attributes(client, settings.temporal.namespace)
+        await ensure_search_attributes(client, settings.temporal.namespace)
     from trawl.worker.main import running_worker  # here: the other commands of this module need no worker
 
     async with running_worker(client, settings):
@@ -118,10 +139,9 @@ async def _background_worker(stop: asyncio.Event) -> int:
         fcntl.flock(users, fcntl.LOCK_SH if now else fcntl.LOCK_UN)
 
     # Its keeper starts it beside a server that is still booting: it asks often, and quietly at first.
-    client = await wait_for_server(settings, stop, first_delay=BOOTING_POLL_S, quiet_s=BOOTING_QUIET_S)
+    client = await ready_server(settings, stop, first_delay=BOOTING_POLL_S, quiet_s=BOOTING_QUIET_S)
     if client is None:
         return 0
-    await ensure_search_attributes(client, settings.temporal.namespace)
     async with running_worker(client, settings, interceptors=[BusyInterceptor(busy)]):
         log.info("background worker started", address=settings.temporal.address,
                  queues=f"{settings.temporal.task_queue_prefix}-*", data_dir=str(settings.data_dir))
