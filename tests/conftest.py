@@ -240,7 +240,7 @@ async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
             "--dynamic-config-value", "history.shardIOConcurrency=8",
             # Every test polls task queues of its own, thousands in a pass. The server runs each
             # queue as four partitions by default, loaded, kept and unloaded one by one: 400 queues
-            # polled once and left cost it 20 CPU-s over the next 80 s, against 6.5 s as one
+            # polled once and left cost it 19.6 CPU-s over the next 80 s, against 6.5 s as one
             # partition. Nothing in a test needs more than one (the server is one process).
             "--dynamic-config-value", "matching.numTaskqueueReadPartitions=1",
             "--dynamic-config-value", "matching.numTaskqueueWritePartitions=1",

@@ -88,8 +88,8 @@ async def test_a_server_that_stops_as_a_worker_connects_is_waited_for_not_taken_
         settings: Settings, temporal_address: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A supervised worker connected to a server that a restart stopped before the worker's first
     call: that call's connection error is a server that is down, waited for again, and not an
-    exit for settings that cannot work (its supervisor would stop every worker: a crawl of the
-    chaos tests waited for ever on one such)."""
+    exit for settings that cannot work (its supervisor stopped every worker for one, and the
+    frontier-faults test's crawl, whose server restarts, waited for ever)."""
     from trawl.cli import serve
 
     proxy = TcpProxy(int(temporal_address.rsplit(":", 1)[1]))
@@ -97,12 +97,13 @@ async def test_a_server_that_stops_as_a_worker_connects_is_waited_for_not_taken_
         update={"address": f"127.0.0.1:{proxy.port}"})})
     real = serve.ensure_search_attributes
     calls: list[str] = []
+    back = threading.Timer(1.5, proxy.up)
 
     async def server_stops_first(client: Any, namespace: str) -> None:
         calls.append(namespace)
         if len(calls) == 1:  # the restart: connections dropped and refused, then served again
             proxy.down()
-            threading.Timer(1.5, proxy.up).start()
+            back.start()
         await real(client, namespace)
 
     monkeypatch.setattr(serve, "ensure_search_attributes", server_stops_first)
@@ -112,4 +113,5 @@ async def test_a_server_that_stops_as_a_worker_connects_is_waited_for_not_taken_
         assert len(calls) == 2  # the first failed for want of a server, the second found it again
         await client.workflow_service.get_system_info(GetSystemInfoRequest())
     finally:
+        back.cancel()
         proxy.down()
