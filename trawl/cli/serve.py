@@ -28,7 +28,7 @@ from trawl.cli.common import (
     temporal,
 )
 from trawl.cli.output import CommandError
-from trawl.starter.client import connect, ensure_search_attributes, metrics_url
+from trawl.starter.client import connect, ensure_search_attributes, metrics_url, unreachable
 from trawl.starter.embedded import answers
 from trawl.errors import StorageError
 from trawl.logs import get_logger
@@ -87,7 +87,7 @@ async def ready_server(settings: Settings, stop: asyncio.Event, **waiting: float
             await ensure_search_attributes(client, settings.temporal.namespace)
             return client
         except RPCError as err:
-            if err.status != RPCStatusCode.UNAVAILABLE:
+            if not unreachable(err):  # refused ("tcp connect error") or cut mid-call ("transport error")
                 raise
             log.warning("the Temporal server went away as the worker connected; waiting for it again",
                         address=settings.temporal.address, error=err.message)
