@@ -14,6 +14,11 @@ from pathlib import Path
 # The fixed ports of the docs' examples and the simulators' defaults (`trawl simulator --port 18504`,
 # the demo's 18765): a test's server on one of them would take it from a page running meanwhile.
 FIXED = range(18000, 19000)
+# The ports this process handed out lately, oldest first: two calls of one test (the Temporal
+# server's port, then the simulators' run) must not get overlapping ports that were both free
+# when asked (seen in CI: the demo's dev server address was its first simulator's port).
+GIVEN_KEPT = 3000
+_given: dict[int, None] = {}
 
 
 def _all_free(first: int, count: int) -> bool:
@@ -53,6 +58,11 @@ def restartable_ports(count: int) -> int:
         first = random.randrange(10000, top)
         if FIXED.start - count < first < FIXED.stop:
             continue
-        if _all_free(first, count):
-            return first
+        span = range(first, first + count)
+        if any(port in _given for port in span) or not _all_free(first, count):
+            continue
+        _given.update(dict.fromkeys(span))
+        while len(_given) > GIVEN_KEPT:
+            del _given[next(iter(_given))]
+        return first
     raise RuntimeError("no free loopback port range below the ephemeral ports")
