@@ -17,8 +17,19 @@ the --trace-from-th snapshot on; the bench prints the types it held more of than
 the traced blocks still live at the last snapshot by traceback (what accumulates). Tracing makes
 the worker slower and larger: its RSS is then not the figure to quote.
 
+With --processes N the worker is `trawl worker --processes N` (a supervisor and N processes:
+their resident sets are sampled each, their CPU counted together), and with --postgres URL (an
+admin URL; a database is made for each size and dropped after) the catalog is on PostgreSQL. Every
+--progress seconds a line on stderr tells the crawl so far and since the last line: items, items/s,
+the CPU per item of the Temporal server, of the workers and of PostgreSQL (its server processes,
+those that ended included), the workers' RSS, and the time of one read of the frontier's next
+page at the crawl's position (what the crawl's frontier_next reads): a run stopped early still
+says whether a URL costs more as the crawl grows. At the end, each frontier_next activity's time
+(from the crawl's histories) by tenth of the crawl. The dev server keeps its state in a file as
+trawl's embedded server does (--server-in-memory: in memory, as the bench did before 2026-12-06).
+
 Usage: .venv/bin/python bench/bigcrawl.py [--sizes 1000,10000,100000] [--new 200] [--sample-every 250]
-       [--tracemalloc DIR --snapshots 200,1000,3000]
+       [--tracemalloc DIR --snapshots 200,1000,3000] [--processes 4] [--postgres URL] [--progress 60]
 """
 
 from __future__ import annotations
@@ -29,6 +40,7 @@ import json
 import os
 import resource
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -37,7 +49,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from sqlalchemy import text
+from sqlalchemy import create_engine, text
 from temporalio.testing import WorkflowEnvironment
 
 from trawl.contracts import SEARCH_ATTRIBUTES
@@ -58,6 +70,44 @@ def peak_rss_mib(pid: int) -> float:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+CLK = os.sysconf("SC_CLK_TCK")
+
+
+def children(pid: int) -> list[int]:
+    """The live children of a process."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                continue
+    return found
+
+
+def tree_cpu_s(pid: int) -> float:
+    """User + system CPU of a process, of its children it has reaped, and of its live descendants."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(x) for x in fields[11:15]) / CLK + sum(tree_cpu_s(child) for child in children(pid))
+
+
+def server_pid(port: int) -> int | None:
+    """The dev server listening on ``port`` (its command line names it)."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"start-dev" in argv and str(port).encode() in argv:
+                return int(entry.name)
+    return None
 
 
 def rss_mib(pid: int) -> float:
@@ -103,12 +153,13 @@ sys.exit(console_main())
 """
 
 
-def start_worker(settings: Settings, log: Path, traced: Path | None = None, trace_from: int = 2) -> subprocess.Popen[bytes]:
+def start_worker(settings: Settings, log: Path, traced: Path | None = None, trace_from: int = 2,
+                 processes: int = 1) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRAWL_")}
     env.update(TRAWL_DATA_DIR=str(settings.data_dir), TRAWL_TEMPORAL__ADDRESS=settings.temporal.address,
                TRAWL_TEMPORAL__EMBEDDED="false", TRAWL_TEMPORAL__TASK_QUEUE_PREFIX=settings.temporal.task_queue_prefix,
-               TRAWL_NET__ALLOW_PRIVATE="true", TRAWL_WORKER__METRICS_PORT="0")
-    command = [TRAWL, "worker"]
+               TRAWL_NET__ALLOW_PRIVATE="true", TRAWL_WORKER__METRICS_PORT="0", TRAWL_CATALOG__URL=settings.catalog.url)
+    command = [TRAWL, "worker"] + (["--processes", str(processes)] if processes > 1 else [])
     if traced is not None:
         # Tracing slows the worker's workflow tasks past the SDK's 2 s deadlock detector on a loaded
         # machine: its debug mode turns the detector off and keeps the sandbox.
@@ -123,11 +174,14 @@ class MemorySampler(threading.Thread):
     tracemalloc directory, asks the worker for a snapshot as the items pass each count of
     ``snapshots``."""
 
-    def __init__(self, pid: int, catalog: Catalog, snapshots: list[int], traced: Path | None) -> None:
+    def __init__(self, pid: int, catalog: Catalog, snapshots: list[int], traced: Path | None,
+                 supervised: bool = False) -> None:
         super().__init__(daemon=True)
+        self.supervised = supervised
         self.pid, self.catalog, self.traced = pid, catalog, traced
         self.snapshots = sorted(snapshots) if traced is not None else []
-        self.samples: list[tuple[float, int, float]] = []  # (seconds, items committed, RSS MiB)
+        self.samples: list[tuple[float, int, float]] = []  # (seconds, items committed, RSS MiB: the largest worker's)
+        self.processes_rss: list[float] = []  # the last sample's, each worker process
         self.stop = threading.Event()
 
     def committed(self) -> int:
@@ -139,7 +193,8 @@ class MemorySampler(threading.Thread):
         taken = 0
         while not self.stop.wait(0.5):
             items = self.committed()
-            self.samples.append((time.monotonic() - began, items, rss_mib(self.pid)))
+            self.processes_rss = [rss_mib(pid) for pid in (children(self.pid) if self.supervised else [self.pid])]
+            self.samples.append((time.monotonic() - began, items, max(self.processes_rss, default=0.0)))
             if taken < len(self.snapshots) and items >= self.snapshots[taken]:
                 taken += 1
                 os.kill(self.pid, signal.SIGUSR1)
@@ -193,9 +248,106 @@ def seed_known(catalog: Catalog, urls: list[str]) -> None:
         catalog.remember_urls(urls[start:start + 2000], "web:bench-known")
 
 
+def postgres_database(admin_url: str, name: str, drop: bool = False) -> str:
+    """Make (or drop) database ``name`` beside the admin URL's; returns its URL."""
+    engine = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)' if drop else f'CREATE DATABASE "{name}"'))
+    engine.dispose()
+    return admin_url.rsplit("/", 1)[0] + "/" + name
+
+
+def postmaster_pid(admin_url: str) -> int | None:
+    """PostgreSQL's server process on this machine (a backend's parent), for its CPU."""
+    engine = create_engine(admin_url)
+    try:
+        with engine.connect() as conn:  # read while the backend lives: it ends with its connection
+            backend = conn.execute(text("SELECT pg_backend_pid()")).scalar_one()
+            return int(Path(f"/proc/{backend}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return None  # not on this machine
+    finally:
+        engine.dispose()
+
+
+class Progress:
+    """What the crawl has cost so far, told on stderr every ``every`` seconds: since the start and
+    since the last line (a URL that costs more as the crawl grows shows as a rate that falls and a
+    CPU per item that rises)."""
+
+    def __init__(self, sampler: MemorySampler, pids: dict[str, int | None], catalog: Catalog, every: float) -> None:
+        self.sampler, self.pids, self.catalog, self.every = sampler, pids, catalog, every
+        self.lines: list[dict] = []
+        self.crawl_id: str | None = None
+        self.first_entry: int | None = None
+
+    def cpu(self) -> dict[str, float]:
+        return {name: tree_cpu_s(pid) for name, pid in self.pids.items() if pid}
+
+    def frontier_read_ms(self, position: int) -> float | None:
+        """One read of the frontier's next page at ``position`` entries in, as frontier_next reads it."""
+        if self.crawl_id is None:
+            return None
+        if self.first_entry is None:
+            first = self.catalog.frontier_page(self.crawl_id, 0, 1)
+            if not first:
+                return None
+            self.first_entry = first[0].seq
+        began = time.perf_counter()
+        self.catalog.frontier_page(self.crawl_id, self.first_entry + position - 1, 500)
+        return round(1000 * (time.perf_counter() - began), 2)
+
+    async def run(self) -> None:
+        began, last_t, last_items, last_cpu = time.monotonic(), time.monotonic(), 0, self.cpu()
+        first_cpu = dict(last_cpu)
+        while True:
+            await asyncio.sleep(self.every)
+            now, cpu = time.monotonic(), self.cpu()
+            items = self.sampler.samples[-1][1] if self.sampler.samples else 0
+            done = items - last_items
+            line = {"s": round(now - began), "items": items,
+                    "items_per_s": round(done / (now - last_t), 2),
+                    "cpu_ms_per_item": {k: round(1000 * (cpu[k] - last_cpu[k]) / done, 1) for k in cpu} if done else None,
+                    "cpu_ms_per_item_so_far": ({k: round(1000 * (cpu[k] - first_cpu[k]) / items, 1) for k in cpu}
+                                               if items else None),
+                    "workers_rss_mib": [round(r, 1) for r in self.sampler.processes_rss],
+                    "frontier_read_ms": await asyncio.to_thread(self.frontier_read_ms, items),
+                    "load": round(os.getloadavg()[0], 1)}
+            self.lines.append(line)
+            print(json.dumps(line), file=sys.stderr, flush=True)
+            last_t, last_items, last_cpu = now, items, cpu
+
+
+def frontier_next_ms(histories: list) -> list[dict]:
+    """Each frontier_next activity's time from start to completion, by tenth of the crawl (its
+    runs in order): median and largest."""
+    times: list[float] = []
+    for history in histories:
+        scheduled, started = {}, {}
+        for event in history.events:
+            if event.HasField("activity_task_scheduled_event_attributes"):
+                scheduled[event.event_id] = event.activity_task_scheduled_event_attributes.activity_type.name
+            elif event.HasField("activity_task_started_event_attributes"):
+                attrs = event.activity_task_started_event_attributes
+                started[attrs.scheduled_event_id] = event.event_time.ToDatetime()
+            elif event.HasField("activity_task_completed_event_attributes"):
+                attrs = event.activity_task_completed_event_attributes
+                if scheduled.get(attrs.scheduled_event_id) == "frontier_next" and attrs.scheduled_event_id in started:
+                    times.append((event.event_time.ToDatetime() - started[attrs.scheduled_event_id]).total_seconds())
+    out = []
+    for tenth in range(10):
+        part = times[len(times) * tenth // 10:len(times) * (tenth + 1) // 10]
+        if part:
+            out.append({"tenth": tenth + 1, "calls": len(part), "median_ms": round(1000 * statistics.median(part), 1),
+                        "max_ms": round(1000 * max(part), 1)})
+    return out
+
+
 async def one(env: WorkflowEnvironment, sim: Simulator, size: int, new: int, work: Path,
               args: argparse.Namespace) -> dict:
-    settings = Settings(data_dir=work / f"data-{size}", catalog=CatalogSettings(url=""),
+    database = f"trawl_bigcrawl_{size}_{os.getpid()}"
+    catalog_url = postgres_database(args.postgres, database) if args.postgres else ""
+    settings = Settings(data_dir=work / f"data-{size}", catalog=CatalogSettings(url=catalog_url),
                         net=NetSettings(allow_private=True),
                         temporal=TemporalSettings(address=env.client.service_client.config.target_host,
                                                   embedded=False, task_queue_prefix=f"big{size}"))
@@ -211,18 +363,29 @@ async def one(env: WorkflowEnvironment, sim: Simulator, size: int, new: int, wor
     traced = Path(args.tracemalloc) / f"size-{size}" if args.tracemalloc else None
     if traced is not None:
         traced.mkdir(parents=True, exist_ok=True)
-    worker = start_worker(settings, work / f"worker-{size}.log", traced, args.trace_from)
-    sampler = MemorySampler(worker.pid, catalog, [int(n) for n in args.snapshots.split(",")], traced)
+    worker = start_worker(settings, work / f"worker-{size}.log", traced, args.trace_from, args.processes)
+    sampler = MemorySampler(worker.pid, catalog, [int(n) for n in args.snapshots.split(",")], traced,
+                            supervised=args.processes > 1)
     sampler.start()
+    port = int(settings.temporal.address.rsplit(":", 1)[1])
+    progress = Progress(sampler, {"server": server_pid(port), "workers": worker.pid,
+                                  "postgres": postmaster_pid(args.postgres) if args.postgres else None},
+                        catalog, args.progress)
+    cpu_before = progress.cpu()
+    telling = asyncio.create_task(progress.run())
     try:
         began = time.monotonic()
-        handle, _ = await start_crawl(env.client, settings, default_registry(), [*known, *fresh], concurrency=16)
+        handle, _ = await start_crawl(env.client, settings, default_registry(), [*known, *fresh],
+                                      concurrency=args.concurrency)
+        progress.crawl_id = handle.id
         accepted = time.monotonic() - began
         stats = await handle.result()
         wall = time.monotonic() - began
+        cpu_after = progress.cpu()
         await asyncio.sleep(1)  # the last sample
-        worker_rss = peak_rss_mib(worker.pid)
+        worker_rss = max(peak_rss_mib(pid) for pid in (children(worker.pid) if args.processes > 1 else [worker.pid]))
     finally:
+        telling.cancel()
         sampler.stop.set()
         sampler.join()
         worker.terminate()
@@ -243,7 +406,14 @@ async def one(env: WorkflowEnvironment, sim: Simulator, size: int, new: int, wor
     histories = [await env.client.get_workflow_handle(handle.id, run_id=w.run_id).fetch_history() for w in runs]
     wanted = {"duplicate": len(known), "committed": new}
     assert stats.outcomes == {k: n for k, n in wanted.items() if n}, stats.outcomes
-    return {"urls": size, "new": new, "accept_s": round(accepted, 2), "wall_s": round(wall, 2),
+    catalog.close()
+    if args.postgres:
+        postgres_database(args.postgres, database, drop=True)
+    return {"urls": size, "new": new, "processes": args.processes, "catalog": "postgresql" if args.postgres else "sqlite",
+            "accept_s": round(accepted, 2), "wall_s": round(wall, 2),
+            "cpu_ms_per_url": {k: round(1000 * (cpu_after[k] - cpu_before[k]) / size, 1) for k in cpu_after},
+            "frontier_next_ms_by_tenth": frontier_next_ms(histories),
+            "progress": progress.lines,
             "urls_per_s_accepted": round(size / accepted), "new_items_per_s": round(new / new_phase, 1),
             "known_urls_per_s": round(len(known) / known_phase) if known_phase > 0 else None, "runs": len(runs),
             "largest_run_events": max(len(h.events) for h in histories),
@@ -263,16 +433,36 @@ async def main() -> None:
     parser.add_argument("--tracemalloc", default="", help="a directory for the worker's tracemalloc snapshots")
     parser.add_argument("--snapshots", default="200,1000,3000", help="item counts at which to take them")
     parser.add_argument("--trace-from", type=int, default=2, help="the snapshot from which tracemalloc traces")
+    parser.add_argument("--processes", type=int, default=1, help="worker processes (trawl worker --processes)")
+    parser.add_argument("--postgres", default="", help="an admin URL: the catalog on PostgreSQL")
+    parser.add_argument("--concurrency", type=int, default=16, help="the crawl's items in flight")
+    parser.add_argument("--server-in-memory", action="store_true",
+                        help="the dev server's state in memory (before 2026-12-06 the bench's only way)")
+    parser.add_argument("--progress", type=float, default=60, help="seconds between progress lines on stderr")
     args = parser.parse_args()
-    env = await WorkflowEnvironment.start_local(dev_server_existing_path=TEMPORAL,
-                                                search_attributes=list(SEARCH_ATTRIBUTES), dev_server_log_level="error")
     results = []
-    try:
-        with tempfile.TemporaryDirectory() as tmp, Simulator() as sim:
+    with tempfile.TemporaryDirectory() as tmp, Simulator() as sim:
+        # As trawl's embedded server keeps it (trawl/starter/embedded.py): a file, not memory.
+        persisted = [] if args.server_in_memory else [
+            "--db-filename", str(Path(tmp) / "temporal.db"), "--sqlite-pragma", "journal_mode=wal",
+            "--sqlite-pragma", "synchronous=normal", "--dynamic-config-value", "history.shardIOConcurrency=8"]
+        # The server prints its banner to the standard output it inherits: give it stderr, so
+        # the bench's own output stays JSON.
+        stdout = os.dup(1)
+        os.dup2(2, 1)
+        try:
+            env = await WorkflowEnvironment.start_local(dev_server_existing_path=TEMPORAL,
+                                                        dev_server_extra_args=persisted,
+                                                        search_attributes=list(SEARCH_ATTRIBUTES),
+                                                        dev_server_log_level="error")
+        finally:
+            os.dup2(stdout, 1)
+            os.close(stdout)
+        try:
             for size in (int(s) for s in args.sizes.split(",")):
                 results.append(await one(env, sim, size, args.new, Path(tmp), args))
-    finally:
-        await env.shutdown()
+        finally:
+            await env.shutdown()
     base = results[0]
     print(json.dumps({"results": results, "vs_smallest": [
         {"urls": r["urls"], "accept_s_per_url": round(r["accept_s"] / r["urls"] / (base["accept_s"] / base["urls"]), 2),

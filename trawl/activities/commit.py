@@ -27,7 +27,7 @@ from trawl.contracts import CommitFile, CommitInput, CommitResult, DownloadResul
 from trawl.download import file_sha256, state_path
 from trawl.download.live import load_record
 from trawl.download.live_comments import comment_files, part_comment_files
-from trawl.errors import StorageError, TrawlError
+from trawl.errors import TrawlError
 from trawl.merge import join_segments, merge_dash
 from trawl.models import Asset, Resolved, compact, refuse_previews
 from trawl.notify import watch_of
@@ -79,9 +79,8 @@ class CommitActivities:
             canonical_key=item.canonical_key, platform=item.platform, canonical_url=item.canonical_url,
             source_url=inp.source_url, title=item.title, uploader=item.uploader, duration=item.duration,
             published_at=item.published_at, workflow_id=inp.workflow_id, assets=rows,
-            metadata=info_json(item, inp.source_url, rows, datetime.now(UTC)),
+            metadata=info_json(item, inp.source_url, rows, datetime.now(UTC)), release=intents,
         )
-        self._release(intents)
         if created and self.notifier is not None:
             self._notify(item, inp.source_url)
         shutil.rmtree(self.work_dir / workdir_name(inp.workflow_id), ignore_errors=True)
@@ -147,8 +146,7 @@ class CommitActivities:
         every = self.catalog.add_to_item(
             canonical_key=item.canonical_key, platform=item.platform, canonical_url=item.canonical_url,
             source_url=inp.source_url, title=item.title, uploader=item.uploader, published_at=item.published_at,
-            workflow_id=inp.workflow_id, assets=rows, describe=describe)
-        self._release(intents)
+            workflow_id=inp.workflow_id, assets=rows, describe=describe, release=intents)
         if told and self.notifier is not None:  # each part: live_recording; the first: a watch's new item
             self._notify(told[-1], inp.source_url, new=any(r.name == "video" for r in rows))
         ended = any(f.download.live and f.download.live.get("ended") for f in inp.files)
@@ -177,14 +175,6 @@ class CommitActivities:
         if isinstance(live, dict):
             self.notifier.emit("live_recording", {**about, "ended": live.get("ended"), "seconds": live.get("seconds"),
                                                   "record": live})
-
-    def _release(self, intents: list[int]) -> None:
-        """The row names the blobs now. A release that fails costs nothing but a stale intent,
-        which the clean-up drops once it finds the blob in use: the commit stands."""
-        try:
-            self.catalog.release_intents(intents)
-        except StorageError as err:
-            activity.logger.warning(f"blob intents left for the clean-up: {err}")
 
     def _merged(self, inp: CommitInput) -> list[CommitFile] | None:
         """DASH video + audio, or a video's segments, as one file, when the platform asks for it

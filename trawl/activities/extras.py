@@ -122,15 +122,11 @@ class ExtraActivities:
             if file.kind in SEARCHED_KINDS:
                 kept = lines.setdefault(file.kind, [])
                 kept += extra_lines(file.kind, file.body, self.search_lines - len(kept))
-        if not self.catalog.add_extras(canonical_key, rows, missing, lines):
+        if not self.catalog.add_extras(canonical_key, rows, missing, lines, release=intents):
             raise StorageError(f"the catalog holds no item {canonical_key} to add its extras to")
         for file in found if metadata else []:
             if file.kind == "chapters":  # also in the item's metadata, as yt-dlp's info has them
                 self.catalog.merge_metadata(canonical_key, {"chapters": json.loads(file.body)})
-        try:
-            self.catalog.release_intents(intents)
-        except StorageError as err:  # a stale intent costs nothing: the clean-up drops it
-            activity.logger.warning(f"blob intents left for the clean-up: {err}")
         return [StoredExtra(f.name, f.kind, f.language, key=blob_key(shas[f.name]) if not f.missing else "",
                             sha256=shas.get(f.name, ""), size=len(f.body), mime=f.mime if not f.missing else None,
                             missing=f.missing, reason=f.reason[:RESULT_REASON]) for f in files]

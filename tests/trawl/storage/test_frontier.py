@@ -3,10 +3,11 @@ found through the index, not by reading every entry), and a drop in batches of i
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import text, update
 
 from trawl.storage import catalog as catalog_module
 from trawl.storage.catalog import Catalog, FrontierRow
@@ -47,3 +48,24 @@ def test_a_frontier_is_dropped_in_batches_and_the_others_stay(catalog: Catalog,
     assert catalog.frontier_drop("missing") == 0
     assert catalog.frontier_page("big", 0, 100) == [] and catalog.frontier_page("exact", 0, 100) == []
     assert [e.workflow_id for e in catalog.frontier_page("other", 0, 100)] == ["other-0", "other-1", "other-2"]
+
+
+def test_a_big_fill_leaves_the_next_page_read_through_the_index(catalog: Catalog,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """PostgreSQL: a crawl of many URLs (its frontier written at once, before autovacuum has read
+    the table, if it runs at all) reads each next page by walking the (crawl_id, id) index, not by
+    taking every entry after the cursor and sorting them (55 ms a page at 100,000 entries)."""
+    if catalog.engine.dialect.name != "postgresql":
+        pytest.skip("SQLite plans without statistics")
+    monkeypatch.setattr(catalog_module, "FRONTIER_ANALYZE_ROWS", 100)
+    with catalog.engine.begin() as conn:  # most of a big crawl's fill, written fast
+        conn.execute(text("INSERT INTO crawl_frontier (crawl_id, workflow_id, url, platform, created_at) "
+                          "SELECT 'big', 'big-' || i, 'http://127.0.0.1:9/big/' || i, 'generic', now() "
+                          "FROM generate_series(0, 29899) AS i"))
+    add(catalog, "big", 100, first=29_900)  # unread, PostgreSQL 15 estimates 6 of 30,000 and sorts them all
+    with catalog.engine.connect() as conn:
+        plan = json.dumps(conn.execute(text(
+            "EXPLAIN (FORMAT JSON) SELECT id, url FROM crawl_frontier WHERE crawl_id = 'big' AND id > 100 "
+            "ORDER BY id LIMIT 500")).scalar_one())
+    assert '"Node Type": "Sort"' not in plan and '"Node Type": "Index Scan"' in plan, plan
+    assert [e.workflow_id for e in catalog.frontier_page("big", 0, 2)] == ["big-0", "big-1"]

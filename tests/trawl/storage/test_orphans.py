@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.trawl.storage.test_blobs import keys, store, write  # noqa: F401 - store: the fixture of both backends
+from trawl.errors import StorageError
 from trawl.storage.blobs import BlobStore, blob_key
 from trawl.storage.catalog import Catalog, CommittedAsset
 from trawl.storage.orphans import reclaim, reclaim_announced, reclaimable
@@ -126,3 +127,27 @@ class _frozen_now:
 
     def __exit__(self, *exc: object) -> None:
         self._patch.undo()
+
+
+def test_a_commit_ends_its_announcements_in_its_own_transaction(catalog: Catalog) -> None:
+    def commit(name: str, intents: list[int], assets: list[CommittedAsset]) -> bool:
+        return catalog.commit_item(canonical_key=f"web:{name}", platform="generic", canonical_url=f"https://e.com/{name}",
+                                   source_url=f"https://e.com/{name}", title=name, uploader=None, duration=None,
+                                   published_at=None, metadata={}, workflow_id=f"item-{name}", assets=assets,
+                                   release=intents)
+
+    video = CommittedAsset("video", "video", "a" * 64, 4, "video/mp4", blob_key("a" * 64))
+    first = catalog.intend_blobs([video.key], "item-new", "run-1")
+    assert commit("new", first, [video]) is True
+    assert catalog.stale_intent_keys(LATER) == []
+    # A second URL form of the same item: nothing new is written, and its announcement ends too.
+    again = catalog.intend_blobs([video.key], "item-new", "run-2")
+    assert commit("new", again, [video]) is False
+    assert catalog.stale_intent_keys(LATER) == []
+    # A commit that fails (two assets of one name) writes nothing: its announcement stays, so the
+    # blob it stored is not taken for an orphan while its retry may still name it.
+    failed = catalog.intend_blobs([video.key], "item-bad", "run-1")
+    with pytest.raises(StorageError):
+        commit("bad", failed, [video, video])
+    assert catalog.get("web:bad") is None
+    assert catalog.stale_intent_keys(LATER) == [video.key]
