@@ -1,20 +1,24 @@
 """The workers' clean-up reads into search's lines the extras stored before search read them
-(migration 0009's pending pairs), in the background: the worker polls without waiting for it."""
+(migration 0009's pending pairs), in the background: the worker polls without waiting for it; and
+on a PostgreSQL without autovacuum, the workers read its tables' statistics themselves."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from sqlalchemy import text
 from temporalio.client import Client
 
 from tests.polling import until
+from tests.trawl.storage.test_statistics import autovacuum
 from tests.trawl.storage.test_blobs import write
 from tests.trawl.storage.test_extras_search import DANMAKU
 from trawl.settings import Settings
 from trawl.storage.blobs import open_blob_store
 from trawl.storage.catalog import Catalog, CommittedAsset
 from trawl.storage.library import LibraryQuery
+from trawl.worker.cleanup import keep_statistics
 from trawl.worker.main import running_worker
 
 
@@ -46,3 +50,22 @@ async def test_a_running_worker_reads_the_extras_stored_before_search_into_lines
     finally:
         blobs.close()
         catalog.close()
+
+
+async def test_a_worker_reads_them_while_autovacuum_is_off_and_stops_looking_otherwise(catalog: Catalog) -> None:
+    keeping = asyncio.create_task(keep_statistics(catalog, interval=0.05))
+    if catalog.engine.dialect.name != "postgresql" or autovacuum(catalog) == "on":
+        await asyncio.wait_for(keeping, 10)  # nothing for it to do: it ends
+        return
+    try:
+        catalog.remember_urls([f"http://127.0.0.1:9/{i}" for i in range(200)], "web:many")
+
+        def analyzed() -> bool:
+            with catalog.engine.connect() as conn:
+                return conn.execute(text("SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables "
+                                         "WHERE relname = 'url_aliases'")).scalar_one()
+
+        await until(analyzed, "url_aliases analyzed by the worker's round", timeout=30)
+        assert not keeping.done()
+    finally:
+        keeping.cancel()

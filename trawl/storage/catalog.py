@@ -278,6 +278,9 @@ FRONTIER_DROP_ROWS = 10_000
 # autovacuum yet, or none at all), the read of a crawl's next page took every entry after the
 # cursor and sorted them: 55 ms a page at 100,000 entries, against 0.2 ms through the index.
 FRONTIER_ANALYZE_ROWS = 10_000
+# Catalog.analyze_stale: the one of several workers that reads the statistics in a round (an
+# advisory lock's key: "trawl" in ASCII).
+ANALYZE_LOCK = 0x747261776C
 
 
 MAIN_KINDS = ("video", "audio", "image")
@@ -798,6 +801,30 @@ class Catalog:
         if self._frontier_unanalyzed >= FRONTIER_ANALYZE_ROWS and self.engine.dialect.name == "postgresql":
             self._analyze_frontier()
         return added
+
+    def analyze_stale(self) -> list[str] | None:
+        """PostgreSQL whose autovacuum is off: read again the statistics of the catalog's tables
+        that changed by more than autovacuum's own rule would wait for (50 rows and a tenth of the
+        table) since they were last read. Returns the tables read (none while another worker is
+        reading them); None when this is not for trawl to do (SQLite, or autovacuum on).
+
+        Without statistics PostgreSQL plans as for the tables it last saw, and keeps those plans:
+        the foreign-key checks each commit makes, planned while ``items`` was near empty, read the
+        whole table once per item (100,000 items: a crawl's every commit slower than the last;
+        bench/bigcrawl.py)."""
+        if self.engine.dialect.name != "postgresql":
+            return None
+        with _storage_errors("catalog write failed"), self.engine.begin() as conn:
+            if conn.execute(text("SELECT current_setting('autovacuum')")).scalar_one() == "on":
+                return None
+            if not conn.execute(text("SELECT pg_try_advisory_xact_lock(:key)"), {"key": ANALYZE_LOCK}).scalar_one():
+                return []
+            stale = list(conn.execute(text(
+                "SELECT relname FROM pg_stat_user_tables WHERE schemaname = current_schema() "
+                "AND n_mod_since_analyze > 50 + 0.1 * n_live_tup ORDER BY relname")).scalars())
+            for table in stale:
+                conn.execute(text('ANALYZE "{}"'.format(table.replace('"', '""'))))
+        return stale
 
     def _analyze_frontier(self) -> None:
         """Have PostgreSQL read the frontier's statistics again (FRONTIER_ANALYZE_ROWS). A catalog

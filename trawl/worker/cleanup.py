@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 log = get_logger("trawl.cleanup")
 MAX_INTERVAL_S = 600.0
+# How often a worker looks for catalog tables whose statistics PostgreSQL should read again (only
+# when its autovacuum is off: Catalog.analyze_stale).
+STATISTICS_INTERVAL_S = 60.0
 
 
 async def clean_work_dir(client: Client, work_dir: Path, keep: timedelta) -> list[str]:
@@ -101,6 +104,26 @@ async def index_pending_extras(catalog: Catalog, blobs: BlobStore, lines: int) -
     pending pairs), from the blob store, at most ``lines`` of each; how many pairs were read."""
     return await asyncio.to_thread(catalog.index_pending_extras, lambda key: read_blob(blobs, key, MAX_BODY_BYTES),
                                    lines)
+
+
+async def keep_statistics(catalog: Catalog, interval: float = STATISTICS_INTERVAL_S) -> None:
+    """Every ``interval``, :meth:`Catalog.analyze_stale`; says once, at the first tables read,
+    that autovacuum is off. Stops at the first round with nothing to do for good (SQLite, or
+    autovacuum on)."""
+    told = False
+    while True:
+        try:
+            stale = await asyncio.to_thread(catalog.analyze_stale)
+        except Exception as exc:  # noqa: BLE001 - statistics must never stop a worker
+            log.warning("reading the catalog's statistics failed", error=str(exc))
+        else:
+            if stale is None:
+                return
+            if stale and not told:
+                log.warning("the catalog's PostgreSQL runs without autovacuum: the workers read its tables' "
+                            "statistics themselves (turn autovacuum on)", tables=stale)
+                told = True
+        await asyncio.sleep(interval)
 
 
 async def clean_periodically(client: Client, work_dir: Path, keep: timedelta, catalog: Catalog | None = None,

@@ -40,7 +40,7 @@ from trawl.platforms.registry import Registry, build_registry
 from trawl.settings import FETCH_SLOTS_PER_PLATFORM, Settings
 from trawl.notify import Notifier
 from trawl.storage.blobs import open_blob_store
-from trawl.worker.cleanup import clean_periodically
+from trawl.worker.cleanup import clean_periodically, keep_statistics
 from trawl.worker.runtime import ONE_SHOT_MARK
 from trawl.worker.type_hints import install as cache_type_hints
 from trawl.worker.interceptors import ObservingInterceptor, TrawlFailureConverter, trawl_data_converter
@@ -189,12 +189,14 @@ async def running_worker(
     cleanup = asyncio.create_task(clean_periodically(client, settings.work_dir, settings.download.keep_failed_partials,
                                                      catalog, blobs, settings.storage.abandon_uploads_after,
                                                      extras_lines=settings.catalog.search_extras_lines))
+    statistics = asyncio.create_task(keep_statistics(catalog))  # PostgreSQL without autovacuum
     try:
         yield workers
     finally:
         cleanup.cancel()
+        statistics.cancel()
         await asyncio.gather(*(worker.shutdown() for worker in workers), return_exceptions=True)
-        await asyncio.gather(cleanup, *tasks, return_exceptions=True)
+        await asyncio.gather(cleanup, statistics, *tasks, return_exceptions=True)
         executor.shutdown(wait=False, cancel_futures=True)
         http.close()
         blobs.close()
