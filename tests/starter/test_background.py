@@ -8,6 +8,7 @@ other test); every test stops what it started, and checks that nothing is left.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -68,6 +69,34 @@ class Background:
     def state(self, name: str) -> dict:
         return json.loads((self.run_dir / name).read_text())
 
+    def worker_state(self) -> dict:
+        """The background worker's state, once its keeper has started it: the first command does
+        its own items and the worker starts as it ends (trawl.starter.embedded.BACKGROUND_WORKER_AFTER_S)."""
+        def started() -> dict | None:
+            try:
+                state = self.state("worker-state.json")
+            except (OSError, ValueError):
+                return None
+            return state if alive(state["pid"]) else None
+
+        return wait_until(started, "the background worker to start", timeout=DEADLINE)
+
+    def activity_identities(self) -> set[str]:
+        """The identities of the workers that started the item workflows' activities, from the
+        background server's histories."""
+        from temporalio.client import Client
+
+        async def read() -> set[str]:
+            client = await Client.connect(f"127.0.0.1:{self.port}")
+            found = set()
+            async for execution in client.list_workflows("WorkflowType = 'MediaItemWorkflow'"):
+                history = await client.get_workflow_handle(execution.id, run_id=execution.run_id).fetch_history()
+                found |= {event.activity_task_started_event_attributes.identity for event in history.events
+                          if event.HasField("activity_task_started_event_attributes")}
+            return found
+
+        return asyncio.run(read())
+
     def pids(self) -> set[int]:
         """The keeper, the dev server and the worker running now."""
         found = set(dev_servers(self.db)) | set(warm_processes(self.run_dir))
@@ -108,7 +137,7 @@ def test_the_first_command_leaves_a_server_and_worker_the_next_ones_use_and_down
     assert first.returncode == 0, first.stderr
     assert "committed" in first.stdout
     assert "run in the background" in first.stderr and "trawl down" in first.stderr
-    keeper, worker = background.state("temporal.json")["keeper"], background.state("worker-state.json")["pid"]
+    keeper, worker = background.state("temporal.json")["keeper"], background.worker_state()["pid"]
     assert alive(keeper) and alive(worker) and dev_servers(background.db)  # running on after the command
 
     second = background.trawl("crawl", files[1])
@@ -175,7 +204,7 @@ def test_it_stops_by_itself_once_idle(tmp_path: Path, files: list[str]) -> None:
 def test_a_killed_worker_or_server_is_said_in_one_line_and_replaced(background: Background,
                                                                     files: list[str]) -> None:
     assert background.trawl("crawl", files[0]).returncode == 0
-    os.kill(background.state("worker-state.json")["pid"], signal.SIGKILL)
+    os.kill(background.worker_state()["pid"], signal.SIGKILL)
     after_worker = background.trawl("crawl", files[1])
     assert after_worker.returncode == 0, after_worker.stderr
     assert "committed" in after_worker.stdout
@@ -202,7 +231,7 @@ def test_a_killed_worker_or_server_is_said_in_one_line_and_replaced(background: 
 
 def test_a_command_with_other_settings_gets_a_worker_with_them(background: Background, files: list[str]) -> None:
     assert background.trawl("crawl", files[0]).returncode == 0
-    first = background.state("worker-state.json")
+    first = background.worker_state()
     # A limit the first worker would not apply: the new command's must.
     small = background.trawl("crawl", files[1], TRAWL_DOWNLOAD__MAX_FILE_SIZE="100K")
     assert small.returncode != 0
@@ -262,16 +291,50 @@ def test_a_crawl_without_input_starts_no_server(background: Background) -> None:
     assert not (background.run_dir / "temporal.log").exists() and not background.pids()
 
 
-def test_the_first_commands_worker_starts_beside_its_server(background: Background, files: list[str]) -> None:
+def test_the_first_command_does_its_items_itself_and_the_background_worker_starts_as_it_ends(
+        background: Background, files: list[str]) -> None:
     first = background.trawl("crawl", files[0])
     assert first.returncode == 0, first.stderr
     said = [line for line in first.stderr.splitlines() if "run in the background" in line]
     assert len(said) == 1 and "started now" in said[0], first.stderr
-    # Asked for before the keeper started (the keeper starts it beside the server, not after the
-    # server answered): the first generation, never replaced.
-    assert background.state("worker-state.json")["generation"] == 1
+    # Its worker's imports would have taken the cores the first crawl needs: the command's own
+    # worker (a one-shot's identity) did the item, and the background worker started after it.
+    identities = background.activity_identities()
+    assert identities and all(name.endswith("/one-shot") for name in identities), identities
+    # Asked for at the server's start: the first generation, never replaced.
+    assert background.worker_state()["generation"] == 1
     log = (background.run_dir / "worker.log").read_text()
     assert log.count("the background worker starts") == 1 and "unreachable" not in log
+    second = background.trawl("crawl", files[1])
+    assert second.returncode == 0, second.stderr
+    assert any(name.endswith("/background") for name in background.activity_identities())
+
+
+def test_a_first_command_killed_mid_crawl_leaves_its_crawl_to_the_background_worker(
+        background: Background, sim: Simulator) -> None:
+    # Killed before it could hand its items over (SIGKILL: no clean-up of its own runs), its
+    # crawl's items go on with the background worker, which starts at the latest after
+    # BACKGROUND_WORKER_AFTER_S.
+    sim.add_file("/media/slow-first.mp4", MediaFile("mp4", "background-slow-first", 600_000),
+                 FileBehaviour(throttle_bps=200_000))
+    proc = subprocess.Popen([TRAWL, "crawl", sim.url("/media/slow-first.mp4")], env=background.env,
+                            cwd=background.tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: sim.bytes_sent("/media/slow-first.mp4") > 50_000, "the slow download to start",
+                   timeout=DEADLINE)
+        proc.kill()
+        proc.wait(timeout=DEADLINE)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    background.worker_state()
+
+    def committed() -> bool:  # the data directory's catalog held nothing before: one item, this one
+        listed = background.trawl("items", "--json")
+        items = [json.loads(line) for line in listed.stdout.splitlines() if line.strip()]
+        return listed.returncode == 0 and len(items) == 1 and "slow-first" in items[0]["canonical_url"]
+
+    wait_until(committed, "the killed command's item committed by the background worker", timeout=DEADLINE)
 
 
 def test_the_keeper_stops_a_worker_no_longer_asked_for(tmp_path: Path) -> None:

@@ -262,12 +262,19 @@ async def session(settings: Settings, *, worker: bool, registry: Registry | None
                 worker = False
             elif server.lingering:  # the server runs on in the background: so does the worker
                 await background_worker(settings, server)
-                worker = False
+                # The command that started it does its own items first, with a worker of its own
+                # (trawl.starter.embedded.BACKGROUND_WORKER_AFTER_S): the background one starts
+                # once it is done, and its imports do not take the cores this first crawl needs.
+                worker = server.deferred_worker
         if worker:
             from trawl.worker.main import running_worker  # the worker and its activities: only when one runs here
 
             async with running_worker(client, settings, registry, one_shot=one_shot):
-                yield client
+                try:
+                    yield client
+                finally:  # before this worker stops: what it leaves running goes on in the background
+                    if server.deferred_worker:
+                        await asyncio.to_thread(server.background_worker_now)
         else:
             yield client
 

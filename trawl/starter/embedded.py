@@ -102,6 +102,10 @@ WORKER_RESTART_S = (1.0, 30.0)  # a worker that keeps dying is started again thi
 FAILED_START_LINES = 20
 OWN_PORT_ATTEMPTS = 3  # a dev server that lost a port it picked itself is started again
 WARM_AFTER_S = 3.0  # the warm process for commands starts this long after the server
+# The first crawl that starts a lingering server does its items with a worker of its own (it has
+# most of a worker's imports done): the background worker, whose imports would take the cores it
+# needs, starts when that command ends (or as another command asks for it), or after this long.
+BACKGROUND_WORKER_AFTER_S = 3.0
 # The names of trawl.contracts.SEARCH_ATTRIBUTES, all Keyword, which the dev server registers at
 # its start (tests/conftest.py holds the two equal). Written out: the keeper, and the thread that
 # starts a server while the command imports (start_early), must not import Temporal's SDK for them.
@@ -325,6 +329,8 @@ class _BackgroundWorker:
             return
         if self.proc is not None and self.generation == wanted["generation"]:
             return
+        if self.proc is None and float(wanted.get("after") or 0) > time.time():
+            return  # the command that started the server does its items itself until then
         if self.proc is not None:  # other settings asked for: the old worker stops before the new one polls
             _stop_worker(self.proc)
             self.proc = None
@@ -515,6 +521,10 @@ class EmbeddedServer:
         # wants one: a server this command starts to linger has its keeper start it at once.
         self.worker_settings: str | None = None
         self.asked_worker = False  # this command wrote worker.json for a worker not yet announced
+        # The command runs a worker of its own first (an attached crawl): the background worker its
+        # server start asks for waits until the command ends (BACKGROUND_WORKER_AFTER_S at most).
+        self.own_worker_first = False
+        self.deferred_worker = False  # this command's server start asked for the worker that way
         self.acquiring: concurrent.futures.Future[str] | None = None  # begin()'s
 
     def begin(self) -> concurrent.futures.Future[str]:
@@ -693,8 +703,11 @@ class EmbeddedServer:
                 (self.run_dir / left).unlink()
         if self.worker_settings is not None and self.linger > 0:
             # Asked for before the keeper starts: it starts the worker beside the server, not
-            # after it answers, and the worker's imports run while the server boots.
-            self._ask_for_worker(self.worker_settings)
+            # after it answers, and the worker's imports run while the server boots; or, when the
+            # command does its items itself first, once it is done.
+            self.deferred_worker = self.own_worker_first
+            self._ask_for_worker(self.worker_settings,
+                                 after=time.time() + BACKGROUND_WORKER_AFTER_S if self.deferred_worker else 0.0)
             self.asked_worker = True
         self._register()
         keeper: subprocess.Popen[bytes] | None = None
@@ -835,7 +848,8 @@ class EmbeddedServer:
                                     f"{ended.get('code')}); it was started again (its log: {self.run_dir / 'worker.log'})")
                 with contextlib.suppress(OSError):
                     (self.run_dir / "ended.json").unlink()
-            generation, replacing = self._ask_for_worker(settings_text)
+            generation, replacing = self._ask_for_worker(
+                settings_text, after=time.time() + BACKGROUND_WORKER_AFTER_S if self.deferred_worker else 0.0)
         # This command's server start asked for a worker already: that one was started now.
         first, self.asked_worker = self.asked_worker, False
         if generation is None:
@@ -854,18 +868,32 @@ class EmbeddedServer:
             time.sleep(0.05)
         self._worker_notice(replacing=replacing and not first)
 
-    def _ask_for_worker(self, settings_text: str) -> tuple[int | None, bool]:
+    def _ask_for_worker(self, settings_text: str, after: float = 0.0) -> tuple[int | None, bool]:
         """Write ``worker.json`` for these settings, unless it asks for them already (the state
         lock held, or the keeper not started yet); returns the new generation (None: unchanged)
-        and whether it replaces a worker with other settings."""
+        and whether it replaces a worker with other settings. ``after``: not before this time
+        (the first command does its items itself); a later ask for the same worker wants it now."""
         key = hashlib.sha256(settings_text.encode()).hexdigest()[:16]
         wanted = _read_json(self.run_dir / "worker.json") or {}
         if wanted.get("key") == key:
+            if not after and float(wanted.get("after") or 0) > time.time():
+                _write_private(self.run_dir / "worker.json", json.dumps({**wanted, "after": 0}))
             return None, False
         generation = int(wanted.get("generation") or 0) + 1
-        _write_private(self.run_dir / "worker.json",
-                       json.dumps({"generation": generation, "key": key, "settings": settings_text}))
+        _write_private(self.run_dir / "worker.json", json.dumps(
+            {"generation": generation, "key": key, "settings": settings_text, **({"after": after} if after else {})}))
         return generation, bool(wanted)
+
+    def background_worker_now(self) -> None:
+        """The command that did its items itself first is done with them: its server's background
+        worker starts now, not at the time it was deferred to."""
+        if not self.deferred_worker:
+            return
+        self.deferred_worker = False
+        with self._lock(abandonable=False):
+            wanted = _read_json(self.run_dir / "worker.json")
+            if wanted is not None and float(wanted.get("after") or 0) > time.time():
+                _write_private(self.run_dir / "worker.json", json.dumps({**wanted, "after": 0}))
 
     def retract_worker(self) -> None:
         """Take back the worker this command's server start asked for (other workers turned out to
@@ -958,12 +986,15 @@ def _same_server(one: Settings, other: Settings) -> bool:
     return one.data_dir.resolve() == other.data_dir.resolve() and one.temporal == other.temporal
 
 
-def start_early(settings: Settings, *, linger: float, worker_settings: str | None = None) -> None:
+def start_early(settings: Settings, *, linger: float, worker_settings: str | None = None,
+                own_worker_first: bool = False) -> None:
     """Begin :meth:`EmbeddedServer.acquire` for a command that will use a server (and a background
-    worker with ``worker_settings``, when it starts a lingering server), while it goes on."""
+    worker with ``worker_settings``, when it starts a lingering server: deferred while the command
+    does its items itself, with ``own_worker_first``), while it goes on."""
     global _early
     server = EmbeddedServer(settings, linger=linger)
     server.worker_settings = worker_settings
+    server.own_worker_first = own_worker_first
     server.begin()
     with _early_lock:
         _early = server
