@@ -219,8 +219,10 @@ class NetSettings(_Section):
                              "them, or empty for certifi's)")
         import ssl
 
+        from trawl.http_client import tls_context  # here: settings load without the HTTP client
+
         try:
-            ssl.create_default_context(cafile=str(path))
+            tls_context(str(path))  # kept: this process's clients use the context read here
         except (OSError, ssl.SSLError) as err:
             raise ValueError(f"{path} holds no CA certificate that can be read ({err})") from None
         return str(path)

@@ -342,3 +342,30 @@ def test_the_clients_of_a_process_share_one_tls_context_per_ca_bundle(monkeypatc
         assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
     finally:
         tls_context.cache_clear()
+
+
+def test_the_settings_check_of_a_ca_bundle_reads_it_for_the_clients_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process with net.ca_bundle reads the bundle once: its settings' check (that it holds a
+    readable certificate) makes the context its clients then use."""
+    import ssl
+
+    import certifi
+
+    from trawl.http_client import tls_context
+
+    read: list[object] = []
+    create = ssl.create_default_context
+
+    def counted(*args: object, **kwargs: object) -> ssl.SSLContext:
+        read.append(kwargs.get("cafile"))
+        return create(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ssl, "create_default_context", counted)
+    tls_context.cache_clear()
+    try:
+        bundle = NetSettings(ca_bundle=certifi.where())
+        for client in [make_client(bundle) for _ in range(2)]:
+            client.close()
+        assert read == [certifi.where()]
+    finally:
+        tls_context.cache_clear()
