@@ -204,6 +204,7 @@ async def _embedded(settings: Settings, *, read_only: bool = False
     assert server.acquiring is not None
     acquiring = asyncio.wrap_future(server.acquiring)
     try:
+        await _load_worker_while_it_boots(server, acquiring)
         address = await asyncio.shield(acquiring)
     except asyncio.CancelledError:
         server.abandon.set()
@@ -221,6 +222,19 @@ async def _embedded(settings: Settings, *, read_only: bool = False
         yield settings_for(settings, server, address), server
     finally:
         server.release()
+
+
+async def _load_worker_while_it_boots(server: EmbeddedServer, acquiring: asyncio.Future[str]) -> None:
+    """A command that starts the server and does its own items first (EmbeddedServer.deferred_worker)
+    loads its worker while the server boots, here in the main thread, which only waits meanwhile (a
+    thread of its own would import beside the command's imports, and two threads importing at once
+    can meet in a circle of some library's modules)."""
+    while not acquiring.done():
+        if server.deferred_worker:
+            import trawl.worker.main  # noqa: F401 - session's running_worker finds it loaded
+
+            return
+        await asyncio.wait({acquiring}, timeout=0.02)
 
 
 async def background_worker(settings: Settings, server: EmbeddedServer) -> None:
