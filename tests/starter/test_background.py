@@ -71,7 +71,7 @@ class Background:
 
     def worker_state(self) -> dict:
         """The background worker's state, once its keeper has started it: the first command does
-        its own items and the worker starts as it ends (trawl.starter.embedded.BACKGROUND_WORKER_AFTER_S)."""
+        its own items and the worker starts as it ends (trawl.starter.embedded.OWN_WORKER_LOCK)."""
         def started() -> dict | None:
             try:
                 state = self.state("worker-state.json")
@@ -80,6 +80,12 @@ class Background:
             return state if alive(state["pid"]) else None
 
         return wait_until(started, "the background worker to start", timeout=DEADLINE)
+
+    def items(self) -> list[dict]:
+        """The catalog's items (``trawl items --json``)."""
+        listed = self.trawl("items", "--json")
+        assert listed.returncode == 0, listed.stderr
+        return [json.loads(line) for line in listed.stdout.splitlines() if line.strip()]
 
     def activity_identities(self) -> set[str]:
         """The identities of the workers that started the item workflows' activities, from the
@@ -292,29 +298,39 @@ def test_a_crawl_without_input_starts_no_server(background: Background) -> None:
 
 
 def test_the_first_command_does_its_items_itself_and_the_background_worker_starts_as_it_ends(
-        background: Background, files: list[str]) -> None:
-    first = background.trawl("crawl", files[0])
-    assert first.returncode == 0, first.stderr
-    said = [line for line in first.stderr.splitlines() if "run in the background" in line]
-    assert len(said) == 1 and "started now" in said[0], first.stderr
-    # Its worker's imports would have taken the cores the first crawl needs: the command's own
-    # worker (a one-shot's identity) did the item, and the background worker started after it.
+        background: Background, sim: Simulator) -> None:
+    # Its worker's imports would take the cores the first crawl needs: the command's own worker (a
+    # one-shot's identity) does its items, and the background worker waits until it ends.
+    sim.add_file("/media/first.mp4", MediaFile("mp4", "background-first", 400_000), FileBehaviour(throttle_bps=200_000))
+    sim.add_file("/media/second.mp4", MediaFile("mp4", "background-second", 100_000))
+    proc = subprocess.Popen([TRAWL, "crawl", sim.url("/media/first.mp4")], env=background.env,
+                            cwd=background.tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: sim.bytes_sent("/media/first.mp4") > 100_000, "the first download to be under way",
+                   timeout=DEADLINE)
+        assert not (background.run_dir / "worker-state.json").exists()  # no background worker yet
+        out, err = proc.communicate(timeout=DEADLINE)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0 and "committed" in out, (out, err)
+    said = [line for line in err.splitlines() if "run in the background" in line]
+    assert len(said) == 1 and "started now" in said[0], err
     identities = background.activity_identities()
     assert identities and all(name.endswith("/one-shot") for name in identities), identities
-    # Asked for at the server's start: the first generation, never replaced.
+    # Asked for at the server's start: the first generation, never replaced; started as it ended.
     assert background.worker_state()["generation"] == 1
     log = (background.run_dir / "worker.log").read_text()
     assert log.count("the background worker starts") == 1 and "unreachable" not in log
-    second = background.trawl("crawl", files[1])
+    second = background.trawl("crawl", sim.url("/media/second.mp4"))
     assert second.returncode == 0, second.stderr
     assert any(name.endswith("/background") for name in background.activity_identities())
 
 
 def test_a_first_command_killed_mid_crawl_leaves_its_crawl_to_the_background_worker(
         background: Background, sim: Simulator) -> None:
-    # Killed before it could hand its items over (SIGKILL: no clean-up of its own runs), its
-    # crawl's items go on with the background worker, which starts at the latest after
-    # BACKGROUND_WORKER_AFTER_S.
+    # Killed (SIGKILL: no clean-up of its own runs), it lets go of the lock that kept the
+    # background worker waiting, and its crawl's items go on there.
     sim.add_file("/media/slow-first.mp4", MediaFile("mp4", "background-slow-first", 600_000),
                  FileBehaviour(throttle_bps=200_000))
     proc = subprocess.Popen([TRAWL, "crawl", sim.url("/media/slow-first.mp4")], env=background.env,
@@ -330,11 +346,42 @@ def test_a_first_command_killed_mid_crawl_leaves_its_crawl_to_the_background_wor
     background.worker_state()
 
     def committed() -> bool:  # the data directory's catalog held nothing before: one item, this one
-        listed = background.trawl("items", "--json")
-        items = [json.loads(line) for line in listed.stdout.splitlines() if line.strip()]
-        return listed.returncode == 0 and len(items) == 1 and "slow-first" in items[0]["canonical_url"]
+        items = background.items()
+        return len(items) == 1 and "slow-first" in items[0]["canonical_url"]
 
     wait_until(committed, "the killed command's item committed by the background worker", timeout=DEADLINE)
+
+
+def test_a_first_detached_crawl_leaves_its_items_to_the_background_worker(background: Background,
+                                                                         files: list[str]) -> None:
+    detached = background.trawl("crawl", "--detach", files[0])
+    assert detached.returncode == 0, detached.stderr
+    assert "run in the background" in detached.stderr
+    background.worker_state()
+    wait_until(lambda: len(background.items()) == 1, "the detached crawl's item committed", timeout=DEADLINE)
+
+
+def test_the_first_commands_own_worker_gives_way_to_a_background_worker_with_other_settings(
+        background: Background, sim: Simulator, files: list[str]) -> None:
+    sim.add_file("/media/long-first.mp4", MediaFile("mp4", "background-long-first", 800_000),
+                 FileBehaviour(throttle_bps=200_000))
+    first = subprocess.Popen([TRAWL, "crawl", sim.url("/media/long-first.mp4")], env=background.env,
+                             cwd=background.tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: sim.bytes_sent("/media/long-first.mp4") > 50_000, "the first download to start",
+                   timeout=DEADLINE)
+        # A limit the first command's own worker would not apply: its worker stops before this
+        # command's items start, so they meet the limit (done by the first's, it would commit).
+        small = background.trawl("crawl", files[1], TRAWL_DOWNLOAD__MAX_FILE_SIZE="100K")
+        out, err = first.communicate(timeout=DEADLINE)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert small.returncode != 0 and "too_large" in small.stdout, small.stdout + small.stderr
+    assert "another command asked for a background worker with other settings" in err, err
+    # Its own item goes on in the new worker, under its settings, as when a background worker is
+    # replaced: 800 kB meets the 100K limit there.
+    assert "too_large" in out, (out, err)
 
 
 def test_the_keeper_stops_a_worker_no_longer_asked_for(tmp_path: Path) -> None:

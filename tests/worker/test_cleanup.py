@@ -11,7 +11,7 @@ from sqlalchemy import text
 from temporalio.client import Client
 
 from tests.polling import until
-from tests.trawl.storage.test_statistics import autovacuum
+from tests.trawl.storage.test_statistics import analyzed, without_autovacuum
 from tests.trawl.storage.test_blobs import write
 from tests.trawl.storage.test_extras_search import DANMAKU
 from trawl.settings import Settings
@@ -52,20 +52,15 @@ async def test_a_running_worker_reads_the_extras_stored_before_search_into_lines
         catalog.close()
 
 
-async def test_a_worker_reads_them_while_autovacuum_is_off_and_stops_looking_otherwise(catalog: Catalog) -> None:
+async def test_a_worker_reads_the_statistics_autovacuum_does_not_and_stops_looking_on_sqlite(
+        catalog: Catalog) -> None:
     keeping = asyncio.create_task(keep_statistics(catalog, interval=0.05))
-    if catalog.engine.dialect.name != "postgresql" or autovacuum(catalog) == "on":
-        await asyncio.wait_for(keeping, 10)  # nothing for it to do: it ends
+    if not without_autovacuum(catalog):
+        await asyncio.wait_for(keeping, 10)  # SQLite: nothing for it to do, it ends
         return
     try:
         catalog.remember_urls([f"http://127.0.0.1:9/{i}" for i in range(200)], "web:many")
-
-        def analyzed() -> bool:
-            with catalog.engine.connect() as conn:
-                return conn.execute(text("SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables "
-                                         "WHERE relname = 'url_aliases'")).scalar_one()
-
-        await until(analyzed, "url_aliases analyzed by the worker's round", timeout=30)
+        await until(lambda: analyzed(catalog), "url_aliases analyzed by the worker's round", timeout=30)
         assert not keeping.done()
     finally:
         keeping.cancel()

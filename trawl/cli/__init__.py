@@ -212,11 +212,12 @@ def _find_server_early(args: argparse.Namespace, settings: Any) -> None:
     if not (args.urls or args.file or args.source):
         return  # refused for want of input before it needs a server
     linger = settings.temporal.idle_timeout.total_seconds()  # trawl.cli.common's, for a one-shot command
-    wants_worker = not (args.detach or args.no_worker or args.cookies or args.cookies_from_browser)
-    # An attached crawl that starts the server does its own items first (trawl.cli.common.session).
+    wants_worker = not (args.no_worker or args.cookies or args.cookies_from_browser)
+    # An attached crawl that starts the server does its own items first (trawl.cli.common.session);
+    # a detached one leaves them to the background worker, which starts with the server.
     start_early(settings, linger=linger,
                 worker_settings=background_worker_settings(settings) if wants_worker and linger > 0 else None,
-                own_worker_first=wants_worker)
+                own_worker_first=wants_worker and not args.detach)
 
 
 def _tell_of_an_old_archive(settings: Any) -> None:

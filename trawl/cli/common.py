@@ -247,9 +247,13 @@ async def background_worker(settings: Settings, server: EmbeddedServer) -> None:
 
 @contextlib.asynccontextmanager
 async def session(settings: Settings, *, worker: bool, registry: Registry | None = None,
-                  metrics: bool = False, one_shot: bool = False, read_only: bool | None = None
-                  ) -> AsyncIterator[Client]:
+                  metrics: bool = False, one_shot: bool = False, read_only: bool | None = None,
+                  background: bool = False) -> AsyncIterator[Client]:
     """A Temporal client (starting the embedded server if needed) and, optionally, a worker.
+
+    ``background`` (with no worker here): the command leaves work for workers elsewhere (crawl
+    --detach); on an embedded server that lingers, with no long-running worker polling, its
+    background worker is asked for.
 
     A ``one_shot`` command (crawl, fsck --repair) runs its own worker only when none of the
     deployment's workers polls its queues: workers on one queue must be interchangeable, and the
@@ -277,20 +281,43 @@ async def session(settings: Settings, *, worker: bool, registry: Registry | None
             elif server.lingering:  # the server runs on in the background: so does the worker
                 await background_worker(settings, server)
                 # The command that started it does its own items first, with a worker of its own
-                # (trawl.starter.embedded.BACKGROUND_WORKER_AFTER_S): the background one starts
-                # once it is done, and its imports do not take the cores this first crawl needs.
+                # (trawl.starter.embedded.OWN_WORKER_LOCK): the background one starts once it is
+                # done, and its imports do not take the cores this first crawl needs.
                 worker = server.deferred_worker
+        elif background and server.lingering:  # the work of a detached crawl, say
+            if await live_workers(client, settings):
+                await _in_thread(server, server.retract_worker)  # theirs to do; one its start asked for, if any
+            else:
+                await background_worker(settings, server)
         if worker:
             from trawl.worker.main import running_worker  # the worker and its activities: only when one runs here
 
-            async with running_worker(client, settings, registry, one_shot=one_shot):
+            async with running_worker(client, settings, registry, one_shot=one_shot) as workers:
+                giving_way = asyncio.create_task(_give_way(server, workers)) if server.deferred_worker else None
                 try:
                     yield client
                 finally:  # before this worker stops: what it leaves running goes on in the background
+                    if giving_way is not None:
+                        giving_way.cancel()
                     if server.deferred_worker:
                         await asyncio.to_thread(server.background_worker_now)
         else:
             yield client
+
+
+GIVE_WAY_POLL_S = 0.5
+
+
+async def _give_way(server: EmbeddedServer, workers: list[Any]) -> None:
+    """The command that started the server does its items with its own worker: once another
+    command asks for a background worker with other settings, that worker stops (the items go on
+    in the new one, as when a background worker with other settings replaces one), and only then
+    does the other command's wait end (EmbeddedServer.ensure_worker)."""
+    while not await asyncio.to_thread(server.background_worker_settings_changed):
+        await asyncio.sleep(GIVE_WAY_POLL_S)
+    notice("another command asked for a background worker with other settings: this command's items go on in it")
+    await asyncio.gather(*(worker.shutdown() for worker in workers), return_exceptions=True)
+    await asyncio.to_thread(server.background_worker_now)
 
 
 async def _no_other_archives_worker(client: Client, settings: Settings) -> None:

@@ -593,7 +593,7 @@ async def detach_crawl(args: argparse.Namespace, settings: Settings, registry: R
     """Start a CrawlWorkflow (workers elsewhere do the work) and print its id."""
     if not urls and not args.source:
         raise CommandError("no URLs given (pass URLs, --file FILE or --source NAME)")
-    async with session(settings, worker=False) as client:
+    async with session(settings, worker=False, background=not args.no_worker) as client:
         await tell_kept_rates(client, registry, urls, choices, settings.data_dir)  # joined running items keep their first rate
         handle, refused = await start_crawl(client, settings, registry, urls, source=args.source,
                                             concurrency=args.concurrency or DETACHED_CONCURRENCY, choices=choices)

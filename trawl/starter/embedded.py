@@ -104,8 +104,10 @@ OWN_PORT_ATTEMPTS = 3  # a dev server that lost a port it picked itself is start
 WARM_AFTER_S = 3.0  # the warm process for commands starts this long after the server
 # The first crawl that starts a lingering server does its items with a worker of its own (it has
 # most of a worker's imports done): the background worker, whose imports would take the cores it
-# needs, starts when that command ends (or as another command asks for it), or after this long.
-BACKGROUND_WORKER_AFTER_S = 3.0
+# needs, waits while that command holds this lock in the run directory (worker.json says
+# "deferred"): until it ends, however it ends (a kill releases the lock too), or another command
+# asks for the worker.
+OWN_WORKER_LOCK = "own-worker.lock"
 # The names of trawl.contracts.SEARCH_ATTRIBUTES, all Keyword, which the dev server registers at
 # its start (tests/conftest.py holds the two equal). Written out: the keeper, and the thread that
 # starts a server while the command imports (start_early), must not import Temporal's SDK for them.
@@ -224,6 +226,21 @@ def _try_flock(fd: int, how: int) -> bool:
     return True
 
 
+def _held(path: Path) -> bool:
+    """Another process holds ``path``'s lock (a command doing its own items: OWN_WORKER_LOCK)."""
+    try:
+        fd = _open(path)
+    except OSError:
+        return False
+    try:
+        if _try_flock(fd, fcntl.LOCK_EX):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return False
+        return True
+    finally:
+        os.close(fd)
+
+
 def _in_use(run_dir: Path) -> bool:
     """Some command holds ``users.lock`` (a dead one holds nothing)."""
     fd = _open(run_dir / "users.lock")
@@ -329,8 +346,8 @@ class _BackgroundWorker:
             return
         if self.proc is not None and self.generation == wanted["generation"]:
             return
-        if self.proc is None and float(wanted.get("after") or 0) > time.time():
-            return  # the command that started the server does its items itself until then
+        if self.proc is None and wanted.get("deferred") and _held(self.run_dir / OWN_WORKER_LOCK):
+            return  # the command that started the server does its items itself while it runs
         if self.proc is not None:  # other settings asked for: the old worker stops before the new one polls
             _stop_worker(self.proc)
             self.proc = None
@@ -522,9 +539,11 @@ class EmbeddedServer:
         self.worker_settings: str | None = None
         self.asked_worker = False  # this command wrote worker.json for a worker not yet announced
         # The command runs a worker of its own first (an attached crawl): the background worker its
-        # server start asks for waits until the command ends (BACKGROUND_WORKER_AFTER_S at most).
+        # server start asks for waits while it holds OWN_WORKER_LOCK.
         self.own_worker_first = False
         self.deferred_worker = False  # this command's server start asked for the worker that way
+        self._own_worker_lock: int | None = None  # the descriptor holding OWN_WORKER_LOCK
+        self._worker_key: str | None = None  # of the settings this command last asked a worker for
         self.acquiring: concurrent.futures.Future[str] | None = None  # begin()'s
 
     def begin(self) -> concurrent.futures.Future[str]:
@@ -705,9 +724,13 @@ class EmbeddedServer:
             # Asked for before the keeper starts: it starts the worker beside the server, not
             # after it answers, and the worker's imports run while the server boots; or, when the
             # command does its items itself first, once it is done.
-            self.deferred_worker = self.own_worker_first
-            self._ask_for_worker(self.worker_settings,
-                                 after=time.time() + BACKGROUND_WORKER_AFTER_S if self.deferred_worker else 0.0)
+            if self.own_worker_first:
+                fd = _open(self.run_dir / OWN_WORKER_LOCK)
+                if _try_flock(fd, fcntl.LOCK_EX):
+                    self._own_worker_lock, self.deferred_worker = fd, True
+                else:
+                    os.close(fd)
+            self._ask_for_worker(self.worker_settings, deferred=self.deferred_worker)
             self.asked_worker = True
         self._register()
         keeper: subprocess.Popen[bytes] | None = None
@@ -799,6 +822,7 @@ class EmbeddedServer:
     def release(self) -> None:
         """Stop using the server; the last command using it stops it and waits until it is gone,
         unless it lingers (its keeper stops it once idle)."""
+        self.background_worker_now()
         if self._user is None:
             return
         if self.lingering:
@@ -848,8 +872,11 @@ class EmbeddedServer:
                                     f"{ended.get('code')}); it was started again (its log: {self.run_dir / 'worker.log'})")
                 with contextlib.suppress(OSError):
                     (self.run_dir / "ended.json").unlink()
-            generation, replacing = self._ask_for_worker(
-                settings_text, after=time.time() + BACKGROUND_WORKER_AFTER_S if self.deferred_worker else 0.0)
+            before = _read_json(self.run_dir / "worker.json") or {}
+            generation, replacing = self._ask_for_worker(settings_text, deferred=self.deferred_worker)
+        # Other settings than those of the worker with which the command that started the server
+        # does its own items: that worker stops before this command's items start.
+        giving_way = replacing and bool(before.get("deferred")) and not self.deferred_worker
         # This command's server start asked for a worker already: that one was started now.
         first, self.asked_worker = self.asked_worker, False
         if generation is None:
@@ -866,34 +893,48 @@ class EmbeddedServer:
                                   f"this command's settings in {timeout:.0f} s; see {self.run_dir / 'worker.log'}")
             self._check_abandoned()
             time.sleep(0.05)
+        while giving_way and _held(self.run_dir / OWN_WORKER_LOCK):
+            if time.monotonic() > deadline:
+                raise ServerError(f"the command that started the Temporal server of {self.settings.data_dir} did not "
+                                  f"stop its own worker for one with this command's settings in {timeout:.0f} s")
+            self._check_abandoned()
+            time.sleep(0.05)
         self._worker_notice(replacing=replacing and not first)
 
-    def _ask_for_worker(self, settings_text: str, after: float = 0.0) -> tuple[int | None, bool]:
+    def _ask_for_worker(self, settings_text: str, deferred: bool = False) -> tuple[int | None, bool]:
         """Write ``worker.json`` for these settings, unless it asks for them already (the state
         lock held, or the keeper not started yet); returns the new generation (None: unchanged)
-        and whether it replaces a worker with other settings. ``after``: not before this time
-        (the first command does its items itself); a later ask for the same worker wants it now."""
+        and whether it replaces a worker with other settings. ``deferred``: not while this command
+        holds OWN_WORKER_LOCK (it does its items itself); a later ask for the same worker wants it
+        now."""
         key = hashlib.sha256(settings_text.encode()).hexdigest()[:16]
+        self._worker_key = key
         wanted = _read_json(self.run_dir / "worker.json") or {}
         if wanted.get("key") == key:
-            if not after and float(wanted.get("after") or 0) > time.time():
-                _write_private(self.run_dir / "worker.json", json.dumps({**wanted, "after": 0}))
+            if not deferred and wanted.get("deferred"):
+                _write_private(self.run_dir / "worker.json", json.dumps({**wanted, "deferred": False}))
             return None, False
         generation = int(wanted.get("generation") or 0) + 1
         _write_private(self.run_dir / "worker.json", json.dumps(
-            {"generation": generation, "key": key, "settings": settings_text, **({"after": after} if after else {})}))
+            {"generation": generation, "key": key, "settings": settings_text, "deferred": deferred}))
         return generation, bool(wanted)
 
     def background_worker_now(self) -> None:
         """The command that did its items itself first is done with them: its server's background
-        worker starts now, not at the time it was deferred to."""
-        if not self.deferred_worker:
-            return
+        worker starts now (the lock it held is let go: a command that dies lets it go too)."""
+        if self._own_worker_lock is not None:
+            os.close(self._own_worker_lock)
+            self._own_worker_lock = None
         self.deferred_worker = False
-        with self._lock(abandonable=False):
-            wanted = _read_json(self.run_dir / "worker.json")
-            if wanted is not None and float(wanted.get("after") or 0) > time.time():
-                _write_private(self.run_dir / "worker.json", json.dumps({**wanted, "after": 0}))
+
+    def background_worker_settings_changed(self) -> bool:
+        """Another command asked for a background worker with other settings than this one's own
+        worker, which does this command's items first (its worker should stop: the items go on
+        in the new one, as when a background worker is replaced)."""
+        if not self.deferred_worker:
+            return False
+        wanted = _read_json(self.run_dir / "worker.json") or {}
+        return bool(wanted) and wanted.get("key") != self._worker_key
 
     def retract_worker(self) -> None:
         """Take back the worker this command's server start asked for (other workers turned out to

@@ -518,8 +518,9 @@ class Catalog:
         release: Sequence[int] = (),
     ) -> bool:
         """Insert the item and its assets in one transaction. The blob intents ``release`` names
-        (:meth:`intend_blobs`) end in it too, whether the item is new or was committed already:
-        its row now names the blobs.
+        (:meth:`intend_blobs`) end in it too, those of blobs the item's row names: all of them for
+        a new item; for one committed already (another URL form's commit won), those its assets
+        name, the others left to age into the clean-up's reclaim (other bytes stored in vain).
 
         Returns:
             True when this call created the row, False when the item was already committed
@@ -537,11 +538,13 @@ class Catalog:
             else now.date().isoformat(),
         )
         with _storage_errors("catalog write failed"), self._session.begin() as session:
-            self._release(session, release)
             stmt = insert(Item).values(**values).on_conflict_do_nothing(index_elements=["canonical_key"])
             result = session.execute(stmt.returning(Item.id))
             item_id = result.scalar()
             if item_id is None:
+                self._release(session, release, named=set(session.scalars(
+                    select(AssetRow.key).join(Item, Item.id == AssetRow.item_id)
+                    .where(Item.canonical_key == canonical_key))))
                 return False
             # The language column only when an asset has one: a catalog still at an older revision
             # (a migration test's, a deployment mid-upgrade) has no such column yet.
@@ -557,6 +560,7 @@ class Catalog:
                     "INSERT INTO crawl_items (crawl_id, item_id, created_at) SELECT DISTINCT crawl_id, :item, :now "
                     "FROM crawl_frontier WHERE workflow_id = :workflow"),
                     {"item": item_id, "now": now, "workflow": workflow_id})
+            self._release(session, release)
             return True
 
     # -- extras (trawl.extras) -------------------------------------------------------------------
@@ -572,7 +576,6 @@ class Catalog:
             item_id = session.scalar(select(Item.id).where(Item.canonical_key == canonical_key))
             if item_id is None:
                 return False
-            self._release(session, release)
             for kind, found in (lines or {}).items():
                 self._replace_lines(session, item_id, kind, found)
             if stored:
@@ -582,7 +585,9 @@ class Catalog:
                     for a in stored]).on_conflict_do_nothing(index_elements=["item_id", "name"]))
                 session.execute(delete(MissingExtraRow).where(MissingExtraRow.item_id == item_id,
                                                               MissingExtraRow.name.in_([a.name[:64] for a in stored])))
-            have = set(session.scalars(select(AssetRow.name).where(AssetRow.item_id == item_id)))
+            held = list(session.execute(select(AssetRow.name, AssetRow.key).where(AssetRow.item_id == item_id)))
+            have = {name for name, _ in held}
+            self._release(session, release, named={key for _, key in held})
             for gone in missing:
                 if gone.name[:64] in have:
                     continue
@@ -663,7 +668,8 @@ class Catalog:
         """Add ``assets`` to the item (created with the first ones), in one transaction: an item
         committed in parts as they come (a live recording's). An asset it holds by that name
         already stays as it is, so adding twice changes nothing. The blob intents ``release``
-        names end in the same transaction (as :meth:`commit_item`'s).
+        names end in the same transaction, those of blobs the item's assets name (as
+        :meth:`commit_item`'s).
 
         ``describe(metadata so far, every asset)`` gives the item's metadata and duration now.
 
@@ -674,7 +680,6 @@ class Catalog:
         insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
         now = _now()
         with _storage_errors("catalog write failed"), self._session.begin() as session:
-            self._release(session, release)
             session.execute(insert(Item).values(
                 canonical_key=canonical_key, platform=platform, canonical_url=canonical_url, source_url=source_url,
                 title=title, uploader=uploader, published_at=published_at, metadata_json={}, status="committed",
@@ -694,6 +699,8 @@ class Catalog:
             row.metadata_json, row.duration = describe(dict(row.metadata_json or {}), every)
             row.size, row.kind, row.updated_at = sum(a.size for a in every), main_kind(every), now
             self._remember(session, [source_url, canonical_url], canonical_key)
+            session.flush()
+            self._release(session, release, named={a.key for a in every})
             return every
 
     def remember_urls(self, urls: list[str], canonical_key: str) -> None:
@@ -803,27 +810,33 @@ class Catalog:
         return added
 
     def analyze_stale(self) -> list[str] | None:
-        """PostgreSQL whose autovacuum is off: read again the statistics of the catalog's tables
-        that changed by more than autovacuum's own rule would wait for (50 rows and a tenth of the
-        table) since they were last read. Returns the tables read (none while another worker is
-        reading them); None when this is not for trawl to do (SQLite, or autovacuum on).
+        """PostgreSQL: read again the statistics of the catalog's tables that autovacuum does not
+        look after (it is off, or off for that table) and that changed by more than autovacuum's
+        own rule would wait for (50 rows and a tenth of the table) since they were last read.
+        Returns the tables read (none while another worker is reading them); None on SQLite.
 
         Without statistics PostgreSQL plans as for the tables it last saw, and keeps those plans:
         the foreign-key checks each commit makes, planned while ``items`` was near empty, read the
         whole table once per item (100,000 items: a crawl's every commit slower than the last;
-        bench/bigcrawl.py)."""
+        bench/bigcrawl.py). Each table in a transaction of its own (an ANALYZE holds its table's
+        lock until its transaction ends); one worker at a time (an advisory lock)."""
         if self.engine.dialect.name != "postgresql":
             return None
-        with _storage_errors("catalog write failed"), self.engine.begin() as conn:
-            if conn.execute(text("SELECT current_setting('autovacuum')")).scalar_one() == "on":
-                return None
-            if not conn.execute(text("SELECT pg_try_advisory_xact_lock(:key)"), {"key": ANALYZE_LOCK}).scalar_one():
+        with _storage_errors("catalog write failed"), self.engine.connect() as conn:
+            conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+            if not conn.execute(text("SELECT pg_try_advisory_lock(:key)"), {"key": ANALYZE_LOCK}).scalar_one():
                 return []
-            stale = list(conn.execute(text(
-                "SELECT relname FROM pg_stat_user_tables WHERE schemaname = current_schema() "
-                "AND n_mod_since_analyze > 50 + 0.1 * n_live_tup ORDER BY relname")).scalars())
-            for table in stale:
-                conn.execute(text('ANALYZE "{}"'.format(table.replace('"', '""'))))
+            try:
+                stale = list(conn.execute(text(
+                    "SELECT s.relname FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid "
+                    "WHERE s.schemaname = current_schema() AND s.n_mod_since_analyze > 50 + 0.1 * s.n_live_tup "
+                    "AND (current_setting('autovacuum') = 'off' OR EXISTS (SELECT 1 FROM unnest(c.reloptions) o "
+                    "WHERE lower(o) IN ('autovacuum_enabled=false', 'autovacuum_enabled=off', "
+                    "'autovacuum_enabled=0', 'autovacuum_enabled=no'))) ORDER BY s.relname")).scalars())
+                for table in stale:
+                    conn.execute(text('ANALYZE "{}"'.format(table.replace('"', '""'))))
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": ANALYZE_LOCK})
         return stale
 
     def _analyze_frontier(self) -> None:
@@ -1182,12 +1195,19 @@ class Catalog:
             self._release(session, ids)
 
     @staticmethod
-    def _release(session: Any, ids: Sequence[int]) -> None:
-        """End the intents ``ids``, in the caller's transaction: the commit that names their blobs
-        ends them in its own (one transaction less an item, and no stale intent left when the
-        process dies between the two)."""
-        if ids:
-            session.execute(delete(BlobIntent).where(BlobIntent.id.in_(list(ids))))
+    def _release(session: Any, ids: Sequence[int], named: set[str] | None = None) -> None:
+        """End the intents ``ids`` (of those, the ones whose blob is in ``named``, when given), in
+        the caller's transaction: the commit that names their blobs ends them in its own (one
+        transaction less an item, and no stale intent left when the process dies between the two).
+        An intent of a blob no row names stays, so the clean-up reclaims that blob once it is old."""
+        if not ids:
+            return
+        if named is not None:
+            ids = [id_ for id_, key in session.execute(select(BlobIntent.id, BlobIntent.key)
+                                                       .where(BlobIntent.id.in_(list(ids)))) if key in named]
+            if not ids:
+                return
+        session.execute(delete(BlobIntent).where(BlobIntent.id.in_(list(ids))))
 
     def stale_intent_keys(self, before: datetime, limit: int = 1000) -> list[str]:
         """Keys announced before ``before`` by attempts that never released them (they died

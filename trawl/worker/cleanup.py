@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 
 log = get_logger("trawl.cleanup")
 MAX_INTERVAL_S = 600.0
-# How often a worker looks for catalog tables whose statistics PostgreSQL should read again (only
-# when its autovacuum is off: Catalog.analyze_stale).
+# How often a worker looks for catalog tables whose statistics PostgreSQL should read again (those
+# autovacuum does not look after: Catalog.analyze_stale).
 STATISTICS_INTERVAL_S = 60.0
 
 
@@ -107,9 +107,8 @@ async def index_pending_extras(catalog: Catalog, blobs: BlobStore, lines: int) -
 
 
 async def keep_statistics(catalog: Catalog, interval: float = STATISTICS_INTERVAL_S) -> None:
-    """Every ``interval``, :meth:`Catalog.analyze_stale`; says once, at the first tables read,
-    that autovacuum is off. Stops at the first round with nothing to do for good (SQLite, or
-    autovacuum on)."""
+    """Every ``interval``, :meth:`Catalog.analyze_stale` (PostgreSQL; on SQLite it ends at once);
+    says once, at the first tables it reads, that autovacuum does not look after them."""
     told = False
     while True:
         try:
@@ -120,8 +119,8 @@ async def keep_statistics(catalog: Catalog, interval: float = STATISTICS_INTERVA
             if stale is None:
                 return
             if stale and not told:
-                log.warning("the catalog's PostgreSQL runs without autovacuum: the workers read its tables' "
-                            "statistics themselves (turn autovacuum on)", tables=stale)
+                log.warning("autovacuum does not look after these tables of the catalog's PostgreSQL: the workers "
+                            "read their statistics themselves (turn autovacuum on)", tables=stale)
                 told = True
         await asyncio.sleep(interval)
 

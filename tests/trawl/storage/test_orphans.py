@@ -140,10 +140,18 @@ def test_a_commit_ends_its_announcements_in_its_own_transaction(catalog: Catalog
     first = catalog.intend_blobs([video.key], "item-new", "run-1")
     assert commit("new", first, [video]) is True
     assert catalog.stale_intent_keys(LATER) == []
-    # A second URL form of the same item: nothing new is written, and its announcement ends too.
+    # A second URL form of the same item, the same bytes: nothing new is written, and its
+    # announcement ends too (the row names that blob).
     again = catalog.intend_blobs([video.key], "item-new", "run-2")
     assert commit("new", again, [video]) is False
     assert catalog.stale_intent_keys(LATER) == []
+    # One that lost the race with other bytes (another format): no row names its blob, so its
+    # announcement stays, for the clean-up to reclaim that blob once it is old.
+    other = CommittedAsset("video", "video", "b" * 64, 5, "video/mp4", blob_key("b" * 64))
+    lost = catalog.intend_blobs([other.key], "item-new", "run-3")
+    assert commit("new", lost, [other]) is False
+    assert catalog.stale_intent_keys(LATER) == [other.key]
+    catalog.release_intents(lost)
     # A commit that fails (two assets of one name) writes nothing: its announcement stays, so the
     # blob it stored is not taken for an orphan while its retry may still name it.
     failed = catalog.intend_blobs([video.key], "item-bad", "run-1")
@@ -151,3 +159,12 @@ def test_a_commit_ends_its_announcements_in_its_own_transaction(catalog: Catalog
         commit("bad", failed, [video, video])
     assert catalog.get("web:bad") is None
     assert catalog.stale_intent_keys(LATER) == [video.key]
+
+
+def test_an_extras_commit_ends_the_announcements_of_the_blobs_it_records(catalog: Catalog) -> None:
+    record(catalog, "with-extras", blob_key("a" * 64), 4)
+    danmaku = CommittedAsset("danmaku", "danmaku", "d" * 64, 7, "application/xml", blob_key("d" * 64))
+    recorded = catalog.intend_blobs([danmaku.key], "extras-with-extras", "run-1")
+    unrecorded = catalog.intend_blobs([blob_key("e" * 64)], "extras-with-extras", "run-1")  # stored, then not recorded
+    assert catalog.add_extras("web:with-extras", [danmaku], [], release=recorded + unrecorded)
+    assert catalog.stale_intent_keys(LATER) == [blob_key("e" * 64)]
