@@ -7,6 +7,7 @@ CI: the dev server exited with "address already in use")."""
 
 from __future__ import annotations
 
+import os
 import random
 import socket
 from pathlib import Path
@@ -19,6 +20,22 @@ FIXED = range(18000, 19000)
 # when asked (seen in CI: the demo's dev server address was its first simulator's port).
 GIVEN_KEPT = 3000
 _given: dict[int, None] = {}
+# Where the ports come from: 10000 up to the fixed ones, split between the suite's processes
+# (pytest-xdist), each choosing from its own share: a port one process handed out, not yet bound
+# by its test's server, could otherwise be found free and taken by another's (seen in CI: `trawl
+# api` found its port in use).
+PORTS = range(10000, FIXED.start)
+
+
+def share(worker: str | None = None, workers: int | None = None) -> range:
+    """This process's share of PORTS (all of them outside pytest-xdist)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "") if worker is None else worker
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) if workers is None else workers
+    index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
+    if workers <= 1 or index >= workers:
+        return PORTS
+    size = len(PORTS) // workers
+    return range(PORTS.start + index * size, PORTS.start + (index + 1) * size)
 
 
 def _all_free(first: int, count: int) -> bool:
@@ -53,16 +70,16 @@ def restartable_ports(count: int) -> int:
         ephemeral = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
     except (OSError, ValueError, IndexError):
         ephemeral = 32768
-    top = min(20000, ephemeral) - count  # SeaweedFS test servers choose from 20000 up
+    own = share()
+    top = min(own.stop, ephemeral) - count  # SeaweedFS test servers choose from 20000 up
+    kept = min(GIVEN_KEPT, len(own) // 2)  # so that half of the share is always there to choose from
     for _ in range(200):
-        first = random.randrange(10000, top)
-        if FIXED.start - count < first < FIXED.stop:
-            continue
+        first = random.randrange(own.start, top)
         span = range(first, first + count)
         if any(port in _given for port in span) or not _all_free(first, count):
             continue
         _given.update(dict.fromkeys(span))
-        while len(_given) > GIVEN_KEPT:
+        while len(_given) > kept:
             del _given[next(iter(_given))]
         return first
     raise RuntimeError("no free loopback port range below the ephemeral ports")
