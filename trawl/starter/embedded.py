@@ -872,11 +872,11 @@ class EmbeddedServer:
                                     f"{ended.get('code')}); it was started again (its log: {self.run_dir / 'worker.log'})")
                 with contextlib.suppress(OSError):
                     (self.run_dir / "ended.json").unlink()
-            before = _read_json(self.run_dir / "worker.json") or {}
             generation, replacing = self._ask_for_worker(settings_text, deferred=self.deferred_worker)
         # Other settings than those of the worker with which the command that started the server
-        # does its own items: that worker stops before this command's items start.
-        giving_way = replacing and bool(before.get("deferred")) and not self.deferred_worker
+        # may still be doing its own items (it holds OWN_WORKER_LOCK): that worker stops before
+        # this command's items start.
+        giving_way = replacing and not self.deferred_worker
         # This command's server start asked for a worker already: that one was started now.
         first, self.asked_worker = self.asked_worker, False
         if generation is None:
