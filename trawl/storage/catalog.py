@@ -699,7 +699,6 @@ class Catalog:
             row.metadata_json, row.duration = describe(dict(row.metadata_json or {}), every)
             row.size, row.kind, row.updated_at = sum(a.size for a in every), main_kind(every), now
             self._remember(session, [source_url, canonical_url], canonical_key)
-            session.flush()
             self._release(session, release, named={a.key for a in every})
             return every
 
@@ -1200,14 +1199,10 @@ class Catalog:
         the caller's transaction: the commit that names their blobs ends them in its own (one
         transaction less an item, and no stale intent left when the process dies between the two).
         An intent of a blob no row names stays, so the clean-up reclaims that blob once it is old."""
-        if not ids:
+        if not ids or named == set():
             return
-        if named is not None:
-            ids = [id_ for id_, key in session.execute(select(BlobIntent.id, BlobIntent.key)
-                                                       .where(BlobIntent.id.in_(list(ids)))) if key in named]
-            if not ids:
-                return
-        session.execute(delete(BlobIntent).where(BlobIntent.id.in_(list(ids))))
+        which = [BlobIntent.id.in_(list(ids))] + ([BlobIntent.key.in_(sorted(named))] if named is not None else [])
+        session.execute(delete(BlobIntent).where(*which))
 
     def stale_intent_keys(self, before: datetime, limit: int = 1000) -> list[str]:
         """Keys announced before ``before`` by attempts that never released them (they died
