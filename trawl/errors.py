@@ -88,6 +88,9 @@ class TrawlError(Exception):
             the retry policy alone decides).
         give_up_hint: what the user should check when ``max_attempts`` ran out.
         retry_after: seconds to wait before the next attempt, when the failure says so.
+        own_wait: ``retry_after`` is trawl's own default, not a server's ``Retry-After``: it is
+            spread (see ``trawl.activities.application_errors``), so that items that met a limit
+            together do not all come back together.
     """
 
     error_class: ClassVar[str] = "internal_error"
@@ -105,6 +108,7 @@ class TrawlError(Exception):
         super().__init__(message)
         self.message = message
         self.retry_after = retry_after
+        self.own_wait = False
 
     def __str__(self) -> str:
         return self.message
@@ -127,6 +131,7 @@ class NameNotFound(TrawlError):
 
     def __init__(self, message: str, *, retry_after: float | None = None) -> None:
         super().__init__(message, retry_after=NAME_NOT_FOUND_RETRY_DELAY if retry_after is None else retry_after)
+        self.own_wait = retry_after is None
 
 
 class Http5xx(TrawlError):
@@ -138,6 +143,7 @@ class RateLimited(TrawlError):
 
     def __init__(self, message: str, *, retry_after: float | None = None) -> None:
         super().__init__(message, retry_after=RATE_LIMIT_DEFAULT_DELAY if retry_after is None else retry_after)
+        self.own_wait = retry_after is None
 
 
 class UrlExpired(TrawlError):

@@ -77,6 +77,18 @@ def test_retry_after_is_capped_by_the_item_s_interval_not_the_worker_s() -> None
     assert error.next_retry_delay == timedelta(seconds=30)
 
 
+def test_a_wait_of_trawl_s_own_is_spread_and_a_server_s_retry_after_is_kept() -> None:
+    """Items throttled together must not all come back together: with a limit of two requests a
+    second, three items retrying in lockstep were turned away on every attempt until they failed."""
+    own = [to_application_error(RateLimited("HTTP 412"), timedelta(seconds=2), attempt=1).next_retry_delay
+           for _ in range(200)]
+    assert all(timedelta(seconds=1) <= wait <= timedelta(seconds=2) for wait in own if wait is not None)
+    assert len(set(own)) > 100  # drawn afresh each time, not one value for everybody
+    said = {to_application_error(RateLimited("HTTP 429", retry_after=1.5), timedelta(seconds=2),
+                                 attempt=1).next_retry_delay for _ in range(20)}
+    assert said == {timedelta(seconds=1.5)}  # the server said how long: that long
+
+
 @pytest.mark.parametrize(("attempt", "delay"), [(1, 1.0), (2, 2.0), (3, 4.0), (4, 5.0), (40, 5.0)])
 def test_a_storage_error_waits_no_longer_than_its_class_allows(attempt: int, delay: float) -> None:
     """The stage's backoff (1 s doubling up to 5 min here) up to 5 s: an item waiting for the store

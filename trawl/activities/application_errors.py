@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import random
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -14,6 +15,10 @@ from trawl.errors import classify_exception, redact
 
 F = TypeVar("F", bound=Callable[..., Any])
 MAX_RETRY_DELAY_S = 86_400.0
+# A wait trawl chose itself (no Retry-After) is drawn from this share of it up to all of it
+# ("equal jitter"): items throttled together would otherwise come back together, in lockstep, and
+# a limit of a few requests a second turns all of them away again, every attempt.
+OWN_WAIT_SPREAD = 0.5
 
 
 def to_application_error(exc: BaseException, max_delay: timedelta | None = None,
@@ -44,7 +49,10 @@ def to_application_error(exc: BaseException, max_delay: timedelta | None = None,
     if error.retry_after is not None and not final:
         # Cap before building the timedelta: a hostile Retry-After may be astronomically large.
         cap = max_delay.total_seconds() if max_delay is not None else MAX_RETRY_DELAY_S
-        delay = timedelta(seconds=min(error.retry_after, cap, MAX_RETRY_DELAY_S))
+        seconds = min(error.retry_after, cap, MAX_RETRY_DELAY_S)
+        if error.own_wait:
+            seconds *= random.uniform(1 - OWN_WAIT_SPREAD, 1)
+        delay = timedelta(seconds=seconds)
     elif error.max_retry_interval is not None and not final:
         delay = timedelta(seconds=min(_backoff(attempt), error.max_retry_interval))
     return ApplicationError(
