@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -34,6 +35,23 @@ def wait_port(port: int, timeout: float = 60) -> None:
         except OSError:
             time.sleep(0.1)
     raise RuntimeError(f"nothing answers on port {port}")
+
+
+async def connect_when_ready(address: str, timeout: float = 60):
+    """A Temporal client, once the dev server's frontend says it is healthy: its port answers a
+    moment before ("Frontend is not healthy yet")."""
+    import asyncio
+
+    from temporalio.client import Client
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return await Client.connect(address)
+        except RuntimeError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.2)
 
 
 class Stack:
@@ -157,6 +175,51 @@ def write_media(path: Path, size: int, seed: str) -> Path:
             out.write(block)
             offset += len(block)
     return path
+
+
+class Nginx:
+    """nginx serving the directory ``root/www`` on loopback (``sendfile``; each request limited to
+    ``rate`` bytes/s by ``limit_rate`` when given): a file server whose CPU per request is nearly
+    nothing, as a deployment's CDN costs the crawler nothing. ``url(name)`` is a file's address."""
+
+    def __init__(self, root: Path, rate: int = 0) -> None:
+        self.root = root
+        (root / "www").mkdir(parents=True, exist_ok=True)
+        root.parent.chmod(0o711)  # a mkdtemp directory: nginx's workers run as another user when started as root
+        self.port = free_port()
+        limit = f"limit_rate {rate};" if rate else ""
+        (root / "nginx.conf").write_text(
+            f"worker_processes 1; daemon off; pid {root}/nginx.pid; error_log {root}/error.log;\n"
+            f"events {{ worker_connections 1024; }}\n"
+            f"http {{ access_log off; client_body_temp_path {root}; sendfile on; types {{ video/mp4 mp4; }}\n"
+            f"  server {{ listen 127.0.0.1:{self.port}; root {root}/www; location / {{ {limit} }} }} }}\n")
+        self.proc = subprocess.Popen([shutil.which("nginx") or "nginx", "-c", str(root / "nginx.conf"), "-p", str(root)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_port(self.port)
+
+    @staticmethod
+    def available() -> bool:
+        return shutil.which("nginx") is not None
+
+    def url(self, name: str) -> str:
+        return f"http://127.0.0.1:{self.port}/{name}"
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU of nginx's master and worker processes so far."""
+        clk = os.sysconf("SC_CLK_TCK")
+        children = subprocess.run(["pgrep", "-P", str(self.proc.pid)], capture_output=True, text=True).stdout.split()
+        total = 0.0
+        for pid in [str(self.proc.pid), *children]:
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += sum(int(x) for x in fields[11:15]) / clk
+        return total
+
+    def close(self) -> None:
+        self.proc.send_signal(signal.SIGQUIT)  # nginx's graceful stop
+        self.proc.wait(timeout=15)
 
 
 def rss_mib(pid: int) -> float:

@@ -6,10 +6,13 @@ default), so one process is the limit and more processes should add capacity unt
 server (about one core here) is. The ceiling is a trivial workflow with four no-op activities
 (bench/trivial.py, in the workflow sandbox as Temporal runs workflows by default) on the same dev
 server in the same run; tiny 2 kB items are measured against it in --rounds alternated rounds, by
-rate and by CPU per item (server + workers + client), as medians. Prints JSON, including CPU
-seconds of the server and of the workers (where the time goes).
+rate and by CPU per item (server + workers + client), as medians. The tiny files come from nginx
+when it is installed (`--files simulator`: from the simulator, whose Python CPU then competes
+with the items' on the same cores); the file server's CPU per item is reported beside. Prints
+JSON, including CPU seconds of the server and of the workers (where the time goes).
 
 Usage: .venv/bin/python bench/scale.py [--items N] [--processes 1,2,4] [--rounds 3] [--tiny-only]
+       [--files nginx|simulator]
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import time
 import uuid
 from pathlib import Path
 
-from common import BIN, REPO, free_port, wait_port
+from common import BIN, REPO, Nginx, connect_when_ready, free_port, wait_port, write_media
 from temporalio.client import Client
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from trivial import TrivialWorkflow, noop
@@ -113,7 +116,7 @@ async def crawl_rate(client: Client, env: dict[str, str], urls: list[str], proce
     results = await asyncio.gather(*(item_result(h, "") for h in handles))
     elapsed = time.perf_counter() - started
     server_cpu = cpu_seconds(server_pid) - server_cpu
-    others = {f"{name}_cpu_s": round(cpu_seconds(pid) - others[name], 1) for name, pid in (other_pids or {}).items()}
+    others = {f"{name}_cpu_s": round(cpu_seconds(pid) - others[name], 2) for name, pid in (other_pids or {}).items()}
     workers_cpu = workers_cpu_seconds(supervisor.pid) - workers_cpu
     client_cpu = time.process_time() - client_cpu
     supervisor.send_signal(signal.SIGTERM)
@@ -174,11 +177,20 @@ async def run(args: argparse.Namespace) -> dict:
         compileall.compile_dir(REPO / "trawl" / "workflows", quiet=1)
     tmp = Path(tempfile.mkdtemp(prefix="trawl-scale-"))
     server, port = start_temporal(tmp)
-    sim, sim_port = start_simulator(args.items * 8, args.items * args.rounds)
+    tiny_count = args.items * args.rounds
+    # The tiny files from nginx (sendfile: next to no CPU a request, as a platform's CDN costs the
+    # crawler nothing), unless told or not installed: from the simulator, whose Python spends
+    # about 4.5 ms of the same two cores on each (its share is reported either way).
+    nginx = None
+    if args.files == "nginx" and Nginx.available():
+        nginx = Nginx(tmp / "nginx")
+        for i in range(tiny_count):
+            write_media(tmp / "nginx" / "www" / f"{i}.mp4", 2_000, f"t{i}")
+    sim, sim_port = start_simulator(args.items * 8, 0 if nginx else tiny_count)
     try:
         wait_port(port)
         wait_port(sim_port)
-        client = await Client.connect(f"127.0.0.1:{port}")
+        client = await connect_when_ready(f"127.0.0.1:{port}")
         env = worker_env(port, args.slots)
         if args.small_item_size is not None:
             env["TRAWL_DOWNLOAD__SMALL_ITEM_SIZE"] = str(args.small_item_size)
@@ -194,8 +206,16 @@ async def run(args: argparse.Namespace) -> dict:
         for round_no in range(args.rounds):
             trivial = await ceiling(client, args.items, server.pid, sandboxed=not args.trivial_unsandboxed)
             first = round_no * args.items
-            tiny_urls = [f"http://127.0.0.1:{sim_port}/tiny/{i}.mp4" for i in range(first, first + args.items)]
-            tiny = await crawl_rate(client, env, tiny_urls, max(args.processes), tmp, server.pid)
+            numbers = range(first, first + args.items)
+            if nginx is not None:
+                tiny_urls = [nginx.url(f"{i}.mp4") for i in numbers]
+                served_before = nginx.cpu_seconds()
+            else:
+                tiny_urls = [f"http://127.0.0.1:{sim_port}/tiny/{i}.mp4" for i in numbers]
+            tiny = await crawl_rate(client, env, tiny_urls, max(args.processes), tmp, server.pid,
+                                    other_pids={} if nginx else {"file_server": sim.pid})
+            if nginx is not None:
+                tiny["file_server_cpu_s"] = nginx.cpu_seconds() - served_before
             tiny_ms = {k: 1000 * tiny[f"{k}_cpu_s"] / args.items for k in ("server", "workers", "client")}
             rounds.append({"trivial_per_s": round(trivial["per_s"], 2),
                            "trivial_cpu_ms": round(trivial["server_cpu_ms"] + trivial["worker_cpu_ms"], 1),
@@ -203,11 +223,13 @@ async def run(args: argparse.Namespace) -> dict:
                            "tiny_per_s": tiny["items_per_s"], "tiny_committed": tiny["committed"],
                            "tiny_cpu_ms": round(sum(tiny_ms.values()), 1),
                            "tiny_cpu_ms_by_process": {k: round(v, 1) for k, v in tiny_ms.items()},
+                           "file_server_cpu_ms": round(1000 * tiny["file_server_cpu_s"] / args.items, 1),
                            "load": round(os.getloadavg()[0], 1)})
         median = statistics.median
         figures = {
             "benchmark": "scale",
             "workflow_bytecode": args.bytecode,
+            "tiny_files_from": "nginx" if nginx else "simulator",
             "small_item_size": args.small_item_size,
             "slots_per_process": args.slots,
             "trivial_sandboxed": not args.trivial_unsandboxed,
@@ -224,6 +246,8 @@ async def run(args: argparse.Namespace) -> dict:
         return figures
     finally:
         sim.kill()
+        if nginx is not None:
+            nginx.close()
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=30)
         subprocess.run(["rm", "-rf", str(tmp)], check=False)
@@ -238,6 +262,8 @@ def main() -> None:
                         help="download.small_item_size for the workers (0: every item claims a host)")
     parser.add_argument("--rounds", type=int, default=3, help="tiny items against the trivial workflow, alternated")
     parser.add_argument("--tiny-only", action="store_true", help="skip the latency-bound runs")
+    parser.add_argument("--files", choices=("nginx", "simulator"), default="nginx",
+                        help="what serves the tiny files (nginx falls back to the simulator when not installed)")
     parser.add_argument("--trivial-unsandboxed", action="store_true",
                         help="the yardstick without the workflow sandbox (as before 2026-12-05)")
     parser.add_argument("--no-bytecode", dest="bytecode", action="store_false",

@@ -28,10 +28,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from common import wait_port  # puts the repository on sys.path
+from common import connect_when_ready, wait_port  # puts the repository on sys.path
 from s3 import stage_ms
 from scale import crawl_rate, start_simulator, start_temporal, worker_env
-from temporalio.client import Client
 from tests.s3server import BUCKET, seaweedfs
 
 
@@ -51,7 +50,7 @@ async def run(args: argparse.Namespace, tmp: Path, weed) -> dict:  # noqa: ANN00
     try:
         wait_port(port)
         wait_port(sim_port)
-        client = await Client.connect(f"127.0.0.1:{port}")
+        client = await connect_when_ready(f"127.0.0.1:{port}")
         env = worker_env(port, args.slots)
         runs = []
         offset = 0

@@ -37,7 +37,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from common import Stack, free_port, wait_port
+from common import Nginx, Stack
 
 from trawl.simulator import MediaFile
 
@@ -141,30 +141,14 @@ async def killed_midway(stack: Stack, segments: int, url: str) -> dict:
     }
 
 
-class Nginx:
-    """nginx serving ``media`` at ``url``, each request limited to ``rate`` bytes/s (``limit_rate``)."""
-
-    def __init__(self, tmp: Path, media: MediaFile, rate: int) -> None:
-        root = tmp / "nginx"
-        (root / "www").mkdir(parents=True)
-        tmp.chmod(0o711)  # nginx's workers run as another user when started as root
-        with open(root / "www" / "big.mp4", "wb") as out:
-            for chunk in media.chunks(0, media.size - 1, 4 << 20):
-                out.write(chunk)
-        port = free_port()
-        (root / "nginx.conf").write_text(
-            f"worker_processes 1; daemon off; pid {root}/nginx.pid; error_log {root}/error.log;\n"
-            f"events {{ worker_connections 256; }}\n"
-            f"http {{ access_log off; client_body_temp_path {root}; sendfile on; types {{ video/mp4 mp4; }}\n"
-            f"  server {{ listen 127.0.0.1:{port}; root {root}/www; location / {{ limit_rate {rate}; }} }} }}\n")
-        self.proc = subprocess.Popen([shutil.which("nginx") or "nginx", "-c", str(root / "nginx.conf"), "-p", str(root)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_port(port)
-        self.url = f"http://127.0.0.1:{port}/big.mp4"
-
-    def close(self) -> None:
-        self.proc.send_signal(signal.SIGQUIT)  # nginx's graceful stop
-        self.proc.wait(timeout=15)
+def nginx_serving(tmp: Path, media: MediaFile, rate: int) -> Nginx:
+    """nginx serving ``media`` as ``big.mp4``, each request limited to ``rate`` bytes/s."""
+    root = tmp / "nginx"
+    (root / "www").mkdir(parents=True)
+    with open(root / "www" / "big.mp4", "wb") as out:
+        for chunk in media.chunks(0, media.size - 1, 4 << 20):
+            out.write(chunk)
+    return Nginx(root, rate)
 
 
 def one_slow(size: int, rate: int, slow: int, n: int) -> dict[str, object]:
@@ -225,8 +209,8 @@ def main() -> None:
         return
     stack = Stack(args.size, throttle_bps=args.rate, seed="segmented-bench")
     stack.rate = args.rate
-    nginx = Nginx(stack.tmp, MediaFile("mp4", stack.seed, stack.size), args.rate) if args.server == "nginx" else None
-    url = nginx.url if nginx is not None else stack.url
+    nginx = nginx_serving(stack.tmp, MediaFile("mp4", stack.seed, stack.size), args.rate) if args.server == "nginx" else None
+    url = nginx.url("big.mp4") if nginx is not None else stack.url
     figures: dict[str, object] = {"benchmark": "segmented", "server": args.server, "file_bytes": args.size,
                                   "rate_per_connection": args.rate, "segments": n, "load": os.getloadavg()[0]}
     try:

@@ -48,6 +48,27 @@ def test_direct_file_by_content_type(sim: Simulator, ctx: ResolveContext) -> Non
     assert [(a.kind, a.expected_size, a.mime) for a in item.assets] == [("video", 50_000, "video/mp4")]
 
 
+def test_a_probe_leaves_its_connection_to_the_download(sim: Simulator, ctx: ResolveContext) -> None:
+    """The one-byte probe is read to its end, so its connection goes back to the pool for the
+    download that follows (on HTTPS a TLS handshake less an item), not closed with a byte unread."""
+    sim.add_file("/v/clip.mp4", MediaFile("mp4", "clip", 50_000))
+    pool = ctx.client._transport._pool  # type: ignore[attr-defined]
+    GenericResolver().resolve(sim.url("/v/clip.mp4"), ctx)
+    assert [c.is_idle() for c in pool.connections] == [True]
+    with ctx.client.stream("GET", sim.url("/v/clip.mp4")) as resp:
+        assert len(pool.connections) == 1  # the download rides the probe's connection
+        assert len(resp.read()) == 50_000
+
+
+def test_a_probe_answered_with_the_whole_file_is_not_read(sim: Simulator, ctx: ResolveContext) -> None:
+    """A server that ignores the Range sends the whole file: the probe reads none of it."""
+    body = MediaFile("mp4", "whole", 300_000).read(0, 300_000)
+    sim.add_exact("/whole.mp4", lambda req: Response(200, {"Content-Type": "video/mp4"}, body))
+    item = GenericResolver().resolve(sim.url("/whole.mp4"), ctx)
+    assert [(a.kind, a.expected_size) for a in item.assets] == [("video", 300_000)]
+    assert ctx.client._transport._pool.connections == []  # type: ignore[attr-defined]  # closed unread
+
+
 def test_direct_file_by_extension_when_served_as_octet_stream(sim: Simulator, ctx: ResolveContext) -> None:
     sim.add_exact("/dl/song.mp3", lambda req: Response(200, {"Content-Type": "application/octet-stream"},
                                                           MediaFile("mp3", "s", 3000).read(0, 3000)))

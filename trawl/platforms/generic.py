@@ -222,6 +222,7 @@ class GenericResolver(Resolver):
                 if kind is None and content_type in ("", "application/octet-stream", "binary/octet-stream"):
                     kind = kind_from_extension(final_url)
                 if kind is not None:
+                    _drain_probe(resp)
                     return self._direct(final_url, kind, content_type, resp.headers)
                 if is_hls_type(content_type) or (is_hls_url(final_url) and "html" not in content_type):
                     return self._hls(final_url, read_limited(resp, ctx.max_page_bytes, url).decode("utf-8", "replace"),
@@ -415,3 +416,19 @@ PLATFORM = Platform(
     listing_forms=_feed_forms,
     demo=_demo,
 )
+
+
+# A probe's answer is one byte (or an empty 416); one this short is read to its end so that its
+# connection goes back to the pool for the download that follows, instead of closing with its
+# body unread (a new TCP connection, and a TLS handshake on HTTPS, for every item). A server that
+# ignored the Range and sends the whole file is not read: that connection closes.
+PROBE_DRAIN_BYTES = 64 * 1024
+
+
+def _drain_probe(resp: httpx.Response) -> None:
+    length = resp.headers.get("content-length", "")
+    if length.isdigit() and int(length) <= PROBE_DRAIN_BYTES:
+        try:
+            resp.read()
+        except httpx.HTTPError:
+            pass  # the headers said what the probe needed; the connection closes
