@@ -185,7 +185,8 @@ class Nginx:
     def __init__(self, root: Path, rate: int = 0) -> None:
         self.root = root
         (root / "www").mkdir(parents=True, exist_ok=True)
-        root.parent.chmod(0o711)  # a mkdtemp directory: nginx's workers run as another user when started as root
+        if os.geteuid() == 0:  # nginx's workers then run as another user: let them into the mkdtemp directory
+            root.parent.chmod(0o711)
         self.port = free_port()
         limit = f"limit_rate {rate};" if rate else ""
         (root / "nginx.conf").write_text(

@@ -82,8 +82,14 @@ def test_a_wait_of_trawl_s_own_is_spread_and_a_server_s_retry_after_is_kept() ->
     second, three items retrying in lockstep were turned away on every attempt until they failed."""
     own = [to_application_error(RateLimited("HTTP 412"), timedelta(seconds=2), attempt=1).next_retry_delay
            for _ in range(200)]
-    assert all(timedelta(seconds=1) <= wait <= timedelta(seconds=2) for wait in own if wait is not None)
+    # The stage's cap (2 s) cut trawl's default (120 s): spread below the cap.
+    assert all(timedelta(seconds=1) <= wait <= timedelta(seconds=2) for wait in own)
     assert len(set(own)) > 100  # drawn afresh each time, not one value for everybody
+    # Under the cap the default is never shortened: 120 s to 180 s.
+    longer = [to_application_error(RateLimited("HTTP 412"), timedelta(minutes=5), attempt=1).next_retry_delay
+              for _ in range(200)]
+    assert all(timedelta(seconds=120) <= wait <= timedelta(seconds=180) for wait in longer)
+    assert len(set(longer)) > 100
     said = {to_application_error(RateLimited("HTTP 429", retry_after=1.5), timedelta(seconds=2),
                                  attempt=1).next_retry_delay for _ in range(20)}
     assert said == {timedelta(seconds=1.5)}  # the server said how long: that long

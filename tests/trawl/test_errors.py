@@ -200,7 +200,9 @@ def test_name_not_found_is_retried_briefly_then_fails_clearly() -> None:
     exc = _chained_connect_error(_gaierror(socket.EAI_NONAME, "Name or service not known"))
     first = to_application_error(exc, timedelta(minutes=1), attempt=1)
     assert first.type == "name_not_found" and not first.non_retryable
-    assert first.next_retry_delay is not None and first.next_retry_delay <= timedelta(seconds=delay)
+    # Seconds apart: the delay, spread by up to half of it (trawl.activities.application_errors).
+    assert first.next_retry_delay is not None and timedelta(seconds=delay) <= first.next_retry_delay \
+        <= timedelta(seconds=1.5 * delay)
     last = to_application_error(exc, timedelta(minutes=1), attempt=attempts)
     assert last.type == "name_not_found" and last.non_retryable
     assert "does not resolve" in last.message and f"{attempts} attempts" in last.message

@@ -15,9 +15,11 @@ from trawl.errors import classify_exception, redact
 
 F = TypeVar("F", bound=Callable[..., Any])
 MAX_RETRY_DELAY_S = 86_400.0
-# A wait trawl chose itself (no Retry-After) is drawn from this share of it up to all of it
-# ("equal jitter"): items throttled together would otherwise come back together, in lockstep, and
-# a limit of a few requests a second turns all of them away again, every attempt.
+# A wait trawl chose itself (no Retry-After) is spread by this share of it, so that items
+# throttled together do not come back together, in lockstep, where a limit of a few requests a
+# second turns all of them away again, every attempt: lengthened up to the stage's cap (never
+# shorter than the default, whose minutes are what keeps a platform from escalating), or, when
+# the cap already cut it, shortened by up to that share.
 OWN_WAIT_SPREAD = 0.5
 
 
@@ -51,7 +53,9 @@ def to_application_error(exc: BaseException, max_delay: timedelta | None = None,
         cap = max_delay.total_seconds() if max_delay is not None else MAX_RETRY_DELAY_S
         seconds = min(error.retry_after, cap, MAX_RETRY_DELAY_S)
         if error.own_wait:
-            seconds *= random.uniform(1 - OWN_WAIT_SPREAD, 1)
+            longest = min(seconds * (1 + OWN_WAIT_SPREAD), cap, MAX_RETRY_DELAY_S)
+            seconds = random.uniform(seconds, longest) if longest > seconds else \
+                random.uniform(seconds * (1 - OWN_WAIT_SPREAD), seconds)
         delay = timedelta(seconds=seconds)
     elif error.max_retry_interval is not None and not final:
         delay = timedelta(seconds=min(_backoff(attempt), error.max_retry_interval))

@@ -10,6 +10,7 @@ that hangs.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextvars
 import functools
 import itertools
@@ -23,27 +24,33 @@ from temporalio import activity
 
 F = TypeVar("F", bound=Callable[..., Any])
 BEAT_EVERY_S = 1.0
+SENDERS = 4  # threads sending heartbeats; each waits for the worker's loop to take its beat
 
 
 class _Beater:
-    """One thread of the process heartbeats every body that runs, each every :data:`BEAT_EVERY_S`.
+    """One thread of the process times the heartbeats of every body that runs, each every
+    :data:`BEAT_EVERY_S`; a few sender threads send them.
 
     A thread each (started, then joined) cost more CPU than a tiny item's verify: three of them an
-    item. A beat is sent under the lock, so once :meth:`done` returns no beat of that body follows
-    (none reaches an activity that has completed)."""
+    item. A heartbeat from an activity thread is a round trip to the worker's event loop (the SDK
+    waits for it), so the beats are sent outside the lock, by :data:`SENDERS` threads: a busy loop
+    slows the beats, never a body's start or end. A body's beat still on its way is not sent
+    again; one that arrives after its body ended is dropped by the SDK."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
         self._due: dict[int, tuple[float, contextvars.Context]] = {}
+        self._sending: set[int] = set()
         self._tokens = itertools.count()
         self._thread: threading.Thread | None = None
+        self._senders = concurrent.futures.ThreadPoolExecutor(max_workers=SENDERS, thread_name_prefix="heartbeat-send")
 
     def running(self, context: contextvars.Context) -> int:
         with self._changed:
             token = next(self._tokens)
             self._due[token] = (time.monotonic() + BEAT_EVERY_S, context)
             if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._beat, name="heartbeat", daemon=True)
+                self._thread = threading.Thread(target=self._time, name="heartbeat", daemon=True)
                 self._thread.start()
             self._changed.notify()
             return token
@@ -52,23 +59,31 @@ class _Beater:
         with self._changed:
             self._due.pop(token, None)
 
-    def _beat(self) -> None:
+    def _time(self) -> None:
         with self._changed:
             while True:
                 now = time.monotonic()
                 for token, (due, context) in list(self._due.items()):
                     if due <= now:
-                        try:
-                            context.run(activity.heartbeat)  # queued to the worker's loop: quick
-                        except Exception:  # noqa: BLE001 - one body's failing beat must not end the others'
-                            self._due.pop(token)
-                            continue
                         self._due[token] = (now + BEAT_EVERY_S, context)
+                        if token not in self._sending:  # a context runs in one thread at a time
+                            self._sending.add(token)
+                            self._senders.submit(self._send, token, context)
                 soonest = min((due for due, _ in self._due.values()), default=None)
                 self._changed.wait(None if soonest is None else max(soonest - time.monotonic(), 0.0))
 
+    def _send(self, token: int, context: contextvars.Context) -> None:
+        try:
+            context.run(activity.heartbeat)
+        except Exception:  # noqa: BLE001 - one body's failing beat must not end the others'
+            with self._changed:
+                self._due.pop(token, None)
+        finally:
+            with self._changed:
+                self._sending.discard(token)
+
     def _after_fork(self) -> None:
-        """A forked child has no beating thread and maybe a lock held mid-beat: start afresh."""
+        """A forked child has no timing thread or senders, and maybe a lock held: start afresh."""
         self.__init__()  # type: ignore[misc]
 
 
@@ -78,7 +93,7 @@ if hasattr(os, "register_at_fork"):
 
 
 def heartbeating(method: F) -> F:
-    """Heartbeat every :data:`BEAT_EVERY_S` while a sync activity runs (from the process's one
+    """Heartbeat every :data:`BEAT_EVERY_S` while a sync activity runs (timed by the process's one
     heartbeat thread)."""
 
     @functools.wraps(method)

@@ -7,6 +7,7 @@ import json
 import posixpath
 from datetime import UTC, datetime
 import re
+import time
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import TYPE_CHECKING
@@ -418,17 +419,25 @@ PLATFORM = Platform(
 )
 
 
-# A probe's answer is one byte (or an empty 416); one this short is read to its end so that its
-# connection goes back to the pool for the download that follows, instead of closing with its
-# body unread (a new TCP connection, and a TLS handshake on HTTPS, for every item). A server that
-# ignored the Range and sends the whole file is not read: that connection closes.
+# A probe's answer is one byte (a media URL's GET without a Range: the file, when it is this
+# short); one this short is read to its end so that its connection goes
+# back to the pool for the download that follows, instead of closing with its body unread (a new
+# TCP connection, and a TLS handshake on HTTPS, for every item). Its bytes are read raw, neither
+# decoded (a small compressed answer could expand to gigabytes) nor kept, and for at most
+# PROBE_DRAIN_S; a server that ignored the Range and sends the whole file is not read: that
+# connection closes.
 PROBE_DRAIN_BYTES = 64 * 1024
+PROBE_DRAIN_S = 1.0
 
 
 def _drain_probe(resp: httpx.Response) -> None:
     length = resp.headers.get("content-length", "")
-    if length.isdigit() and int(length) <= PROBE_DRAIN_BYTES:
-        try:
-            resp.read()
-        except httpx.HTTPError:
-            pass  # the headers said what the probe needed; the connection closes
+    if not (length.isdigit() and int(length) <= PROBE_DRAIN_BYTES):
+        return
+    deadline = time.monotonic() + PROBE_DRAIN_S
+    try:
+        for _ in resp.iter_raw():
+            if time.monotonic() > deadline:
+                return  # the rest unread: the connection closes with the response
+    except httpx.HTTPError:
+        pass  # the headers said what the probe needed; the connection closes

@@ -287,10 +287,10 @@ MAIN_KINDS = ("video", "audio", "image")
 
 
 def _by_column(mapped: Any, values: dict[str, Any]) -> dict[str, Any]:
-    """``values`` by a mapped class's attribute names, keyed by its table's column names (which
+    """``values`` by a mapped class's attribute names, keyed by its table's column keys (which
     may differ: ``metadata_json`` is the column ``metadata``), for a Core statement on the table."""
     attributes = mapped.__mapper__.column_attrs
-    return {attributes[name].columns[0].name: value for name, value in values.items()}
+    return {attributes[name].columns[0].key: value for name, value in values.items()}
 
 
 def main_kind(assets: Iterable[CommittedAsset]) -> str | None:

@@ -253,7 +253,8 @@ class WeiboResolver(Resolver):
                 raise desktop_error from None  # the mobile API said nothing; the desktop one did
             also = ("the desktop API answered the same" if type(exc) is type(desktop_error)
                     else f"desktop API: {desktop_error}")
-            raise type(exc)(f"{exc} ({also})", retry_after=exc.retry_after) from None
+            # The wait as the answer gave it: none said by the server stays trawl's own (spread).
+            raise type(exc)(f"{exc} ({also})", retry_after=None if exc.own_wait else exc.retry_after) from None
 
     def _desktop_status(self, ident: str, url: str, ctx: ResolveContext) -> dict[str, Any]:
         api = f"{self.config.page_base.rstrip('/')}/ajax/statuses/show?{urlencode({'id': ident})}"
