@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 from temporalio.testing import ActivityEnvironment
@@ -12,21 +13,43 @@ from trawl.activities import liveness
 from trawl.activities.liveness import heartbeating
 
 
+@pytest.fixture(autouse=True)
+def beater(monkeypatch: pytest.MonkeyPatch) -> Iterator[liveness._Beater]:
+    """A beater of the test's own: no earlier test's beats still queued for its senders."""
+    own = liveness._Beater()
+    monkeypatch.setattr(liveness, "_beater", own)
+    yield own
+    if own._senders is not None:
+        own._senders.shutdown(wait=True, cancel_futures=True)
+
+
 @pytest.fixture
 def quick_beats(monkeypatch: pytest.MonkeyPatch) -> float:
     monkeypatch.setattr(liveness, "BEAT_EVERY_S", 0.05)
     return 0.05
 
 
-def _body(seconds: float, beats: list[float], send_takes: float = 0.0, ended: list[float] | None = None):
+_counting = threading.Lock()
+
+
+def _body(seconds: float, beats: list[float], send_takes: float = 0.0, ended: list[float] | None = None,
+          sending: list[int] | None = None):
     """A body that runs ``seconds``; its beats' times go to ``beats``, each taking ``send_takes``
-    (a worker's busy event loop: the SDK waits for it to take a beat); the moment its wrapper
-    returned goes to ``ended``."""
+    (a worker's busy event loop: the SDK waits for it to take a beat); how long its wrapper took
+    to return after the body goes to ``ended``; ``sending`` counts the beats on their way at once
+    ([now, most])."""
     env = ActivityEnvironment()
 
     def beat(*_: object) -> None:
         beats.append(time.monotonic())
+        if sending is not None:
+            with _counting:
+                sending[0] += 1
+                sending[1] = max(sending)
         time.sleep(send_takes)
+        if sending is not None:
+            with _counting:
+                sending[0] -= 1
 
     env.on_heartbeat = beat
 
@@ -62,31 +85,34 @@ def test_bodies_at_once_each_get_their_beats_from_one_thread(quick_beats: float)
     for body in bodies:
         body.join()
     assert all(len(beats) >= 4 for beats in runs), [len(b) for b in runs]
-    assert len(timing) <= 1  # not a thread a body (one may still run from an earlier test)
-    assert len([t for t in threading.enumerate() if t.name == "heartbeat"]) == 1
+    assert len(timing) == 1  # one for all six, not a thread a body
 
 
 def test_a_slow_loop_slows_the_beats_not_the_bodies(quick_beats: float) -> None:
-    """Each beat waits 20 ms for the worker's loop: 50 bodies' beats are sent beside each other,
+    """Each beat waits 20 ms for the worker's loop: the bodies' beats are sent beside each other,
     and no body waits for another's beat to start or to end."""
-    runs = [[] for _ in range(50)]
+    runs = [[] for _ in range(20)]
     ended: list[float] = []
-    bodies = [threading.Thread(target=_body(1.0, beats, send_takes=0.02, ended=ended)) for beats in runs]
+    sending = [0, 0]
+    bodies = [threading.Thread(target=_body(1.0, beats, send_takes=0.02, ended=ended, sending=sending))
+              for beats in runs]
     for body in bodies:
         body.start()
     for body in bodies:
         body.join()
-    assert len(ended) == 50 and max(ended) < 0.5  # each returned as its body ended (once: seconds)
-    assert all(len(beats) >= 2 for beats in runs), sorted(len(b) for b in runs)[:5]
+    assert len(ended) == 20 and max(ended) < 0.5  # each returned as its body ended (sent under a lock: seconds)
+    assert all(len(beats) >= 3 for beats in runs), sorted(len(b) for b in runs)[:5]
+    assert sending[1] >= 2  # beats on their way beside each other
 
 
-def test_a_quick_body_gets_no_beat_and_no_thread_of_its_own() -> None:
+def test_a_quick_body_gets_no_beat_and_no_thread_of_its_own(beater: liveness._Beater) -> None:
     beats: list[float] = []
     threads = threading.active_count()
     for _ in range(50):
         _body(0, beats)()
     assert beats == []  # none within the first second
-    assert threading.active_count() <= threads + 1  # the timing thread, if it was not running yet
+    assert threading.active_count() == threads + 1  # the timing thread, started by the first
+    assert beater._senders is None  # nothing was due: no sender was ever made
 
 
 def test_a_failing_beat_ends_only_that_body_s_beats(quick_beats: float) -> None:

@@ -15,11 +15,10 @@ from trawl.errors import classify_exception, redact
 
 F = TypeVar("F", bound=Callable[..., Any])
 MAX_RETRY_DELAY_S = 86_400.0
-# A wait trawl chose itself (no Retry-After) is spread by this share of it, so that items
-# throttled together do not come back together, in lockstep, where a limit of a few requests a
-# second turns all of them away again, every attempt: lengthened up to the stage's cap (never
-# shorter than the default, whose minutes are what keeps a platform from escalating), or, when
-# the cap already cut it, shortened by up to that share.
+# A wait trawl chose itself (no Retry-After) is drawn from a window this share of it wide, as high
+# as the stage's cap lets it reach (a rate limit's 120 s under a 5 min cap: 120-180 s; cut to a
+# 2 s cap: 1-2 s), so that items throttled together do not come back together, in lockstep,
+# where a limit of a few requests a second turns all of them away again, every attempt.
 OWN_WAIT_SPREAD = 0.5
 
 
@@ -54,8 +53,8 @@ def to_application_error(exc: BaseException, max_delay: timedelta | None = None,
         seconds = min(error.retry_after, cap, MAX_RETRY_DELAY_S)
         if error.own_wait:
             longest = min(seconds * (1 + OWN_WAIT_SPREAD), cap, MAX_RETRY_DELAY_S)
-            seconds = random.uniform(seconds, longest) if longest > seconds else \
-                random.uniform(seconds * (1 - OWN_WAIT_SPREAD), seconds)
+            shortest = max(longest - OWN_WAIT_SPREAD * seconds, seconds * (1 - OWN_WAIT_SPREAD))
+            seconds = random.uniform(shortest, longest)
         delay = timedelta(seconds=seconds)
     elif error.max_retry_interval is not None and not final:
         delay = timedelta(seconds=min(_backoff(attempt), error.max_retry_interval))

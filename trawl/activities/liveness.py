@@ -14,6 +14,7 @@ import concurrent.futures
 import contextvars
 import functools
 import itertools
+import logging
 import os
 import threading
 import time
@@ -35,7 +36,9 @@ class _Beater:
     item. A heartbeat from an activity thread is a round trip to the worker's event loop (the SDK
     waits for it), so the beats are sent outside the lock, by :data:`SENDERS` threads: a busy loop
     slows the beats, never a body's start or end. A body's beat still on its way is not sent
-    again; one that arrives after its body ended is dropped by the SDK."""
+    again. One that arrives after its body ended is dropped by the SDK if the activity ended; if a
+    later step of the same activity runs by then (small_item's next asset), it stands in for that
+    step's own next beat, which says the same: this worker is alive and on it."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
@@ -43,7 +46,7 @@ class _Beater:
         self._sending: set[int] = set()
         self._tokens = itertools.count()
         self._thread: threading.Thread | None = None
-        self._senders = concurrent.futures.ThreadPoolExecutor(max_workers=SENDERS, thread_name_prefix="heartbeat-send")
+        self._senders: concurrent.futures.ThreadPoolExecutor | None = None  # made at the first beat
 
     def running(self, context: contextvars.Context) -> int:
         with self._changed:
@@ -64,23 +67,37 @@ class _Beater:
             while True:
                 now = time.monotonic()
                 for token, (due, context) in list(self._due.items()):
-                    if due <= now:
-                        self._due[token] = (now + BEAT_EVERY_S, context)
-                        if token not in self._sending:  # a context runs in one thread at a time
-                            self._sending.add(token)
-                            self._senders.submit(self._send, token, context)
+                    if due > now:
+                        continue
+                    # Every BEAT_EVERY_S from the body's start; a late wake-up does not slow the beats.
+                    self._due[token] = (due + BEAT_EVERY_S if due + BEAT_EVERY_S > now else now + BEAT_EVERY_S,
+                                        context)
+                    if token in self._sending:  # a context runs in one thread at a time
+                        continue
+                    if self._senders is None:
+                        self._senders = concurrent.futures.ThreadPoolExecutor(
+                            max_workers=SENDERS, thread_name_prefix="heartbeat-send")
+                    try:
+                        self._senders.submit(self._send, token, context)
+                    except RuntimeError:  # the interpreter is shutting down: no more beats
+                        return
+                    self._sending.add(token)
                 soonest = min((due for due, _ in self._due.values()), default=None)
                 self._changed.wait(None if soonest is None else max(soonest - time.monotonic(), 0.0))
 
     def _send(self, token: int, context: contextvars.Context) -> None:
+        failed = False
         try:
             context.run(activity.heartbeat)
-        except Exception:  # noqa: BLE001 - one body's failing beat must not end the others'
-            with self._changed:
+        except TimeoutError:
+            pass  # the loop took more than the SDK's wait: the beat may still go; the next one will
+        except Exception as err:  # noqa: BLE001 - one body's failing beat must not end the others'
+            logging.getLogger(__name__).warning("heartbeats of an activity body stopped: %r", err)
+            failed = True
+        with self._changed:
+            self._sending.discard(token)
+            if failed:
                 self._due.pop(token, None)
-        finally:
-            with self._changed:
-                self._sending.discard(token)
 
     def _after_fork(self) -> None:
         """A forked child has no timing thread or senders, and maybe a lock held: start afresh."""

@@ -423,8 +423,9 @@ PLATFORM = Platform(
 # short); one this short is read to its end so that its connection goes
 # back to the pool for the download that follows, instead of closing with its body unread (a new
 # TCP connection, and a TLS handshake on HTTPS, for every item). Its bytes are read raw, neither
-# decoded (a small compressed answer could expand to gigabytes) nor kept, and for at most
-# PROBE_DRAIN_S; a server that ignored the Range and sends the whole file is not read: that
+# decoded (a small compressed answer could expand to gigabytes) nor kept, and no more once
+# PROBE_DRAIN_S have passed between its pieces (a server that stalls mid-body holds it for the
+# read timeout, as any read); a server that ignored the Range and sends the whole file is not read: that
 # connection closes.
 PROBE_DRAIN_BYTES = 64 * 1024
 PROBE_DRAIN_S = 1.0
