@@ -211,6 +211,10 @@ def test_a_killed_worker_or_server_is_said_in_one_line_and_replaced(background: 
                                                                     files: list[str]) -> None:
     assert background.trawl("crawl", files[0]).returncode == 0
     os.kill(background.worker_state()["pid"], signal.SIGKILL)
+    # The keeper sees the end at its next look (every KEEPER_POLL_S); a command forked by the warm
+    # process can ask before that, and then finds the worker started again with nothing to say.
+    wait_until(lambda: (background.run_dir / "ended.json").exists(), "the keeper to notice the worker's end",
+               timeout=DEADLINE)
     after_worker = background.trawl("crawl", files[1])
     assert after_worker.returncode == 0, after_worker.stderr
     assert "committed" in after_worker.stdout
