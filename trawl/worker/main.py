@@ -44,6 +44,7 @@ from trawl.worker.cleanup import clean_periodically, keep_statistics
 from trawl.worker.runtime import ONE_SHOT_MARK
 from trawl.worker.type_hints import install as cache_type_hints
 from trawl.worker.interceptors import ObservingInterceptor, TrawlFailureConverter, trawl_data_converter
+from trawl.worker.sandbox import workflow_runner
 from trawl.workflows.crawl import CrawlWorkflow
 from trawl.workflows.extras import ExtrasRefreshWorkflow
 from trawl.workflows.media_item import MediaItemWorkflow
@@ -171,7 +172,8 @@ async def running_worker(
     ]
     if workflows:  # a process may leave the workflows to others (the crawl groupings test does)
         workers.insert(0, Worker(client, task_queue=workflow_queue(prefix), workflows=list(workflows),
-                                 sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT, **common))
+                                 sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
+                                 workflow_runner=workflow_runner(client.data_converter), **common))
     # Joins only wait (an async activity each, no thread): many at once cost nearly nothing.
     workers.append(Worker(client, task_queue=join_queue(prefix),
                           activities=[crawl.join_item, BroadcastActivities(client).record_broadcast],

@@ -1,0 +1,105 @@
+"""The workflow sandbox without a call into it per payload (trawl.worker.sandbox): the same
+results, far fewer calls into the sandbox, its refusals kept; the SDK's runner when a codec is set."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import uuid
+from collections.abc import Sequence
+
+import pytest
+from temporalio.api.common.v1 import Payload
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
+from temporalio.converter import PayloadCodec
+from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+from temporalio.worker.workflow_sandbox import _runner as sandbox_runner
+
+from tests.worker.relay_workflow import Gambles, Relays, stamp
+from trawl.contracts import ItemResult, StoredAsset
+from trawl.worker.interceptors import DATA_CONVERTER
+from trawl.worker.sandbox import ContextFreeSandboxRunner, context_free, workflow_runner
+
+
+class Reverses(PayloadCodec):
+    async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return [Payload(metadata=p.metadata, data=p.data[::-1]) for p in payloads]
+
+    async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return await self.encode(payloads)
+
+
+def test_trawl_s_converter_needs_no_context_and_one_with_a_codec_does() -> None:
+    assert context_free(DATA_CONVERTER)
+    assert type(workflow_runner(DATA_CONVERTER)) is ContextFreeSandboxRunner
+    with_codec = dataclasses.replace(DATA_CONVERTER, payload_codec=Reverses())
+    assert not context_free(with_codec)
+    assert type(workflow_runner(with_codec)) is SandboxedWorkflowRunner
+
+
+async def run_relay(client: Client, runner: SandboxedWorkflowRunner, monkeypatch: pytest.MonkeyPatch
+                    ) -> tuple[ItemResult, list[str]]:
+    """Relays run on ``runner``; its answer and the code each call into the sandbox ran."""
+    ran: list[str] = []
+    real = sandbox_runner._Instance._run_code
+
+    def counted(self: object, code: str, **extra: object) -> None:
+        ran.append(code)
+        real(self, code, **extra)
+
+    monkeypatch.setattr(sandbox_runner._Instance, "_run_code", counted)
+    queue = f"relay-{uuid.uuid4().hex[:8]}"
+    sent = ItemResult("w", "http://127.0.0.1:9/a", "committed", "k",
+                      assets=[StoredAsset("video", "video", "ab" * 32, 3, mime="video/mp4")])
+    async with Worker(client, task_queue=queue, workflows=[Relays], activities=[stamp], workflow_runner=runner):
+        got = await client.execute_workflow(Relays.run, sent, id=f"relay-{queue}", task_queue=queue,
+                                            result_type=ItemResult)
+    monkeypatch.undo()
+    assert got == dataclasses.replace(sent, error="seen by stamp")
+    return got, ran
+
+
+async def test_a_workflow_runs_the_same_without_the_per_payload_calls(
+        temporal_client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    client = Client(**{**temporal_client.config(), "data_converter": DATA_CONVERTER})
+    before, sdk_calls = await run_relay(client, SandboxedWorkflowRunner(), monkeypatch)
+    after, own_calls = await run_relay(client, workflow_runner(DATA_CONVERTER), monkeypatch)
+    assert before == after
+    asked = [code for code in sdk_calls if "_context(" in code]
+    assert asked  # the SDK's runner asks the sandbox for contexts ...
+    assert not [code for code in own_calls if "_context(" in code]  # ... this one never does
+    assert len(own_calls) == len(sdk_calls) - len(asked)  # and runs everything else as before
+
+
+async def test_the_sandbox_still_refuses_what_is_not_deterministic(temporal_client: Client) -> None:
+    client = Client(**{**temporal_client.config(), "data_converter": DATA_CONVERTER})
+    queue = f"gamble-{uuid.uuid4().hex[:8]}"
+    async with Worker(client, task_queue=queue, workflows=[Gambles], workflow_runner=workflow_runner(DATA_CONVERTER)):
+        handle = await client.start_workflow(Gambles.run, id=f"gamble-{queue}", task_queue=queue)
+        try:
+            failure = None
+            for _ in range(200):
+                async for event in handle.fetch_history_events():
+                    if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+                        failure = event.workflow_task_failed_event_attributes.failure.message
+                if failure:
+                    break
+                await asyncio.sleep(0.05)
+        finally:
+            await handle.terminate()
+    assert failure and "random" in failure.lower(), failure
+
+
+def test_the_instance_answers_every_question_the_sdk_asks_an_instance() -> None:
+    """A method the SDK's instance interface gains later (one with a default, not abstract) would
+    otherwise answer for the sandboxed instance without asking it."""
+    from temporalio.worker import WorkflowInstance
+
+    from trawl.worker.sandbox import _ContextFreeInstance
+
+    asked = {name for name in vars(WorkflowInstance) if not name.startswith("_")}
+    assert asked == {"activate", "get_serialization_context", "get_external_store_context", "get_info",
+                     "get_thread_id"}
+    assert asked <= set(vars(_ContextFreeInstance))
