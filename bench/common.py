@@ -177,6 +177,12 @@ def write_media(path: Path, size: int, seed: str) -> Path:
     return path
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process and of its children it has reaped."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
 class Nginx:
     """nginx serving the directory ``root/www`` on loopback (``sendfile``; each request limited to
     ``rate`` bytes/s by ``limit_rate`` when given): a file server whose CPU per request is nearly
@@ -207,15 +213,13 @@ class Nginx:
 
     def cpu_seconds(self) -> float:
         """User + system CPU of nginx's master and worker processes so far."""
-        clk = os.sysconf("SC_CLK_TCK")
         children = subprocess.run(["pgrep", "-P", str(self.proc.pid)], capture_output=True, text=True).stdout.split()
         total = 0.0
-        for pid in [str(self.proc.pid), *children]:
+        for pid in [self.proc.pid, *map(int, children)]:
             try:
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
+                total += cpu_seconds(pid)
+            except OSError:  # a worker that has just exited
                 continue
-            total += sum(int(x) for x in fields[11:15]) / clk
         return total
 
     def close(self) -> None:

@@ -31,18 +31,10 @@ import time
 import uuid
 from pathlib import Path
 
-from common import BIN, REPO, Nginx, connect_when_ready, free_port, wait_port, write_media
+from common import BIN, REPO, Nginx, connect_when_ready, cpu_seconds, free_port, wait_port, write_media
 from temporalio.client import Client
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from trivial import TrivialWorkflow, noop
-
-CLK = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process and its reaped children."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return sum(int(x) for x in fields[11:15]) / CLK
 
 
 async def ceiling(client: Client, count: int, server_pid: int, sandboxed: bool = True) -> dict:
@@ -199,7 +191,8 @@ async def run(args: argparse.Namespace) -> dict:
         for processes in args.processes if not args.tiny_only else []:
             urls = [f"http://127.0.0.1:{sim_port}/slow/{i}.mp4" for i in range(offset, offset + args.items)]
             offset += args.items
-            runs.append(await crawl_rate(client, env, urls, processes, tmp, server.pid))
+            runs.append(await crawl_rate(client, env, urls, processes, tmp, server.pid,
+                                         other_pids={"file_server": sim.pid}))
         # Tiny items against the trivial workflow, alternated round by round: one round's noise
         # (the ceiling itself swings 2x run to run on a shared machine) does not decide; medians.
         rounds = []

@@ -18,6 +18,7 @@ import pytest
 from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.testing import ActivityEnvironment
 
+from trawl.activities import download as download_activity
 from trawl.activities.download import PROGRESS_STEPS, DownloadActivities
 from trawl.contracts import DownloadInput
 from trawl.download import file_sha256, load_state, state_path
@@ -82,7 +83,8 @@ def cancel_once_started(env: ActivityEnvironment, beat: dict[str, Any]) -> None:
 
 
 def test_heartbeats_carry_the_resume_state_as_the_offset_grows(sim: Simulator, client: httpx.Client,
-                                                                 tmp_path: Path) -> None:
+                                                                 tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(download_activity, "REPORT_AFTER_S", 0.0)  # reports from the start: this one lasts 1.5 s
     media = MediaFile("mp4", "beats", SIZE)
     sim.add_file("/beats.mp4", media, FileBehaviour(throttle_bps=THROTTLE))
     h = harness(client, tmp_path / "work")
@@ -97,6 +99,30 @@ def test_heartbeats_carry_the_resume_state_as_the_offset_grows(sim: Simulator, c
     done = [r["bytes_done"] for _, r in h.reports]
     # None at completion: the activity's result tells the item just after.
     assert done == sorted(done) and done[-1] < SIZE and h.reports[-1][1]["bytes_total"] == SIZE
+
+
+def test_a_download_shorter_than_the_report_delay_tells_the_item_nothing(sim: Simulator, client: httpx.Client,
+                                                                        tmp_path: Path) -> None:
+    """Each report is a signal and a workflow task: one that ends within REPORT_AFTER_S sends none,
+    its heartbeats still carry every offset."""
+    assert SIZE / THROTTLE < download_activity.REPORT_AFTER_S
+    media = MediaFile("mp4", "short", SIZE)
+    sim.add_file("/short.mp4", media, FileBehaviour(throttle_bps=THROTTLE))
+    h = harness(client, tmp_path / "work")
+    assert h.run(sim.url("/short.mp4")).sha256 == media.sha256()
+    assert len(h.beats) >= 3 and h.reports == []
+
+
+def test_a_step_passed_before_the_report_delay_is_told_at_the_first_heartbeat_after(
+        sim: Simulator, client: httpx.Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(download_activity, "REPORT_AFTER_S", 0.7)
+    media = MediaFile("mp4", "late", SIZE)
+    sim.add_file("/late.mp4", media, FileBehaviour(throttle_bps=THROTTLE))
+    h = harness(client, tmp_path / "work")
+    h.run(sim.url("/late.mp4"))
+    first = h.reports[0][1]["bytes_done"]
+    # 0.7 s at 1 MB/s: the first report is at a quarter or more, not at the start.
+    assert len(h.reports) <= PROGRESS_STEPS and first >= SIZE // PROGRESS_STEPS, h.reports
 
 
 def test_cancellation_stops_at_a_heartbeat_and_keeps_the_partial_file(sim: Simulator, client: httpx.Client,

@@ -14,6 +14,7 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureEr
 from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ApplicationError
 
+from trawl.activities import download as download_activity
 from trawl.starter.client import cancel_crawl, item_progress, item_result, start_crawl, start_item
 from tests.conftest import make_settings
 from tests.polling import until
@@ -73,7 +74,10 @@ async def test_a_failed_item_is_a_failed_execution_with_its_result(temporal_clie
 
 
 async def test_details_and_progress_of_a_running_then_paused_item(temporal_client: Client, settings: Settings,
-                                                                  sim: Simulator, worker) -> None:
+                                                                  sim: Simulator, worker,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # Reports from half a second in (5 s by default: tests/activities/test_download_activity.py).
+    monkeypatch.setattr(download_activity, "REPORT_AFTER_S", 0.5)
     size = 6 * MiB
     sim.add_file("/v/slow.mp4", MediaFile("mp4", "details", size), FileBehaviour(throttle_bps=1_500_000))
     sim.add_page("/watch/slow", og_page("Slow clip", "/v/slow.mp4"))

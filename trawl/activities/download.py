@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import asdict
 from datetime import timedelta
@@ -27,13 +28,17 @@ ProgressSink = Callable[[str, dict[str, Any]], None]
 # billable action; the CLI and the API read exact bytes from the heartbeats instead.
 PROGRESS_STEPS = 4
 PROGRESS_EVERY_BYTES = 64 * 1024 * 1024  # without a known size
+# Nor before the download has run this long: a shorter one ends before anybody reads the details
+# line, and a report (a signal, a workflow task of its own) was a fifth of a 400 kB item's cost.
+REPORT_AFTER_S = 5.0
 # A live recording reports its measures (media recorded, size, window) when it holds its first
 # segment, then every this many seconds of media: the Web UI's details line says them.
 LIVE_REPORT_EVERY_S = 600.0
 
 
 class ProgressReporter:
-    """Tells the item workflow how far a download got, at coarse steps.
+    """Tells the item workflow how far a download got, at coarse steps, once it has run
+    :data:`REPORT_AFTER_S`.
 
     Heartbeats carry the exact offset but only the server and clients see them; a few reports
     per download let the workflow itself show bytes in the Web UI's details line and keep the
@@ -46,6 +51,7 @@ class ProgressReporter:
         self.asset = asset
         self.last_step: int | None = None
         self.total: int | None = None
+        self.started = time.monotonic()
 
     def __call__(self, state: Any) -> None:
         """Report a downloader's heartbeat state (its ``offset`` and ``estimated_total``) if it passed a step."""
@@ -62,6 +68,8 @@ class ProgressReporter:
         total = self.total = state.estimated_total
         if total and state.offset >= total:
             return  # the activity's own result tells the item just after (a signal would cost a workflow task)
+        if time.monotonic() - self.started < REPORT_AFTER_S:
+            return  # the step passed by then is reported at the first heartbeat after
         step = state.offset * PROGRESS_STEPS // total if total else state.offset // PROGRESS_EVERY_BYTES
         if step != self.last_step:
             self.last_step = step
