@@ -14,6 +14,7 @@ import pytest
 from temporalio.exceptions import CancelledError
 from temporalio.testing import ActivityEnvironment
 
+from trawl.activities import download as download_activity
 from trawl.activities.download import DownloadActivities
 from trawl.contracts import DownloadInput
 from trawl.download import file_sha256, state_path
@@ -59,7 +60,8 @@ def run(client: httpx.Client, work: Path, url: str, *, platform: str = "bilibili
 
 
 def test_segments_per_platform_and_heartbeats_with_every_segment(sim: Simulator, client: httpx.Client,
-                                                                  tmp_path: Path) -> None:
+                                                                  tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(download_activity, "REPORT_AFTER_S", 0.0)  # reports from the start, as a long download's
     media = MediaFile("mp4", "activity-seg", SIZE)
     # Slow enough for several checkpoints (each at least 0.5 s apart).
     how = sim.add_file("/a.mp4", media, FileBehaviour(throttle_bps=600_000))

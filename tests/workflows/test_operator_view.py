@@ -111,6 +111,29 @@ async def test_details_and_progress_of_a_running_then_paused_item(temporal_clien
     assert (await current_details(temporal_client, wid)).startswith("committed - Slow clip")
 
 
+@pytest.mark.parametrize(("size", "activity_name", "stage"), [(3_000_000, "small_item", "download"),
+                                                            (900_000, "fetch_and_store_tiny", "fetch")])
+async def test_a_small_or_tiny_item_s_bytes_are_read_from_its_heartbeats(
+        temporal_client: Client, settings: Settings, sim: Simulator, worker, size: int, activity_name: str,
+        stage: str) -> None:
+    """Downloads shorter than REPORT_AFTER_S tell their item nothing: the status command and the
+    API read the bytes from the heartbeats of the activity doing the download."""
+    name = f"/s/{activity_name}.mp4"
+    sim.add_file(name, MediaFile("mp4", activity_name, size), FileBehaviour(throttle_bps=size // 3))  # 3 s
+    started = await start_item(temporal_client, settings, default_registry(), sim.url(name))
+
+    async def read_from_a_heartbeat() -> dict | None:
+        progress = await item_progress(temporal_client, started.handle)
+        return progress if progress["bytes_done"] > 0 else None
+    progress = await until(read_from_a_heartbeat, "bytes from a heartbeat", 30, every=0.1)
+    assert progress["stage"] == stage and progress["bytes_total"] == size, progress
+    pending = (await started.handle.describe()).raw_description.pending_activities
+    own = await started.handle.query(MediaItemWorkflow.progress)
+    if any(a.activity_type.name == activity_name for a in pending):  # still downloading: no report yet
+        assert own.bytes_done == 0, own
+    assert (await asyncio.wait_for(item_result(started.handle, ""), 60)).outcome == "committed"
+
+
 async def test_a_cancelled_item_keeps_its_identity(temporal_client: Client, settings: Settings, sim: Simulator,
                                                    worker) -> None:
     sim.add_file("/v/c.mp4", MediaFile("mp4", "identity", 8 * MiB), FileBehaviour(throttle_bps=1_000_000))

@@ -307,6 +307,11 @@ def crawl_handle(client: Client, crawl_id: str, run_id: str | None = None) -> Wo
     return client.get_workflow_handle(crawl_id, run_id=run_id, result_type=CrawlStats)
 
 
+# Activities whose heartbeats carry a download's state (its offset, and its total once known):
+# a small item's one activity and a tiny item's fetch beat with their download's while it runs.
+DOWNLOADING = ("download", "small_item", "fetch_and_store_tiny")
+
+
 async def item_progress(client: Client, handle: WorkflowHandle) -> dict[str, Any]:
     """Live progress of a running item: the workflow's own view plus the downloads' heartbeats."""
     progress = await handle.query(PROGRESS, result_type=Progress)
@@ -340,7 +345,7 @@ async def item_progress(client: Client, handle: WorkflowHandle) -> dict[str, Any
                 retry = {"activity": pending.activity_type.name, "attempt": pending.attempt,
                          "error_class": failure.application_failure_info.type or "error", "message": failure.message,
                          "next_at": pending.next_attempt_schedule_time.ToMicroseconds() / 1e6}
-        if pending.activity_type.name == "download" and pending.heartbeat_details.payloads:
+        if pending.activity_type.name in DOWNLOADING and pending.heartbeat_details.payloads:
             details = (await client.data_converter.decode(pending.heartbeat_details.payloads))[0]
             recording = recording or recording_view(details)
             if recording is not None:  # a live recording: its parts committed so far and the one in progress

@@ -61,7 +61,15 @@ class ProgressBook:
     def downloaded(self, name: str, size: int) -> None:
         """An asset's download ended with ``size`` bytes (not verified yet)."""
         self._partial[name] = size
+        self._sized(name, size)
         self._refresh()
+
+    def _sized(self, name: str, size: int) -> None:
+        """An asset whose whole size is known now counts in the total, though its download ended
+        before it reported one (a download reports only once it has run a while)."""
+        if not self._totals_known:
+            self._reported_totals[name] = size
+            self.progress.bytes_total = sum(self._reported_totals.values())
 
     def dropped(self, name: str) -> None:
         """An asset's bytes are gone (a corrupt file removed, an optional asset left out)."""
@@ -71,6 +79,7 @@ class ProgressBook:
     def verified(self, name: str, size: int) -> None:
         self._partial.pop(name, None)
         self._verified.add(name)
+        self._sized(name, size)
         self.progress.bytes_finished += size
         self._refresh()
 
@@ -79,6 +88,8 @@ class ProgressBook:
         self._verified.update(names)
         self._partial.clear()
         self.progress.bytes_finished = size
+        if not self._totals_known:
+            self.progress.bytes_total = size
         self._refresh()
 
     def unfinished_gone(self) -> None:
