@@ -104,8 +104,8 @@ def test_heartbeats_carry_the_resume_state_as_the_offset_grows(sim: Simulator, c
 
 def test_a_download_shorter_than_the_report_delay_tells_the_item_nothing(sim: Simulator, client: httpx.Client,
                                                                         tmp_path: Path) -> None:
-    """Each report is a signal and a workflow task: one that ends within REPORT_AFTER_S sends none,
-    its heartbeats still carry every offset."""
+    """Each report is a signal and a workflow task: one of a size the item knows that ends within
+    REPORT_AFTER_S sends none, its heartbeats still carry every offset."""
     assert SIZE / THROTTLE < download_activity.REPORT_AFTER_S
     media = MediaFile("mp4", "short", SIZE)
     sim.add_file("/short.mp4", media, FileBehaviour(throttle_bps=THROTTLE))
@@ -114,20 +114,37 @@ def test_a_download_shorter_than_the_report_delay_tells_the_item_nothing(sim: Si
     assert len(h.beats) >= 3 and h.reports == []
 
 
+def test_a_download_of_a_size_the_item_does_not_know_reports_at_once(sim: Simulator, client: httpx.Client,
+                                                                     tmp_path: Path) -> None:
+    """Its server's size is how the item learns its total (trawl.workflows.progress)."""
+    sim.add_file("/unsized.mp4", MediaFile("mp4", "unsized", SIZE), FileBehaviour(throttle_bps=THROTTLE))
+    h = harness(client, tmp_path / "work")
+    h.run(sim.url("/unsized.mp4"), size=None)
+    assert h.reports and h.reports[0][1]["bytes_total"] == SIZE
+
+
 def test_a_step_passed_before_the_report_delay_is_told_at_the_first_heartbeat_after(
         sim: Simulator, client: httpx.Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(download_activity, "REPORT_AFTER_S", 0.7)
+    delay = 0.7
+    monkeypatch.setattr(download_activity, "REPORT_AFTER_S", delay)
     media = MediaFile("mp4", "late", SIZE)
     sim.add_file("/late.mp4", media, FileBehaviour(throttle_bps=THROTTLE))
-    h = harness(client, tmp_path / "work")
-    sent_at: list[float] = []
+    beats: list[tuple[float, int]] = []
+    h = harness(client, tmp_path / "work", on_beat=lambda env, beat: beats.append((time.monotonic(), beat["offset"])))
+    sent: list[tuple[float, int]] = []
     sink = h.activities.progress
-    h.activities.progress = lambda wid, report: (sent_at.append(time.monotonic()), sink(wid, report))
+    h.activities.progress = lambda wid, report: (sent.append((time.monotonic(), report["bytes_done"])),
+                                                 sink(wid, report))
     began = time.monotonic()
     h.run(sim.url("/late.mp4"))
-    assert h.reports and all(at - began >= 0.7 for at in sent_at), (sent_at, began)
-    # The first says the bytes of its moment, not the step's start: none was sent at 0 %.
-    assert h.reports[0][1]["bytes_done"] > 0 and len(h.reports) <= PROGRESS_STEPS
+    assert sent and len(sent) <= PROGRESS_STEPS, sent
+    first_at, first_bytes = sent[0]
+    assert first_at - began >= delay
+    # Sent with a heartbeat (the one just before it, at the same offset), and with the first one
+    # after the delay: none came between the delay's end and it.
+    before = [beat for beat in beats if beat[0] <= first_at]
+    assert before[-1][1] == first_bytes > 0
+    assert not [at for at, _ in before[:-1] if at >= began + delay + 0.1], (began, beats, sent)
 
 
 def test_cancellation_stops_at_a_heartbeat_and_keeps_the_partial_file(sim: Simulator, client: httpx.Client,

@@ -127,8 +127,8 @@ async def test_a_small_or_tiny_item_s_bytes_are_read_from_its_heartbeats(
         return progress if progress["bytes_done"] > 0 else None
     progress = await until(read_from_a_heartbeat, "bytes from a heartbeat", 30, every=0.1)
     assert progress["stage"] == stage and progress["bytes_total"] == size, progress
-    pending = (await started.handle.describe()).raw_description.pending_activities
     own = await started.handle.query(MediaItemWorkflow.progress)
+    pending = (await started.handle.describe()).raw_description.pending_activities
     if any(a.activity_type.name == activity_name for a in pending):  # still downloading: no report yet
         assert own.bytes_done == 0, own
     assert (await asyncio.wait_for(item_result(started.handle, ""), 60)).outcome == "committed"

@@ -28,8 +28,9 @@ ProgressSink = Callable[[str, dict[str, Any]], None]
 # billable action; the CLI and the API read exact bytes from the heartbeats instead.
 PROGRESS_STEPS = 4
 PROGRESS_EVERY_BYTES = 64 * 1024 * 1024  # without a known size
-# Nor before the download has run this long: a shorter one ends before anybody reads the details
-# line, and a report (a signal, a workflow task of its own) was a fifth of a 400 kB item's cost.
+# Nor, for an asset whose size the item knows, before the download has run this long: a shorter
+# one ends before anybody reads the details line, and a report is a signal and a workflow task of
+# its own (a tiny item has two in all).
 REPORT_AFTER_S = 5.0
 # A live recording reports its measures (media recorded, size, window) when it holds its first
 # segment, then every this many seconds of media: the Web UI's details line says them.
@@ -37,21 +38,23 @@ LIVE_REPORT_EVERY_S = 600.0
 
 
 class ProgressReporter:
-    """Tells the item workflow how far a download got, at coarse steps, once it has run
-    :data:`REPORT_AFTER_S`.
+    """Tells the item workflow how far a download got, at coarse steps; for an asset of a size
+    the platform gave, only once it has run :data:`REPORT_AFTER_S`.
 
     Heartbeats carry the exact offset but only the server and clients see them; a few reports
     per download let the workflow itself show bytes in the Web UI's details line and keep the
     bytes of a paused download counted. Each report is a signal (history events), hence steps.
     """
 
-    def __init__(self, sink: ProgressSink | None, workflow_id: str, asset: str) -> None:
+    def __init__(self, sink: ProgressSink | None, workflow_id: str, asset: str, size_given: bool = False) -> None:
         self.sink = sink
         self.workflow_id = workflow_id
         self.asset = asset
         self.last_step: int | None = None
         self.total: int | None = None
-        self.started = time.monotonic()
+        # An asset whose size the platform did not give reports at once: its server's size is
+        # how the item learns its total (trawl.workflows.progress).
+        self.quiet_until = time.monotonic() + (REPORT_AFTER_S if size_given else 0.0)
 
     def __call__(self, state: Any) -> None:
         """Report a downloader's heartbeat state (its ``offset`` and ``estimated_total``) if it passed a step."""
@@ -68,7 +71,7 @@ class ProgressReporter:
         total = self.total = state.estimated_total
         if total and state.offset >= total:
             return  # the activity's own result tells the item just after (a signal would cost a workflow task)
-        if time.monotonic() - self.started < REPORT_AFTER_S:
+        if time.monotonic() < self.quiet_until:
             return  # the step passed by then is reported at the first heartbeat after
         step = state.offset * PROGRESS_STEPS // total if total else state.offset // PROGRESS_EVERY_BYTES
         if step != self.last_step:
@@ -106,7 +109,8 @@ class DownloadActivities:
     def download(self, inp: DownloadInput) -> DownloadResult:
         part = self.part_path(inp.workflow_id, inp.asset.name)
         mark_owner(part.parent, inp.workflow_id)
-        report = ProgressReporter(self.progress, inp.workflow_id, inp.asset.name)
+        report = ProgressReporter(self.progress, inp.workflow_id, inp.asset.name,
+                                  size_given=inp.asset.expected_size is not None)
 
         def beat(state: Any) -> None:  # the downloader's own state dataclass
             activity.heartbeat(asdict(state))

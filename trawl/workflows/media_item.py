@@ -175,7 +175,7 @@ class MediaItemWorkflow:
                 self._identify(resolved)  # lean: an item done by its fetch says it with its outcome
             if fetched.committed:
                 return self._finish(self._result("duplicate", resolved, fetched.stored))
-            self._book.known_total(known_total(resolved.assets))
+            self._book.known_sizes({asset.name: asset.expected_size for asset in resolved.assets})
             if self._hands_over(resolved):
                 return self._finish(await self._recorded_by_broadcast(resolved))
             if fetched.finished:

@@ -20,22 +20,31 @@ MiB = 1024 * 1024
 
 class ProgressBook:
     """Bytes of verified assets, of unfinished downloads (as last reported or kept) and the total
-    (from the platform when it gave every size, else as the servers announce them)."""
+    (the platform's sizes, with those it did not give as the servers announce them; unknown until
+    every asset has one)."""
 
     def __init__(self) -> None:
         self.progress = Progress()
         self.title: str | None = None
         self._partial: dict[str, int] = {}  # asset name -> bytes of its unfinished download
         self._verified: set[str] = set()  # assets whose download was verified
-        self._reported_totals: dict[str, int] = {}  # asset name -> size its server announced
+        self._sizes: dict[str, int | None] = {}  # asset name -> its size, as given or announced
         self._totals_known = False  # the platform gave every asset's size up front
         self._live: dict[str, Any] | None = None  # a live recording's latest measures
 
     # -- bytes ------------------------------------------------------------------------------
-    def known_total(self, total: int | None) -> None:
-        """The platform's total of every asset's size (None: not all of them are known)."""
-        self.progress.bytes_total = total
-        self._totals_known = total is not None
+    def known_sizes(self, sizes: dict[str, int | None]) -> None:
+        """Each asset's size as the platform gave it (None: unknown until its server announces it
+        in a report). The total is known once every asset's size is: a download of a known size
+        may end before it reports (trawl.activities.download.REPORT_AFTER_S), so a total of the
+        sizes announced so far could fall short of the bytes done."""
+        self._sizes = dict(sizes)
+        self._totals_known = all(size is not None for size in sizes.values())
+        self._total()
+
+    def _total(self) -> None:
+        sizes = list(self._sizes.values())
+        self.progress.bytes_total = sum(sizes) if sizes and None not in sizes else None  # type: ignore[arg-type]
 
     def reported(self, report: DownloadProgress) -> None:
         """A running download's report. A paused download's last report may arrive after its
@@ -45,10 +54,10 @@ class ProgressBook:
         if report.asset in self._verified:
             return
         self._partial[report.asset] = max(self._partial.get(report.asset, 0), report.bytes_done)
-        if report.bytes_total and not self._totals_known:
+        if report.bytes_total and not self._totals_known and report.asset in self._sizes:
             # Sizes the platform did not give: what the servers announce, as they announce it.
-            self._reported_totals[report.asset] = report.bytes_total
-            self.progress.bytes_total = sum(self._reported_totals.values())
+            self._sizes[report.asset] = report.bytes_total
+            self._total()
         self._refresh()
         self.show(self.progress.stage)
 
@@ -61,15 +70,7 @@ class ProgressBook:
     def downloaded(self, name: str, size: int) -> None:
         """An asset's download ended with ``size`` bytes (not verified yet)."""
         self._partial[name] = size
-        self._sized(name, size)
         self._refresh()
-
-    def _sized(self, name: str, size: int) -> None:
-        """An asset whose whole size is known now counts in the total, though its download ended
-        before it reported one (a download reports only once it has run a while)."""
-        if not self._totals_known:
-            self._reported_totals[name] = size
-            self.progress.bytes_total = sum(self._reported_totals.values())
 
     def dropped(self, name: str) -> None:
         """An asset's bytes are gone (a corrupt file removed, an optional asset left out)."""
@@ -79,7 +80,6 @@ class ProgressBook:
     def verified(self, name: str, size: int) -> None:
         self._partial.pop(name, None)
         self._verified.add(name)
-        self._sized(name, size)
         self.progress.bytes_finished += size
         self._refresh()
 
@@ -88,8 +88,6 @@ class ProgressBook:
         self._verified.update(names)
         self._partial.clear()
         self.progress.bytes_finished = size
-        if not self._totals_known:
-            self.progress.bytes_total = size
         self._refresh()
 
     def unfinished_gone(self) -> None:
