@@ -111,6 +111,24 @@ async def test_details_and_progress_of_a_running_then_paused_item(temporal_clien
     assert (await current_details(temporal_client, wid)).startswith("committed - Slow clip")
 
 
+async def test_a_cover_of_no_given_size_counts_in_the_percent_once_downloaded(
+        temporal_client: Client, settings: Settings, sim: Simulator, worker) -> None:
+    """The page gives the video's size (the probe), not the cover's, and the cover ends before it
+    would report: its download's end gives the item its size, and the details line its percent."""
+    size = 6 * MiB
+    sim.add_file("/v/covered.mp4", MediaFile("mp4", "covered", size), FileBehaviour(throttle_bps=1_000_000))
+    sim.add_file("/v/covered.jpg", MediaFile("jpeg", "covered-cover", 20_000))
+    sim.add_page("/watch/covered", og_page("Covered clip", "/v/covered.mp4", image="/v/covered.jpg"))
+    started = await start_item(temporal_client, settings, default_registry(), sim.url("/watch/covered"))
+
+    async def with_percent() -> str | None:
+        details = await current_details(temporal_client, started.workflow_id)
+        return details if "%" in details else None
+    details = await until(with_percent, "a percent in the details line", 30, every=0.1)
+    assert f"/{(size + 20_000) / MiB:.1f} MiB - Covered clip" in details, details
+    assert (await asyncio.wait_for(item_result(started.handle, ""), 60)).outcome == "committed"
+
+
 @pytest.mark.parametrize(("size", "activity_name", "stage"), [(3_000_000, "small_item", "download"),
                                                             (900_000, "fetch_and_store_tiny", "fetch")])
 async def test_a_small_or_tiny_item_s_bytes_are_read_from_its_heartbeats(

@@ -1,5 +1,6 @@
 """An item's progress book (trawl.workflows.progress), outside a workflow: its total is the sizes
-the platform gave with those its servers announce, and none until every asset has one."""
+the platform gave with the others as their servers announce them or their downloads end, and none
+until every asset has one."""
 
 from __future__ import annotations
 
@@ -21,12 +22,16 @@ def shown(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return lines
 
 
-def test_no_total_until_every_asset_has_a_size(shown: list[str]) -> None:
+def book_of(sizes: dict[str, int | None]) -> ProgressBook:
     book = ProgressBook()
     book.progress.stage = "download"
-    # The thumbnail's size was given (its download may end before it would report); the video's not.
-    book.known_sizes({"video": None, "thumbnail": 1 * MiB})
-    book.downloaded("thumbnail", 1 * MiB)
+    book.known_sizes(sizes)
+    return book
+
+
+def test_no_total_until_every_asset_has_a_size(shown: list[str]) -> None:
+    book = book_of({"video": None, "thumbnail": None})
+    book.downloaded("thumbnail", 1 * MiB)  # a cover image ends before it would report
     book.verified("thumbnail", 1 * MiB)
     book.show("download")
     assert book.progress.bytes_total is None and shown[-1].startswith("download 1.0 MiB"), shown[-1]
@@ -38,16 +43,24 @@ def test_no_total_until_every_asset_has_a_size(shown: list[str]) -> None:
     assert book.progress.bytes_done == book.progress.bytes_total == 41 * MiB
 
 
-def test_sizes_the_platform_gave_are_the_total_from_the_start(shown: list[str]) -> None:
-    book = ProgressBook()
-    book.known_sizes({"video": 40 * MiB, "audio": 10 * MiB})
+def test_sizes_the_platform_gave_stay_and_the_others_are_announced(shown: list[str]) -> None:
+    book = book_of({"video": 40 * MiB, "audio": None})
+    assert book.progress.bytes_total is None
+    book.reported(DownloadProgress("audio", 1 * MiB, 10 * MiB))
     assert book.progress.bytes_total == 50 * MiB
     book.reported(DownloadProgress("video", 4 * MiB, 41 * MiB))  # a server's word does not replace the platform's
     assert book.progress.bytes_total == 50 * MiB
+    book.reported(DownloadProgress("small-item", 0, 3 * MiB, stage="commit"))  # not an asset's
+    assert book.progress.bytes_total == 50 * MiB
 
 
-def test_a_report_for_a_name_that_is_no_asset_does_not_make_a_total(shown: list[str]) -> None:
-    book = ProgressBook()
-    book.known_sizes({"video": None})
-    book.reported(DownloadProgress("small-item", 0, 3 * MiB, stage="commit"))
+def test_an_asset_left_out_leaves_the_total(shown: list[str]) -> None:
+    book = book_of({"video": 40 * MiB, "thumbnail": None})
+    book.left_out("thumbnail")
+    assert book.progress.bytes_total == 40 * MiB
+
+
+def test_a_recording_s_part_is_not_its_size(shown: list[str]) -> None:
+    book = book_of({"live": None})
+    book.downloaded("live", 5 * MiB, whole=False)
     assert book.progress.bytes_total is None

@@ -28,9 +28,9 @@ ProgressSink = Callable[[str, dict[str, Any]], None]
 # billable action; the CLI and the API read exact bytes from the heartbeats instead.
 PROGRESS_STEPS = 4
 PROGRESS_EVERY_BYTES = 64 * 1024 * 1024  # without a known size
-# Nor, for an asset whose size the item knows, before the download has run this long: a shorter
-# one ends before anybody reads the details line, and a report is a signal and a workflow task of
-# its own (a tiny item has two in all).
+# Nor before the download has run this long, unless it tells the item a size it did not have: a
+# shorter one ends before anybody reads the details line, and a report is a signal and a workflow
+# task of its own (a tiny item has two in all).
 REPORT_AFTER_S = 5.0
 # A live recording reports its measures (media recorded, size, window) when it holds its first
 # segment, then every this many seconds of media: the Web UI's details line says them.
@@ -38,8 +38,8 @@ LIVE_REPORT_EVERY_S = 600.0
 
 
 class ProgressReporter:
-    """Tells the item workflow how far a download got, at coarse steps; for an asset of a size
-    the platform gave, only once it has run :data:`REPORT_AFTER_S`.
+    """Tells the item workflow how far a download got, at coarse steps, once it has run
+    :data:`REPORT_AFTER_S` (at once when it learns a size the platform did not give).
 
     Heartbeats carry the exact offset but only the server and clients see them; a few reports
     per download let the workflow itself show bytes in the Web UI's details line and keep the
@@ -52,9 +52,10 @@ class ProgressReporter:
         self.asset = asset
         self.last_step: int | None = None
         self.total: int | None = None
-        # An asset whose size the platform did not give reports at once: its server's size is
-        # how the item learns its total (trawl.workflows.progress).
-        self.quiet_until = time.monotonic() + (REPORT_AFTER_S if size_given else 0.0)
+        # A size the platform did not give is reported at once when the server announces it: it
+        # is how the item learns its total (trawl.workflows.progress).
+        self.size_given = size_given
+        self.quiet_until = time.monotonic() + REPORT_AFTER_S
 
     def __call__(self, state: Any) -> None:
         """Report a downloader's heartbeat state (its ``offset`` and ``estimated_total``) if it passed a step."""
@@ -71,7 +72,7 @@ class ProgressReporter:
         total = self.total = state.estimated_total
         if total and state.offset >= total:
             return  # the activity's own result tells the item just after (a signal would cost a workflow task)
-        if time.monotonic() < self.quiet_until:
+        if time.monotonic() < self.quiet_until and not (total and not self.size_given):
             return  # the step passed by then is reported at the first heartbeat after
         step = state.offset * PROGRESS_STEPS // total if total else state.offset // PROGRESS_EVERY_BYTES
         if step != self.last_step:

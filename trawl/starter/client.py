@@ -356,7 +356,8 @@ async def item_progress(client: Client, handle: WorkflowHandle) -> dict[str, Any
     # The heartbeats are the freshest; the workflow's own count also holds a paused item's kept bytes.
     done = max(progress.bytes_done, live)
     if total is None and running_total:
-        total = progress.bytes_finished + running_total
+        # Downloads ended but not verified yet count in ``done`` and in no running total.
+        total = max(done, progress.bytes_finished + running_total)
     answer = {"stage": progress.stage, "bytes_done": done, "bytes_total": total, "attempt": attempt,
               "last_error": last_error, "paused": progress.paused, "retry": retry}
     if recording is not None:  # a recording: "recording" where a download would be, and its measures

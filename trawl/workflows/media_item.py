@@ -445,7 +445,7 @@ class MediaItemWorkflow:
             if asset.kind not in OPTIONAL_KINDS:
                 raise
             workflow.logger.warning(f"{name} left out: {failed.error_class}: {failed.message}")
-            self._book.dropped(name)
+            self._book.left_out(name)
             return None
 
     async def _download_verified(self, resolved: Resolved, name: str) -> tuple[Asset, DownloadResult, VerifyResult]:
@@ -646,7 +646,7 @@ class MediaItemWorkflow:
             **self._local(),
         ))
         # Downloads report no progress at completion: their result says it.
-        self._book.downloaded(asset.name, result.size)
+        self._book.downloaded(asset.name, result.size, whole=not recording)
         return result
 
     @property

@@ -29,6 +29,7 @@ class ProgressBook:
         self._partial: dict[str, int] = {}  # asset name -> bytes of its unfinished download
         self._verified: set[str] = set()  # assets whose download was verified
         self._sizes: dict[str, int | None] = {}  # asset name -> its size, as given or announced
+        self._given: set[str] = set()  # the assets whose size the platform gave
         self._totals_known = False  # the platform gave every asset's size up front
         self._live: dict[str, Any] | None = None  # a live recording's latest measures
 
@@ -39,7 +40,8 @@ class ProgressBook:
         may end before it reports (trawl.activities.download.REPORT_AFTER_S), so a total of the
         sizes announced so far could fall short of the bytes done."""
         self._sizes = dict(sizes)
-        self._totals_known = all(size is not None for size in sizes.values())
+        self._given = {name for name, size in sizes.items() if size is not None}
+        self._totals_known = len(self._given) == len(sizes)
         self._total()
 
     def _total(self) -> None:
@@ -54,7 +56,7 @@ class ProgressBook:
         if report.asset in self._verified:
             return
         self._partial[report.asset] = max(self._partial.get(report.asset, 0), report.bytes_done)
-        if report.bytes_total and not self._totals_known and report.asset in self._sizes:
+        if report.bytes_total and report.asset in self._sizes and report.asset not in self._given:
             # Sizes the platform did not give: what the servers announce, as they announce it.
             self._sizes[report.asset] = report.bytes_total
             self._total()
@@ -67,10 +69,22 @@ class ProgressBook:
         self._live = live
         self.show(self.progress.stage)
 
-    def downloaded(self, name: str, size: int) -> None:
-        """An asset's download ended with ``size`` bytes (not verified yet)."""
+    def downloaded(self, name: str, size: int, whole: bool = True) -> None:
+        """An asset's download ended with ``size`` bytes (not verified yet); ``whole``: the asset's
+        whole size, which counts in the total if nothing gave it before (a cover image ends before
+        it would report; a recording's part is not its recording's size)."""
         self._partial[name] = size
+        if whole and name in self._sizes and self._sizes[name] is None:
+            self._sizes[name] = size
+            self._total()
         self._refresh()
+
+    def left_out(self, name: str) -> None:
+        """An optional asset is left out of the item: its bytes and its size no longer count."""
+        self._sizes.pop(name, None)
+        self._given.discard(name)
+        self._total()
+        self.dropped(name)
 
     def dropped(self, name: str) -> None:
         """An asset's bytes are gone (a corrupt file removed, an optional asset left out)."""
