@@ -127,9 +127,10 @@ def test_a_segment_answered_200_falls_back_to_one_connection_from_the_prefix(sim
     out = make(client).download([sim.url("/f.mp4")], part)
     assert refused.is_set()
     assert out.sha256 == media.sha256() == file_sha256(part)
-    # After the refusal: one open-ended request from the contiguous prefix, not more segments.
+    # After the refusal: one open-ended request from the contiguous prefix, not more segments; a
+    # plain GET when no byte of the prefix had come yet (a loaded machine: seen under load 9).
     after = ranges_of(sim)[ranges_of(sim).index(f"bytes={third}-{plan_segments(SIZE, 4)[2][1] - 1}") + 1:]
-    assert after and after[-1].endswith("-") and after[-1] != "bytes=0-"
+    assert after and (after[-1] is None or (after[-1].endswith("-") and after[-1] != "bytes=0-")), after
     assert load_state(part).segments is None
 
 
