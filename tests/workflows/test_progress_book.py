@@ -64,3 +64,10 @@ def test_a_recording_s_part_is_not_its_size(shown: list[str]) -> None:
     book = book_of({"live": None})
     book.downloaded("live", 5 * MiB, whole=False)
     assert book.progress.bytes_total is None
+
+
+def test_a_guessed_size_gives_way_to_the_downloaded_one(shown: list[str]) -> None:
+    book = book_of({"video": None})
+    book.reported(DownloadProgress("video", 4 * MiB, 10 * MiB))  # an HLS VOD's estimate so far
+    book.downloaded("video", 10 * MiB + 300_000)
+    assert book.progress.bytes_done == book.progress.bytes_total == 10 * MiB + 300_000

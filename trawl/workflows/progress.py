@@ -30,7 +30,6 @@ class ProgressBook:
         self._verified: set[str] = set()  # assets whose download was verified
         self._sizes: dict[str, int | None] = {}  # asset name -> its size, as given or announced
         self._given: set[str] = set()  # the assets whose size the platform gave
-        self._totals_known = False  # the platform gave every asset's size up front
         self._live: dict[str, Any] | None = None  # a live recording's latest measures
 
     # -- bytes ------------------------------------------------------------------------------
@@ -41,7 +40,6 @@ class ProgressBook:
         sizes announced so far could fall short of the bytes done."""
         self._sizes = dict(sizes)
         self._given = {name for name, size in sizes.items() if size is not None}
-        self._totals_known = len(self._given) == len(sizes)
         self._total()
 
     def _total(self) -> None:
@@ -74,7 +72,7 @@ class ProgressBook:
         whole size, which counts in the total if nothing gave it before (a cover image ends before
         it would report; a recording's part is not its recording's size)."""
         self._partial[name] = size
-        if whole and name in self._sizes and self._sizes[name] is None:
+        if whole and name in self._sizes and name not in self._given:  # an announced size may be a guess (HLS)
             self._sizes[name] = size
             self._total()
         self._refresh()
