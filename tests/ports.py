@@ -83,3 +83,18 @@ def restartable_ports(count: int) -> int:
             del _given[next(iter(_given))]
         return first
     raise RuntimeError("no free loopback port range below the ephemeral ports")
+
+
+# Sockets bound (never listening) for the life of the test process: a connection to their port is
+# refused, and no other process can bind it meanwhile. A port bound and let go at once was taken by
+# another test's server before the command connected (seen in CI: a read-only command found an HTTP
+# server there, "h2 protocol error", not "no server answers").
+_held: list[socket.socket] = []
+
+
+def closed_address() -> str:
+    """A loopback address where nothing listens, for as long as the test process lives."""
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    _held.append(held)
+    return f"127.0.0.1:{held.getsockname()[1]}"

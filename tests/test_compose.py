@@ -29,6 +29,7 @@ from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
 
 from tests.polling import wait_until
+from tests.ports import closed_address
 from trawl.starter.binding import ApiConfigError, require_safe_binding
 from trawl.durations import parse_duration
 from trawl.settings import Settings
@@ -346,13 +347,6 @@ def _run_admin_tools(tmp_path: Path, address: str, namespace: str, retention: st
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-
-
-def closed_address() -> str:
-    """A loopback address where nothing listens."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{s.getsockname()[1]}"
 
 
 async def _retention(client: Client, namespace: str) -> timedelta:

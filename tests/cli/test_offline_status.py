@@ -9,7 +9,8 @@ import json
 from pathlib import Path
 
 from tests.e2e.test_cli import run, trawl_env
-from tests.e2e.test_cli_mistakes import closed_address, one_line_error
+from tests.e2e.test_cli_mistakes import one_line_error
+from tests.ports import closed_address
 from trawl.platforms.registry import build_registry
 from trawl.storage.catalog import Catalog, CommittedAsset
 from trawl.storage.blobs import open_blob_store

@@ -14,17 +14,11 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.test_cli import TRAWL, run, trawl_env
+from tests.ports import closed_address
 from tests.tcpproxy import TcpProxy
 from tests.worker.test_supervisor import free_ports, metrics_up, started_pids, wait
 from trawl.settings import ConfigError, load_settings
 from trawl.simulator import MediaFile, Simulator
-
-
-def closed_address() -> str:
-    """A loopback address where nothing listens."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{s.getsockname()[1]}"
 
 
 def one_line_error(done: subprocess.CompletedProcess[str], code: int = 2) -> str:

@@ -13,7 +13,8 @@ import pytest
 
 from tests.e2e.test_cli import TRAWL, run, trawl_env
 from tests.ports import free_port
-from tests.e2e.test_cli_mistakes import closed_address, one_line_error
+from tests.e2e.test_cli_mistakes import one_line_error
+from tests.ports import closed_address
 from tests.e2e.test_lifecycle import Command, commands  # noqa: F401 - a fixture
 from tests.starter.test_embedded import DEADLINE, dev_servers, wait_until
 from trawl.simulator import MediaFile, Simulator
