@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import importlib
+import sys
 import uuid
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 from temporalio.api.common.v1 import Payload
@@ -20,7 +23,7 @@ from temporalio.worker.workflow_sandbox import _runner as sandbox_runner
 from tests.worker.relay_workflow import Gambles, Relays, stamp
 from trawl.contracts import ItemResult, StoredAsset
 from trawl.worker.interceptors import DATA_CONVERTER
-from trawl.worker.sandbox import ContextFreeSandboxRunner, context_free, workflow_runner
+from trawl.worker.sandbox import ContextFreeSandboxRunner, LoadedCode, context_free, keep_loaded_code, workflow_runner
 
 
 class Reverses(PayloadCodec):
@@ -103,3 +106,57 @@ def test_the_instance_answers_every_question_the_sdk_asks_an_instance() -> None:
     assert asked == {"activate", "get_serialization_context", "get_external_store_context", "get_info",
                      "get_thread_id"}
     assert asked <= set(vars(_ContextFreeInstance))
+
+
+ANSWERS = '''
+from temporalio import workflow
+
+
+@workflow.defn(name="Answers")
+class Answers:
+    @workflow.run
+    async def run(self) -> str:
+        return {answer!r}
+'''
+
+
+async def test_a_worker_runs_the_workflow_code_it_loaded_whatever_is_on_disk(
+        temporal_client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A workflow module replaced on disk under a running worker (an upgrade installed over it, a
+    checkout edited) does not change its next runs while the code it loaded is kept; without it the
+    sandbox imports the new file for each new run, beside the modules it passes through as loaded."""
+    package = f"kept_{uuid.uuid4().hex[:8]}"
+    (tmp_path / package).mkdir()
+    (tmp_path / package / "__init__.py").write_text("")
+    module = tmp_path / package / "answers.py"
+    module.write_text(ANSWERS.format(answer="as loaded"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    answers = importlib.import_module(f"{package}.answers")
+    kept = LoadedCode([answers.__name__]).install()
+    assert kept.names() == {package, answers.__name__}
+    client = Client(**{**temporal_client.config(), "data_converter": DATA_CONVERTER})
+    queue = f"answers-{uuid.uuid4().hex[:8]}"
+    try:
+        module.write_text(ANSWERS.format(answer="replaced on disk"))
+        async with Worker(client, task_queue=queue, workflows=[answers.Answers],
+                          workflow_runner=workflow_runner(DATA_CONVERTER)):
+            async def answer(run: int) -> str:
+                return await client.execute_workflow("Answers", id=f"{queue}-{run}", task_queue=queue,
+                                                     result_type=str)
+
+            assert [await answer(1), await answer(2)] == ["as loaded", "as loaded"]
+            kept.remove()
+            assert await answer(3) == "replaced on disk"  # what keeping the code prevents
+    finally:
+        kept.remove()
+
+
+def test_the_process_keeps_the_code_of_its_workflows_once() -> None:
+    from trawl.workflows.crawl import CrawlWorkflow
+    from trawl.workflows.media_item import MediaItemWorkflow
+
+    kept = keep_loaded_code([MediaItemWorkflow])
+    assert keep_loaded_code([MediaItemWorkflow, CrawlWorkflow]) is kept
+    assert {"trawl", "trawl.workflows", "trawl.workflows.media_item", "trawl.workflows.crawl"} <= kept.names()
+    assert sys.meta_path.count(kept) == 1 and sys.meta_path[0] is kept
+    assert LoadedCode(["__main__"]).names() <= {"__main__"}  # a module with no code to keep is skipped, not refused

@@ -44,7 +44,7 @@ from trawl.worker.cleanup import clean_periodically, keep_statistics
 from trawl.worker.runtime import ONE_SHOT_MARK
 from trawl.worker.type_hints import install as cache_type_hints
 from trawl.worker.interceptors import ObservingInterceptor, TrawlFailureConverter, trawl_data_converter
-from trawl.worker.sandbox import workflow_runner
+from trawl.worker.sandbox import keep_loaded_code, workflow_runner
 from trawl.workflows.crawl import CrawlWorkflow
 from trawl.workflows.extras import ExtrasRefreshWorkflow
 from trawl.workflows.media_item import MediaItemWorkflow
@@ -171,6 +171,7 @@ async def running_worker(
                activity_executor=executor, max_concurrent_activities=download_slots, **common),
     ]
     if workflows:  # a process may leave the workflows to others (the crawl groupings test does)
+        keep_loaded_code(workflows)  # its runs' code is the code it loaded, whatever happens on disk
         workers.insert(0, Worker(client, task_queue=workflow_queue(prefix), workflows=list(workflows),
                                  sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
                                  workflow_runner=workflow_runner(client.data_converter), **common))

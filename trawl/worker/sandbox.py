@@ -13,10 +13,25 @@ neither: every answer is thrown away. :func:`workflow_runner` answers without as
 the sandbox when that holds, and is the SDK's own sandboxed runner otherwise (a codec or store
 added later gets its contexts as before). What runs in the sandbox, and so each workflow's
 commands and its determinism checks, is unchanged.
+
+The sandbox also imports each workflow's module again for every run it starts (its global state is
+the run's own), with the packages above it: by default from disk, so a checkout edited or a
+version installed over running workers changed the code of their next runs but not the modules
+passed through, which stayed as the process loaded them (a crawl's new runs called a method its
+loaded ``trawl.workflows.progress`` lacked, and stopped; docs/upgrading.md). :class:`LoadedCode`
+hands the sandbox the code objects the process loaded instead: a worker runs one version of
+its workflow code for its whole life, the one its build id names, and a run's start reads no file
+(no path search, no ``.pyc`` decoded: about a third of the sandbox's start of a run, measured below).
+Each run still executes its module afresh in the sandbox, with every restriction.
 """
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
+import sys
+import types
+from collections.abc import Iterable
 from typing import Any
 
 from temporalio import workflow
@@ -67,3 +82,80 @@ class _ContextFreeInstance(WorkflowInstance):
 
     def get_thread_id(self) -> int | None:  # the deadlock report reads the stuck thread's frames
         return self._sandboxed.get_thread_id()
+
+
+class LoadedCode(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports of the given modules (and the packages above them) from the code objects this
+    process loaded, never from disk again: what the workflow sandbox's imports of a workflow module
+    find (see the module's docstring). The host's own imports never reach it: those modules stay in
+    its ``sys.modules``."""
+
+    def __init__(self, modules: Iterable[str] = ()) -> None:
+        self._specs: dict[str, importlib.machinery.ModuleSpec] = {}
+        self._code: dict[str, types.CodeType] = {}
+        self.add(modules)
+
+    def add(self, modules: Iterable[str]) -> None:
+        """Keep the code of ``modules`` and of the packages above them, as this process loaded
+        them (read now from their loaders: the caller does so right after importing them)."""
+        for name in modules:
+            parts = name.split(".")
+            for depth in range(1, len(parts) + 1):
+                self._keep(".".join(parts[:depth]))
+
+    def _keep(self, name: str) -> None:
+        if name in self._code:
+            return
+        module = sys.modules.get(name)  # loaded by this process: the version it runs
+        spec = getattr(module, "__spec__", None)
+        loader = getattr(spec, "loader", None)
+        try:
+            code = loader.get_code(name) if isinstance(loader, importlib.abc.InspectLoader) else None
+        except (ImportError, OSError):  # __main__ (its loader knows it by its file's name), a file gone
+            code = None
+        if spec is None or code is None:
+            return  # a module without code to keep (__main__, a test's rewritten module) loads as before
+        self._code[name] = code
+        self._specs[name] = spec
+
+    def names(self) -> frozenset[str]:
+        return frozenset(self._code)
+
+    def install(self) -> LoadedCode:
+        """First on the import path of this process; idempotent."""
+        if self not in sys.meta_path:
+            sys.meta_path.insert(0, self)
+        return self
+
+    def remove(self) -> None:
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+
+    def find_spec(self, fullname: str, path: Any = None, target: types.ModuleType | None = None
+                  ) -> importlib.machinery.ModuleSpec | None:
+        loaded = self._specs.get(fullname)
+        if loaded is None:
+            return None
+        spec = importlib.machinery.ModuleSpec(fullname, self, origin=loaded.origin,
+                                              is_package=loaded.submodule_search_locations is not None)
+        if loaded.submodule_search_locations is not None:
+            spec.submodule_search_locations = list(loaded.submodule_search_locations)
+        spec.has_location = loaded.has_location  # __file__ as before: tracebacks name the file
+        spec.cached = loaded.cached
+        return spec
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
+        return None  # the default module object
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        exec(self._code[module.__name__], module.__dict__)  # noqa: S102 - this process's own code
+
+
+_process_code = LoadedCode()
+
+
+def keep_loaded_code(workflows: Iterable[type]) -> LoadedCode:
+    """This process's :class:`LoadedCode`, installed, holding the modules of ``workflows`` (a
+    module it holds already keeps the code it was given first)."""
+    _process_code.add(workflow.__module__ for workflow in workflows)
+    return _process_code.install()
