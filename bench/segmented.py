@@ -9,7 +9,9 @@ segment's transfer (each segment records its progress every 0.5-1 s).
 
 Prints JSON with the ratios: ``speedup_over_*`` is that client's seconds over trawl's with N
 segments (goal: >= 3 against every single-connection client, >= 1 against aria2c), and
-``e2e_n_over_aria2c``. Each end-to-end run has a data directory of its own: a blob already in
+``e2e_n_over_aria2c``; each end-to-end run's stage times (``e2e_*_stage_ms``) hold, from the
+item's history, where the time around the download went (``until_download_scheduled``,
+``download_dispatch``, ``download_run``, ``after_download``, the events). Each end-to-end run has a data directory of its own: a blob already in
 the store is hashed again before it is trusted, which a second commit of the same file would
 add to its time (0.25 s for 96 MiB).
 
@@ -62,7 +64,7 @@ def downloader_seconds(url: str, part: Path, segments: int) -> tuple[float, int]
     return elapsed, out.connections
 
 
-async def end_to_end(stack: Stack, segments: int, url: str) -> tuple[float, dict[str, int]]:
+async def end_to_end(stack: Stack, segments: int, url: str) -> tuple[float, dict[str, object]]:
     from trawl.starter.client import connect, item_result, start_item
     from trawl.platforms.registry import default_registry
 
@@ -77,11 +79,59 @@ async def end_to_end(stack: Stack, segments: int, url: str) -> tuple[float, dict
         started_at = time.perf_counter()
         started = await start_item(client, settings, default_registry(), url)
         result = await item_result(started.handle, url)
+        elapsed = time.perf_counter() - started_at
         assert result.outcome in ("committed", "duplicate"), result
-        return time.perf_counter() - started_at, stage_ms(stack.tmp / f"worker-{len(stack.procs) - 1}.log")
+        stages = stage_ms(stack.tmp / f"worker-{len(stack.procs) - 1}.log")
+        return elapsed, {**stages, **await around_download(started.handle)}
     finally:
         worker.send_signal(signal.SIGTERM)
         worker.wait(timeout=30)
+
+
+async def around_download(handle) -> dict[str, object]:  # noqa: ANN001 - a WorkflowHandle
+    """From the item's history (the server's clock), milliseconds from the item's start: when its
+    download was scheduled, when its last attempt started and how long that ran, and from the end
+    of the download until the item's end; with the attempts and every event as type@ms.
+
+    The server writes an activity's started event when the attempt ends, with the time the
+    attempt started: ``download_dispatch`` is the wait for a worker only when ``download_attempts``
+    is 1 (otherwise it holds the earlier attempts and their backoff too). An item of several
+    downloads (a video and its cover) is measured on the one that ended last."""
+    from temporalio.api.enums.v1 import EventType
+
+    events = [event async for event in handle.fetch_history_events()]
+    first = events[0].event_time.ToDatetime()
+
+    def ms(event) -> int:  # noqa: ANN001
+        return round((event.event_time.ToDatetime() - first).total_seconds() * 1000)
+
+    names: dict[int, str] = {}
+    scheduled: dict[int, int] = {}
+    started: dict[int, tuple[int, int]] = {}
+    timeline: list[str] = []
+    last: tuple[int, int] | None = None  # (scheduled event id, completed at)
+    for event in events:
+        kind = EventType.Name(event.event_type).removeprefix("EVENT_TYPE_").lower()
+        if event.HasField("activity_task_scheduled_event_attributes"):
+            names[event.event_id] = event.activity_task_scheduled_event_attributes.activity_type.name
+            scheduled[event.event_id] = ms(event)
+            kind += ":" + names[event.event_id]
+        elif event.HasField("activity_task_started_event_attributes"):
+            attrs = event.activity_task_started_event_attributes
+            started[attrs.scheduled_event_id] = (ms(event), attrs.attempt)
+        elif event.HasField("activity_task_completed_event_attributes"):
+            of = event.activity_task_completed_event_attributes.scheduled_event_id
+            if names.get(of) == "download":
+                last = (of, ms(event))
+        timeline.append(f"{kind}@{ms(event)}")
+    end = ms(events[-1])
+    figures: dict[str, object] = {"history_ms": end, "history_events": len(events), "timeline": timeline}
+    if last is not None and last[0] in started:
+        of, completed = last
+        began, attempts = started[of]
+        figures.update(until_download_scheduled=scheduled[of], download_dispatch=began - scheduled[of],
+                       download_attempts=attempts, download_run=completed - began, after_download=end - completed)
+    return figures
 
 
 async def settle(pid: int) -> None:

@@ -6,7 +6,6 @@ Exit status 2 for usage and configuration errors. Each test runs the real ``traw
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path

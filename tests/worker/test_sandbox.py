@@ -7,6 +7,7 @@ import asyncio
 import dataclasses
 import importlib
 import sys
+import types
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,7 +24,8 @@ from temporalio.worker.workflow_sandbox import _runner as sandbox_runner
 from tests.worker.relay_workflow import Gambles, Relays, stamp
 from trawl.contracts import ItemResult, StoredAsset
 from trawl.worker.interceptors import DATA_CONVERTER
-from trawl.worker.sandbox import ContextFreeSandboxRunner, LoadedCode, context_free, keep_loaded_code, workflow_runner
+from trawl.worker.sandbox import (CodeChanged, ContextFreeSandboxRunner, LoadedCode, context_free, keep_loaded_code,
+                                  workflow_runner)
 
 
 class Reverses(PayloadCodec):
@@ -120,20 +122,27 @@ class Answers:
 '''
 
 
-async def test_a_worker_runs_the_workflow_code_it_loaded_whatever_is_on_disk(
-        temporal_client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A workflow module replaced on disk under a running worker (an upgrade installed over it, a
-    checkout edited) does not change its next runs while the code it loaded is kept; without it the
-    sandbox imports the new file for each new run, beside the modules it passes through as loaded."""
+def answers_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, types.ModuleType]:
+    """A package of its own holding the Answers workflow, imported (from source: no .pyc is
+    written, so a file rewritten within the same second is never taken for the old one)."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
     package = f"kept_{uuid.uuid4().hex[:8]}"
     (tmp_path / package).mkdir()
     (tmp_path / package / "__init__.py").write_text("")
     module = tmp_path / package / "answers.py"
     module.write_text(ANSWERS.format(answer="as loaded"))
     monkeypatch.syspath_prepend(str(tmp_path))
-    answers = importlib.import_module(f"{package}.answers")
+    return module, importlib.import_module(f"{package}.answers")
+
+
+async def test_a_worker_runs_the_workflow_code_it_loaded_whatever_is_on_disk(
+        temporal_client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A workflow module replaced on disk under a running worker (an upgrade installed over it, a
+    checkout edited) does not change its next runs while the code it loaded is kept; without it the
+    sandbox imports the new file for each new run, beside the modules it passes through as loaded."""
+    module, answers = answers_module(tmp_path, monkeypatch)
     kept = LoadedCode([answers.__name__]).install()
-    assert kept.names() == {package, answers.__name__}
+    assert kept.names() == {answers.__package__, answers.__name__}
     client = Client(**{**temporal_client.config(), "data_converter": DATA_CONVERTER})
     queue = f"answers-{uuid.uuid4().hex[:8]}"
     try:
@@ -145,18 +154,45 @@ async def test_a_worker_runs_the_workflow_code_it_loaded_whatever_is_on_disk(
                                                      result_type=str)
 
             assert [await answer(1), await answer(2)] == ["as loaded", "as loaded"]
+            # Outside the sandbox the usual finders answer: a reload reads the file.
+            assert importlib.reload(answers).__loader__ is not kept
             kept.remove()
             assert await answer(3) == "replaced on disk"  # what keeping the code prevents
     finally:
         kept.remove()
+    assert kept not in sys.meta_path
 
 
-def test_the_process_keeps_the_code_of_its_workflows_once() -> None:
+def test_a_file_changed_since_its_import_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The code is read from the file after the import: a body changed in between would be a
+    version the process never imported, beside modules it did."""
+    module, answers = answers_module(tmp_path, monkeypatch)
+    module.write_text(ANSWERS.format(answer="written after the import"))
+    with pytest.raises(CodeChanged, match=r"answers\.py changed since this process imported it"):
+        LoadedCode([answers.__name__])
+    module.write_text(ANSWERS.format(answer="as loaded"))  # the same code again: kept
+    assert answers.__name__ in LoadedCode([answers.__name__]).names()
+    module.write_text("def broken(:\n")
+    with pytest.raises(CodeChanged, match="start the worker again"):
+        LoadedCode([answers.__name__])
+
+
+def test_the_process_keeps_the_code_of_trawl_s_workflows() -> None:
     from trawl.workflows.crawl import CrawlWorkflow
     from trawl.workflows.media_item import MediaItemWorkflow
 
-    kept = keep_loaded_code([MediaItemWorkflow])
-    assert keep_loaded_code([MediaItemWorkflow, CrawlWorkflow]) is kept
-    assert {"trawl", "trawl.workflows", "trawl.workflows.media_item", "trawl.workflows.crawl"} <= kept.names()
-    assert sys.meta_path.count(kept) == 1 and sys.meta_path[0] is kept
-    assert LoadedCode(["__main__"]).names() <= {"__main__"}  # a module with no code to keep is skipped, not refused
+    importlib.import_module("trawl.worker.main")  # which keeps them as it imports them
+    kept = keep_loaded_code([MediaItemWorkflow, CrawlWorkflow])
+    assert {"trawl", "trawl.workflows", "trawl.workflows.media_item", "trawl.workflows.crawl",
+            "trawl.workflows.extras"} <= kept.names()
+    assert sys.meta_path.count(kept) == 1
+    assert "__main__" not in LoadedCode(["__main__"]).names()  # no code to keep: skipped, not refused
+
+
+def test_a_worker_whose_files_changed_says_so_in_one_line_and_may_be_started_again() -> None:
+    from trawl.cli import _mistake
+
+    line, code = _mistake(CodeChanged("trawl/workflows/crawl.py changed since this process imported it; start the "
+                                      "worker again"), None)
+    assert line.startswith("trawl/workflows/crawl.py changed") and "\n" not in line
+    assert code == 1  # not 2: the supervisor gives up on a worker whose settings cannot work, not on this one

@@ -248,6 +248,8 @@ def _mistake(err: Exception, settings: Any) -> tuple[str, int] | None:
                         *_loaded("trawl.starter.embedded", "ServerError"),
                         *_loaded("trawl.starter.binding", "ApiConfigError"))):
         return str(err), EXIT_USAGE
+    if isinstance(err, _loaded("trawl.worker.sandbox", "CodeChanged")):
+        return str(err), 1  # not a usage error: a worker supervisor starts it again, on the new files
     if isinstance(err, _loaded("trawl.errors", "StorageError")):  # a catalog that cannot be opened at start-up
         return str(err).strip().splitlines()[0], EXIT_USAGE
     if isinstance(err, _loaded("temporalio.service", "RPCError")):

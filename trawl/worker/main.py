@@ -50,6 +50,10 @@ from trawl.workflows.extras import ExtrasRefreshWorkflow
 from trawl.workflows.media_item import MediaItemWorkflow
 from trawl.contracts import DOWNLOAD_PROGRESS, download_queue, fetch_queue, host_queue, join_queue, workflow_queue
 
+# The workflow sandbox's imports of these modules for each run take their code as imported just
+# above, read now and checked against it (trawl.worker.sandbox.LoadedCode): files replaced later,
+# under a running worker, never mix into its runs.
+keep_loaded_code((MediaItemWorkflow, CrawlWorkflow, ExtrasRefreshWorkflow))
 FETCH_CONCURRENCY = FETCH_SLOTS_PER_PLATFORM  # the HTTP pool (net.max_connections) is sized for these
 JOIN_SLOTS = 1000
 # A workflow's next task goes first to the worker that holds it in its cache (its sticky queue);
@@ -171,7 +175,7 @@ async def running_worker(
                activity_executor=executor, max_concurrent_activities=download_slots, **common),
     ]
     if workflows:  # a process may leave the workflows to others (the crawl groupings test does)
-        keep_loaded_code(workflows)  # its runs' code is the code it loaded, whatever happens on disk
+        keep_loaded_code(workflows)  # a test's own workflows; trawl's are kept since the import
         workers.insert(0, Worker(client, task_queue=workflow_queue(prefix), workflows=list(workflows),
                                  sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
                                  workflow_runner=workflow_runner(client.data_converter), **common))
