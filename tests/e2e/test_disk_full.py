@@ -106,7 +106,8 @@ async def test_an_item_that_cannot_fit_fails_and_the_others_take_turns(temporal_
     # way (once in CI at -n 6, a retried attempt 1; its class was not logged by the test then).
     lines = [json.loads(line) for line in errors.read_text().splitlines() if line.startswith("{")]
     attempts = [line for line in lines if line.get("event") == "activity" and line.get("stage") == "download"]
-    huge_attempts = [a for a in attempts if a["canonical_url"] == urls["huge"]]
+    # By attempt: a line of attempt 1 may be written after attempt 2's.
+    huge_attempts = sorted((a for a in attempts if a["canonical_url"] == urls["huge"]), key=lambda a: a["attempt"])
     assert huge_attempts and [a["attempt"] for a in huge_attempts] == list(range(1, len(huge_attempts) + 1)), \
         huge_attempts
     *earlier, last = huge_attempts

@@ -119,6 +119,10 @@ class Answers:
     @workflow.run
     async def run(self) -> str:
         return {answer!r}
+
+    @property
+    def said(self) -> str:
+        return {said!r}
 '''
 
 
@@ -130,7 +134,7 @@ def answers_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Pat
     (tmp_path / package).mkdir()
     (tmp_path / package / "__init__.py").write_text("")
     module = tmp_path / package / "answers.py"
-    module.write_text(ANSWERS.format(answer="as loaded"))
+    module.write_text(ANSWERS.format(answer="as loaded", said=""))
     monkeypatch.syspath_prepend(str(tmp_path))
     return module, importlib.import_module(f"{package}.answers")
 
@@ -146,7 +150,7 @@ async def test_a_worker_runs_the_workflow_code_it_loaded_whatever_is_on_disk(
     client = Client(**{**temporal_client.config(), "data_converter": DATA_CONVERTER})
     queue = f"answers-{uuid.uuid4().hex[:8]}"
     try:
-        module.write_text(ANSWERS.format(answer="replaced on disk"))
+        module.write_text(ANSWERS.format(answer="replaced on disk", said=""))
         async with Worker(client, task_queue=queue, workflows=[answers.Answers],
                           workflow_runner=workflow_runner(DATA_CONVERTER)):
             async def answer(run: int) -> str:
@@ -167,13 +171,19 @@ def test_a_file_changed_since_its_import_is_refused(tmp_path: Path, monkeypatch:
     """The code is read from the file after the import: a body changed in between would be a
     version the process never imported, beside modules it did."""
     module, answers = answers_module(tmp_path, monkeypatch)
-    module.write_text(ANSWERS.format(answer="written after the import"))
+    module.write_text(ANSWERS.format(answer="written after the import", said=""))
     with pytest.raises(CodeChanged, match=r"answers\.py changed since this process imported it"):
         LoadedCode([answers.__name__])
-    module.write_text(ANSWERS.format(answer="as loaded"))  # the same code again: kept
+    module.write_text(ANSWERS.format(answer="as loaded", said="a property's body changed"))
+    with pytest.raises(CodeChanged):
+        LoadedCode([answers.__name__])
+    module.write_text(ANSWERS.format(answer="as loaded", said=""))  # the same code again: kept
     assert answers.__name__ in LoadedCode([answers.__name__]).names()
     module.write_text("def broken(:\n")
-    with pytest.raises(CodeChanged, match="start the worker again"):
+    with pytest.raises(CodeChanged, match=r"start the worker \(or the command\) again"):
+        LoadedCode([answers.__name__])
+    module.unlink()
+    with pytest.raises(CodeChanged, match="No such file"):  # a file gone: its runs would fail on it
         LoadedCode([answers.__name__])
 
 

@@ -724,7 +724,10 @@ class Catalog:
             return
         rows = [dict(url_sha1=url_sha1(form), url=form, canonical_key=canonical_key, created_at=_now())
                 for form in sorted(forms)]
-        session.execute(insert(UrlAlias.__table__).values(rows).on_conflict_do_nothing(index_elements=["url_sha1"]))
+        # The rows as parameters, not in the statement: SQLAlchemy never caches a statement of
+        # several VALUES rows, so each commit compiled this one again.
+        session.execute(insert(UrlAlias.__table__).on_conflict_do_nothing(index_elements=["url_sha1"]),
+                        rows[0] if len(rows) == 1 else rows)
 
     def key_for_url(self, url: str) -> str | None:
         """The canonical key a URL form led to before, if the catalog remembers one."""

@@ -21,7 +21,8 @@ passed through, which stayed as the process loaded them (a crawl's new runs call
 loaded ``trawl.workflows.progress`` lacked, and stopped; docs/upgrading.md). :class:`LoadedCode`
 hands the sandbox's imports the code of those modules as the worker process loaded them
 instead: the code is read once, right after the process imported the modules, and a worker
-refuses to start when it differs from what was imported (the file changed in between). A
+refuses to start when a function of it differs from what was imported (the file changed in
+between). A
 worker then runs one version of its workflow code for its whole life, and a run's start reads no
 file (no path search, no ``.pyc`` decoded: 1.78-2.13 ms a MediaItemWorkflow run's start before,
 1.30-1.67 ms after, in process, 2026-12-06). Each run still executes its module afresh in the
@@ -88,6 +89,9 @@ class _ContextFreeInstance(WorkflowInstance):
         return self._sandboxed.get_thread_id()
 
 
+AGAIN = "start the worker (or the command) again"
+
+
 class CodeChanged(Exception):
     """A workflow module's file no longer holds the code the process imported from it."""
 
@@ -122,16 +126,16 @@ class LoadedCode(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         loader = getattr(spec, "loader", None)
         try:
             code = loader.get_code(name) if isinstance(loader, importlib.abc.InspectLoader) else None
-        except (ImportError, OSError):  # __main__ (its loader knows it by its file's name), a file gone
+        except ImportError:  # __main__: its loader knows it by its file's name
             code = None
-        except (SyntaxError, ValueError) as exc:  # a file being written over
-            raise CodeChanged(f"{spec.origin}: {exc}; start the worker again") from None
+        except (OSError, SyntaxError, ValueError) as exc:  # a file gone, or being written over
+            raise CodeChanged(f"{spec.origin}: {exc}; {AGAIN}") from None
         if spec is None or code is None:
             return  # a module without code to keep (__main__, a test's rewritten module) loads as before
         if not _defines_what_was_loaded(code, module):
-            raise CodeChanged(f"{spec.origin} changed since this process imported it; start the worker again")
+            raise CodeChanged(f"{spec.origin} changed since this process imported it; {AGAIN}")
+        self._code[name] = code  # before its spec: a sandbox that finds the spec finds the code
         self._specs[name] = spec
-        self._code[name] = code
 
     def names(self) -> frozenset[str]:
         return frozenset(self._code)
@@ -167,9 +171,11 @@ class LoadedCode(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 def _defines_what_was_loaded(code: types.CodeType, module: types.ModuleType) -> bool:
-    """Whether every function and method ``module`` defines (as imported, compiled from its file)
-    has its code among ``code``'s: code objects compare by their bytecode, constants and names,
-    so a body edited in the file since shows as missing."""
+    """Whether every function and method ``module`` defines (as imported, compiled from its file:
+    its methods, class and static methods, properties) has its code among ``code``'s: code objects
+    compare by their bytecode, constants, names and line numbers, so a body edited or moved in the
+    file since shows as missing. Not seen: a change to module constants, class attributes or
+    decorator arguments alone (the file is read milliseconds after its import)."""
     nested: set[types.CodeType] = set()
     pending = [code]
     while pending:
@@ -180,9 +186,11 @@ def _defines_what_was_loaded(code: types.CodeType, module: types.ModuleType) -> 
     for value in vars(module).values():
         members.append(value)
         if isinstance(value, type) and value.__module__ == module.__name__:
-            members.extend(vars(value).values())
-    compiled = [inspect.unwrap(member).__code__ for member in members if callable(member)
-                and isinstance(inspect.unwrap(member), types.FunctionType)]
+            for member in vars(value).values():
+                members.append(getattr(member, "__func__", member))  # classmethod, staticmethod
+                members.extend(getattr(member, part, None) for part in ("fget", "fset", "fdel", "func"))  # property
+    functions = [inspect.unwrap(member) for member in members if callable(member)]
+    compiled = [function.__code__ for function in functions if isinstance(function, types.FunctionType)]
     # Others' functions (imported names) and generated ones (a dataclass's __init__) come from
     # other files; only this file's must be the kept code's.
     return all(function in nested for function in compiled if function.co_filename == code.co_filename)

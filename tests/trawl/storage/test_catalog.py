@@ -11,7 +11,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from sqlalchemy import text, update
+from sqlalchemy import event, text, update
+from sqlalchemy.engine.interfaces import CacheStats
 
 from tests.conftest import new_postgres_database
 from tests.tcpproxy import TcpProxy
@@ -30,6 +31,29 @@ def _commit(catalog: Catalog, key: str = "web:abc", workflow_id: str = "wf-1", s
         workflow_id=workflow_id,
         assets=[CommittedAsset("video", "video", sha, 10, "video/mp4", f"sha256/{sha[:2]}/{sha[2:4]}/{sha}")],
     )
+
+
+def test_an_item_s_commit_compiles_no_statement_again(catalog_url: str) -> None:
+    """Every statement of an item's commit is served from SQLAlchemy's compiled cache after the
+    first commit: one it cannot cache (an INSERT of several VALUES rows written into the
+    statement, the item's URL forms) was compiled again for every item."""
+    catalog = Catalog(catalog_url)
+    catalog.create_schema()
+    assert _commit(catalog, key="web:warm", workflow_id="wf-warm", sha="f" * 64)
+    compiled: list[tuple[str, str]] = []
+
+    def seen(conn: Any, cursor: Any, statement: str, params: Any, context: Any, executemany: bool) -> None:
+        if context is not None and context.compiled is not None and context.cache_hit is not CacheStats.CACHE_HIT:
+            compiled.append((context.cache_hit.name, statement))
+
+    event.listen(catalog.engine, "before_cursor_execute", seen)
+    try:
+        for n in range(3):
+            assert _commit(catalog, key=f"web:{n}", workflow_id=f"wf-{n}", sha=str(n) * 64)
+    finally:
+        event.remove(catalog.engine, "before_cursor_execute", seen)
+    assert compiled == []
+    assert catalog.key_for_url("https://e.com/x?utm=1") == "web:warm"  # remembered; the first mapping stays
 
 
 def test_commit_is_idempotent(catalog_url: str) -> None:
