@@ -97,6 +97,11 @@ async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     stop = stop_event()
     if args.background:
         return await _background_worker(stop)
+    # Here (the other commands of this module need no worker), and before waiting for the server:
+    # the workflow code it keeps is the code on disk now, beside the trawl modules already loaded,
+    # not what an upgrade may install while the server is down.
+    from trawl.worker.main import running_worker
+
     if args.supervised:
         client = await ready_server(settings, stop)
         if client is None:
@@ -104,7 +109,6 @@ async def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     else:
         client = await connect_or_explain(settings, metrics=True)
         await ensure_search_attributes(client, settings.temporal.namespace)
-    from trawl.worker.main import running_worker  # here: the other commands of this module need no worker
 
     async with running_worker(client, settings):
         logging.getLogger("trawl").info(
