@@ -22,9 +22,8 @@ loaded ``trawl.workflows.progress`` lacked, and stopped; docs/upgrading.md). :cl
 hands the sandbox's imports the code of those modules as the worker process loaded them
 instead: the code is read once, right after the process imported the modules, and a worker
 refuses to start when a function of it differs from what was imported (the file changed in
-between). A
-worker then runs one version of its workflow code for its whole life, and a run's start reads no
-file (no path search, no ``.pyc`` decoded: 1.78-2.13 ms a MediaItemWorkflow run's start before,
+between). A worker then runs one version of its workflow code for its whole life, and a run's
+start reads no file (no path search, no ``.pyc`` decoded: 1.78-2.13 ms a MediaItemWorkflow run's start before,
 1.30-1.67 ms after, in process, 2026-12-06). Each run still executes its module afresh in the
 sandbox, with every restriction; imports outside the sandbox are left to the usual finders.
 """
