@@ -348,7 +348,12 @@ def test_a_run_that_splits_late_opens_every_connection_and_they_share_what_is_le
     # connections, and a third one, with no segment left, took halves of what others had left.
     assert out.connections == 4
     asked = ranges_of(sim)
-    assert asked[0] == "bytes=0-" and {f"bytes={s}-{e - 1}" for s, e, _ in plan[2:]} <= set(asked)
+    # Each of segments 2 and 3 asked from its start; to its end unless the connection with nothing
+    # left took the end of it before its own request went out (seen at -n 6 on PostgreSQL's pass).
+    assert asked[0] == "bytes=0-", asked
+    for start, end, _ in plan[2:]:
+        assert any(r.startswith(f"bytes={start}-") and r.rsplit("-", 1)[1].isdigit() and int(r.rsplit("-", 1)[1]) < end
+                   for r in asked), asked
     segments = sorted(beats[-1].segments)
     assert len(segments) > 4 and segments[:1] == [[*plan[0][:2], plan[0][1]]]
     assert [s for s, _, _ in segments[1:]] == [e for _, e, _ in segments[:-1]] and segments[-1][1] == size
