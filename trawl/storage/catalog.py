@@ -726,8 +726,7 @@ class Catalog:
                 for form in sorted(forms)]
         # The rows as parameters, not in the statement: SQLAlchemy never caches a statement of
         # several VALUES rows, so each commit compiled this one again.
-        session.execute(insert(UrlAlias.__table__).on_conflict_do_nothing(index_elements=["url_sha1"]),
-                        rows[0] if len(rows) == 1 else rows)
+        session.execute(insert(UrlAlias.__table__).on_conflict_do_nothing(index_elements=["url_sha1"]), rows)
 
     def key_for_url(self, url: str) -> str | None:
         """The canonical key a URL form led to before, if the catalog remembers one."""

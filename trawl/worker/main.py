@@ -50,10 +50,11 @@ from trawl.workflows.extras import ExtrasRefreshWorkflow
 from trawl.workflows.media_item import MediaItemWorkflow
 from trawl.contracts import DOWNLOAD_PROGRESS, download_queue, fetch_queue, host_queue, join_queue, workflow_queue
 
+WORKFLOWS = (MediaItemWorkflow, CrawlWorkflow, ExtrasRefreshWorkflow)
 # The workflow sandbox's imports of these modules for each run take their code as imported just
 # above, read now and checked against it (trawl.worker.sandbox.LoadedCode): files replaced later,
 # under a running worker, never mix into its runs.
-keep_loaded_code((MediaItemWorkflow, CrawlWorkflow, ExtrasRefreshWorkflow))
+keep_loaded_code(WORKFLOWS)
 FETCH_CONCURRENCY = FETCH_SLOTS_PER_PLATFORM  # the HTTP pool (net.max_connections) is sized for these
 JOIN_SLOTS = 1000
 # A workflow's next task goes first to the worker that holds it in its cache (its sticky queue);
@@ -100,7 +101,7 @@ def with_trawl_failures(client: Client) -> Client:
 @contextlib.asynccontextmanager
 async def running_worker(
     client: Client, settings: Settings, registry: Registry | None = None, *, one_shot: bool = False,
-    workflows: Sequence[type] = (MediaItemWorkflow, CrawlWorkflow, ExtrasRefreshWorkflow),
+    workflows: Sequence[type] = WORKFLOWS,
     interceptors: Sequence[Interceptor] = (),
 ) -> AsyncIterator[list[Worker]]:
     """Run every trawl worker of this process for the duration of the block.
