@@ -19,12 +19,13 @@ add to its time (0.25 s for 96 MiB).
 nginx is installed): its throttle lets each request send a second's worth at once before it
 paces, as many CDNs' do; the SIGKILL run needs the simulator's byte counts and is skipped.
 ``--quick`` leaves out the single-connection clients and the SIGKILL run (A/B runs of the
-split). ``--one-slow BYTES_PER_S``: connections of unequal speed instead, the fourth request to
+split). ``--stages``: the end-to-end runs take an activity per stage on the claimed host
+(``download.one_activity_on_host`` off), as every item over ``small_item_size`` did before. ``--one-slow BYTES_PER_S``: connections of unequal speed instead, the fourth request to
 arrive served at that rate and every other at ``--rate``; only aria2c and trawl's downloader,
 each on a fresh in-process simulator (a connection left with nothing takes from the others).
 
 Usage: .venv/bin/python bench/segmented.py [--size BYTES] [--rate BYTES_PER_S] [--segments N]
-       [--server simulator|nginx] [--quick] [--one-slow BYTES_PER_S]
+       [--server simulator|nginx] [--quick] [--stages] [--one-slow BYTES_PER_S]
 """
 
 from __future__ import annotations
@@ -76,8 +77,10 @@ async def end_to_end(stack: Stack, segments: int, url: str) -> tuple[float, dict
         settings = stack.settings()
         client = await connect(settings)
         await settle(worker.pid)  # the worker's start (imports, pollers) is not part of the item's time
+        # Nor the platforms' imports (70 ms on a first call): a command's start-up (bench/oneshot.py).
+        registry = default_registry()
         started_at = time.perf_counter()
-        started = await start_item(client, settings, default_registry(), url)
+        started = await start_item(client, settings, registry, url)
         result = await item_result(started.handle, url)
         elapsed = time.perf_counter() - started_at
         assert result.outcome in ("committed", "duplicate"), result
@@ -88,10 +91,16 @@ async def end_to_end(stack: Stack, segments: int, url: str) -> tuple[float, dict
         worker.wait(timeout=30)
 
 
+# The activities that download an item's file: a stage of its own, or download, verify and commit
+# in one (a small item, or a larger one on its host: download.one_activity_on_host).
+DOWNLOADS = ("download", "small_item")
+
+
 async def around_download(handle) -> dict[str, object]:  # noqa: ANN001 - a WorkflowHandle
     """From the item's history (the server's clock), milliseconds from the item's start: when its
-    download was scheduled, when its last attempt started and how long that ran, and from the end
-    of the download until the item's end; with the attempts and every event as type@ms.
+    download was scheduled, when its last attempt started and how long that ran (with its verify and
+    commit when they run in the same activity), and from the end of that activity until the item's
+    end; with the attempts and every event as type@ms.
 
     The server writes an activity's started event when the attempt ends, with the time the
     attempt started: ``download_dispatch`` is the wait for a worker only when ``download_attempts``
@@ -121,7 +130,7 @@ async def around_download(handle) -> dict[str, object]:  # noqa: ANN001 - a Work
             started[attrs.scheduled_event_id] = (ms(event), attrs.attempt)
         elif event.HasField("activity_task_completed_event_attributes"):
             of = event.activity_task_completed_event_attributes.scheduled_event_id
-            if names.get(of) == "download":
+            if names.get(of) in DOWNLOADS:
                 last = (of, ms(event))
         timeline.append(f"{kind}@{ms(event)}")
     end = ms(events[-1])
@@ -249,6 +258,8 @@ def main() -> None:
     parser.add_argument("--no-kill", action="store_true", help="skip the SIGKILL run")
     parser.add_argument("--server", choices=("simulator", "nginx"), default="simulator")
     parser.add_argument("--quick", action="store_true", help="no single-connection client, no SIGKILL run")
+    parser.add_argument("--stages", action="store_true",
+                        help="end to end with an activity per stage on the claimed host (download.one_activity_on_host off)")
     parser.add_argument("--one-slow", type=int, default=0, metavar="BYTES_PER_S",
                         help="one connection of N at this rate: aria2c and the downloader only")
     args = parser.parse_args()
@@ -259,10 +270,12 @@ def main() -> None:
         return
     stack = Stack(args.size, throttle_bps=args.rate, seed="segmented-bench")
     stack.rate = args.rate
+    stack.env["TRAWL_DOWNLOAD__ONE_ACTIVITY_ON_HOST"] = str(not args.stages).lower()
     nginx = nginx_serving(stack.tmp, MediaFile("mp4", stack.seed, stack.size), args.rate) if args.server == "nginx" else None
     url = nginx.url("big.mp4") if nginx is not None else stack.url
     figures: dict[str, object] = {"benchmark": "segmented", "server": args.server, "file_bytes": args.size,
-                                  "rate_per_connection": args.rate, "segments": n, "load": os.getloadavg()[0]}
+                                  "rate_per_connection": args.rate, "segments": n, "load": os.getloadavg()[0],
+                                  "one_activity_on_host": not args.stages}
     try:
         out = stack.tmp / "client.out"
         if not args.quick:

@@ -291,6 +291,13 @@ class DownloadSettings(_Section):
     # (30 files of 8 MiB) from 1.05-1.07x aria2c's time to about 1.0x; the price is that a retry
     # landing on another host downloads up to 16 MiB again.
     small_item_size: ByteSize = Field(default=16 * MiB, ge=0)
+    # A larger item runs download, verify and commit as one activity on the host it claimed (the
+    # one that keeps its partial files, where retries resume), when its files can go one after
+    # another: no live recording, at most one file over small_item_size (a video and its cover;
+    # DASH's video and audio download side by side, an activity each). Two activity round trips
+    # fewer: on a throttled 96 MiB file the item ended 13-17 ms after its download instead of
+    # 123 ms (docs/benchmarks.md). False: an activity per stage.
+    one_activity_on_host: bool = True
     # An item whose assets are all known to total at most this many bytes is downloaded, verified
     # and committed by its first fetch, the activity fetch_and_store_tiny on the platform's fetch
     # queue (every item's first fetch is that activity; it only resolves the others): one activity

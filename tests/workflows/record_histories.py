@@ -131,6 +131,33 @@ async def cancelled(r: Recorder) -> list[WorkflowHandle]:
     return [await r.finished(handle)]
 
 
+async def on_host_committed(r: Recorder) -> list[WorkflowHandle]:
+    """An item over small_item_size (ItemOptions.one_activity_on_host): a host claimed, and its
+    download, verify and commit there in one small_item."""
+    r.sim.add_file("/m/on-host.mp4", MediaFile("mp4", "h-on-host", 2_000_000))
+    return [await r.finished(await r.item(r.sim.url("/m/on-host.mp4")))]
+
+
+async def on_host_paused_resumed(r: Recorder) -> list[WorkflowHandle]:
+    r.sim.add_file("/m/on-host-pause.mp4", MediaFile("mp4", "h-on-host-pause", 3_000_000),
+                   FileBehaviour(throttle_bps=100_000))
+    handle = await r.item(r.sim.url("/m/on-host-pause.mp4"))
+    await wait_until(lambda: r.sim.bytes_sent("/m/on-host-pause.mp4") > 300_000)
+    await handle.signal(MediaItemWorkflow.pause)
+    await asyncio.sleep(2)  # the activity stops at its download's next heartbeat
+    await handle.signal(MediaItemWorkflow.resume)
+    return [await r.finished(handle)]
+
+
+async def on_host_cancelled(r: Recorder) -> list[WorkflowHandle]:
+    r.sim.add_file("/m/on-host-cancel.mp4", MediaFile("mp4", "h-on-host-cancel", 4_000_000),
+                   FileBehaviour(throttle_bps=300_000))
+    handle = await r.item(r.sim.url("/m/on-host-cancel.mp4"))
+    await wait_until(lambda: r.sim.bytes_sent("/m/on-host-cancel.mp4") > 300_000)
+    await handle.cancel()
+    return [await r.finished(handle)]
+
+
 async def dash_two_assets(r: Recorder) -> list[WorkflowHandle]:
     return [await r.finished(await r.item(r.bilibili_url))]
 
@@ -446,6 +473,10 @@ SCENARIOS: dict[str, Scenario] = {
     "item_live_ended_by_signal": live_ended_by_signal,
     # REFRESH_EXTRAS (crawl): a watch's run with CrawlInput.refresh_extras refreshes its young items' extras first.
     "crawl_refresh_extras": crawl_refresh_extras,
+    # ItemOptions.one_activity_on_host (a new input, no patch): a larger item's download, verify and
+    # commit in one small_item on the host it claimed; paused and resumed there; cancelled.
+    "item_on_host_committed": on_host_committed, "item_on_host_paused_resumed": on_host_paused_resumed,
+    "item_on_host_cancelled": on_host_cancelled,
 }
 
 

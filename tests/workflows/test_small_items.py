@@ -21,11 +21,12 @@ from pathlib import Path
 import pytest
 from temporalio import activity
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
-from trawl.contracts import CommitResult, DownloadInput, StoredAsset
+from trawl.contracts import CommitResult, DownloadInput, ItemOptions, StoredAsset
+from trawl.models import Asset, Resolved
 from trawl.activities.small import SmallItemInput
 from trawl.starter.client import item_result, start_item as submit
 from tests.conftest import make_settings
@@ -55,10 +56,26 @@ SMALL = {"small_item_size": SIZE}  # every fake asset is SIZE bytes: small
 
 
 class SmallFakes(Fakes):
+    """With small_item, and hosts: claim_host answers the queues in ``claims`` first, then the one
+    host's (``host``), whose worker takes every host-local activity; ``older_host``'s worker (a
+    trawl from before small_item ran on a host's queue) takes the stages only."""
+
+    def reset(self, assets: tuple[str, ...] = ("video",)) -> None:
+        super().reset(assets)
+        self.host = f"{self.prefix}-host"
+        self.older_host = f"{self.prefix}-older-host"
+        self.claims: deque[str] = deque()
+        self.small_queues: list[str] = []  # where each small_item ran
+
+    @activity.defn(name="claim_host")
+    async def claim_host(self) -> str:
+        return self.claims.popleft() if self.claims else self.host
+
     @activity.defn(name="small_item")
     async def small_item(self, inp: SmallItemInput) -> CommitResult:
         assets = inp.resolved.assets
         self.calls.append(("small_item", inp.workflow_id, [a.urls[0] for a in assets], activity.info().attempt))
+        self.small_queues.append(activity.info().task_queue)
         self._scripted("small_item")
         if self.gate is not None:
             await self._hold(DownloadInput(inp.workflow_id, assets[0]))
@@ -78,6 +95,10 @@ async def running_fakes(env: WorkflowEnvironment) -> AsyncIterator[SmallFakes]: 
             Worker(env.client, task_queue=download_queue(p), **BEAT,
                    activities=[fakes.small_item, fakes.download, fakes.verify, fakes.commit, fakes.discard,
                                fakes.claim_host]),
+            Worker(env.client, task_queue=fakes.host, **BEAT,
+                   activities=[fakes.small_item, fakes.download, fakes.verify, fakes.commit, fakes.discard]),
+            Worker(env.client, task_queue=fakes.older_host, **BEAT,
+                   activities=[fakes.download, fakes.verify, fakes.commit, fakes.discard]),
         ):
             await stack.enter_async_context(worker)
         yield fakes
@@ -104,6 +125,87 @@ async def test_an_item_over_the_size_takes_the_host_local_path(env: WorkflowEnvi
     result = await outcome(await start_item(env, fakes, small_item_size=SIZE - 1))
     assert result.outcome == "committed"
     assert stages(fakes) == ["fetch", "download", "verify", "commit"]
+
+
+LARGER = {"small_item_size": SIZE - 1, "one_activity_on_host": True}  # every fake asset is over the size
+
+
+async def scheduled(handle: WorkflowHandle) -> list[str]:
+    """The activity types the run scheduled, in order."""
+    return [event.activity_task_scheduled_event_attributes.activity_type.name
+            async for event in handle.fetch_history_events()
+            if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED]
+
+
+async def test_a_larger_item_is_one_activity_on_the_host_it_claimed(env: WorkflowEnvironment,  # noqa: F811
+                                                                     fakes: SmallFakes) -> None:
+    handle = await start_item(env, fakes, **LARGER)
+    result = await outcome(handle)
+    assert (result.outcome, [a.size for a in result.assets]) == ("committed", [SIZE])
+    assert await scheduled(handle) == ["fetch", "claim_host", "small_item"]
+    assert fakes.small_queues == [fakes.host]  # where its retries resume from its partial files
+    shown = await progress(handle)
+    assert (shown.stage, shown.bytes_done, shown.bytes_total) == ("done", SIZE, SIZE)
+
+
+async def test_a_larger_item_retried_stays_on_its_host(env: WorkflowEnvironment, fakes: SmallFakes) -> None:  # noqa: F811
+    fakes.script["small_item"].extend([failure("truncated", final=False), failure("storage_error", final=False)])
+    handle = await start_item(env, fakes, **LARGER)
+    assert (await outcome(handle)).outcome == "committed"
+    assert [call[-1] for call in fakes.of("small_item")] == [1, 2, 3]
+    assert fakes.small_queues == [fakes.host] * 3
+
+
+async def test_two_larger_files_download_side_by_side_an_activity_each(env: WorkflowEnvironment,  # noqa: F811
+                                                                       fakes: SmallFakes) -> None:
+    fakes.reset(assets=("video", "audio"))  # DASH: two files, neither small
+    handle = await start_item(env, fakes, **LARGER)
+    assert (await outcome(handle)).outcome == "committed"
+    assert sorted(stages(fakes)) == ["commit", "download", "download", "fetch", "verify", "verify"]
+    assert fakes.small_queues == []
+
+
+def asset(name: str, kind: str = "video", size: int | None = 10_000, protocol: str = "http") -> Asset:
+    return Asset(name, kind, [f"http://127.0.0.1:9/{name}"], expected_size=size, protocol=protocol)
+
+
+@pytest.mark.parametrize(("assets", "on_host"), [
+    ([asset("video")], True),
+    ([asset("video", size=None)], True),  # a size the platform does not give: still one file
+    ([asset("video"), asset("cover", "thumbnail", size=None)], True),  # a cover counts as small
+    ([asset("video"), asset("audio", "audio")], False),  # DASH: side by side, an activity each
+    ([asset("video"), asset("audio", "audio", size=None)], False),
+    ([asset("video"), asset("audio", "audio", size=100)], True),  # the audio is small: one after the other
+    ([asset("video", protocol="hls-live")], False),  # a recording commits in parts as it records
+])
+def test_which_items_go_in_one_activity_on_their_host(assets: list[Asset], on_host: bool) -> None:
+    run = MediaItemWorkflow()
+    run._opts = ItemOptions(small_item_size=1_000, one_activity_on_host=True)
+    resolved = Resolved("web:x", "http://127.0.0.1:9/x", "generic", assets)
+    assert run._one_activity_on_host(resolved) is on_host
+    run._opts = ItemOptions(small_item_size=1_000)  # a run started before the option
+    assert run._one_activity_on_host(resolved) is False
+
+
+async def test_a_host_of_an_older_trawl_takes_the_stages_one_by_one(env: WorkflowEnvironment,  # noqa: F811
+                                                                     fakes: SmallFakes) -> None:
+    # A rolling upgrade: the host claimed runs a worker without small_item on its own queue. The
+    # SDK fails the task there at once; the run goes on with an activity per stage on that host.
+    fakes.host = fakes.older_host
+    handle = await start_item(env, fakes, **LARGER)
+    assert (await outcome(handle)).outcome == "committed"
+    assert stages(fakes) == ["fetch", "download", "verify", "commit"]
+    assert await scheduled(handle) == ["fetch", "claim_host", "small_item", "download", "verify", "commit"]
+    assert (await progress(handle)).last_error is None
+
+
+async def test_a_larger_item_whose_host_is_gone_claims_another(env: WorkflowEnvironment,  # noqa: F811
+                                                                fakes: SmallFakes) -> None:
+    fakes.claims.append(f"{fakes.prefix}-gone-host")  # nobody polls it: the host died after its claim
+    handle = await start_item(env, fakes, local_schedule_to_start_s=5, **LARGER)
+    assert (await outcome(handle)).outcome == "committed"
+    assert await scheduled(handle) == ["fetch", "claim_host", "small_item", "claim_host", "small_item"]
+    assert fakes.small_queues == [fakes.host]
 
 
 async def test_retryable_failures_run_the_whole_activity_again(env: WorkflowEnvironment,  # noqa: F811
@@ -196,9 +298,14 @@ async def test_a_tiny_item_commits_in_its_fetch_a_small_one_in_one_activity_and_
                                                                    "with_fetch_size": 30_000})
     tiny = MediaFile("mp4", "tiny-one", 20_000)
     small, large = MediaFile("mp4", "small-one", 50_000), MediaFile("mp4", "large-one", 200_000)
+    staged = MediaFile("mp4", "large-staged", 200_000)
     sim.add_file("/tiny.mp4", tiny)
     sim.add_file("/small.mp4", small)
     sim.add_file("/large.mp4", large)
+    sim.add_file("/staged.mp4", staged)
+    # A starter with download.one_activity_on_host off: an activity per stage on the claimed host.
+    by_stage = settings.model_copy(update={"download": settings.download.model_copy(
+        update={"one_activity_on_host": False})})
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRAWL_")}
     env.update(TRAWL_DATA_DIR=str(settings.data_dir), TRAWL_NET__ALLOW_PRIVATE="true",
                TRAWL_TEMPORAL__ADDRESS=temporal_address, TRAWL_TEMPORAL__EMBEDDED="false",
@@ -211,13 +318,15 @@ async def test_a_tiny_item_commits_in_its_fetch_a_small_one_in_one_activity_and_
         try:
             handles = [(await submit(temporal_client, settings, default_registry(), sim.url(p))).handle
                        for p in ("/tiny.mp4", "/small.mp4", "/large.mp4")]
+            handles.append((await submit(temporal_client, by_stage, default_registry(), sim.url("/staged.mp4"))).handle)
             results = await asyncio.wait_for(asyncio.gather(*(item_result(h, "") for h in handles)), 120)
         finally:
             worker.terminate()
             worker.wait(timeout=30)
     assert [(r.outcome, r.assets[0].sha256) for r in results] == [
-        ("committed", tiny.sha256()), ("committed", small.sha256()), ("committed", large.sha256())]
-    assert Catalog(settings.catalog_url).count() == 3
+        ("committed", tiny.sha256()), ("committed", small.sha256()), ("committed", large.sha256()),
+        ("committed", staged.sha256())]
+    assert Catalog(settings.catalog_url).count() == 4
     assert not any(settings.work_dir.rglob("*.part"))
     events = [json.loads(line) for line in log_path.read_text().splitlines()]
     activity_lines = [e for e in events if e["event"] == "activity" and e["outcome"] == "ok"]
@@ -234,12 +343,16 @@ async def test_a_tiny_item_commits_in_its_fetch_a_small_one_in_one_activity_and_
     # others are only resolved by it and go on through their stages.
     one = "small_item"
     assert lines_of(results[1]) == [("fetch", tiny_one), ("download", one), ("verify", one), ("commit", one)]
-    assert lines_of(results[2]) == [("fetch", tiny_one), ("claim", "claim_host"), ("download", None), ("verify", None),
+    # A larger one claims a host and runs the three there in one activity, or, with the option
+    # off, an activity each.
+    assert lines_of(results[2]) == [("fetch", tiny_one), ("claim", "claim_host"), ("download", one), ("verify", one),
+                                    ("commit", one)]
+    assert lines_of(results[3]) == [("fetch", tiny_one), ("claim", "claim_host"), ("download", None), ("verify", None),
                                     ("commit", None)]
     small_download = next(e for e in activity_lines if e["task_id"] == results[1].workflow_id
                           and e["stage"] == "download")
     assert (small_download["bytes"], small_download["platform"]) == (50_000, "generic")
-    assert sum(e["event"] == "item" and e["outcome"] == "committed" for e in events) == 3  # the summary lines
+    assert sum(e["event"] == "item" and e["outcome"] == "committed" for e in events) == 4  # the summary lines
     # What the tiny item cost the server: one activity, its identity and outcome in one upsert
     # (and the SDK's for the patch), no memo.
     history = await temporal_client.get_workflow_handle(results[0].workflow_id).fetch_history()

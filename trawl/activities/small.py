@@ -1,4 +1,4 @@
-"""small_item: download, verify and commit a small item in one activity.
+"""small_item: download, verify and commit an item in one activity.
 
 For an item of a few kilobytes the round trips cost more than the bytes: claim_host, download,
 verify and commit are four activity tasks and as many workflow tasks. An item whose assets are
@@ -6,8 +6,10 @@ all known to be small (``download.small_item_size``) runs the same three stages,
 in one activity on the shared download queue instead. No stage needs another's host, so no host
 is claimed: a retry that lands on the same host resumes from the partial files (kept, as by a
 download, after a failure, a pause or a cancel), one on another host starts from zero, which
-costs little for a small file. A corrupt file is removed here; the workflow runs the activity
-again, a bounded number of times.
+costs little for a small file. A larger item whose files can go one after another
+(``download.one_activity_on_host``) runs it on the host it claimed, where every retry resumes:
+verify and commit then cost no round trip of their own. A corrupt file is removed here; the
+workflow runs the activity again, a bounded number of times.
 
 A cancel reaches the download at its heartbeats; one that comes after the downloads stops the
 activity before the commit; one that comes during the commit does not stop it (the catalog row
@@ -19,11 +21,13 @@ what it raises), heartbeats, and log line (trawl.activities.records).
 
 from __future__ import annotations
 
+import time
+
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, CancelledError
 
 from trawl.activities.commit import CommitActivities
-from trawl.activities.download import DownloadActivities
+from trawl.activities.download import REPORT_AFTER_S, DownloadActivities
 from trawl.contracts import (  # noqa: F401 - SmallItemInput: imported from here by the workflow
     SMALL_ITEM_ASSET, CommitFile, CommitInput, CommitResult, DownloadInput, SmallItemInput, VerifyInput)
 from trawl.activities.records import recorded
@@ -41,7 +45,20 @@ class SmallItemActivities:
     # As the download: cancellation is polled at heartbeats, never raised into the thread.
     @activity.defn(name="small_item", no_thread_cancel_exception=True)
     def small_item(self, inp: SmallItemInput) -> CommitResult:
-        files = [file for file in (self._verified(inp, asset) for asset in inp.resolved.assets) if file is not None]
+        started = time.monotonic()
+        assets = inp.resolved.assets
+        # A cover first: it is quick, and once its size is known (below) the item's details line
+        # can say a percent while the video downloads. The files stay in the item's order.
+        order = sorted(range(len(assets)), key=lambda i: assets[i].kind not in OPTIONAL_KINDS)
+        verified: dict[int, CommitFile | None] = {}
+        for i in order:
+            file = verified[i] = self._verified(inp, assets[i])
+            if file is not None and assets[i].expected_size is None and i != order[-1]:
+                # A size the platform did not give, learnt while another file is still to come
+                # (the other path tells it with that download's result).
+                self._report(inp, {"asset": file.asset.name, "bytes_done": file.download.size,
+                                   "bytes_total": file.download.size})
+        files = [file for i in range(len(assets)) if (file := verified[i]) is not None]
         if activity.is_cancelled():
             # Cancelled before the commit began: nothing is stored (the files stay for the
             # workflow's discard). Once begun, the commit runs to its end and the result says
@@ -50,15 +67,27 @@ class SmallItemActivities:
             raise CancelledError("cancelled before the commit; nothing stored")
         committing = CommitInput(inp.workflow_id, inp.source_url, inp.resolved, files,
                                  stage_attempts=inp.stage_attempts)
+        # A run long enough to be watched (a large file) says commit while the files go to the
+        # store; a quick one ends before the item would read a signal.
+        told = time.monotonic() - started >= REPORT_AFTER_S
+        if told:
+            self._stage_reached(inp, "commit")
         try:
             with recorded("commit", committing) as record:
                 return record(self.committer.commit(committing))
         except ApplicationError:
             # The files are complete; what waits now is the commit (a store that is down, say):
             # the item shows that stage until the activity's next attempt ends it.
-            if self.downloads.progress is not None:
-                self.downloads.progress(inp.workflow_id, {"asset": SMALL_ITEM_ASSET, "bytes_done": 0, "stage": "commit"})
+            if not told:
+                self._stage_reached(inp, "commit")
             raise
+
+    def _stage_reached(self, inp: SmallItemInput, stage: str) -> None:
+        self._report(inp, {"asset": SMALL_ITEM_ASSET, "bytes_done": 0, "stage": stage})
+
+    def _report(self, inp: SmallItemInput, report: dict[str, object]) -> None:
+        if self.downloads.progress is not None:
+            self.downloads.progress(inp.workflow_id, report)
 
     def _verified(self, inp: SmallItemInput, asset: Asset) -> CommitFile | None:
         """One asset downloaded and verified; None for an optional one (a thumbnail) that failed for good."""

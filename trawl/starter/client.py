@@ -233,6 +233,7 @@ def item_options(settings: Settings, choices: CrawlChoices | None = None) -> Ite
         small_item_size=settings.download.small_item_size,
         with_fetch_size=settings.download.with_fetch_size,
         tiny_activity=True,
+        one_activity_on_host=settings.download.one_activity_on_host,
         quality=choices.quality,
         limit_rate=choices.limit_rate,
         audio=choices.audio,

@@ -170,9 +170,10 @@ async def running_worker(
                            crawl.refresh_watch_extras,
                            small.small_item],
                activity_executor=executor, max_concurrent_activities=download_slots, **common),
-        # This host's own queue: the work that needs the partial files under its work_dir.
+        # This host's own queue: the work that needs the partial files under its work_dir (an
+        # item's stages one by one, or in one small_item: download.one_activity_on_host).
         Worker(client, task_queue=host_queue(prefix, settings.host_id),
-               activities=[download.download, download.discard, verify.verify, commit.commit],
+               activities=[download.download, download.discard, verify.verify, commit.commit, small.small_item],
                activity_executor=executor, max_concurrent_activities=download_slots, **common),
     ]
     if workflows:  # a process may leave the workflows to others (the crawl groupings test does)

@@ -61,6 +61,9 @@ RECORDING_RETRY_INTERVAL = timedelta(milliseconds=500)
 RECORDING_RETRY_MAX_INTERVAL = timedelta(seconds=2)
 # An extra's reason as the item's result carries it (a crawl keeps many results; the catalog the whole reason).
 RESULT_REASON = 300
+# The error type of an activity task that reached a worker which does not register its activity
+# (the SDK's): a host whose worker is older than small_item on its own queue.
+UNREGISTERED = "NotFoundError"
 # A recording part that fails for these reasons ends the recording, committing what it holds
 # (LivePart.end): its source was resolved again and is over, or gave no working address.
 RECORDING_ENDS = {"not_found": "source_ended", "url_expired": "url_expired"}
@@ -289,24 +292,41 @@ class MediaItemWorkflow:
         total = known_total(resolved.assets)
         return self._opts.small_item_size > 0 and total is not None and total <= self._opts.small_item_size
 
+    def _one_activity_on_host(self, resolved: Resolved) -> bool:
+        """Whether a larger item's files can go one after another in one activity on its claimed
+        host (ItemOptions.one_activity_on_host): no live recording (it commits in parts as it
+        records), and at most one file that is not small (a video and its cover; DASH's video and
+        audio download side by side, an activity each). A cover always counts as small."""
+        if not self._opts.one_activity_on_host or any(a.protocol == LIVE_PROTOCOL for a in resolved.assets):
+            return False
+        large = [asset for asset in resolved.assets if asset.kind not in OPTIONAL_KINDS
+                 and (asset.expected_size is None or asset.expected_size > self._opts.small_item_size)]
+        return len(large) <= 1
+
     async def _in_one_activity(self, resolved: Resolved) -> CommitResult:
-        """Download, verify and commit a small item in one activity (trawl.activities.small), on any host.
+        """Download, verify and commit an item in one activity (trawl.activities.small): a small
+        item on any host, a larger one on the host it claimed (``_local``: its retries resume
+        there, and a host that stops taking work is lost as on the other path).
 
         The activity's failures are the stages' own, handled as on the other path; the Stage
         attribute says download throughout.
         """
+        retry = self._opts.download.retry_policy()
+        if self._local_queue is not None:  # a host of an older trawl fails it at once (UNREGISTERED)
+            retry = replace(retry, non_retryable_error_types=[*(retry.non_retryable_error_types or []), UNREGISTERED])
+
         async def attempt(resolved: Resolved) -> CommitResult:
             self._stage("download")
             return await self._track(SMALL_ITEM_ASSET, workflow.start_activity_method(
                 SmallItemActivities.small_item,
                 SmallItemInput(workflow.info().workflow_id, self._inp.url, resolved, self._opts.quality,
                                self._opts.limit_rate, stage_attempts=self._opts.download.maximum_attempts),
-                task_queue=self._opts.download_queue,
                 start_to_close_timeout=self._opts.download.start_to_close,
                 schedule_to_close_timeout=self._opts.download.schedule_to_close,
                 heartbeat_timeout=self._heartbeat_timeout,
-                retry_policy=self._opts.download.retry_policy(),
+                retry_policy=retry,
                 cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+                **self._local(),  # no host claimed (a small item): the shared download queue
             ))
 
         async def corrupt() -> None:  # the activity removed the corrupt file
@@ -317,7 +337,9 @@ class MediaItemWorkflow:
         return committed
 
     async def _on_one_host(self, resolved: Resolved) -> CommitResult:
-        """Download, verify and commit on one host, the one holding the partial files.
+        """Download, verify and commit on one host, the one holding the partial files: in one
+        activity when the files can go one after another (``_one_activity_on_host``), else an
+        activity per file and stage.
 
         A host is claimed through the shared download queue (whichever worker has a free slot
         answers with its own host's queue). If that host stops taking work (a schedule-to-start
@@ -328,6 +350,16 @@ class MediaItemWorkflow:
         while True:
             self._local_queue = await self._claim_host()
             try:
+                if self._one_activity_on_host(resolved):
+                    try:
+                        return await self._in_one_activity(resolved)
+                    except ItemFailed as failed:
+                        if failed.error_class != UNREGISTERED:
+                            raise
+                        # The host's worker runs a trawl from before (a rolling upgrade): it takes
+                        # the stages one by one. Nothing was downloaded.
+                        self._progress.last_error = None
+                        workflow.logger.info("the claimed host takes no small_item yet: an activity per stage")
                 verified = await _all_or_none([self._download_kept(resolved, asset.name) for asset in resolved.assets])
                 kept = [v for v in verified if v]
                 if not self._recordings:
