@@ -473,7 +473,8 @@ SCENARIOS: dict[str, Scenario] = {
     "item_live_ended_by_signal": live_ended_by_signal,
     # REFRESH_EXTRAS (crawl): a watch's run with CrawlInput.refresh_extras refreshes its young items' extras first.
     "crawl_refresh_extras": crawl_refresh_extras,
-    # ItemOptions.one_activity_on_host (a new input, no patch): a larger item's download, verify and
+    # ItemOptions.one_activity_on_host (a new input) and ONE_ACTIVITY_ON_HOST (the patch that keeps a
+    # run an older worker took through the stages on them): a larger item's download, verify and
     # commit in one small_item on the host it claimed; paused and resumed there; cancelled.
     "item_on_host_committed": on_host_committed, "item_on_host_paused_resumed": on_host_paused_resumed,
     "item_on_host_cancelled": on_host_cancelled,

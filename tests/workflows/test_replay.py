@@ -6,6 +6,7 @@ can fail running items. The histories come from tests/workflows/record_histories
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -52,3 +53,20 @@ async def test_replay_catches_a_non_deterministic_change(path: Path) -> None:
     replayer = Replayer(workflows=[TimerBeforeFetch, CrawlWorkflow])
     with pytest.raises(NondeterminismError):
         await replayer.replay_workflow(history(path))
+
+
+async def test_a_run_that_asked_for_one_activity_on_host_but_took_the_stages_replays() -> None:
+    """A rolling upgrade: the starter of the new version asks for one activity on the host, a worker
+    of the version before drops the field it does not know and records the stages; a worker of the
+    new version replays that run (patch ONE_ACTIVITY_ON_HOST: no marker, so the stages)."""
+    recorded = json.loads((HISTORIES[0].parent / "item_lean_committed.json").read_text())  # 2 MB, the stages
+    started = recorded["events"][0]["workflowExecutionStartedEventAttributes"]["input"]["payloads"][0]
+    item_input = json.loads(base64.b64decode(started["data"]))
+    assert item_input["options"]["small_item_size"] < 2_000_000  # the item would qualify
+    item_input["options"]["one_activity_on_host"] = True
+    started["data"] = base64.b64encode(json.dumps(item_input).encode()).decode()
+    scheduled = [e["activityTaskScheduledEventAttributes"]["activityType"]["name"] for e in recorded["events"]
+                 if "activityTaskScheduledEventAttributes" in e]
+    assert scheduled[-3:] == ["download", "verify", "commit"]
+    replayer = Replayer(workflows=[MediaItemWorkflow])
+    await replayer.replay_workflow(WorkflowHistory.from_json("asked-took-the-stages", recorded))

@@ -177,6 +177,8 @@ def asset(name: str, kind: str = "video", size: int | None = 10_000, protocol: s
     ([asset("video"), asset("audio", "audio", size=None)], False),
     ([asset("video"), asset("audio", "audio", size=100)], True),  # the audio is small: one after the other
     ([asset("video", protocol="hls-live")], False),  # a recording commits in parts as it records
+    ([asset(f"image-{i}", "image", size=400) for i in range(3)], True),  # the rest is small: one after another
+    ([asset(f"image-{i}", "image", size=400) for i in range(5)], False),  # a gallery: side by side
 ])
 def test_which_items_go_in_one_activity_on_their_host(assets: list[Asset], on_host: bool) -> None:
     run = MediaItemWorkflow()

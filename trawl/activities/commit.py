@@ -92,6 +92,11 @@ class CommitActivities:
         run_id = activity.info().workflow_run_id if activity.in_activity() else ""
         return self.catalog.intend_blobs([blob_key(f.download.sha256) for f in files], inp.workflow_id, run_id)
 
+    def holds(self, sha256: str, size: int) -> bool:
+        """The store has the blob of these bytes (a commit's put moved the file there)."""
+        blob = self.blobs.stat(blob_key(sha256))
+        return blob is not None and blob.size == size
+
     def _store(self, file: CommitFile) -> CommittedAsset:
         """Put one verified file into the store (idempotent: a retry finds its blob there)."""
         sha, size = file.download.sha256, file.download.size
@@ -100,8 +105,7 @@ class CommitActivities:
             key = self.blobs.put(part, sha, size)
         else:  # a retry after the put already moved the file into the store
             key = blob_key(sha)
-            blob = self.blobs.stat(key)
-            if blob is None or blob.size != size:
+            if not self.holds(sha, size):
                 raise FileNotFoundError(f"{part} vanished before commit and no blob {sha[:12]} of {size} bytes "
                                         f"is in the store")
         state_path(part).unlink(missing_ok=True)

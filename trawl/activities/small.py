@@ -8,8 +8,11 @@ is claimed: a retry that lands on the same host resumes from the partial files (
 download, after a failure, a pause or a cancel), one on another host starts from zero, which
 costs little for a small file. A larger item whose files can go one after another
 (``download.one_activity_on_host``) runs it on the host it claimed, where every retry resumes:
-verify and commit then cost no round trip of their own. A corrupt file is removed here; the
-workflow runs the activity again, a bounded number of times.
+verify and commit then cost no round trip of their own. A file downloaded and verified is
+recorded beside its partial file (``verified_path``) until the commit: a later attempt commits it
+without downloading it again, even after a commit that failed once its put had moved the file into
+the store. A corrupt file is removed here; the workflow runs the activity again, a bounded number
+of times.
 
 A cancel reaches the download at its heartbeats; one that comes after the downloads stops the
 activity before the commit; one that comes during the commit does not stop it (the catalog row
@@ -21,7 +24,11 @@ what it raises), heartbeats, and log line (trawl.activities.records).
 
 from __future__ import annotations
 
+import json
+import os
 import time
+from dataclasses import asdict
+from pathlib import Path
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, CancelledError
@@ -29,10 +36,11 @@ from temporalio.exceptions import ApplicationError, CancelledError
 from trawl.activities.commit import CommitActivities
 from trawl.activities.download import REPORT_AFTER_S, DownloadActivities
 from trawl.contracts import (  # noqa: F401 - SmallItemInput: imported from here by the workflow
-    SMALL_ITEM_ASSET, CommitFile, CommitInput, CommitResult, DownloadInput, SmallItemInput, VerifyInput)
+    SMALL_ITEM_ASSET, CommitFile, CommitInput, CommitResult, DownloadInput, DownloadResult, SmallItemInput,
+    VerifyInput)
 from trawl.activities.records import recorded
 from trawl.activities.verify import VerifyActivities
-from trawl.download import discard
+from trawl.download import discard, verified_path
 from trawl.models import OPTIONAL_KINDS, Asset
 
 
@@ -51,13 +59,25 @@ class SmallItemActivities:
         # can say a percent while the video downloads. The files stay in the item's order.
         order = sorted(range(len(assets)), key=lambda i: assets[i].kind not in OPTIONAL_KINDS)
         verified: dict[int, CommitFile | None] = {}
+        held_back: ApplicationError | None = None
         for i in order:
-            file = verified[i] = self._verified(inp, assets[i])
+            try:
+                file = verified[i] = self._verified(inp, assets[i])
+            except ApplicationError as err:
+                if assets[i].kind not in OPTIONAL_KINDS or i == order[-1]:
+                    raise
+                # A cover failing for now must not hold the video back (nor spend its attempts):
+                # the video goes on, then this failure ends the attempt, and the next one finds
+                # the video verified (_kept) and tries the cover alone.
+                held_back, verified[i] = err, None
+                continue
             if file is not None and assets[i].expected_size is None and i != order[-1]:
                 # A size the platform did not give, learnt while another file is still to come
                 # (the other path tells it with that download's result).
                 self._report(inp, {"asset": file.asset.name, "bytes_done": file.download.size,
                                    "bytes_total": file.download.size})
+        if held_back is not None:
+            raise held_back
         files = [file for i in range(len(assets)) if (file := verified[i]) is not None]
         if activity.is_cancelled():
             # Cancelled before the commit began: nothing is stored (the files stay for the
@@ -68,8 +88,9 @@ class SmallItemActivities:
         committing = CommitInput(inp.workflow_id, inp.source_url, inp.resolved, files,
                                  stage_attempts=inp.stage_attempts)
         # A run long enough to be watched (a large file) says commit while the files go to the
-        # store; a quick one ends before the item would read a signal.
-        told = time.monotonic() - started >= REPORT_AFTER_S
+        # store; a quick one ends before the item would read a signal. (Not inside a tiny item's
+        # fetch_and_store_tiny: its item waits for no such stage.)
+        told = time.monotonic() - started >= REPORT_AFTER_S and activity.info().activity_type == "small_item"
         if told:
             self._stage_reached(inp, "commit")
         try:
@@ -92,6 +113,10 @@ class SmallItemActivities:
     def _verified(self, inp: SmallItemInput, asset: Asset) -> CommitFile | None:
         """One asset downloaded and verified; None for an optional one (a thumbnail) that failed for good."""
         item = inp.resolved
+        part = self.downloads.part_path(inp.workflow_id, asset.name)
+        kept = self._kept(part)
+        if kept is not None:
+            return CommitFile(asset, *kept)
         try:
             fetched = DownloadInput(inp.workflow_id, asset, item.platform, item.canonical_url, inp.quality,
                                     inp.limit_rate, stage_attempts=inp.stage_attempts)
@@ -106,8 +131,35 @@ class SmallItemActivities:
             # why it is left out); what failed as corrupt goes, so the next run downloads it again.
             left_out = asset.kind in OPTIONAL_KINDS and err.non_retryable
             if left_out or err.type == "content_corrupt":
-                discard(self.downloads.part_path(inp.workflow_id, asset.name))
+                discard(part)
             if not left_out:
                 raise
             return None
+        # Written, not synced: a record lost with the machine costs a download, nothing more.
+        verified_path(part).write_text(json.dumps({"download": asdict(download), "mime": verified.mime}))
         return CommitFile(asset, download, verified.mime)
+
+    def _kept(self, part: Path) -> tuple[DownloadResult, str | None] | None:
+        """A file an earlier attempt (or activity) of this item downloaded and verified on this
+        host, by its record beside the partial file: still there, or already in the store (a
+        commit that failed after its put). A record whose file is in neither is dropped."""
+        try:
+            record = json.loads(verified_path(part).read_text())
+            download, mime = DownloadResult(**record["download"]), record["mime"]
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, TypeError, KeyError):
+            verified_path(part).unlink(missing_ok=True)
+            return None
+        try:
+            on_disk = os.stat(download.path).st_size == download.size
+        except OSError:
+            on_disk = False
+        try:
+            stored = on_disk or self.committer.holds(download.sha256, download.size)
+        except Exception:  # the store does not answer: the commit waits for it (storage_error), not a download
+            return download, mime
+        if stored:
+            return download, mime
+        verified_path(part).unlink(missing_ok=True)
+        return None

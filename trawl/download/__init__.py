@@ -42,6 +42,7 @@ from trawl.download.state import (
     load_state,
     save_state,
     state_path,
+    verified_path,
 )
 from trawl.errors import UnsupportedUrl
 
@@ -118,4 +119,5 @@ __all__ = [
     "load_state",
     "save_state",
     "state_path",
+    "verified_path",
 ]

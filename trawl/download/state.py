@@ -114,9 +114,15 @@ def save_state(part: Path, state: object) -> None:
     os.replace(tmp, state_path(part))
 
 
+def verified_path(part: Path) -> Path:
+    """Where a file downloaded and verified waits for its commit: its download's record
+    (trawl.activities.small), so that a retry after a failed commit does not download it again."""
+    return part.with_name(part.name + ".verified.json")
+
+
 def discard(part: Path) -> None:
-    """Remove a partial file and its state."""
-    for path in (part, state_path(part)):
+    """Remove a partial file, its state and its record as verified."""
+    for path in (part, state_path(part), verified_path(part)):
         try:
             path.unlink()
         except FileNotFoundError:

@@ -14,6 +14,7 @@ behind ``workflow.patched`` ids listed below.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import replace
 from datetime import timedelta
@@ -52,6 +53,10 @@ with workflow.unsafe.imports_passed_through():
 #   tiny item is downloaded and committed by its fetch, its identity upserted with its outcome. A
 #   tiny item went from 22 history events (4 upserts, a memo, 2 activities) to 14 (bench/cost.py).
 LEAN_HISTORY = "lean-history"
+# - ONE_ACTIVITY_ON_HOST: a larger item's download, verify and commit in one small_item on the host
+#   it claimed (ItemOptions.one_activity_on_host asks for it; the patch keeps a run that a worker of
+#   the version before took the stages for, and a worker of this one replays, on the stages).
+ONE_ACTIVITY_ON_HOST = "one-activity-on-host"
 # A live recording's download (Asset.protocol hls-live) must move to another worker while the
 # playlist still names the segments after the last one it holds (a live room's often hold about nine
 # seconds): it is given up on after this long without a heartbeat (or the item's own timeout, if
@@ -295,13 +300,15 @@ class MediaItemWorkflow:
     def _one_activity_on_host(self, resolved: Resolved) -> bool:
         """Whether a larger item's files can go one after another in one activity on its claimed
         host (ItemOptions.one_activity_on_host): no live recording (it commits in parts as it
-        records), and at most one file that is not small (a video and its cover; DASH's video and
-        audio download side by side, an activity each). A cover always counts as small."""
+        records), and the files besides the largest (a cover aside: always small) of known sizes
+        that total at most small_item_size. A video and its cover, or a video and a small audio
+        track, go so; DASH's video and audio, or a gallery of large pictures, download side by
+        side, an activity each."""
         if not self._opts.one_activity_on_host or any(a.protocol == LIVE_PROTOCOL for a in resolved.assets):
             return False
-        large = [asset for asset in resolved.assets if asset.kind not in OPTIONAL_KINDS
-                 and (asset.expected_size is None or asset.expected_size > self._opts.small_item_size)]
-        return len(large) <= 1
+        sizes = sorted((math.inf if asset.expected_size is None else asset.expected_size
+                        for asset in resolved.assets if asset.kind not in OPTIONAL_KINDS), reverse=True)
+        return sum(sizes[1:]) <= self._opts.small_item_size
 
     async def _in_one_activity(self, resolved: Resolved) -> CommitResult:
         """Download, verify and commit an item in one activity (trawl.activities.small): a small
@@ -350,7 +357,8 @@ class MediaItemWorkflow:
         while True:
             self._local_queue = await self._claim_host()
             try:
-                if self._one_activity_on_host(resolved):
+                if self._one_activity_on_host(resolved) and workflow.patched(ONE_ACTIVITY_ON_HOST):
+                    last_error = self._progress.last_error
                     try:
                         return await self._in_one_activity(resolved)
                     except ItemFailed as failed:
@@ -358,7 +366,7 @@ class MediaItemWorkflow:
                             raise
                         # The host's worker runs a trawl from before (a rolling upgrade): it takes
                         # the stages one by one. Nothing was downloaded.
-                        self._progress.last_error = None
+                        self._progress.last_error = last_error
                         workflow.logger.info("the claimed host takes no small_item yet: an activity per stage")
                 verified = await _all_or_none([self._download_kept(resolved, asset.name) for asset in resolved.assets])
                 kept = [v for v in verified if v]
