@@ -57,10 +57,10 @@ def small(tmp_path: Path, catalog: Catalog) -> Iterator[tuple[SmallItemActivitie
         yield SmallItemActivities(download, VerifyActivities(timedelta(seconds=5)), commit), store
 
 
-def attempt(number: int) -> ActivityEnvironment:
+def attempt(number: int, run: str = "run-1") -> ActivityEnvironment:
     env = ActivityEnvironment()
     env.info = dataclasses.replace(env.info, activity_type="small_item", workflow_id=WORKFLOW_ID, attempt=number,
-                                   heartbeat_timeout=timedelta(seconds=10))
+                                   workflow_run_id=run, heartbeat_timeout=timedelta(seconds=10))
     return env
 
 
@@ -95,11 +95,31 @@ def test_a_record_whose_file_is_gone_everywhere_is_dropped_and_the_file_download
     inp = item(sim, Asset("video", "video", [sim.url("/v.mp4")], expected_size=VIDEO.size))
     part = activities.downloads.part_path(WORKFLOW_ID, "video")
     part.parent.mkdir(parents=True)
-    verified_path(part).write_text('{"download": {"asset_name": "video", "path": "%s", "size": 300000, '
-                                   '"sha256": "%s", "url": "x"}, "mime": "video/mp4"}' % (part, "ab" * 32))
+    verified_path(part).write_text('{"run": "run-1", "download": {"asset_name": "video", "path": "%s", '
+                                   '"size": 300000, "sha256": "%s", "url": "x"}, "mime": "video/mp4"}'
+                                   % (part, "ab" * 32))
     result = attempt(1).run(activities.small_item, inp)
     assert [a.sha256 for a in result.assets] == [VIDEO.sha256()]
     assert sim.stats["/v.mp4"].bytes_sent == VIDEO.size
+
+
+def test_a_record_of_another_run_is_not_trusted(
+        sim: Simulator, small: tuple[SmallItemActivities, FailingOnceAfterPut]) -> None:
+    """A failed run keeps its files (a re-crawl of the URL resumes from them, checked against the
+    server): its records must not make the next run commit those bytes unasked."""
+    activities, store = small
+    store.failures = 0
+    old, new = MediaFile("mp4", "one-activity-old", VIDEO.size), VIDEO
+    sim.add_file("/v.mp4", old)
+    inp = item(sim, Asset("video", "video", [sim.url("/v.mp4")], expected_size=VIDEO.size))
+    part = activities.downloads.part_path(WORKFLOW_ID, "video")
+    store.failures = 1
+    with pytest.raises(ApplicationError):  # run 1: downloaded and verified, then its commit fails (it ends so)
+        attempt(1, run="run-1").run(activities.small_item, inp)
+    assert verified_path(part).exists()
+    sim.add_file("/v.mp4", new)  # the platform changed the file since
+    result = attempt(1, run="run-2").run(activities.small_item, inp)
+    assert [a.sha256 for a in result.assets] == [new.sha256()]
 
 
 def test_a_cover_failing_for_now_lets_the_video_download_and_the_next_attempt_tries_it_alone(

@@ -6,7 +6,7 @@ all known to be small (``download.small_item_size``) runs the same three stages,
 in one activity on the shared download queue instead. No stage needs another's host, so no host
 is claimed: a retry that lands on the same host resumes from the partial files (kept, as by a
 download, after a failure, a pause or a cancel), one on another host starts from zero, which
-costs little for a small file. A larger item whose files can go one after another
+costs little for a small file. A larger item of one file and its cover
 (``download.one_activity_on_host``) runs it on the host it claimed, where every retry resumes:
 verify and commit then cost no round trip of their own. A file downloaded and verified is
 recorded beside its partial file (``verified_path``) until the commit: a later attempt commits it
@@ -76,15 +76,15 @@ class SmallItemActivities:
                 # (the other path tells it with that download's result).
                 self._report(inp, {"asset": file.asset.name, "bytes_done": file.download.size,
                                    "bytes_total": file.download.size})
-        if held_back is not None:
-            raise held_back
-        files = [file for i in range(len(assets)) if (file := verified[i]) is not None]
         if activity.is_cancelled():
             # Cancelled before the commit began: nothing is stored (the files stay for the
             # workflow's discard). Once begun, the commit runs to its end and the result says
             # committed, so a run that waits for its activity's cancellation reports what the
-            # catalog holds.
+            # catalog holds. (A pause is a cancel too: it must not end as a cover's failure.)
             raise CancelledError("cancelled before the commit; nothing stored")
+        if held_back is not None:
+            raise held_back
+        files = [file for i in range(len(assets)) if (file := verified[i]) is not None]
         committing = CommitInput(inp.workflow_id, inp.source_url, inp.resolved, files,
                                  stage_attempts=inp.stage_attempts)
         # A run long enough to be watched (a large file) says commit while the files go to the
@@ -96,7 +96,13 @@ class SmallItemActivities:
         try:
             with recorded("commit", committing) as record:
                 return record(self.committer.commit(committing))
-        except ApplicationError:
+        except ApplicationError as err:
+            if err.type == "content_corrupt":
+                # The store found the bytes are not what verify hashed: the next activity downloads
+                # them again, not from the records.
+                for file in files:
+                    discard(self.downloads.part_path(inp.workflow_id, file.asset.name))
+                raise
             # The files are complete; what waits now is the commit (a store that is down, say):
             # the item shows that stage until the activity's next attempt ends it.
             if not told:
@@ -135,17 +141,40 @@ class SmallItemActivities:
             if not left_out:
                 raise
             return None
-        # Written, not synced: a record lost with the machine costs a download, nothing more.
-        verified_path(part).write_text(json.dumps({"download": asdict(download), "mime": verified.mime}))
+        self._keep(part, download, verified.mime)
         return CommitFile(asset, download, verified.mime)
 
+    @staticmethod
+    def _keep(part: Path, download: DownloadResult, mime: str | None) -> None:
+        """Record a file as verified, for this run's later attempts (_kept). Its bytes are synced
+        first (the commit's put would sync them anyway), so a record never outlives them; the
+        record itself is not: one lost with the machine costs a download, nothing more. A record
+        that cannot be written (a full disk) is only a download more. Not for a tiny item's
+        fetch_and_store_tiny: its item is a few kilobytes, and its fetch's attempts ask again."""
+        if activity.info().activity_type != "small_item":
+            return
+        record = {"run": activity.info().workflow_run_id, "download": asdict(download), "mime": mime}
+        try:
+            fd = os.open(download.path, os.O_RDONLY)
+            try:
+                os.fdatasync(fd)
+            finally:
+                os.close(fd)
+            verified_path(part).write_text(json.dumps(record))
+        except OSError:
+            verified_path(part).unlink(missing_ok=True)
+
     def _kept(self, part: Path) -> tuple[DownloadResult, str | None] | None:
-        """A file an earlier attempt (or activity) of this item downloaded and verified on this
+        """A file an earlier attempt (or activity) of this run downloaded and verified on this
         host, by its record beside the partial file: still there, or already in the store (a
-        commit that failed after its put). A record whose file is in neither is dropped."""
+        commit that failed after its put). A record of another run (a failed run's, whose files a
+        re-crawl of the URL resumes from, checked against the server) or whose file is in neither
+        place is dropped."""
         try:
             record = json.loads(verified_path(part).read_text())
             download, mime = DownloadResult(**record["download"]), record["mime"]
+            if record["run"] != activity.info().workflow_run_id:
+                raise ValueError("a record of another run")
         except FileNotFoundError:
             return None
         except (OSError, ValueError, TypeError, KeyError):

@@ -14,7 +14,6 @@ behind ``workflow.patched`` ids listed below.
 from __future__ import annotations
 
 import asyncio
-import math
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import replace
 from datetime import timedelta
@@ -298,17 +297,14 @@ class MediaItemWorkflow:
         return self._opts.small_item_size > 0 and total is not None and total <= self._opts.small_item_size
 
     def _one_activity_on_host(self, resolved: Resolved) -> bool:
-        """Whether a larger item's files can go one after another in one activity on its claimed
-        host (ItemOptions.one_activity_on_host): no live recording (it commits in parts as it
-        records), and the files besides the largest (a cover aside: always small) of known sizes
-        that total at most small_item_size. A video and its cover, or a video and a small audio
-        track, go so; DASH's video and audio, or a gallery of large pictures, download side by
-        side, an activity each."""
+        """Whether a larger item's files go one after another in one activity on its claimed
+        host (ItemOptions.one_activity_on_host): one file besides its cover, and no live recording
+        (it commits in parts as it records). DASH's video and audio, or a gallery, download side
+        by side, an activity each: on a CDN that throttles each connection, one after another
+        would add the smaller file's whole time."""
         if not self._opts.one_activity_on_host or any(a.protocol == LIVE_PROTOCOL for a in resolved.assets):
             return False
-        sizes = sorted((math.inf if asset.expected_size is None else asset.expected_size
-                        for asset in resolved.assets if asset.kind not in OPTIONAL_KINDS), reverse=True)
-        return sum(sizes[1:]) <= self._opts.small_item_size
+        return sum(asset.kind not in OPTIONAL_KINDS for asset in resolved.assets) <= 1
 
     async def _in_one_activity(self, resolved: Resolved) -> CommitResult:
         """Download, verify and commit an item in one activity (trawl.activities.small): a small
@@ -345,7 +341,7 @@ class MediaItemWorkflow:
 
     async def _on_one_host(self, resolved: Resolved) -> CommitResult:
         """Download, verify and commit on one host, the one holding the partial files: in one
-        activity when the files can go one after another (``_one_activity_on_host``), else an
+        activity when it is one file and its cover (``_one_activity_on_host``), else an
         activity per file and stage.
 
         A host is claimed through the shared download queue (whichever worker has a free slot
