@@ -18,16 +18,12 @@ import pytest
 from temporalio.exceptions import CancelledError
 from temporalio.testing import ActivityEnvironment
 
-from trawl.activities.commit import CommitActivities
-from trawl.activities.download import DownloadActivities
 from trawl.activities.fetch import FetchActivities
-from trawl.activities.small import SmallItemActivities
 from trawl.activities.tiny import TinyItemActivities
-from trawl.activities.verify import VerifyActivities
+from tests.activities import one_activity_parts
 from trawl.contracts import FetchInput
 from trawl.platforms.base import ResolveContext
 from trawl.platforms.registry import build_registry
-from trawl.settings import DownloadSettings
 from trawl.simulator import MediaFile, Simulator
 from trawl.storage.blobs import LocalBlobStore
 from trawl.storage.catalog import Catalog
@@ -53,9 +49,7 @@ class HeldStore(LocalBlobStore):
 def parts(tmp_path: Path, catalog: Catalog) -> Iterator[tuple[TinyItemActivities, HeldStore]]:
     store = HeldStore(tmp_path / "blobs")
     with httpx.Client() as http:
-        download = DownloadActivities(http, tmp_path / "work", DownloadSettings(), timedelta(seconds=5))
-        commit = CommitActivities(catalog, store, tmp_path / "work", timedelta(seconds=5))
-        small = SmallItemActivities(download, VerifyActivities(timedelta(seconds=5)), commit)
+        small = one_activity_parts(http, catalog, store, tmp_path / "work")
         fetch = FetchActivities(build_registry(), ResolveContext(http, 1 << 20), catalog, timedelta(seconds=5))
         yield TinyItemActivities(fetch, small, timedelta(seconds=5)), store
 

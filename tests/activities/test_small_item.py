@@ -15,14 +15,11 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from trawl.activities.commit import CommitActivities
-from trawl.activities.download import DownloadActivities
 from trawl.activities.small import SmallItemActivities
-from trawl.activities.verify import VerifyActivities
+from tests.activities import one_activity_parts
 from trawl.contracts import SmallItemInput
 from trawl.download import verified_path
 from trawl.models import Asset, Resolved
-from trawl.settings import DownloadSettings
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
 from trawl.storage.blobs import LocalBlobStore
 from trawl.storage.catalog import Catalog
@@ -52,9 +49,7 @@ class FailingOnceAfterPut(LocalBlobStore):
 def small(tmp_path: Path, catalog: Catalog) -> Iterator[tuple[SmallItemActivities, FailingOnceAfterPut]]:
     store = FailingOnceAfterPut(tmp_path / "blobs")
     with httpx.Client() as http:
-        download = DownloadActivities(http, tmp_path / "work", DownloadSettings(), timedelta(seconds=5))
-        commit = CommitActivities(catalog, store, tmp_path / "work", timedelta(seconds=5))
-        yield SmallItemActivities(download, VerifyActivities(timedelta(seconds=5)), commit), store
+        yield one_activity_parts(http, catalog, store, tmp_path / "work"), store
 
 
 def attempt(number: int, run: str = "run-1") -> ActivityEnvironment:

@@ -112,23 +112,35 @@ async def url_expired(r: Recorder) -> list[WorkflowHandle]:
     return [await r.finished(await r.item(r.sim.url("/p/signed")))]
 
 
-async def paused_resumed(r: Recorder) -> list[WorkflowHandle]:
+async def paused_and_resumed(r: Recorder, name: str) -> list[WorkflowHandle]:
+    """A 3 MB file at /m/NAME.mp4, paused while it downloads, resumed 2 s later."""
     # Slow enough that the pause finds it running, on however many connections it is split.
-    r.sim.add_file("/m/pause.mp4", MediaFile("mp4", "h-pause", 3_000_000), FileBehaviour(throttle_bps=100_000))
-    handle = await r.item(r.sim.url("/m/pause.mp4"))
-    await wait_until(lambda: r.sim.bytes_sent("/m/pause.mp4") > 300_000)
+    path = f"/m/{name}.mp4"
+    r.sim.add_file(path, MediaFile("mp4", f"h-{name}", 3_000_000), FileBehaviour(throttle_bps=100_000))
+    handle = await r.item(r.sim.url(path))
+    await wait_until(lambda: r.sim.bytes_sent(path) > 300_000)
     await handle.signal(MediaItemWorkflow.pause)
     await asyncio.sleep(2)  # the download stops at its next heartbeat
     await handle.signal(MediaItemWorkflow.resume)
     return [await r.finished(handle)]
 
 
-async def cancelled(r: Recorder) -> list[WorkflowHandle]:
-    r.sim.add_file("/m/cancel.mp4", MediaFile("mp4", "h-cancel", 4_000_000), FileBehaviour(throttle_bps=300_000))
-    handle = await r.item(r.sim.url("/m/cancel.mp4"))
-    await wait_until(lambda: r.sim.bytes_sent("/m/cancel.mp4") > 300_000)
+async def cancelled_midway(r: Recorder, name: str) -> list[WorkflowHandle]:
+    """A 4 MB file at /m/NAME.mp4, cancelled while it downloads."""
+    path = f"/m/{name}.mp4"
+    r.sim.add_file(path, MediaFile("mp4", f"h-{name}", 4_000_000), FileBehaviour(throttle_bps=300_000))
+    handle = await r.item(r.sim.url(path))
+    await wait_until(lambda: r.sim.bytes_sent(path) > 300_000)
     await handle.cancel()
     return [await r.finished(handle)]
+
+
+async def paused_resumed(r: Recorder) -> list[WorkflowHandle]:
+    return await paused_and_resumed(r, "pause")
+
+
+async def cancelled(r: Recorder) -> list[WorkflowHandle]:
+    return await cancelled_midway(r, "cancel")
 
 
 async def on_host_committed(r: Recorder) -> list[WorkflowHandle]:
@@ -139,23 +151,11 @@ async def on_host_committed(r: Recorder) -> list[WorkflowHandle]:
 
 
 async def on_host_paused_resumed(r: Recorder) -> list[WorkflowHandle]:
-    r.sim.add_file("/m/on-host-pause.mp4", MediaFile("mp4", "h-on-host-pause", 3_000_000),
-                   FileBehaviour(throttle_bps=100_000))
-    handle = await r.item(r.sim.url("/m/on-host-pause.mp4"))
-    await wait_until(lambda: r.sim.bytes_sent("/m/on-host-pause.mp4") > 300_000)
-    await handle.signal(MediaItemWorkflow.pause)
-    await asyncio.sleep(2)  # the activity stops at its download's next heartbeat
-    await handle.signal(MediaItemWorkflow.resume)
-    return [await r.finished(handle)]
+    return await paused_and_resumed(r, "on-host-pause")
 
 
 async def on_host_cancelled(r: Recorder) -> list[WorkflowHandle]:
-    r.sim.add_file("/m/on-host-cancel.mp4", MediaFile("mp4", "h-on-host-cancel", 4_000_000),
-                   FileBehaviour(throttle_bps=300_000))
-    handle = await r.item(r.sim.url("/m/on-host-cancel.mp4"))
-    await wait_until(lambda: r.sim.bytes_sent("/m/on-host-cancel.mp4") > 300_000)
-    await handle.cancel()
-    return [await r.finished(handle)]
+    return await cancelled_midway(r, "on-host-cancel")
 
 
 async def dash_two_assets(r: Recorder) -> list[WorkflowHandle]:
@@ -262,12 +262,7 @@ async def lean_failed_not_found(r: Recorder) -> list[WorkflowHandle]:
 
 
 async def lean_cancelled(r: Recorder) -> list[WorkflowHandle]:
-    r.sim.add_file("/m/lean-cancel.mp4", MediaFile("mp4", "h-lean-cancel", 4_000_000),
-                   FileBehaviour(throttle_bps=300_000))
-    handle = await r.item(r.sim.url("/m/lean-cancel.mp4"))
-    await wait_until(lambda: r.sim.bytes_sent("/m/lean-cancel.mp4") > 300_000)
-    await handle.cancel()
-    return [await r.finished(handle)]
+    return await cancelled_midway(r, "lean-cancel")
 
 
 # -- crawl scenarios ---------------------------------------------------------------------------
