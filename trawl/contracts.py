@@ -146,9 +146,9 @@ class ItemOptions:
     # That first fetch is the activity fetch_and_store_tiny; False (runs started before it): the
     # fetch activity, told with_fetch_size.
     tiny_activity: bool = False
-    # An item past small_item_size runs download, verify and commit as one activity on the host
-    # it claimed, when its files can go one after another (MediaItemWorkflow._one_activity_on_host);
-    # False (runs started before it): an activity per stage there.
+    # An item past small_item_size of one file and its cover runs download, verify and commit as
+    # one activity on the host it claimed (MediaItemWorkflow._one_activity_on_host); False (runs
+    # started before it): an activity per stage there.
     one_activity_on_host: bool = False
     # A crawl's own choices (`trawl crawl -f`, `--limit-rate`); 0: the worker's settings.
     quality: int = 0  # the tallest video wanted, in lines (720 = 720p)

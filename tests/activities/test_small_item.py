@@ -19,6 +19,7 @@ from trawl.activities.small import SmallItemActivities
 from tests.activities import one_activity_parts
 from trawl.contracts import SmallItemInput
 from trawl.download import verified_path
+from trawl.errors import ContentCorrupt
 from trawl.models import Asset, Resolved
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
 from trawl.storage.blobs import LocalBlobStore
@@ -96,6 +97,36 @@ def test_a_record_whose_file_is_gone_everywhere_is_dropped_and_the_file_download
     result = attempt(1).run(activities.small_item, inp)
     assert [a.sha256 for a in result.assets] == [VIDEO.sha256()]
     assert sim.stats["/v.mp4"].bytes_sent == VIDEO.size
+
+
+class CorruptOnce(LocalBlobStore):
+    """A store that finds the bytes are not what verify hashed, once (a copy that hashes on the way)."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.corrupt = 1
+
+    def put(self, source: Path, sha256: str, size: int) -> str:
+        if self.corrupt:
+            self.corrupt -= 1
+            raise ContentCorrupt(f"{source.name}: the bytes stored do not hash to {sha256[:12]}")
+        return super().put(source, sha256, size)
+
+
+def test_bytes_the_commit_finds_corrupt_are_downloaded_again_not_taken_from_the_record(
+        sim: Simulator, catalog: Catalog, tmp_path: Path) -> None:
+    sim.add_file("/v.mp4", VIDEO)
+    inp = item(sim, Asset("video", "video", [sim.url("/v.mp4")], expected_size=VIDEO.size))
+    with httpx.Client() as http:
+        activities = one_activity_parts(http, catalog, CorruptOnce(tmp_path / "blobs"), tmp_path / "work")
+        with pytest.raises(ApplicationError) as failed:
+            attempt(1).run(activities.small_item, inp)
+        assert failed.value.type == "content_corrupt"
+        part = activities.downloads.part_path(WORKFLOW_ID, "video")
+        assert not part.exists() and not verified_path(part).exists()
+        result = attempt(1).run(activities.small_item, inp)  # the workflow's next activity
+    assert [a.sha256 for a in result.assets] == [VIDEO.sha256()]
+    assert sim.stats["/v.mp4"].bytes_sent == 2 * VIDEO.size
 
 
 def test_a_record_of_another_run_is_not_trusted(

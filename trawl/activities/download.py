@@ -154,14 +154,20 @@ class DownloadActivities:
             live=outcome.live,
         )
 
+    def discard_files(self, workflow_id: str, name: str) -> None:
+        """Remove what a download of asset ``name`` left: its partial file, state and record, an
+        HLS remux, a recording's parts."""
+        part = self.part_path(workflow_id, name)
+        discard(part)
+        discard_hls(part)
+        discard_live(part)
+
     @activity.defn(name="discard")
     def discard(self, inp: DiscardInput) -> None:
         """Remove partial files: named assets, or the workflow's whole work directory."""
         if inp.asset_names:
             for name in inp.asset_names:
-                discard(self.part_path(inp.workflow_id, name))
-                discard_hls(self.part_path(inp.workflow_id, name))
-                discard_live(self.part_path(inp.workflow_id, name))
+                self.discard_files(inp.workflow_id, name)
         else:
             shutil.rmtree(self.work_dir / workdir_name(inp.workflow_id), ignore_errors=True)
 

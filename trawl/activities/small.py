@@ -40,7 +40,7 @@ from trawl.contracts import (  # noqa: F401 - SmallItemInput: imported from here
     VerifyInput)
 from trawl.activities.records import recorded
 from trawl.activities.verify import VerifyActivities
-from trawl.download import discard, verified_path
+from trawl.download import verified_path
 from trawl.models import OPTIONAL_KINDS, Asset
 
 
@@ -101,7 +101,7 @@ class SmallItemActivities:
                 # The store found the bytes are not what verify hashed: the next activity downloads
                 # them again, not from the records.
                 for file in files:
-                    discard(self.downloads.part_path(inp.workflow_id, file.asset.name))
+                    self.downloads.discard_files(inp.workflow_id, file.asset.name)
                 raise
             # The files are complete; what waits now is the commit (a store that is down, say):
             # the item shows that stage until the activity's next attempt ends it.
@@ -137,7 +137,7 @@ class SmallItemActivities:
             # why it is left out); what failed as corrupt goes, so the next run downloads it again.
             left_out = asset.kind in OPTIONAL_KINDS and err.non_retryable
             if left_out or err.type == "content_corrupt":
-                discard(part)
+                self.downloads.discard_files(inp.workflow_id, asset.name)
             if not left_out:
                 raise
             return None
