@@ -28,8 +28,16 @@ says whether a URL costs more as the crawl grows. At the end, each frontier_next
 (from the crawl's histories) by tenth of the crawl. The dev server keeps its state in a file as
 trawl's embedded server does (--server-in-memory: in memory, as the bench did before 2026-12-06).
 
+With --metrics each progress line also tells, per item committed since the last line, what the
+workers asked of the server (the SDK's ``temporal_request``/``temporal_long_request`` by
+operation, its sticky cache and workflow task counters, scraped from each worker process's
+Prometheus port) and what the server did (its ``service_requests`` and ``persistence_requests`` by
+operation, from the dev server's own metrics port): a cost that grows with the workers' age shows
+as a count per item that grows, or as the same counts at a higher CPU per item.
+
 Usage: .venv/bin/python bench/bigcrawl.py [--sizes 1000,10000,100000] [--new 200] [--sample-every 250]
        [--tracemalloc DIR --snapshots 200,1000,3000] [--processes 4] [--postgres URL] [--progress 60]
+       [--metrics]
 """
 
 from __future__ import annotations
@@ -47,6 +55,7 @@ import tempfile
 import threading
 import time
 import tracemalloc
+import urllib.request
 from pathlib import Path
 
 from sqlalchemy import create_engine, text
@@ -59,6 +68,8 @@ from trawl.simulator import MediaFile, Simulator
 from trawl.starter.client import start_crawl
 from trawl.storage.catalog import Catalog
 from trawl.storage.records import CommittedAsset
+
+from common import free_port
 
 TEMPORAL = str(Path(sys.executable).parent / "temporal")
 TRAWL = str(Path(sys.executable).parent / "trawl")
@@ -154,11 +165,13 @@ sys.exit(console_main())
 
 
 def start_worker(settings: Settings, log: Path, traced: Path | None = None, trace_from: int = 2,
-                 processes: int = 1) -> subprocess.Popen[bytes]:
+                 processes: int = 1, metrics_port: int = 0) -> subprocess.Popen[bytes]:
+    """``trawl worker``; with ``metrics_port``, its processes serve metrics from that port on (one each)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRAWL_")}
     env.update(TRAWL_DATA_DIR=str(settings.data_dir), TRAWL_TEMPORAL__ADDRESS=settings.temporal.address,
                TRAWL_TEMPORAL__EMBEDDED="false", TRAWL_TEMPORAL__TASK_QUEUE_PREFIX=settings.temporal.task_queue_prefix,
-               TRAWL_NET__ALLOW_PRIVATE="true", TRAWL_WORKER__METRICS_PORT="0", TRAWL_CATALOG__URL=settings.catalog.url)
+               TRAWL_NET__ALLOW_PRIVATE="true", TRAWL_WORKER__METRICS_PORT=str(metrics_port),
+               TRAWL_CATALOG__URL=settings.catalog.url)
     command = [TRAWL, "worker"] + (["--processes", str(processes)] if processes > 1 else [])
     if traced is not None:
         # Tracing slows the worker's workflow tasks past the SDK's 2 s deadlock detector on a loaded
@@ -272,13 +285,82 @@ def postmaster_pid(admin_url: str) -> int | None:
         engine.dispose()
 
 
+# What a progress line tells per item with --metrics: the workers' SDK counters (summed over the
+# processes, by operation where they have one) and the server's requests by operation.
+WORKER_COUNTERS = ("temporal_request_total", "temporal_long_request_total", "temporal_request_failure_total",
+                   "temporal_sticky_cache_hit_total", "temporal_sticky_cache_miss_total",
+                   "temporal_sticky_cache_total_forced_eviction_total", "temporal_workflow_completed_total",
+                   "temporal_workflow_task_execution_latency_seconds_count",
+                   "temporal_workflow_task_execution_latency_seconds_sum",
+                   "temporal_workflow_task_replay_latency_seconds_count",
+                   "temporal_workflow_task_replay_latency_seconds_sum",
+                   "temporal_activity_execution_latency_seconds_count")
+SERVER_COUNTERS = ("service_requests", "persistence_requests", "service_latency_sum", "persistence_latency_sum")
+
+
+def scrape(url: str, names: tuple[str, ...]) -> dict[str, float]:
+    """The named counters of a Prometheus endpoint, summed by name and ``operation`` label; {} when
+    it does not answer (a worker process restarting)."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            body = answer.read().decode()
+    except OSError:
+        return {}
+    found: dict[str, float] = {}
+    for line in body.splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        head, _, value = line.rpartition(" ")
+        name, _, labels = head.partition("{")
+        if name not in names:
+            continue
+        operation = next((part.split("=", 1)[1].strip('"') for part in labels.rstrip("}").split(",")
+                          if part.startswith("operation=")), "")
+        key = f"{name}[{operation}]" if operation else name
+        try:
+            found[key] = found.get(key, 0.0) + float(value)
+        except ValueError:
+            continue
+    return found
+
+
+class Metrics:
+    """The workers' and the server's counters, read together."""
+
+    def __init__(self, worker_ports: list[int], server_port: int) -> None:
+        self.worker_ports, self.server_port = worker_ports, server_port
+
+    def read(self) -> dict[str, dict[str, float]]:
+        workers: dict[str, float] = {}
+        for port in self.worker_ports:
+            for key, value in scrape(f"http://127.0.0.1:{port}/metrics", WORKER_COUNTERS).items():
+                workers[key] = workers.get(key, 0.0) + value
+        return {"workers": workers, "server": scrape(f"http://127.0.0.1:{self.server_port}/metrics", SERVER_COUNTERS)}
+
+
+def per_item(before: dict[str, dict[str, float]], after: dict[str, dict[str, float]], items: int) -> dict:
+    """Each counter's growth per item, those of at least 0.01 an item (latencies' sums in ms an item)."""
+    out: dict[str, dict[str, float]] = {}
+    for side in after:
+        grown = {}
+        for key, value in sorted(after[side].items()):
+            delta = (value - before.get(side, {}).get(key, 0.0)) / items
+            if key.split("[")[0].endswith("_sum"):
+                delta *= 1000  # both sides' latencies are in seconds
+            if abs(delta) >= 0.01:
+                grown[key] = round(delta, 3)
+        out[side] = grown
+    return out
+
+
 class Progress:
     """What the crawl has cost so far, told on stderr every ``every`` seconds: since the start and
     since the last line (a URL that costs more as the crawl grows shows as a rate that falls and a
     CPU per item that rises)."""
 
-    def __init__(self, sampler: MemorySampler, pids: dict[str, int | None], catalog: Catalog, every: float) -> None:
-        self.sampler, self.pids, self.catalog, self.every = sampler, pids, catalog, every
+    def __init__(self, sampler: MemorySampler, pids: dict[str, int | None], catalog: Catalog, every: float,
+                 metrics: Metrics | None = None) -> None:
+        self.sampler, self.pids, self.catalog, self.every, self.metrics = sampler, pids, catalog, every, metrics
         self.lines: list[dict] = []
         self.crawl_id: str | None = None
         self.first_entry: int | None = None
@@ -302,6 +384,7 @@ class Progress:
     async def run(self) -> None:
         began, last_t, last_items, last_cpu = time.monotonic(), time.monotonic(), 0, self.cpu()
         first_cpu = dict(last_cpu)
+        last_metrics = await asyncio.to_thread(self.metrics.read) if self.metrics else None
         while True:
             await asyncio.sleep(self.every)
             now, cpu = time.monotonic(), self.cpu()
@@ -315,6 +398,11 @@ class Progress:
                     "workers_rss_mib": [round(r, 1) for r in self.sampler.processes_rss],
                     "frontier_read_ms": await asyncio.to_thread(self.frontier_read_ms, items),
                     "load": round(os.getloadavg()[0], 1)}
+            if self.metrics is not None:
+                counted = await asyncio.to_thread(self.metrics.read)
+                if done:
+                    line["per_item"] = per_item(last_metrics, counted, done)
+                last_metrics = counted
             self.lines.append(line)
             print(json.dumps(line), file=sys.stderr, flush=True)
             last_t, last_items, last_cpu = now, items, cpu
@@ -365,14 +453,17 @@ async def one(env: WorkflowEnvironment, sim: Simulator, size: int, new: int, wor
     traced = Path(args.tracemalloc) / f"size-{size}" if args.tracemalloc else None
     if traced is not None:
         traced.mkdir(parents=True, exist_ok=True)
-    worker = start_worker(settings, work / f"worker-{size}.log", traced, args.trace_from, args.processes)
+    worker_port = free_port() if args.metrics else 0
+    worker = start_worker(settings, work / f"worker-{size}.log", traced, args.trace_from, args.processes, worker_port)
     sampler = MemorySampler(worker.pid, catalog, [int(n) for n in args.snapshots.split(",")], traced,
                             supervised=args.processes > 1)
     sampler.start()
     port = int(settings.temporal.address.rsplit(":", 1)[1])
     progress = Progress(sampler, {"server": server_pid(port), "workers": worker.pid,
                                   "postgres": postmaster_pid(args.postgres) if args.postgres else None},
-                        catalog, args.progress)
+                        catalog, args.progress,
+                        Metrics([worker_port + i for i in range(args.processes)], args.server_metrics_port)
+                        if args.metrics else None)
     cpu_before = progress.cpu()
     telling = asyncio.create_task(progress.run())
     try:
@@ -441,13 +532,18 @@ async def main() -> None:
     parser.add_argument("--server-in-memory", action="store_true",
                         help="the dev server's state in memory (before 2026-12-06 the bench's only way)")
     parser.add_argument("--progress", type=float, default=60, help="seconds between progress lines on stderr")
+    parser.add_argument("--metrics", action="store_true",
+                        help="progress lines tell the workers' and the server's counters per item")
     args = parser.parse_args()
+    args.server_metrics_port = free_port() if args.metrics else 0
     results = []
     with tempfile.TemporaryDirectory() as tmp, Simulator() as sim:
         # As trawl's embedded server keeps it (trawl/starter/embedded.py): a file, not memory.
         persisted = [] if args.server_in_memory else [
             "--db-filename", str(Path(tmp) / "temporal.db"), "--sqlite-pragma", "journal_mode=wal",
             "--sqlite-pragma", "synchronous=normal", "--dynamic-config-value", "history.shardIOConcurrency=8"]
+        if args.metrics:
+            persisted += ["--metrics-port", str(args.server_metrics_port)]
         # The server prints its banner to the standard output it inherits: give it stderr, so
         # the bench's own output stays JSON.
         stdout = os.dup(1)
