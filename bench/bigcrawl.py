@@ -288,13 +288,12 @@ def postmaster_pid(admin_url: str) -> int | None:
 # What a progress line tells per item with --metrics: the workers' SDK counters (summed over the
 # processes, by operation where they have one) and the server's requests by operation.
 WORKER_COUNTERS = ("temporal_request_total", "temporal_long_request_total", "temporal_request_failure_total",
-                   "temporal_sticky_cache_hit_total", "temporal_sticky_cache_miss_total",
+                   "temporal_request_latency_sum", "temporal_sticky_cache_hit_total", "temporal_sticky_cache_miss_total",
                    "temporal_sticky_cache_total_forced_eviction_total", "temporal_workflow_completed_total",
-                   "temporal_workflow_task_execution_latency_seconds_count",
-                   "temporal_workflow_task_execution_latency_seconds_sum",
-                   "temporal_workflow_task_replay_latency_seconds_count",
-                   "temporal_workflow_task_replay_latency_seconds_sum",
-                   "temporal_activity_execution_latency_seconds_count")
+                   "temporal_workflow_task_execution_latency_count", "temporal_workflow_task_execution_latency_sum",
+                   "temporal_workflow_task_replay_latency_count", "temporal_workflow_task_replay_latency_sum",
+                   "temporal_workflow_task_schedule_to_start_latency_sum",
+                   "temporal_activity_execution_latency_count", "temporal_activity_execution_latency_sum")
 SERVER_COUNTERS = ("service_requests", "persistence_requests", "service_latency_sum", "persistence_latency_sum")
 
 

@@ -59,14 +59,15 @@ class Harness:
 
 
 def harness(client: httpx.Client, work: Path, *, attempt: int = 1, heartbeat_details: list[Any] | None = None,
-            on_beat=None, max_attempts: int = 0) -> Harness:  # noqa: ANN001 - a callback
+            on_beat=None, max_attempts: int = 0,  # noqa: ANN001 - a callback
+            heartbeat_timeout: timedelta = timedelta(seconds=10)) -> Harness:
     reports: list[tuple[str, dict[str, Any]]] = []
     activities = DownloadActivities(client, work, DownloadSettings(), timedelta(seconds=60), max_attempts,
                                     progress=lambda wid, report: reports.append((wid, report)))
     env = ActivityEnvironment()
     env.info = dataclasses.replace(env.info, activity_type="download", workflow_id=WORKFLOW_ID, attempt=attempt,
                                    heartbeat_details=heartbeat_details or [],
-                                   heartbeat_timeout=timedelta(seconds=10))
+                                   heartbeat_timeout=heartbeat_timeout)
     beats: list[dict[str, Any]] = []
 
     def heartbeat(*details: Any) -> None:
@@ -100,6 +101,40 @@ def test_heartbeats_carry_the_resume_state_as_the_offset_grows(sim: Simulator, c
     done = [r["bytes_done"] for _, r in h.reports]
     # None at completion: the activity's result tells the item just after.
     assert done == sorted(done) and done[-1] < SIZE and h.reports[-1][1]["bytes_total"] == SIZE
+
+
+def test_a_download_heartbeats_once_it_has_run_a_while(sim: Simulator, client: httpx.Client, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SDK sends an activity's first heartbeat to the server at once: a download that ends
+    within FIRST_BEAT_AFTER_S (every tiny item's) sends none, its resume state on disk all the
+    same; a longer one sends its first after that long, and every one after as before."""
+    delay = 0.6
+    monkeypatch.setattr(download_activity, "FIRST_BEAT_AFTER_S", delay)
+    small = MediaFile("mp4", "quick", 2_000)
+    sim.add_file("/quick.mp4", small)
+    quick = harness(client, tmp_path / "quick")
+    assert quick.run(sim.url("/quick.mp4"), size=2_000).sha256 == small.sha256()
+    assert quick.beats == []
+    assert (saved := load_state(quick.part)) is not None and saved.offset == 2_000
+
+    sim.add_file("/long.mp4", MediaFile("mp4", "long", SIZE), FileBehaviour(throttle_bps=THROTTLE))
+    beats: list[tuple[float, int]] = []
+    long = harness(client, tmp_path / "long", on_beat=lambda env, beat: beats.append((time.monotonic(), beat["offset"])))
+    began = time.monotonic()
+    long.run(sim.url("/long.mp4"))
+    assert beats and beats[0][0] - began >= delay and 0 < beats[0][1] and beats[-1][1] == SIZE, (began, beats)
+
+
+def test_a_short_heartbeat_timeout_brings_the_first_heartbeat_forward(sim: Simulator, client: httpx.Client,
+                                                                      tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A quarter of the heartbeat timeout at most: the server must hear from the download before
+    it times the activity out."""
+    monkeypatch.setattr(download_activity, "FIRST_BEAT_AFTER_S", 60.0)
+    sim.add_file("/soon.mp4", MediaFile("mp4", "soon", SIZE), FileBehaviour(throttle_bps=THROTTLE))  # 1.5 s
+    h = harness(client, tmp_path / "work", heartbeat_timeout=timedelta(seconds=2))
+    h.run(sim.url("/soon.mp4"))
+    assert h.beats and h.beats[0]["offset"] < SIZE
 
 
 def test_a_download_shorter_than_the_report_delay_tells_the_item_nothing(sim: Simulator, client: httpx.Client,

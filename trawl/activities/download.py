@@ -35,6 +35,13 @@ REPORT_AFTER_S = 5.0
 # A live recording reports its measures (media recorded, size, window) when it holds its first
 # segment, then every this many seconds of media: the Web UI's details line says them.
 LIVE_REPORT_EVERY_S = 600.0
+# A download's first heartbeat waits this long. The SDK sends an activity's first heartbeat to the
+# server at once (it throttles only the later ones): a round trip through the frontend and the
+# history service and a write of the item's state, which a download that ends sooner (every tiny
+# item's) does not need. What the heartbeat carries is kept anyway: the resume state is saved
+# beside the partial file, which a retry on this host reads, and a retry on another host loses less
+# than this much download. A cancel is seen at the first heartbeat, so at most this much later.
+FIRST_BEAT_AFTER_S = 1.0
 
 
 class ProgressReporter:
@@ -113,8 +120,13 @@ class DownloadActivities:
         report = ProgressReporter(self.progress, inp.workflow_id, inp.asset.name,
                                   size_given=inp.asset.expected_size is not None)
 
+        # (Well within a short heartbeat timeout, should one be set.)
+        timeout = activity.info().heartbeat_timeout
+        quiet_until = time.monotonic() + min(FIRST_BEAT_AFTER_S, timeout.total_seconds() / 4 if timeout else FIRST_BEAT_AFTER_S)
+
         def beat(state: Any) -> None:  # the downloader's own state dataclass
-            activity.heartbeat(asdict(state))
+            if time.monotonic() >= quiet_until:
+                activity.heartbeat(asdict(state))
             report(state)
 
         # The asset's protocol picks the downloader (plain HTTP, HLS); each reads back its own
