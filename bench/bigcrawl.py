@@ -329,12 +329,17 @@ class Metrics:
     def __init__(self, worker_ports: list[int], server_port: int) -> None:
         self.worker_ports, self.server_port = worker_ports, server_port
 
-    def read(self) -> dict[str, dict[str, float]]:
+    def read(self) -> dict[str, dict[str, float]] | None:
+        """The counters now; None when a process did not answer (a sum without it would read as a fall)."""
         workers: dict[str, float] = {}
         for port in self.worker_ports:
-            for key, value in scrape(f"http://127.0.0.1:{port}/metrics", WORKER_COUNTERS).items():
+            answered = scrape(f"http://127.0.0.1:{port}/metrics", WORKER_COUNTERS)
+            if not answered:
+                return None
+            for key, value in answered.items():
                 workers[key] = workers.get(key, 0.0) + value
-        return {"workers": workers, "server": scrape(f"http://127.0.0.1:{self.server_port}/metrics", SERVER_COUNTERS)}
+        server = scrape(f"http://127.0.0.1:{self.server_port}/metrics", SERVER_COUNTERS)
+        return {"workers": workers, "server": server} if server else None
 
 
 def per_item(before: dict[str, dict[str, float]], after: dict[str, dict[str, float]], items: int) -> dict:
@@ -384,6 +389,7 @@ class Progress:
         began, last_t, last_items, last_cpu = time.monotonic(), time.monotonic(), 0, self.cpu()
         first_cpu = dict(last_cpu)
         last_metrics = await asyncio.to_thread(self.metrics.read) if self.metrics else None
+        metrics_items = 0
         while True:
             await asyncio.sleep(self.every)
             now, cpu = time.monotonic(), self.cpu()
@@ -398,10 +404,14 @@ class Progress:
                     "frontier_read_ms": await asyncio.to_thread(self.frontier_read_ms, items),
                     "load": round(os.getloadavg()[0], 1)}
             if self.metrics is not None:
+                # Counted from the last line that had items and every process's counters; a line
+                # without either has none (a process restarted in between counts from zero: the
+                # line after shows less of what it counts).
                 counted = await asyncio.to_thread(self.metrics.read)
-                if done:
-                    line["per_item"] = per_item(last_metrics, counted, done)
-                last_metrics = counted
+                if counted is not None and last_metrics is not None and items > metrics_items:
+                    line["per_item"] = per_item(last_metrics, counted, items - metrics_items)
+                if counted is not None and (last_metrics is None or items > metrics_items):
+                    last_metrics, metrics_items = counted, items
             self.lines.append(line)
             print(json.dumps(line), file=sys.stderr, flush=True)
             last_t, last_items, last_cpu = now, items, cpu

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from trawl.download.http import OVERLAP, HttpDownloader
-from trawl.download.state import ResumeState, Stopped, file_sha256, load_state, state_path
+from trawl.download.state import ResumeState, Stopped, file_sha256, fresher, load_state, state_path
 from trawl.errors import ContentCorrupt, StorageError, TooLarge, Truncated, TrawlError, UnsupportedUrl, UrlExpired
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
 from trawl.verify import verify_file
@@ -473,3 +473,17 @@ def test_a_file_that_cannot_be_read_back_fails_its_hash(tmp_path: Path) -> None:
     os.close(fd)
     with pytest.raises(OSError, match="read back"):
         hasher.finish()
+
+
+def test_the_state_beside_the_file_wins_over_a_heartbeat_of_another_version() -> None:
+    """The saved state describes the bytes on this disk (tests/activities: what a retry makes of it)."""
+    url = "http://127.0.0.1:9/v.mp4"
+    saved = ResumeState(offset=400, total=1000, etag='"b"', url=url)
+    assert fresher(ResumeState(offset=600, total=1000, etag='"a"', url=url), saved) is saved
+    assert fresher(ResumeState(offset=600, total=1000, etag='"b"', url=url + "?backup"), saved) is saved
+    # The same version, further on (the RPC lags, or another host's attempt): the file's own size
+    # then caps the offset the download resumes from.
+    ahead = ResumeState(offset=600, total=1000, etag='"b"', url=url)
+    assert fresher(ahead, saved) is ahead
+    assert fresher(ResumeState(offset=300, total=1000, etag='"b"', url=url), saved) is saved
+    assert fresher(None, saved) is saved and fresher(ahead, None) is ahead

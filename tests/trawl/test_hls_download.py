@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 from trawl.activities.application_errors import to_application_error
-from trawl.download.hls import HlsDownloader, HlsState, load_hls_state, remux_output
-from trawl.download.state import Stopped, state_path
+from trawl.download.hls import HlsDownloader, HlsState, fresher_hls, load_hls_state, remux_output
+from trawl.download.state import Stopped, save_state, state_path
 from trawl.errors import (BlockedAddress, ContentCorrupt, ParseError, SegmentMissing, TooLarge, UnsupportedUrl,
                           UrlExpired)
 from trawl.hls_playlists import MAX_SEGMENTS, MediaPlaylist, parse_playlist
@@ -130,6 +130,26 @@ def test_a_changed_stream_starts_over(client: httpx.Client, site: HlsSite, tmp_p
     stale = HlsState(url=site.url("disc"), fingerprint="another-stream", segment=2, segments=4, offset=5000)
     out = downloader(client).download([site.url("disc")], part, previous=stale)
     assert out.sha256 == sha(site.streams["disc"].plain()) and out.resumed_from == 0
+
+
+def test_the_state_beside_the_file_wins_over_a_heartbeat_of_another_stream(client: httpx.Client, site: HlsSite,
+                                                                          tmp_path: Path) -> None:
+    """The saved state describes the bytes on this disk; a heartbeat of the playlist's stream over
+    another stream's bytes would splice the two."""
+    url = site.url("disc")
+    saved = HlsState(url=url, fingerprint="another-stream", segment=2, segments=4, offset=5000)
+    assert fresher_hls(HlsState(url=url, fingerprint="this", segment=3, segments=4, offset=7000), saved) is saved
+    ahead = HlsState(url=url, fingerprint="another-stream", segment=3, segments=4, offset=7000)
+    assert fresher_hls(ahead, saved) is ahead and fresher_hls(saved, ahead) is ahead
+    # What a retry makes of it: the playlist's stream now is not the saved one, so it starts over.
+    part = tmp_path / "video.part"
+    part.write_bytes(b"x" * 5000)
+    current = downloader(client).download([url], tmp_path / "probe.part")
+    heartbeat = HlsState(url=url, fingerprint=load_hls_state(tmp_path / "probe.part").fingerprint, segment=2,
+                         segments=4, offset=5000)
+    save_state(part, saved)
+    out = downloader(client).download([url], part, previous=heartbeat)
+    assert out.sha256 == current.sha256 == sha(site.streams["disc"].plain()) and out.resumed_from == 0
 
 
 def test_a_missing_segment_is_retried_by_the_policy_then_fails_as_segment_missing(

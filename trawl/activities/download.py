@@ -7,7 +7,7 @@ import shutil
 import time
 from collections.abc import Callable
 from dataclasses import asdict
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -35,12 +35,12 @@ REPORT_AFTER_S = 5.0
 # A live recording reports its measures (media recorded, size, window) when it holds its first
 # segment, then every this many seconds of media: the Web UI's details line says them.
 LIVE_REPORT_EVERY_S = 600.0
-# A download's first heartbeat waits this long. The SDK sends an activity's first heartbeat to the
-# server at once (it throttles only the later ones): a round trip through the frontend and the
-# history service and a write of the item's state, which a download that ends sooner (every tiny
-# item's) does not need. What the heartbeat carries is kept anyway: the resume state is saved
-# beside the partial file, which a retry on this host reads, and a retry on another host loses less
-# than this much download. A cancel is seen at the first heartbeat, so at most this much later.
+# A download heartbeats once its activity has run this long. The SDK sends an activity's first
+# heartbeat to the server at once (it throttles only the later ones): a round trip through the
+# frontend and the history service and a write of the item's state, which an activity that ends
+# sooner (every tiny item's) does not need. What the heartbeat carries is kept anyway: the resume
+# state is saved beside the partial file at every beat, and a retry on this host reads it there
+# (the partial file is only here). A cancel is seen at the first heartbeat, so at most this late.
 FIRST_BEAT_AFTER_S = 1.0
 
 
@@ -120,9 +120,7 @@ class DownloadActivities:
         report = ProgressReporter(self.progress, inp.workflow_id, inp.asset.name,
                                   size_given=inp.asset.expected_size is not None)
 
-        # (Well within a short heartbeat timeout, should one be set.)
-        timeout = activity.info().heartbeat_timeout
-        quiet_until = time.monotonic() + min(FIRST_BEAT_AFTER_S, timeout.total_seconds() / 4 if timeout else FIRST_BEAT_AFTER_S)
+        quiet_until = time.monotonic() + _quiet_left(activity.info())
 
         def beat(state: Any) -> None:  # the downloader's own state dataclass
             if time.monotonic() >= quiet_until:
@@ -182,6 +180,21 @@ class DownloadActivities:
                 self.discard_files(inp.workflow_id, name)
         else:
             shutil.rmtree(self.work_dir / workdir_name(inp.workflow_id), ignore_errors=True)
+
+
+def _quiet_left(info: activity.Info) -> float:
+    """How much longer a download of this attempt keeps from heartbeating: what is left of the
+    attempt's first :data:`FIRST_BEAT_AFTER_S` (a quarter of a shorter heartbeat timeout).
+
+    The attempt's, not each download's: small_item downloads a cover, verifies it, then the video,
+    and quiet seconds of each would add up to a silence the heartbeat timeout takes for a lost
+    worker. Its start is stamped by the server's clock; a worker's clock behind it leaves at most
+    the whole quiet time from now."""
+    timeout = info.heartbeat_timeout
+    quiet = min(FIRST_BEAT_AFTER_S, timeout.total_seconds() / 4) if timeout else FIRST_BEAT_AFTER_S
+    started = info.started_time if info.started_time.tzinfo else info.started_time.replace(tzinfo=timezone.utc)
+    ran = (datetime.now(timezone.utc) - started).total_seconds()
+    return min(quiet, max(quiet - ran, 0.0))
 
 
 def _with_earlier(inp: DownloadInput) -> LivePart | None:

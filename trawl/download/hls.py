@@ -159,10 +159,11 @@ def load_hls_state(part: Path) -> HlsState | None:
 
 def fresher_hls(heartbeat: HlsState | None, saved: HlsState | None) -> HlsState | None:
     """The more advanced record of one stream (the saved file is written at every segment, the
-    heartbeat RPC is throttled); a record of another stream never replaces the heartbeat's."""
+    heartbeat RPC is throttled); of two streams, the saved one, which describes the bytes on this
+    disk (as :func:`trawl.download.state.fresher`): a stream that is not the playlist's now starts over."""
     if heartbeat is None or saved is None:
         return heartbeat or saved
-    if saved.fingerprint == heartbeat.fingerprint and (saved.done or saved.segment > heartbeat.segment):
+    if saved.fingerprint != heartbeat.fingerprint or saved.done or saved.segment > heartbeat.segment:
         return saved
     return heartbeat
 

@@ -94,16 +94,20 @@ def load_state(part: Path) -> ResumeState | None:
 
 
 def fresher(heartbeat: ResumeState | None, saved: ResumeState | None) -> ResumeState | None:
-    """The more advanced of two records of the same partial file.
+    """The record to resume a partial file from: of two records of one resource (URL and
+    validator) the more advanced, of two different ones the saved.
 
-    The state file is written at every heartbeat call; the heartbeat RPC is throttled, so after
-    a crash the file is usually ahead. A record of another resource (different URL or validator)
-    never replaces the heartbeat's.
+    The state file is written at every heartbeat call and when a download starts over, so it
+    describes the bytes on this disk; the heartbeat RPC is throttled (a download's first waits a
+    second), so after a crash the file is usually ahead, and a heartbeat may come from an attempt
+    on another host or from before a restart. Resuming this file's bytes under another version's
+    validator would splice two versions into one file once the server serves that version again;
+    under their own, a server of another version answers 200 and the download starts over.
     """
     if heartbeat is None or saved is None:
         return heartbeat or saved
     same = (saved.url, saved.etag, saved.last_modified) == (heartbeat.url, heartbeat.etag, heartbeat.last_modified)
-    return saved if same and saved.offset > heartbeat.offset else heartbeat
+    return heartbeat if same and heartbeat.offset > saved.offset else saved
 
 
 def save_state(part: Path, state: object) -> None:
