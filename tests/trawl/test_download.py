@@ -10,8 +10,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from trawl.download import http as http_module
 from trawl.download.http import OVERLAP, HttpDownloader
-from trawl.download.state import ResumeState, Stopped, file_sha256, fresher, load_state, state_path
+from trawl.download.state import ResumeState, Stopped, file_sha256, fresher, load_state, save_state, state_path
 from trawl.errors import ContentCorrupt, StorageError, TooLarge, Truncated, TrawlError, UnsupportedUrl, UrlExpired
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
 from trawl.verify import verify_file
@@ -481,9 +482,68 @@ def test_the_state_beside_the_file_wins_over_a_heartbeat_of_another_version() ->
     saved = ResumeState(offset=400, total=1000, etag='"b"', url=url)
     assert fresher(ResumeState(offset=600, total=1000, etag='"a"', url=url), saved) is saved
     assert fresher(ResumeState(offset=600, total=1000, etag='"b"', url=url + "?backup"), saved) is saved
-    # The same version, further on (the RPC lags, or another host's attempt): the file's own size
-    # then caps the offset the download resumes from.
+    # The same version, further on (a record that could not be saved; a heartbeat of another host's
+    # attempt is capped by this file's size, one of segments by their If-Range checks).
     ahead = ResumeState(offset=600, total=1000, etag='"b"', url=url)
     assert fresher(ahead, saved) is ahead
     assert fresher(ResumeState(offset=300, total=1000, etag='"b"', url=url), saved) is saved
     assert fresher(None, saved) is saved and fresher(ahead, None) is ahead
+
+
+def test_a_200_records_its_version_before_its_first_byte(sim: Simulator, client: httpx.Client, part: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The record beside the file wins over a heartbeat of another version: a crash as the new
+    version's body begins must not leave the old version's record over its bytes."""
+    media = MediaFile("mp4", "current", SIZE)
+    sim.add_file("/f.mp4", media)
+    part.parent.mkdir(parents=True)
+    part.write_bytes(b"x" * 500_000)
+    save_state(part, ResumeState(offset=500_000, total=SIZE, etag='"older"', url=sim.url("/f.mp4")))
+    seen: list[ResumeState | None] = []
+    hash_prefix = http_module.hash_prefix
+
+    def as_the_body_begins(path: Path, size: int):  # noqa: ANN202 - the digest
+        seen.append(load_state(path))  # what a crash here would leave
+        return hash_prefix(path, size)
+
+    monkeypatch.setattr(http_module, "hash_prefix", as_the_body_begins)
+    out = make(client).download([sim.url("/f.mp4")], part)
+    assert out.resumed_from == 0 and out.sha256 == media.sha256() == file_sha256(part)
+    assert seen and (seen[-1].etag, seen[-1].offset) == (media.etag, 0), seen
+
+
+def test_a_new_segmented_run_records_its_plan_before_the_file_takes_its_length(
+        sim: Simulator, client: httpx.Client, part: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reserved at its full length, the file's holes would pass the size check of a resume; an
+    earlier record (a heartbeat's) must not be what describes them."""
+    media = MediaFile("mp4", "planned", SIZE)
+    sim.add_file("/f.mp4", media)
+    seen: list[ResumeState | None] = []
+    reserve_file = http_module.reserve_file
+
+    def as_the_file_is_reserved(path: Path, *args: object) -> None:
+        seen.append(load_state(path))
+        reserve_file(path, *args)
+
+    monkeypatch.setattr(http_module, "reserve_file", as_the_file_is_reserved)
+    out = make(client, segments=3, segment_min_size=1024 * 1024, split_after_s=0).download([sim.url("/f.mp4")], part)
+    assert out.connections == 3 and out.sha256 == media.sha256()
+    assert seen and seen[0] is not None and seen[0].etag == media.etag, seen
+    assert seen[0].segments and all(done == 0 for _, _, done in seen[0].segments)
+
+
+def test_a_state_that_cannot_be_saved_is_removed_and_the_heartbeat_speaks_for_the_file(
+        sim: Simulator, client: httpx.Client, part: Path) -> None:
+    media = MediaFile("mp4", "unsaved", SIZE)
+    sim.add_file("/f.mp4", media, FileBehaviour(cut_at=CUT))
+    part.parent.mkdir(parents=True)
+    save_state(part, ResumeState(offset=0, total=SIZE, etag='"older"', url=sim.url("/f.mp4")))
+    state_path(part).with_suffix(".tmp").mkdir()  # every save from now on fails: its temporary file is a directory
+    beats: list[ResumeState] = []
+    with pytest.raises(Truncated):
+        make(client, beats).download([sim.url("/f.mp4")], part)
+    assert load_state(part) is None  # no record of the bytes as they were
+    assert (beats[-1].offset, beats[-1].etag) == (CUT, media.etag)
+    sim.add_file("/f.mp4", media)  # served whole again
+    out = make(client).download([sim.url("/f.mp4")], part, previous=beats[-1])
+    assert out.resumed_from == CUT and out.sha256 == media.sha256() == file_sha256(part)

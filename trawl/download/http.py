@@ -54,6 +54,7 @@ from trawl.download.state import (
     load_state,
     pwrite_all,
     save_state,
+    state_path,
     strong_validator,
 )
 from trawl.download.throttle import Throttle
@@ -80,6 +81,19 @@ SPLIT_AFTER_S = 2.0
 
 
 Heartbeat = Callable[[ResumeState], None]
+
+
+def _save(part: Path, state: ResumeState) -> None:
+    """Save ``state`` beside ``part``, or, when it cannot be, remove the record there: one left
+    behind would describe the bytes as they were and win over the heartbeats
+    (:func:`trawl.download.state.fresher`)."""
+    try:
+        save_state(part, state)
+    except OSError:
+        try:
+            state_path(part).unlink(missing_ok=True)
+        except OSError:
+            pass
 
 
 class HttpDownloader:
@@ -263,6 +277,10 @@ class HttpDownloader:
                         raise TooLarge(f"{url} is {total} bytes, over max_file_size {self.max_file_size}")
                     plan = ResumeState(0, total, etag, last_modified, url, segments=plan_segments(total, self.segments))
                     discard(part)
+                    # Recorded before the file exists at its full length: a crash before the first
+                    # checkpoint must leave no earlier record (a heartbeat's) to take its holes for
+                    # segments done.
+                    _save(part, plan)
                     try:
                         reserve_file(part, total, self.keep_free, _what(part))
                     except TrawlError:
@@ -284,6 +302,9 @@ class HttpDownloader:
                 discard(part)
                 raise TooLarge(f"{url} is {limit_total} bytes, over max_file_size {self.max_file_size}")
             new_state = ResumeState(offset, total, etag, last_modified, url)
+            # Recorded before a byte is written: after a 200 the file is this version's from byte 0,
+            # and a crash before the first heartbeat must not leave the record of the one before.
+            _save(part, new_state)
             digest = hash_prefix(part, offset)
             transferred = self._stream(chunks, part, digest, new_state, raw)
         if new_state.total is not None and new_state.offset < new_state.total:
@@ -420,10 +441,7 @@ class HttpDownloader:
 
     def record(self, part: Path, state: ResumeState) -> None:
         """Save ``state`` beside ``part`` and heartbeat it."""
-        try:
-            save_state(part, state)
-        except OSError:
-            pass  # the heartbeat below still records the offset
+        _save(part, state)  # if it cannot be, the heartbeat below still records the offset
         self.heartbeat(ResumeState(**asdict(state)))
 
     def _finish(

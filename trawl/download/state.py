@@ -97,12 +97,14 @@ def fresher(heartbeat: ResumeState | None, saved: ResumeState | None) -> ResumeS
     """The record to resume a partial file from: of two records of one resource (URL and
     validator) the more advanced, of two different ones the saved.
 
-    The state file is written at every heartbeat call and when a download starts over, so it
-    describes the bytes on this disk; the heartbeat RPC is throttled (a download's first waits a
-    second), so after a crash the file is usually ahead, and a heartbeat may come from an attempt
-    on another host or from before a restart. Resuming this file's bytes under another version's
-    validator would splice two versions into one file once the server serves that version again;
-    under their own, a server of another version answers 200 and the download starts over.
+    The state file is written before a download writes its first byte (a 200 or a new segmented
+    run included), at every heartbeat call, and removed when it cannot be (the heartbeat then
+    speaks for the file), so it describes the bytes on this disk. The heartbeat RPC is throttled
+    (a download's first waits a second), so after a crash the file is usually ahead, and a
+    heartbeat may come from an attempt on another host or from before a restart. Resuming this
+    file's bytes under another version's validator would splice two versions into one file once
+    the server serves that version again; under their own, a server of another version answers
+    200 and the download starts over.
     """
     if heartbeat is None or saved is None:
         return heartbeat or saved
