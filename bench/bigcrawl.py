@@ -48,6 +48,7 @@ import json
 import os
 import resource
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -297,6 +298,25 @@ WORKER_COUNTERS = ("temporal_request_total", "temporal_long_request_total", "tem
 SERVER_COUNTERS = ("service_requests", "persistence_requests", "service_latency_sum", "persistence_latency_sum")
 
 
+def free_ports_in_a_row(count: int, avoid: int = 0) -> int:
+    """The first of ``count`` consecutive free ports (the workers' processes take base + index;
+    one taken would move a process elsewhere and the bench would read another's counters)."""
+    for _ in range(100):
+        base = free_port()
+        if avoid not in range(base, base + count) and all(port_free(base + i) for i in range(1, count)):
+            return base
+    raise SystemExit(f"no {count} free ports in a row for the workers' metrics")
+
+
+def port_free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
 def scrape(url: str, names: tuple[str, ...]) -> dict[str, float]:
     """The named counters of a Prometheus endpoint, summed by name and ``operation`` label; {} when
     it does not answer (a worker process restarting)."""
@@ -462,7 +482,7 @@ async def one(env: WorkflowEnvironment, sim: Simulator, size: int, new: int, wor
     traced = Path(args.tracemalloc) / f"size-{size}" if args.tracemalloc else None
     if traced is not None:
         traced.mkdir(parents=True, exist_ok=True)
-    worker_port = free_port() if args.metrics else 0
+    worker_port = free_ports_in_a_row(args.processes, avoid=args.server_metrics_port) if args.metrics else 0
     worker = start_worker(settings, work / f"worker-{size}.log", traced, args.trace_from, args.processes, worker_port)
     sampler = MemorySampler(worker.pid, catalog, [int(n) for n in args.snapshots.split(",")], traced,
                             supervised=args.processes > 1)

@@ -482,11 +482,11 @@ def test_the_state_beside_the_file_wins_over_a_heartbeat_of_another_version() ->
     saved = ResumeState(offset=400, total=1000, etag='"b"', url=url)
     assert fresher(ResumeState(offset=600, total=1000, etag='"a"', url=url), saved) is saved
     assert fresher(ResumeState(offset=600, total=1000, etag='"b"', url=url + "?backup"), saved) is saved
-    # The same version, further on (a record that could not be saved; a heartbeat of another host's
-    # attempt is capped by this file's size, one of segments by their If-Range checks).
-    ahead = ResumeState(offset=600, total=1000, etag='"b"', url=url)
-    assert fresher(ahead, saved) is ahead
-    assert fresher(ResumeState(offset=300, total=1000, etag='"b"', url=url), saved) is saved
+    # The same version further on: another host's file, or this one's before a new segmented run
+    # gave the file its length (its "done" segments would be holes here).
+    ahead = ResumeState(offset=600, total=1000, etag='"b"', url=url, segments=[[0, 1000, 600]])
+    assert fresher(ahead, saved) is saved
+    # Only a file whose record could not be saved (and was removed) resumes from the heartbeat.
     assert fresher(None, saved) is saved and fresher(ahead, None) is ahead
 
 

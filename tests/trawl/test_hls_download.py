@@ -140,7 +140,7 @@ def test_the_state_beside_the_file_wins_over_a_heartbeat_of_another_stream(clien
     saved = HlsState(url=url, fingerprint="another-stream", segment=2, segments=4, offset=5000)
     assert fresher_hls(HlsState(url=url, fingerprint="this", segment=3, segments=4, offset=7000), saved) is saved
     ahead = HlsState(url=url, fingerprint="another-stream", segment=3, segments=4, offset=7000)
-    assert fresher_hls(ahead, saved) is ahead and fresher_hls(saved, ahead) is ahead
+    assert fresher_hls(ahead, saved) is saved and fresher_hls(ahead, None) is ahead
     # What a retry makes of it: the playlist's stream now is not the saved one, so it starts over.
     part = tmp_path / "video.part"
     part.write_bytes(b"x" * 5000)

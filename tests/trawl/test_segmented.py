@@ -12,7 +12,7 @@ import pytest
 
 from trawl.download.http import HttpDownloader
 from trawl.download.segmented import HostSlots, plan_segments
-from trawl.download.state import ResumeState, Stopped, file_sha256, load_state
+from trawl.download.state import ResumeState, Stopped, file_sha256, load_state, save_state
 from trawl.errors import NotFound, TrawlError
 from trawl.ranges import parse_range
 from trawl.simulator import FileBehaviour, MediaFile, Simulator
@@ -248,6 +248,25 @@ def test_resume_with_the_state_file_ahead_of_the_heartbeat(sim: Simulator, clien
     stale = ResumeState(1000, SIZE, media.etag, None, sim.url("/f.mp4"), [[s, e, 250] for s, e, _ in plan])
     out = make(client).download([sim.url("/f.mp4")], part, previous=stale)
     assert out.sha256 == media.sha256() and out.transferred == SIZE - saved.offset
+
+
+def test_a_heartbeat_of_segments_done_never_takes_a_new_run_s_holes_for_them(sim: Simulator, client: httpx.Client,
+                                                                            part: Path) -> None:
+    """A new segmented run records its plan before it gives the file its length; a heartbeat of
+    an earlier run of the same version (whose file was lost since) must not take the new file's
+    holes for its segments done: they would be committed as zeros."""
+    media = MediaFile("mp4", "holes", SIZE)
+    sim.add_file("/f.mp4", media)
+    plan = plan_segments(SIZE, 4)
+    part.parent.mkdir(parents=True, exist_ok=True)
+    with open(part, "wb") as new_run:
+        new_run.truncate(SIZE)  # the new run's file at its full length: holes
+    save_state(part, ResumeState(0, SIZE, media.etag, None, sim.url("/f.mp4"), [[s, e, 0] for s, e, _ in plan]))
+    earlier = [[s, e, (e - s) // 2] for s, e, _ in plan]
+    heartbeat = ResumeState(sum(d for _, _, d in earlier), SIZE, media.etag, None, sim.url("/f.mp4"), earlier)
+    out = make(client).download([sim.url("/f.mp4")], part, previous=heartbeat)
+    assert out.sha256 == media.sha256() == file_sha256(part)
+    assert out.resumed_from == 0 and out.transferred == SIZE
 
 
 def test_segments_of_an_expired_url_go_on_under_the_fresh_one(sim: Simulator, client: httpx.Client,

@@ -158,14 +158,11 @@ def load_hls_state(part: Path) -> HlsState | None:
 
 
 def fresher_hls(heartbeat: HlsState | None, saved: HlsState | None) -> HlsState | None:
-    """The more advanced record of one stream (the saved file is written at every segment, the
-    heartbeat RPC is throttled); of two streams, the saved one, which describes the bytes on this
-    disk (as :func:`trawl.download.state.fresher`): a stream that is not the playlist's now starts over."""
-    if heartbeat is None or saved is None:
-        return heartbeat or saved
-    if saved.fingerprint != heartbeat.fingerprint or saved.done or saved.segment > heartbeat.segment:
-        return saved
-    return heartbeat
+    """The record beside the file when there is one, else the heartbeat's, as
+    :func:`trawl.download.state.fresher`: the saved record is written at every segment, before
+    the heartbeat, and describes the bytes on this disk; a stream that is not the playlist's now
+    starts over."""
+    return saved if saved is not None else heartbeat
 
 
 def remux_output(part: Path) -> Path:

@@ -85,8 +85,9 @@ Heartbeat = Callable[[ResumeState], None]
 
 def _save(part: Path, state: ResumeState) -> None:
     """Save ``state`` beside ``part``, or, when it cannot be, remove the record there: one left
-    behind would describe the bytes as they were and win over the heartbeats
-    (:func:`trawl.download.state.fresher`)."""
+    behind would describe the bytes as they were and be trusted over the heartbeats
+    (:func:`trawl.download.state.fresher`). Without it a retry takes the last heartbeat the
+    server holds, which may be older (an attempt's quiet first second sends none)."""
     try:
         save_state(part, state)
     except OSError:
@@ -278,8 +279,7 @@ class HttpDownloader:
                     plan = ResumeState(0, total, etag, last_modified, url, segments=plan_segments(total, self.segments))
                     discard(part)
                     # Recorded before the file exists at its full length: a crash before the first
-                    # checkpoint must leave no earlier record (a heartbeat's) to take its holes for
-                    # segments done.
+                    # checkpoint must leave no record of segments done that are holes here.
                     _save(part, plan)
                     try:
                         reserve_file(part, total, self.keep_free, _what(part))

@@ -176,10 +176,10 @@ def fresher_live(heartbeat: LiveState | None, saved: LiveState | None) -> LiveSt
     """The more advanced record of one recording (the saved file is written at every segment;
     the heartbeat RPC is throttled); a record of another recording never replaces the heartbeat's.
 
-    Unlike :func:`trawl.download.state.fresher`, which trusts the file's own record then: a
-    recording runs on the queue of the host it claimed, and on another host it is a new activity
-    with no heartbeat, so a heartbeat of this activity is of the files on this disk (sent at most
-    just before the record beside them was saved)."""
+    Unlike :func:`trawl.download.state.fresher`, which trusts the file's own record: a recording
+    runs on the queue of the host it claimed, and on another host it is a new activity with no
+    heartbeat, so a heartbeat of this activity is of the files on this disk, this attempt's or an
+    earlier one's."""
     if heartbeat is None or saved is None or heartbeat.url is None:  # None: beaten before it began
         return saved or heartbeat
     same = (saved.url, saved.started_at) == (heartbeat.url, heartbeat.started_at)

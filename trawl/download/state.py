@@ -94,22 +94,19 @@ def load_state(part: Path) -> ResumeState | None:
 
 
 def fresher(heartbeat: ResumeState | None, saved: ResumeState | None) -> ResumeState | None:
-    """The record to resume a partial file from: of two records of one resource (URL and
-    validator) the more advanced, of two different ones the saved.
+    """The record to resume a partial file from: the one beside it when there is one, else the
+    last heartbeat's.
 
-    The state file is written before a download writes its first byte (a 200 or a new segmented
-    run included), at every heartbeat call, and removed when it cannot be (the heartbeat then
-    speaks for the file), so it describes the bytes on this disk. The heartbeat RPC is throttled
-    (a download's first waits a second), so after a crash the file is usually ahead, and a
-    heartbeat may come from an attempt on another host or from before a restart. Resuming this
-    file's bytes under another version's validator would splice two versions into one file once
-    the server serves that version again; under their own, a server of another version answers
-    200 and the download starts over.
+    The record beside the file is written before a download writes its first byte (a 200 or a new
+    segmented run included) and at every heartbeat call, and removed when it cannot be, so it
+    describes the bytes on this disk. A heartbeat that says otherwise was sent before: by an
+    attempt on another host (whose file is not here), by an attempt before a restart, or before
+    a new segmented run gave the file its length. Resuming this file's bytes under its record
+    (another version, or segments "done" that are holes here) would splice two versions into one
+    file or commit zeros; under their own record, a server of another version answers 200 and
+    the download starts over.
     """
-    if heartbeat is None or saved is None:
-        return heartbeat or saved
-    same = (saved.url, saved.etag, saved.last_modified) == (heartbeat.url, heartbeat.etag, heartbeat.last_modified)
-    return heartbeat if same and heartbeat.offset > saved.offset else saved
+    return saved if saved is not None else heartbeat
 
 
 def save_state(part: Path, state: object) -> None:
