@@ -192,8 +192,7 @@ def _quiet_left(info: activity.Info) -> float:
     the whole quiet time from now."""
     timeout = info.heartbeat_timeout
     quiet = min(FIRST_BEAT_AFTER_S, timeout.total_seconds() / 4) if timeout else FIRST_BEAT_AFTER_S
-    started = info.started_time if info.started_time.tzinfo else info.started_time.replace(tzinfo=timezone.utc)
-    ran = (datetime.now(timezone.utc) - started).total_seconds()
+    ran = (datetime.now(timezone.utc) - info.started_time).total_seconds()  # the SDK's is in UTC
     return min(quiet, max(quiet - ran, 0.0))
 
 

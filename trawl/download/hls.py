@@ -45,7 +45,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 import httpx
 
-from trawl.download.state import DownloadOutcome, Stopped, discard, file_sha256, hash_into, save_state, state_path
+from trawl.download.state import (DownloadOutcome, Stopped, discard, file_sha256, fresher, hash_into, save_state,
+                                  state_path)
 from trawl.download.throttle import Throttle
 from trawl.errors import (
     ContentCorrupt,
@@ -158,11 +159,9 @@ def load_hls_state(part: Path) -> HlsState | None:
 
 
 def fresher_hls(heartbeat: HlsState | None, saved: HlsState | None) -> HlsState | None:
-    """The record beside the file when there is one, else the heartbeat's, as
-    :func:`trawl.download.state.fresher`: the saved record is written at every segment, before
-    the heartbeat, and describes the bytes on this disk; a stream that is not the playlist's now
-    starts over."""
-    return saved if saved is not None else heartbeat
+    """As :func:`trawl.download.state.fresher` (the saved record is written at every segment,
+    before the heartbeat); a stream that is not the playlist's now starts over."""
+    return fresher(heartbeat, saved)
 
 
 def remux_output(part: Path) -> Path:

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 HASH_CHUNK = 1 << 20
 WRITE_BATCH = 1 << 20
@@ -93,7 +93,10 @@ def load_state(part: Path) -> ResumeState | None:
         return None
 
 
-def fresher(heartbeat: ResumeState | None, saved: ResumeState | None) -> ResumeState | None:
+R = TypeVar("R")  # a download's state record: ResumeState, an HLS state
+
+
+def fresher(heartbeat: R | None, saved: R | None) -> R | None:
     """The record to resume a partial file from: the one beside it when there is one, else the
     last heartbeat's.
 
