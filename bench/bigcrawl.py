@@ -67,6 +67,7 @@ from trawl.platforms.registry import default_registry
 from trawl.settings import CatalogSettings, NetSettings, Settings, TemporalSettings
 from trawl.simulator import MediaFile, Simulator
 from trawl.starter.client import start_crawl
+from trawl.starter.embedded import dynamic_config_arguments
 from trawl.storage.catalog import Catalog
 from trawl.storage.records import CommittedAsset
 
@@ -362,6 +363,16 @@ class Metrics:
         return {"workers": workers, "server": server} if server else None
 
 
+    def read_when_up(self, wait_s: float = 60.0) -> dict[str, dict[str, float]] | None:
+        """The counters once every process answers, waiting at most ``wait_s``; None if one never did."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            counted = self.read()
+            if counted is not None or time.monotonic() >= deadline:
+                return counted
+            time.sleep(0.25)
+
+
 def per_item(before: dict[str, dict[str, float]], after: dict[str, dict[str, float]], items: int) -> dict:
     """Each counter's growth per item, those of at least 0.01 an item (latencies' sums in ms an item)."""
     out: dict[str, dict[str, float]] = {}
@@ -408,8 +419,10 @@ class Progress:
     async def run(self) -> None:
         began, last_t, last_items, last_cpu = time.monotonic(), time.monotonic(), 0, self.cpu()
         first_cpu = dict(last_cpu)
-        last_metrics = await asyncio.to_thread(self.metrics.read) if self.metrics else None
-        metrics_items = 0
+        # The first counters once every process answers (its port comes up with it): a baseline
+        # read before that would leave the first line without counts.
+        last_metrics = await asyncio.to_thread(self.metrics.read_when_up) if self.metrics else None
+        metrics_items = self.sampler.samples[-1][1] if self.sampler.samples else 0
         while True:
             await asyncio.sleep(self.every)
             now, cpu = time.monotonic(), self.cpu()
@@ -568,9 +581,9 @@ async def main() -> None:
     results = []
     with tempfile.TemporaryDirectory() as tmp, Simulator() as sim:
         # As trawl's embedded server keeps it (trawl/starter/embedded.py): a file, not memory.
-        persisted = [] if args.server_in_memory else [
+        persisted = dynamic_config_arguments() + ([] if args.server_in_memory else [
             "--db-filename", str(Path(tmp) / "temporal.db"), "--sqlite-pragma", "journal_mode=wal",
-            "--sqlite-pragma", "synchronous=normal", "--dynamic-config-value", "history.shardIOConcurrency=8"]
+            "--sqlite-pragma", "synchronous=normal"])
         if args.metrics:
             persisted += ["--metrics-port", str(args.server_metrics_port)]
         # The server prints its banner to the standard output it inherits: give it stderr, so

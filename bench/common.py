@@ -19,6 +19,8 @@ REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 sys.path.insert(0, str(REPO))
 
+from trawl.starter.embedded import dynamic_config_arguments  # noqa: E402 - after the path
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -96,6 +98,7 @@ class Stack:
              "--port", str(self.temporal_port), "--http-port", str(free_port()), "--log-level", "error",
              "--db-filename", str(self.tmp / "temporal.db"),
              "--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal",
+             *dynamic_config_arguments(),
              *sum((["--search-attribute", f"{n}=Keyword"] for n in
                    ("Platform", "CanonicalKey", "Stage", "Outcome", "CrawlId")), [])],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))

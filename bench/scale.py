@@ -6,13 +6,15 @@ default), so one process is the limit and more processes should add capacity unt
 server (about one core here) is. The ceiling is a trivial workflow with four no-op activities
 (bench/trivial.py, in the workflow sandbox as Temporal runs workflows by default) on the same dev
 server in the same run; tiny 2 kB items are measured against it in --rounds alternated rounds, by
-rate and by CPU per item (server + workers + client), as medians. The tiny files come from nginx
+rate and by CPU per item (server + workers + client), as medians: each tiny round against the mean
+of the trivial rounds before and after it, on workers started once and warmed up with --warm-up
+items of each kind (--fresh-workers: new tiny workers each round, as before). The tiny files come from nginx
 when it is installed (`--files simulator`: from the simulator, whose Python CPU then competes
 with the items' on the same cores); the file server's CPU per item is reported beside. Prints
 JSON, including CPU seconds of the server and of the workers (where the time goes).
 
 Usage: .venv/bin/python bench/scale.py [--items N] [--processes 1,2,4] [--rounds 3] [--tiny-only]
-       [--files nginx|simulator]
+       [--files nginx|simulator] [--warm-up N] [--fresh-workers]
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import compileall
+import contextlib
 import json
 import os
 import signal
@@ -35,6 +38,7 @@ from common import BIN, REPO, Nginx, connect_when_ready, cpu_seconds, free_port,
 from temporalio.client import Client
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from trivial import TrivialWorkflow, noop
+from trawl.starter.embedded import DEV_SERVER_DYNAMIC_CONFIG, dynamic_config_arguments
 
 
 async def ceiling(client: Client, count: int, server_pid: int, sandboxed: bool = True) -> dict:
@@ -74,59 +78,89 @@ def wait_started(log: Path, count: int, proc: subprocess.Popen, timeout: float =
     raise RuntimeError(f"{count} workers did not start within {timeout:.0f} s; see {log}")
 
 
+class Workers:
+    """``trawl worker --processes N`` with ``env`` (+ ``extra_env``), a task queue and data
+    directory of its own, started once: :meth:`measure` submits a batch of URLs and waits for all
+    of them, as often as asked, so later batches meet warm processes (as a deployment's
+    long-running workers are). The workers' log goes to ``log`` (default ``tmp/<label>-N-<id>.log``);
+    ``other_pids`` are processes (by name) whose CPU seconds over a batch are reported as
+    ``<name>_cpu_s``."""
+
+    def __init__(self, client: Client, env: dict[str, str], processes: int, tmp: Path, server_pid: int,
+                 label: str = "scale", extra_env: dict[str, str] | None = None, log: Path | None = None,
+                 other_pids: dict[str, int] | None = None) -> None:
+        from trawl.settings import load_settings
+
+        self.client, self.processes, self.server_pid = client, processes, server_pid
+        self.other_pids = other_pids or {}
+        prefix = f"{label}-{processes}-{uuid.uuid4().hex[:6]}"
+        self.env = {**env, **(extra_env or {}), "TRAWL_TEMPORAL__TASK_QUEUE_PREFIX": prefix,
+                    "TRAWL_DATA_DIR": str(tmp / prefix)}
+        saved = dict(os.environ)
+        os.environ.update({k: v for k, v in self.env.items() if k.startswith("TRAWL_")})
+        self.settings = load_settings()
+        os.environ.clear()
+        os.environ.update(saved)
+        self.log, self.tmp = log or tmp / f"{prefix}.log", tmp
+        self.supervisor: subprocess.Popen | None = None
+
+    async def __aenter__(self) -> Workers:
+        with open(self.log, "wb") as out:
+            self.supervisor = subprocess.Popen([str(BIN / "trawl"), "worker", "--processes", str(self.processes)],
+                                               env=self.env, cwd=self.tmp, stdout=out, stderr=subprocess.STDOUT)
+        wait_started(self.log, self.processes, self.supervisor)
+        await asyncio.sleep(2)  # pollers up
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.supervisor is not None
+        self.supervisor.send_signal(signal.SIGTERM)
+        self.supervisor.wait(timeout=60)
+
+    async def measure(self, urls: list[str]) -> dict:
+        """Submit ``urls``, wait for every item; the rate and each process's CPU over the batch
+        (the workers' start-up, imports and sandbox checks, is not the items')."""
+        from trawl.platforms.registry import default_registry
+        from trawl.starter.client import item_result, start_item
+
+        assert self.supervisor is not None
+        registry = default_registry()
+        server_cpu = cpu_seconds(self.server_pid)
+        workers_cpu = workers_cpu_seconds(self.supervisor.pid)
+        client_cpu = time.process_time()
+        others = {name: cpu_seconds(pid) for name, pid in self.other_pids.items()}
+        started = time.perf_counter()
+        handles = [(await start_item(self.client, self.settings, registry, u)).handle for u in urls]
+        results = await asyncio.gather(*(item_result(h, "") for h in handles))
+        elapsed = time.perf_counter() - started
+        server_cpu = cpu_seconds(self.server_pid) - server_cpu
+        others = {f"{name}_cpu_s": round(cpu_seconds(pid) - others[name], 2) for name, pid in self.other_pids.items()}
+        workers_cpu = workers_cpu_seconds(self.supervisor.pid) - workers_cpu
+        client_cpu = time.process_time() - client_cpu
+        committed = sum(r.outcome == "committed" for r in results)
+        return {"processes": self.processes, "items": len(urls), "committed": committed,
+                "seconds": round(elapsed, 2), "items_per_s": round(len(urls) / elapsed, 2),
+                "server_cpu_s": round(server_cpu, 2), "workers_cpu_s": round(workers_cpu, 2),
+                "client_cpu_s": round(client_cpu, 2), **others}
+
+
 async def crawl_rate(client: Client, env: dict[str, str], urls: list[str], processes: int, tmp: Path,
                      server_pid: int, label: str = "scale", extra_env: dict[str, str] | None = None,
                      log: Path | None = None, other_pids: dict[str, int] | None = None) -> dict:
-    """Start ``trawl worker --processes N`` with ``env`` (+ ``extra_env``), a task queue and data
-    directory of its own; once every process polls, submit ``urls`` and wait for all of them.
-    The workers' log goes to ``log`` (default ``tmp/<label>-N-<id>.log``); ``other_pids`` are
-    processes (by name) whose CPU seconds over the items are reported as ``<name>_cpu_s``."""
-    from trawl.starter.client import item_result, start_item
-    from trawl.platforms.registry import default_registry
-    from trawl.settings import load_settings
-
-    prefix = f"{label}-{processes}-{uuid.uuid4().hex[:6]}"
-    worker_env = {**env, **(extra_env or {}), "TRAWL_TEMPORAL__TASK_QUEUE_PREFIX": prefix,
-                  "TRAWL_DATA_DIR": str(tmp / prefix)}
-    saved = dict(os.environ)
-    os.environ.update({k: v for k, v in worker_env.items() if k.startswith("TRAWL_")})
-    settings = load_settings()
-    os.environ.clear()
-    os.environ.update(saved)
-    log = log or tmp / f"{prefix}.log"
-    with open(log, "wb") as out:
-        supervisor = subprocess.Popen([str(BIN / "trawl"), "worker", "--processes", str(processes)],
-                                      env=worker_env, cwd=tmp, stdout=out, stderr=subprocess.STDOUT)
-    wait_started(log, processes, supervisor)
-    await asyncio.sleep(2)  # pollers up
-    server_cpu = cpu_seconds(server_pid)
-    workers_cpu = workers_cpu_seconds(supervisor.pid)  # start-up (imports, sandbox checks) is not the items'
-    client_cpu = time.process_time()
-    others = {name: cpu_seconds(pid) for name, pid in (other_pids or {}).items()}
-    started = time.perf_counter()
-    handles = [(await start_item(client, settings, default_registry(), u)).handle for u in urls]
-    results = await asyncio.gather(*(item_result(h, "") for h in handles))
-    elapsed = time.perf_counter() - started
-    server_cpu = cpu_seconds(server_pid) - server_cpu
-    others = {f"{name}_cpu_s": round(cpu_seconds(pid) - others[name], 2) for name, pid in (other_pids or {}).items()}
-    workers_cpu = workers_cpu_seconds(supervisor.pid) - workers_cpu
-    client_cpu = time.process_time() - client_cpu
-    supervisor.send_signal(signal.SIGTERM)
-    supervisor.wait(timeout=60)
-    committed = sum(r.outcome == "committed" for r in results)
-    return {"processes": processes, "items": len(urls), "committed": committed, "seconds": round(elapsed, 2),
-            "items_per_s": round(len(urls) / elapsed, 2), "server_cpu_s": round(server_cpu, 1),
-            "workers_cpu_s": round(workers_cpu, 1), "client_cpu_s": round(client_cpu, 1), **others}
+    """:class:`Workers` started for one batch of ``urls`` and stopped after it."""
+    async with Workers(client, env, processes, tmp, server_pid, label, extra_env, log, other_pids) as workers:
+        return await workers.measure(urls)
 
 
-def start_temporal(tmp: Path) -> tuple[subprocess.Popen, int]:
-    """A Temporal dev server on loopback with trawl's search attributes; (process, port)."""
+def start_temporal(tmp: Path, server_config: dict[str, str] = DEV_SERVER_DYNAMIC_CONFIG) -> tuple[subprocess.Popen, int]:
+    """A Temporal dev server on loopback with trawl's search attributes and the dynamic config
+    trawl's embedded server has (``server_config``); (process, port)."""
     port = free_port()
     server = subprocess.Popen(
         [str(BIN / "temporal"), "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", str(port),
          "--http-port", str(free_port()), "--log-level", "error", "--db-filename", str(tmp / "temporal.db"),
          "--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal",
-         "--dynamic-config-value", "history.shardIOConcurrency=8",
+         *dynamic_config_arguments(server_config),
          *sum((["--search-attribute", f"{n}=Keyword"] for n in
                ("Platform", "CanonicalKey", "Stage", "Outcome", "CrawlId")), [])],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -168,8 +202,11 @@ async def run(args: argparse.Namespace) -> dict:
         # its bytecode; an editable checkout with PYTHONDONTWRITEBYTECODE=1 does not.
         compileall.compile_dir(REPO / "trawl" / "workflows", quiet=1)
     tmp = Path(tempfile.mkdtemp(prefix="trawl-scale-"))
-    server, port = start_temporal(tmp)
-    tiny_count = args.items * args.rounds
+    server_config = dict(DEV_SERVER_DYNAMIC_CONFIG)
+    if not args.search_attribute_cache:  # the CLI's default, as before 2026-12-07
+        server_config["system.forceSearchAttributesCacheRefreshOnRead"] = "true"
+    server, port = start_temporal(tmp, server_config)
+    tiny_count = args.items * args.rounds + args.warm_up
     # The tiny files from nginx (sendfile: next to no CPU a request, as a platform's CDN costs the
     # crawler nothing), unless told or not installed: from the simulator, whose Python spends
     # about 4.5 ms of the same two cores on each (its share is reported either way).
@@ -195,29 +232,54 @@ async def run(args: argparse.Namespace) -> dict:
                                          other_pids={"file_server": sim.pid}))
         # Tiny items against the trivial workflow, alternated round by round: one round's noise
         # (the ceiling itself swings 2x run to run on a shared machine) does not decide; medians.
+        # The tiny items' workers start once, and a batch of each kind warms both sides up before
+        # the rounds (a deployment's workers run long; each round's fresh processes paid their
+        # first runs' imports and caches in that round's figures). Each tiny round sits between
+        # two trivial ones and is compared with their mean, so a drift through the run (the
+        # server's database grows) weighs on both sides alike.
+        def tiny_urls(numbers: range) -> list[str]:
+            if nginx is not None:
+                return [nginx.url(f"{i}.mp4") for i in numbers]
+            return [f"http://127.0.0.1:{sim_port}/tiny/{i}.mp4" for i in numbers]
+
+        def tiny_workers() -> Workers:
+            return Workers(client, env, max(args.processes), tmp, server.pid,
+                           other_pids={} if nginx else {"file_server": sim.pid})
+
+        async def tiny_batch(urls: list[str]) -> dict:
+            if shared is not None:
+                return await shared.measure(urls)
+            async with tiny_workers() as fresh:  # --fresh-workers: as before 2026-12-07
+                return await fresh.measure(urls)
+
+        trivial_kind = dict(sandboxed=not args.trivial_unsandboxed)
         rounds = []
-        for round_no in range(args.rounds):
-            trivial = await ceiling(client, args.items, server.pid, sandboxed=not args.trivial_unsandboxed)
-            first = round_no * args.items
-            numbers = range(first, first + args.items)
-            if nginx is not None:
-                tiny_urls = [nginx.url(f"{i}.mp4") for i in numbers]
-                served_before = nginx.cpu_seconds()
-            else:
-                tiny_urls = [f"http://127.0.0.1:{sim_port}/tiny/{i}.mp4" for i in numbers]
-            tiny = await crawl_rate(client, env, tiny_urls, max(args.processes), tmp, server.pid,
-                                    other_pids={} if nginx else {"file_server": sim.pid})
-            if nginx is not None:
-                tiny["file_server_cpu_s"] = nginx.cpu_seconds() - served_before
-            tiny_ms = {k: 1000 * tiny[f"{k}_cpu_s"] / args.items for k in ("server", "workers", "client")}
-            rounds.append({"trivial_per_s": round(trivial["per_s"], 2),
-                           "trivial_cpu_ms": round(trivial["server_cpu_ms"] + trivial["worker_cpu_ms"], 1),
-                           "trivial_server_cpu_ms": round(trivial["server_cpu_ms"], 1),
-                           "tiny_per_s": tiny["items_per_s"], "tiny_committed": tiny["committed"],
-                           "tiny_cpu_ms": round(sum(tiny_ms.values()), 1),
-                           "tiny_cpu_ms_by_process": {k: round(v, 1) for k, v in tiny_ms.items()},
-                           "file_server_cpu_ms": round(1000 * tiny["file_server_cpu_s"] / args.items, 1),
-                           "load": round(os.getloadavg()[0], 1)})
+        async with contextlib.AsyncExitStack() as stack:
+            shared = None if args.fresh_workers else await stack.enter_async_context(tiny_workers())
+            if args.warm_up:
+                await ceiling(client, args.warm_up, server.pid, **trivial_kind)
+                await tiny_batch(tiny_urls(range(args.items * args.rounds, tiny_count)))
+            trivial = [await ceiling(client, args.items, server.pid, **trivial_kind)]
+            for round_no in range(args.rounds):
+                first = round_no * args.items
+                served_before = nginx.cpu_seconds() if nginx is not None else 0.0
+                tiny = await tiny_batch(tiny_urls(range(first, first + args.items)))
+                if nginx is not None:
+                    tiny["file_server_cpu_s"] = nginx.cpu_seconds() - served_before
+                trivial.append(await ceiling(client, args.items, server.pid, **trivial_kind))
+                before, after = trivial[-2], trivial[-1]
+                tiny_ms = {k: 1000 * tiny[f"{k}_cpu_s"] / args.items for k in ("server", "workers", "client")}
+                trivial_ms = [t["server_cpu_ms"] + t["worker_cpu_ms"] for t in (before, after)]
+                rounds.append({"trivial_per_s": round((before["per_s"] + after["per_s"]) / 2, 2),
+                               "trivial_per_s_around": [round(before["per_s"], 2), round(after["per_s"], 2)],
+                               "trivial_cpu_ms": round(sum(trivial_ms) / 2, 1),
+                               "trivial_cpu_ms_around": [round(ms, 1) for ms in trivial_ms],
+                               "trivial_server_cpu_ms": round((before["server_cpu_ms"] + after["server_cpu_ms"]) / 2, 1),
+                               "tiny_per_s": tiny["items_per_s"], "tiny_committed": tiny["committed"],
+                               "tiny_cpu_ms": round(sum(tiny_ms.values()), 1),
+                               "tiny_cpu_ms_by_process": {k: round(v, 1) for k, v in tiny_ms.items()},
+                               "file_server_cpu_ms": round(1000 * tiny["file_server_cpu_s"] / args.items, 1),
+                               "load": round(os.getloadavg()[0], 1)})
         median = statistics.median
         figures = {
             "benchmark": "scale",
@@ -227,11 +289,17 @@ async def run(args: argparse.Namespace) -> dict:
             "slots_per_process": args.slots,
             "trivial_sandboxed": not args.trivial_unsandboxed,
             "latency_bound": runs,
+            "fresh_workers_each_round": args.fresh_workers,
+            "server_search_attribute_cache": args.search_attribute_cache,
+            "warm_up_items": args.warm_up,
             "rounds": rounds,
             # Medians over the rounds: by rate (the machine's noise shows) and by CPU per item
             # (server + workers + client; the steadier figure).
             "tiny_over_trivial_rate": round(median(r["tiny_per_s"] / r["trivial_per_s"] for r in rounds), 2),
             "tiny_over_trivial_cpu": round(median(r["tiny_cpu_ms"] / r["trivial_cpu_ms"] for r in rounds), 2),
+            # The spread the medians come from: each round's ratio, lowest first.
+            "tiny_over_trivial_rate_by_round": sorted(round(r["tiny_per_s"] / r["trivial_per_s"], 2) for r in rounds),
+            "tiny_over_trivial_cpu_by_round": sorted(round(r["tiny_cpu_ms"] / r["trivial_cpu_ms"], 2) for r in rounds),
         }
         if runs:
             one = runs[0]["items_per_s"]
@@ -254,6 +322,12 @@ def main() -> None:
     parser.add_argument("--small-item-size", type=int, default=None,
                         help="download.small_item_size for the workers (0: every item claims a host)")
     parser.add_argument("--rounds", type=int, default=3, help="tiny items against the trivial workflow, alternated")
+    parser.add_argument("--warm-up", type=int, default=40,
+                        help="items of each kind run before the rounds, not counted (0: none)")
+    parser.add_argument("--no-search-attribute-cache", dest="search_attribute_cache", action="store_false",
+                        help="the dev server reads search attributes from its database every time (its default)")
+    parser.add_argument("--fresh-workers", action="store_true",
+                        help="start the tiny items' workers afresh for each round (as before 2026-12-07)")
     parser.add_argument("--tiny-only", action="store_true", help="skip the latency-bound runs")
     parser.add_argument("--files", choices=("nginx", "simulator"), default="nginx",
                         help="what serves the tiny files (nginx falls back to the simulator when not installed)")

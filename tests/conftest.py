@@ -18,7 +18,7 @@ import pytest
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from trawl.starter.embedded import SEARCH_ATTRIBUTES
+from trawl.starter.embedded import SEARCH_ATTRIBUTES, dynamic_config_arguments
 from tests.s3server import SeaweedFS, seaweedfs
 from trawl.storage.catalog import Catalog
 from trawl.settings import CatalogSettings, NetSettings, Settings, TemporalSettings
@@ -237,7 +237,7 @@ async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
         dev_server_log_level="error",
         dev_server_extra_args=[
             "--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal",
-            "--dynamic-config-value", "history.shardIOConcurrency=8",
+            *dynamic_config_arguments(),  # as trawl's embedded server: its search attributes cached
             # Every test polls task queues of its own, thousands in a pass. The server runs each
             # queue as four partitions by default, loaded, kept and unloaded one by one: 400 queues
             # polled once and left cost it 19.6 CPU-s over the next 80 s, against 6.5 s as one

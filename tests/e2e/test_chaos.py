@@ -144,9 +144,13 @@ def test_chaos_converges(tmp_path: Path) -> None:
                 server = start_server(db, port, tmp_path / "temporal.log")
                 restarted = True
             shown = trawl(["crawl-status", crawl_id, "--json"], env, tmp_path)
-            if shown.returncode == 1 and not shown.stdout:
-                # The server restarting: exit 1, "try again when it is back", and no object to read.
-                assert "is unreachable" in shown.stderr and "try again" in shown.stderr, shown.stderr
+            if shown.returncode == 1 and "is unreachable" in shown.stderr:
+                # The server restarting: exit 1, "try again when it is back", and an object whose
+                # status is unknown (none when the command could not connect at all).
+                assert "try again" in shown.stderr, shown.stderr
+                if shown.stdout:
+                    gone = json.loads(shown.stdout)
+                    assert gone["status"] is None and gone["unreachable"] and gone["id"] == crawl_id, gone
                 continue
             if shown.returncode in (0, 1):  # 1: items failed (asserted below)
                 status = json.loads(shown.stdout)

@@ -84,6 +84,9 @@ async def cmd_crawl_status(args: argparse.Namespace, settings: Settings) -> int:
                 items = await running_items(client, handle.id, stats.running)
         except RPCError as err:
             if unreachable(err):
+                if args.json:  # as for an unanswered crawl: an object, its status unknown
+                    print(json.dumps({"id": handle.id, "status": None, "stats": None, "items": None,
+                                      "failed_items": [], "unreachable": err.message}))
                 raise CommandError(f"the Temporal server at {settings.temporal.address} is unreachable "
                                    f"({err.message}); try again when it is back", EXIT_FAILED_ITEMS) from None
             raise CommandError(f"no crawl {args.id!r}: {err.message}") from None

@@ -161,6 +161,24 @@ def temporal_binary() -> str:
     return found
 
 
+# The dev server's dynamic config besides its defaults, as ``--dynamic-config-value`` arguments.
+# - history.shardIOConcurrency: its one history shard serves 8 database calls at once, not 1.
+# - system.forceSearchAttributesCacheRefreshOnRead: the CLI's dev server turns this on unless told
+#   (for tests that add search attributes and use them at once), so its history service reads
+#   the cluster's metadata from its database at every look at a search attribute: 14 reads an item
+#   (bench/bigcrawl.py --metrics, 2026-12-07). trawl's attributes are registered by the server's
+#   own start (--search-attribute, below), before any workflow looks, so the server's cache of
+#   them (refreshed every minute, as on a production server) always holds them.
+DEV_SERVER_DYNAMIC_CONFIG = {
+    "history.shardIOConcurrency": "8",
+    "system.forceSearchAttributesCacheRefreshOnRead": "false",
+}
+
+
+def dynamic_config_arguments(values: dict[str, str] = DEV_SERVER_DYNAMIC_CONFIG) -> list[str]:
+    return [arg for key, value in values.items() for arg in ("--dynamic-config-value", f"{key}={value}")]
+
+
 def dev_server_command(settings: Settings) -> list[str]:
     host, port = split_address(settings.temporal.address)
     cmd = [
@@ -175,7 +193,7 @@ def dev_server_command(settings: Settings) -> list[str]:
         # drop the last commits, a killed process does not.
         "--sqlite-pragma", "journal_mode=wal",
         "--sqlite-pragma", "synchronous=normal",
-        "--dynamic-config-value", "history.shardIOConcurrency=8",
+        *dynamic_config_arguments(),
     ]
     for name in SEARCH_ATTRIBUTES:
         cmd += ["--search-attribute", f"{name}=Keyword"]
