@@ -67,7 +67,7 @@ from trawl.platforms.registry import default_registry
 from trawl.settings import CatalogSettings, NetSettings, Settings, TemporalSettings
 from trawl.simulator import MediaFile, Simulator
 from trawl.starter.client import start_crawl
-from trawl.starter.embedded import dynamic_config_arguments
+from trawl.starter.embedded import DEV_SERVER_DYNAMIC_CONFIG, dynamic_config_arguments
 from trawl.storage.catalog import Catalog
 from trawl.storage.records import CommittedAsset
 
@@ -362,7 +362,6 @@ class Metrics:
         server = scrape(f"http://127.0.0.1:{self.server_port}/metrics", SERVER_COUNTERS)
         return {"workers": workers, "server": server} if server else None
 
-
     def read_when_up(self, wait_s: float = 60.0) -> dict[str, dict[str, float]] | None:
         """The counters once every process answers, waiting at most ``wait_s``; None if one never did."""
         deadline = time.monotonic() + wait_s
@@ -604,7 +603,7 @@ async def main() -> None:
         finally:
             await env.shutdown()
     base = results[0]
-    print(json.dumps({"results": results, "vs_smallest": [
+    print(json.dumps({"results": results, "server_dynamic_config": dict(DEV_SERVER_DYNAMIC_CONFIG), "vs_smallest": [
         {"urls": r["urls"], "accept_s_per_url": round(r["accept_s"] / r["urls"] / (base["accept_s"] / base["urls"]), 2),
          "new_items_per_s": round(r["new_items_per_s"] / base["new_items_per_s"], 2),
          "worker_peak_rss": round(r["worker_peak_rss_mib"] / base["worker_peak_rss_mib"], 2),

@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 sys.path.insert(0, str(REPO))
 
-from trawl.starter.embedded import dynamic_config_arguments  # noqa: E402 - after the path
+from trawl.starter.embedded import SEARCH_ATTRIBUTES, dynamic_config_arguments  # noqa: E402 - after the path
 
 
 def free_port() -> int:
@@ -99,8 +99,7 @@ class Stack:
              "--db-filename", str(self.tmp / "temporal.db"),
              "--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal",
              *dynamic_config_arguments(),
-             *sum((["--search-attribute", f"{n}=Keyword"] for n in
-                   ("Platform", "CanonicalKey", "Stage", "Outcome", "CrawlId")), [])],
+             *sum((["--search-attribute", f"{n}=Keyword"] for n in SEARCH_ATTRIBUTES), [])],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         wait_port(self.sim_port)
         wait_port(self.temporal_port)

@@ -7,14 +7,14 @@ server (about one core here) is. The ceiling is a trivial workflow with four no-
 (bench/trivial.py, in the workflow sandbox as Temporal runs workflows by default) on the same dev
 server in the same run; tiny 2 kB items are measured against it in --rounds alternated rounds, by
 rate and by CPU per item (server + workers + client), as medians: each tiny round against the mean
-of the trivial rounds before and after it, on workers started once and warmed up with --warm-up
-items of each kind (--fresh-workers: new tiny workers each round, as before). The tiny files come from nginx
+of the trivial rounds before and after it, on tiny workers started once and warmed up with
+--warm-up items (--fresh-workers: new tiny workers each round, as before). The tiny files come from nginx
 when it is installed (`--files simulator`: from the simulator, whose Python CPU then competes
 with the items' on the same cores); the file server's CPU per item is reported beside. Prints
 JSON, including CPU seconds of the server and of the workers (where the time goes).
 
 Usage: .venv/bin/python bench/scale.py [--items N] [--processes 1,2,4] [--rounds 3] [--tiny-only]
-       [--files nginx|simulator] [--warm-up N] [--fresh-workers]
+       [--files nginx|simulator] [--warm-up N] [--fresh-workers] [--no-search-attribute-cache]
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from common import BIN, REPO, Nginx, connect_when_ready, cpu_seconds, free_port,
 from temporalio.client import Client
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from trivial import TrivialWorkflow, noop
-from trawl.starter.embedded import DEV_SERVER_DYNAMIC_CONFIG, dynamic_config_arguments
+from trawl.starter.embedded import DEV_SERVER_DYNAMIC_CONFIG, SEARCH_ATTRIBUTES, dynamic_config_arguments
 
 
 async def ceiling(client: Client, count: int, server_pid: int, sandboxed: bool = True) -> dict:
@@ -108,7 +108,12 @@ class Workers:
         with open(self.log, "wb") as out:
             self.supervisor = subprocess.Popen([str(BIN / "trawl"), "worker", "--processes", str(self.processes)],
                                                env=self.env, cwd=self.tmp, stdout=out, stderr=subprocess.STDOUT)
-        wait_started(self.log, self.processes, self.supervisor)
+        try:
+            wait_started(self.log, self.processes, self.supervisor)
+        except BaseException:
+            self.supervisor.kill()
+            self.supervisor.wait(timeout=60)
+            raise
         await asyncio.sleep(2)  # pollers up
         return self
 
@@ -161,8 +166,7 @@ def start_temporal(tmp: Path, server_config: dict[str, str] = DEV_SERVER_DYNAMIC
          "--http-port", str(free_port()), "--log-level", "error", "--db-filename", str(tmp / "temporal.db"),
          "--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal",
          *dynamic_config_arguments(server_config),
-         *sum((["--search-attribute", f"{n}=Keyword"] for n in
-               ("Platform", "CanonicalKey", "Stage", "Outcome", "CrawlId")), [])],
+         *sum((["--search-attribute", f"{n}=Keyword"] for n in SEARCH_ATTRIBUTES), [])],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return server, port
 
@@ -232,11 +236,13 @@ async def run(args: argparse.Namespace) -> dict:
                                          other_pids={"file_server": sim.pid}))
         # Tiny items against the trivial workflow, alternated round by round: one round's noise
         # (the ceiling itself swings 2x run to run on a shared machine) does not decide; medians.
-        # The tiny items' workers start once, and a batch of each kind warms both sides up before
-        # the rounds (a deployment's workers run long; each round's fresh processes paid their
-        # first runs' imports and caches in that round's figures). Each tiny round sits between
-        # two trivial ones and is compared with their mean, so a drift through the run (the
-        # server's database grows) weighs on both sides alike.
+        # The tiny items' workers start once and run a batch before the rounds, as a deployment's
+        # long-running workers have (with --fresh-workers each round starts its own, whose first
+        # runs' imports and caches count in that round, as before 2026-12-07); a trivial batch
+        # warms the server and this process likewise. The tiny workers idle beside the trivial
+        # rounds, polling, as a deployment's do. Each tiny round sits between two trivial ones
+        # and is compared with their mean, so a drift through the run (the server's database
+        # grows) weighs on both sides alike.
         def tiny_urls(numbers: range) -> list[str]:
             if nginx is not None:
                 return [nginx.url(f"{i}.mp4") for i in numbers]
@@ -246,27 +252,28 @@ async def run(args: argparse.Namespace) -> dict:
             return Workers(client, env, max(args.processes), tmp, server.pid,
                            other_pids={} if nginx else {"file_server": sim.pid})
 
-        async def tiny_batch(urls: list[str]) -> dict:
+        async def tiny_batch(shared: Workers | None, urls: list[str]) -> dict:
             if shared is not None:
                 return await shared.measure(urls)
-            async with tiny_workers() as fresh:  # --fresh-workers: as before 2026-12-07
+            async with tiny_workers() as fresh:
                 return await fresh.measure(urls)
 
-        trivial_kind = dict(sandboxed=not args.trivial_unsandboxed)
+        sandboxed = not args.trivial_unsandboxed
         rounds = []
         async with contextlib.AsyncExitStack() as stack:
             shared = None if args.fresh_workers else await stack.enter_async_context(tiny_workers())
             if args.warm_up:
-                await ceiling(client, args.warm_up, server.pid, **trivial_kind)
-                await tiny_batch(tiny_urls(range(args.items * args.rounds, tiny_count)))
-            trivial = [await ceiling(client, args.items, server.pid, **trivial_kind)]
+                await ceiling(client, args.warm_up, server.pid, sandboxed)
+                if shared is not None:
+                    await shared.measure(tiny_urls(range(args.items * args.rounds, tiny_count)))
+            trivial = [await ceiling(client, args.items, server.pid, sandboxed)]
             for round_no in range(args.rounds):
                 first = round_no * args.items
                 served_before = nginx.cpu_seconds() if nginx is not None else 0.0
-                tiny = await tiny_batch(tiny_urls(range(first, first + args.items)))
+                tiny = await tiny_batch(shared, tiny_urls(range(first, first + args.items)))
                 if nginx is not None:
                     tiny["file_server_cpu_s"] = nginx.cpu_seconds() - served_before
-                trivial.append(await ceiling(client, args.items, server.pid, **trivial_kind))
+                trivial.append(await ceiling(client, args.items, server.pid, sandboxed))
                 before, after = trivial[-2], trivial[-1]
                 tiny_ms = {k: 1000 * tiny[f"{k}_cpu_s"] / args.items for k in ("server", "workers", "client")}
                 trivial_ms = [t["server_cpu_ms"] + t["worker_cpu_ms"] for t in (before, after)]
@@ -290,7 +297,7 @@ async def run(args: argparse.Namespace) -> dict:
             "trivial_sandboxed": not args.trivial_unsandboxed,
             "latency_bound": runs,
             "fresh_workers_each_round": args.fresh_workers,
-            "server_search_attribute_cache": args.search_attribute_cache,
+            "server_dynamic_config": server_config,
             "warm_up_items": args.warm_up,
             "rounds": rounds,
             # Medians over the rounds: by rate (the machine's noise shows) and by CPU per item

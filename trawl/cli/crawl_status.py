@@ -82,6 +82,8 @@ async def cmd_crawl_status(args: argparse.Namespace, settings: Settings) -> int:
                     await speed.sample(stats)
             if not live and desc.status == WorkflowExecutionStatus.RUNNING and stats:
                 items = await running_items(client, handle.id, stats.running)
+            failed_count = stats.outcomes.get("failed", 0) if stats else 0
+            failed = await failed_items(client, crawl_scope(handle.id)) if failed_count else []
         except RPCError as err:
             if unreachable(err):
                 if args.json:  # as for an unanswered crawl: an object, its status unknown
@@ -95,8 +97,6 @@ async def cmd_crawl_status(args: argparse.Namespace, settings: Settings) -> int:
                 print(json.dumps({"id": handle.id, "status": "RUNNING", "stats": None, "items": None,
                                   "failed_items": [], "unanswered": str(err)}))
             raise CommandError(str(err), EXIT_FAILED_ITEMS) from None
-        failed_count = stats.outcomes.get("failed", 0) if stats else 0
-        failed = await failed_items(client, crawl_scope(handle.id)) if failed_count else []
         code = exit_code(desc, stats)
         if args.json:
             print(json.dumps({**crawl_dict(handle.id, desc, stats), "items": items_dict(items),

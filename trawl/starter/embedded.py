@@ -87,8 +87,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the keeper process imports this module and needs nothing but the standard library
@@ -163,19 +164,21 @@ def temporal_binary() -> str:
 
 # The dev server's dynamic config besides its defaults, as ``--dynamic-config-value`` arguments.
 # - history.shardIOConcurrency: its one history shard serves 8 database calls at once, not 1.
-# - system.forceSearchAttributesCacheRefreshOnRead: the CLI's dev server turns this on unless told
-#   (for tests that add search attributes and use them at once), so its history service reads
-#   the cluster's metadata from its database at every look at a search attribute: 14 reads an item
-#   (bench/bigcrawl.py --metrics, 2026-12-07). trawl's attributes are registered by the server's
-#   own start (--search-attribute, below), before any workflow looks, so the server's cache of
-#   them (refreshed every minute, as on a production server) always holds them.
-DEV_SERVER_DYNAMIC_CONFIG = {
+# - system.forceSearchAttributesCacheRefreshOnRead: the CLI's dev server turns this on unless told,
+#   so its history service read the cluster's metadata from its database at every look at a
+#   search attribute: 14 reads an item (bench/bigcrawl.py --metrics, 2026-12-07). Off, as on a
+#   production server, that metadata is cached (refreshed every minute). On SQLite it lists only
+#   the spare columns search attributes are stored in, which never change: a search attribute
+#   added to a running server (ensure_search_attributes) is a name given to one of them in the
+#   namespace's record, which this cache does not hold.
+DEV_SERVER_DYNAMIC_CONFIG: Mapping[str, str] = MappingProxyType({
     "history.shardIOConcurrency": "8",
     "system.forceSearchAttributesCacheRefreshOnRead": "false",
-}
+})
 
 
-def dynamic_config_arguments(values: dict[str, str] = DEV_SERVER_DYNAMIC_CONFIG) -> list[str]:
+def dynamic_config_arguments(values: Mapping[str, str] = DEV_SERVER_DYNAMIC_CONFIG) -> list[str]:
+    """``values`` (by default what trawl's embedded server is told) as the dev server's arguments."""
     return [arg for key, value in values.items() for arg in ("--dynamic-config-value", f"{key}={value}")]
 
 
