@@ -13,13 +13,15 @@ import tempfile
 import time
 import urllib.request
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 sys.path.insert(0, str(REPO))
 
-from trawl.starter.embedded import SEARCH_ATTRIBUTES, dynamic_config_arguments  # noqa: E402 - after the path
+from trawl.starter.embedded import (  # noqa: E402 - after the path
+    DEV_SERVER_DYNAMIC_CONFIG, SEARCH_ATTRIBUTES, dynamic_config_arguments)
 
 
 def free_port() -> int:
@@ -64,7 +66,8 @@ class Stack:
     server then takes none of the CPU the client being measured needs.
     """
 
-    def __init__(self, size: int, throttle_bps: int = 0, seed: str = "bench", static: bool = False) -> None:
+    def __init__(self, size: int, throttle_bps: int = 0, seed: str = "bench", static: bool = False,
+                 server_config: Mapping[str, str] = DEV_SERVER_DYNAMIC_CONFIG) -> None:
         self.tmp = Path(tempfile.mkdtemp(prefix="trawl-bench-"))
         self.size = size
         self.seed = seed
@@ -98,7 +101,7 @@ class Stack:
              "--port", str(self.temporal_port), "--http-port", str(free_port()), "--log-level", "error",
              "--db-filename", str(self.tmp / "temporal.db"),
              "--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal",
-             *dynamic_config_arguments(),
+             *dynamic_config_arguments(server_config),
              *sum((["--search-attribute", f"{n}=Keyword"] for n in SEARCH_ATTRIBUTES), [])],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         wait_port(self.sim_port)

@@ -25,7 +25,7 @@ arrive served at that rate and every other at ``--rate``; only aria2c and trawl'
 each on a fresh in-process simulator (a connection left with nothing takes from the others).
 
 Usage: .venv/bin/python bench/segmented.py [--size BYTES] [--rate BYTES_PER_S] [--segments N]
-       [--server simulator|nginx] [--quick] [--stages] [--one-slow BYTES_PER_S]
+       [--server simulator|nginx] [--quick] [--stages] [--one-slow BYTES_PER_S] [--no-search-attribute-cache]
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from pathlib import Path
 from common import Nginx, Stack
 
 from trawl.simulator import MediaFile
+from trawl.starter.embedded import DEV_SERVER_DYNAMIC_CONFIG
 
 
 def timed(cmd: list[str]) -> float:
@@ -262,20 +263,25 @@ def main() -> None:
                         help="end to end with an activity per stage on the claimed host (download.one_activity_on_host off)")
     parser.add_argument("--one-slow", type=int, default=0, metavar="BYTES_PER_S",
                         help="one connection of N at this rate: aria2c and the downloader only")
+    parser.add_argument("--no-search-attribute-cache", dest="search_attribute_cache", action="store_false",
+                        help="the dev server reads search attributes from its database every time (its default)")
     args = parser.parse_args()
     n = args.segments
     if args.one_slow:
         figures = one_slow(args.size, args.rate, args.one_slow, n)
         print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in figures.items()}))
         return
-    stack = Stack(args.size, throttle_bps=args.rate, seed="segmented-bench")
+    server_config = dict(DEV_SERVER_DYNAMIC_CONFIG)
+    if not args.search_attribute_cache:  # the CLI's default, as before 2026-12-07
+        server_config["system.forceSearchAttributesCacheRefreshOnRead"] = "true"
+    stack = Stack(args.size, throttle_bps=args.rate, seed="segmented-bench", server_config=server_config)
     stack.rate = args.rate
     stack.env["TRAWL_DOWNLOAD__ONE_ACTIVITY_ON_HOST"] = str(not args.stages).lower()
     nginx = nginx_serving(stack.tmp, MediaFile("mp4", stack.seed, stack.size), args.rate) if args.server == "nginx" else None
     url = nginx.url("big.mp4") if nginx is not None else stack.url
     figures: dict[str, object] = {"benchmark": "segmented", "server": args.server, "file_bytes": args.size,
                                   "rate_per_connection": args.rate, "segments": n, "load": os.getloadavg()[0],
-                                  "one_activity_on_host": not args.stages}
+                                  "one_activity_on_host": not args.stages, "server_dynamic_config": server_config}
     try:
         out = stack.tmp / "client.out"
         if not args.quick:
