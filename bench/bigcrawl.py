@@ -37,7 +37,7 @@ as a count per item that grows, or as the same counts at a higher CPU per item.
 
 Usage: .venv/bin/python bench/bigcrawl.py [--sizes 1000,10000,100000] [--new 200] [--sample-every 250]
        [--tracemalloc DIR --snapshots 200,1000,3000] [--processes 4] [--postgres URL] [--progress 60]
-       [--metrics]
+       [--metrics] [--no-search-attribute-cache]
 """
 
 from __future__ import annotations
@@ -573,6 +573,8 @@ async def main() -> None:
     parser.add_argument("--server-in-memory", action="store_true",
                         help="the dev server's state in memory (before 2026-12-06 the bench's only way)")
     parser.add_argument("--progress", type=float, default=60, help="seconds between progress lines on stderr")
+    parser.add_argument("--no-search-attribute-cache", dest="search_attribute_cache", action="store_false",
+                        help="the dev server reads search attributes from its database every time (its default)")
     parser.add_argument("--metrics", action="store_true",
                         help="progress lines tell the workers' and the server's counters per item")
     args = parser.parse_args()
@@ -580,7 +582,10 @@ async def main() -> None:
     results = []
     with tempfile.TemporaryDirectory() as tmp, Simulator() as sim:
         # As trawl's embedded server keeps it (trawl/starter/embedded.py): a file, not memory.
-        persisted = dynamic_config_arguments() + ([] if args.server_in_memory else [
+        server_config = dict(DEV_SERVER_DYNAMIC_CONFIG)
+        if not args.search_attribute_cache:  # the CLI's default, as before 2026-12-07
+            server_config["system.forceSearchAttributesCacheRefreshOnRead"] = "true"
+        persisted = dynamic_config_arguments(server_config) + ([] if args.server_in_memory else [
             "--db-filename", str(Path(tmp) / "temporal.db"), "--sqlite-pragma", "journal_mode=wal",
             "--sqlite-pragma", "synchronous=normal"])
         if args.metrics:
@@ -603,7 +608,7 @@ async def main() -> None:
         finally:
             await env.shutdown()
     base = results[0]
-    print(json.dumps({"results": results, "server_dynamic_config": dict(DEV_SERVER_DYNAMIC_CONFIG), "vs_smallest": [
+    print(json.dumps({"results": results, "server_dynamic_config": server_config, "vs_smallest": [
         {"urls": r["urls"], "accept_s_per_url": round(r["accept_s"] / r["urls"] / (base["accept_s"] / base["urls"]), 2),
          "new_items_per_s": round(r["new_items_per_s"] / base["new_items_per_s"], 2),
          "worker_peak_rss": round(r["worker_peak_rss_mib"] / base["worker_peak_rss_mib"], 2),
