@@ -17,32 +17,14 @@ import signal
 import statistics
 import subprocess
 import tempfile
-import time
-import uuid
 from pathlib import Path
 
-from common import connect_when_ready, cpu_seconds, wait_port
-from scale import start_temporal
-from temporalio.client import Client
-from temporalio.worker import Worker
-from trivial import OneActivityWorkflow, OneLocalActivityWorkflow, TrivialWorkflow, noop
+from common import connect_when_ready, wait_port
+from scale import ceiling, start_temporal
+from trivial import OneActivityWorkflow, OneLocalActivityWorkflow, TrivialWorkflow
 
 KINDS = {"one_activity": OneActivityWorkflow, "one_local_activity": OneLocalActivityWorkflow,
          "trivial_four_activities": TrivialWorkflow}
-
-
-async def cost(client: Client, workflow: type, count: int, server_pid: int) -> dict:
-    queue = f"kinds-{uuid.uuid4().hex[:6]}"
-    async with Worker(client, task_queue=queue, workflows=[workflow], activities=[noop],
-                      max_concurrent_activities=64):
-        server, own = cpu_seconds(server_pid), time.process_time()
-        started = time.perf_counter()
-        handles = [await client.start_workflow(workflow.run, id=f"{queue}-{i}", task_queue=queue)
-                   for i in range(count)]
-        await asyncio.gather(*(h.result() for h in handles))
-        elapsed = time.perf_counter() - started
-        return {"per_s": count / elapsed, "server_cpu_ms": 1000 * (cpu_seconds(server_pid) - server) / count,
-                "worker_cpu_ms": 1000 * (time.process_time() - own) / count}
 
 
 async def run(args: argparse.Namespace) -> dict:
@@ -52,11 +34,11 @@ async def run(args: argparse.Namespace) -> dict:
         wait_port(port)
         client = await connect_when_ready(f"127.0.0.1:{port}")
         for workflow in KINDS.values():  # warm-up: the server and this process
-            await cost(client, workflow, 20, server.pid)
+            await ceiling(client, 20, server.pid, workflow=workflow)
         rounds: dict[str, list[dict]] = {name: [] for name in KINDS}
         for _ in range(args.rounds):
             for name, workflow in KINDS.items():
-                rounds[name].append(await cost(client, workflow, args.workflows, server.pid))
+                rounds[name].append(await ceiling(client, args.workflows, server.pid, workflow=workflow))
         median = statistics.median
         out = {name: {"server_cpu_ms": round(median(r["server_cpu_ms"] for r in runs), 2),
                       "worker_cpu_ms": round(median(r["worker_cpu_ms"] for r in runs), 2),

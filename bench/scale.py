@@ -41,18 +41,20 @@ from trivial import TrivialWorkflow, noop
 from trawl.starter.embedded import DEV_SERVER_DYNAMIC_CONFIG, SEARCH_ATTRIBUTES, dynamic_config_arguments
 
 
-async def ceiling(client: Client, count: int, server_pid: int, sandboxed: bool = True) -> dict:
+async def ceiling(client: Client, count: int, server_pid: int, sandboxed: bool = True,
+                  workflow: type = TrivialWorkflow) -> dict:
     """Trivial workflows per second, and the CPU milliseconds per workflow of the server and of
     this process (their worker and client): on a loaded machine the CPU per workflow is the steadier
     figure. ``sandboxed``: in the workflow sandbox, as Temporal runs workflows by default (and as
-    trawl's workers run theirs); else without it (the yardstick before 2026-12-05)."""
+    trawl's workers run theirs); else without it (the yardstick before 2026-12-05). ``workflow``:
+    another of bench/trivial.py's, whose run takes no argument (bench/activity_kinds.py)."""
     queue = f"trivial-{uuid.uuid4().hex[:6]}"
     runner = {} if sandboxed else {"workflow_runner": UnsandboxedWorkflowRunner()}
-    async with Worker(client, task_queue=queue, workflows=[TrivialWorkflow], activities=[noop],
+    async with Worker(client, task_queue=queue, workflows=[workflow], activities=[noop],
                       max_concurrent_activities=64, **runner):
         server_cpu, own_cpu = cpu_seconds(server_pid), time.process_time()
         started = time.perf_counter()
-        handles = [await client.start_workflow(TrivialWorkflow.run, id=f"{queue}-{i}", task_queue=queue)
+        handles = [await client.start_workflow(workflow.run, id=f"{queue}-{i}", task_queue=queue)
                    for i in range(count)]
         await asyncio.gather(*(h.result() for h in handles))
         elapsed = time.perf_counter() - started
