@@ -22,6 +22,7 @@ from pathlib import Path
 from common import connect_when_ready, wait_port
 from scale import ceiling, start_temporal
 from trivial import OneActivityWorkflow, OneLocalActivityWorkflow, TrivialWorkflow
+from trawl.starter.embedded import DEV_SERVER_DYNAMIC_CONFIG
 
 KINDS = {"one_activity": OneActivityWorkflow, "one_local_activity": OneLocalActivityWorkflow,
          "trivial_four_activities": TrivialWorkflow}
@@ -47,6 +48,7 @@ async def run(args: argparse.Namespace) -> dict:
         for figures in out.values():
             figures["cpu_ms"] = round(figures["server_cpu_ms"] + figures["worker_cpu_ms"], 2)
         return {"benchmark": "activity_kinds", "workflows": args.workflows, "rounds": args.rounds,
+                "server_dynamic_config": dict(DEV_SERVER_DYNAMIC_CONFIG),
                 "load": round(os.getloadavg()[0], 1), "medians": out,
                 "local_over_activity_cpu": round(out["one_local_activity"]["cpu_ms"] / out["one_activity"]["cpu_ms"], 2)}
     finally:

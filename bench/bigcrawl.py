@@ -581,22 +581,22 @@ async def main() -> None:
     args.server_metrics_port = free_port() if args.metrics else 0
     results = []
     with tempfile.TemporaryDirectory() as tmp, Simulator() as sim:
-        # As trawl's embedded server keeps it (trawl/starter/embedded.py): a file, not memory.
         server_config = dict(DEV_SERVER_DYNAMIC_CONFIG)
         if not args.search_attribute_cache:  # the CLI's default, as before 2026-12-07
             server_config["system.forceSearchAttributesCacheRefreshOnRead"] = "true"
-        persisted = dynamic_config_arguments(server_config) + ([] if args.server_in_memory else [
+        # As trawl's embedded server keeps it (trawl/starter/embedded.py): a file, not memory.
+        server_args = dynamic_config_arguments(server_config) + ([] if args.server_in_memory else [
             "--db-filename", str(Path(tmp) / "temporal.db"), "--sqlite-pragma", "journal_mode=wal",
             "--sqlite-pragma", "synchronous=normal"])
         if args.metrics:
-            persisted += ["--metrics-port", str(args.server_metrics_port)]
+            server_args += ["--metrics-port", str(args.server_metrics_port)]
         # The server prints its banner to the standard output it inherits: give it stderr, so
         # the bench's own output stays JSON.
         stdout = os.dup(1)
         os.dup2(2, 1)
         try:
             env = await WorkflowEnvironment.start_local(dev_server_existing_path=TEMPORAL,
-                                                        dev_server_extra_args=persisted,
+                                                        dev_server_extra_args=server_args,
                                                         search_attributes=list(SEARCH_ATTRIBUTES),
                                                         dev_server_log_level="error")
         finally:

@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
 from common import BIN, REPO, Nginx, connect_when_ready, cpu_seconds, free_port, wait_port, write_media
@@ -159,7 +160,7 @@ async def crawl_rate(client: Client, env: dict[str, str], urls: list[str], proce
         return await workers.measure(urls)
 
 
-def start_temporal(tmp: Path, server_config: dict[str, str] = DEV_SERVER_DYNAMIC_CONFIG) -> tuple[subprocess.Popen, int]:
+def start_temporal(tmp: Path, server_config: Mapping[str, str] = DEV_SERVER_DYNAMIC_CONFIG) -> tuple[subprocess.Popen, int]:
     """A Temporal dev server on loopback with trawl's search attributes and the dynamic config
     trawl's embedded server has (``server_config``); (process, port)."""
     port = free_port()
@@ -300,7 +301,7 @@ async def run(args: argparse.Namespace) -> dict:
             "latency_bound": runs,
             "fresh_workers_each_round": args.fresh_workers,
             "server_dynamic_config": server_config,
-            "warm_up_items": args.warm_up,
+            "warm_up_items": args.warm_up,  # trivial ones; tiny ones too unless fresh_workers_each_round
             "rounds": rounds,
             # Medians over the rounds: by rate (the machine's noise shows) and by CPU per item
             # (server + workers + client; the steadier figure).
@@ -332,7 +333,7 @@ def main() -> None:
                         help="download.small_item_size for the workers (0: every item claims a host)")
     parser.add_argument("--rounds", type=int, default=3, help="tiny items against the trivial workflow, alternated")
     parser.add_argument("--warm-up", type=int, default=40,
-                        help="items of each kind run before the rounds, not counted (0: none)")
+                        help="items run before the rounds, not counted: trivial ones, and tiny ones on the started-once workers (0: none)")
     parser.add_argument("--no-search-attribute-cache", dest="search_attribute_cache", action="store_false",
                         help="the dev server reads search attributes from its database every time (its default)")
     parser.add_argument("--fresh-workers", action="store_true",
