@@ -15,7 +15,8 @@ import httpx
 import pytest
 
 from trawl.activities.application_errors import to_application_error
-from trawl.download.hls import HlsDownloader, HlsState, fresher_hls, load_hls_state, remux_output
+from trawl.download.hls import HlsDownloader, HlsState, load_hls_state, remux_output
+from trawl.download.state import fresher
 from trawl.download.state import Stopped, save_state, state_path
 from trawl.errors import (BlockedAddress, ContentCorrupt, ParseError, SegmentMissing, TooLarge, UnsupportedUrl,
                           UrlExpired)
@@ -138,9 +139,9 @@ def test_the_state_beside_the_file_wins_over_a_heartbeat_of_another_stream(clien
     another stream's bytes would splice the two."""
     url = site.url("disc")
     saved = HlsState(url=url, fingerprint="another-stream", segment=2, segments=4, offset=5000)
-    assert fresher_hls(HlsState(url=url, fingerprint="this", segment=3, segments=4, offset=7000), saved) is saved
+    assert fresher(HlsState(url=url, fingerprint="this", segment=3, segments=4, offset=7000), saved) is saved
     ahead = HlsState(url=url, fingerprint="another-stream", segment=3, segments=4, offset=7000)
-    assert fresher_hls(ahead, saved) is saved and fresher_hls(ahead, None) is ahead
+    assert fresher(ahead, saved) is saved and fresher(ahead, None) is ahead
     # What a retry makes of it: the playlist's stream now is not the saved one, so it starts over.
     part = tmp_path / "video.part"
     part.write_bytes(b"x" * 5000)

@@ -158,12 +158,6 @@ def load_hls_state(part: Path) -> HlsState | None:
     return load_stream_state(HlsState, part)
 
 
-def fresher_hls(heartbeat: HlsState | None, saved: HlsState | None) -> HlsState | None:
-    """As :func:`trawl.download.state.fresher` (the saved record is written at every segment,
-    before the heartbeat); a stream that is not the playlist's now starts over."""
-    return fresher(heartbeat, saved)
-
-
 def remux_output(part: Path) -> Path:
     """Where the MP4 remux of ``part`` is written (``video.part`` -> ``video.mp4.part``)."""
     return part.with_name(part.name.removesuffix(".part") + ".mp4.part")
@@ -257,7 +251,9 @@ class HlsDownloader:
             Stopped: ``should_stop`` turned true; the state was saved and heartbeated first.
         """
         part.parent.mkdir(parents=True, exist_ok=True)
-        chosen = fresher_hls(previous, load_hls_state(part))
+        # The record beside the file wins (saved at every segment, before the heartbeat); a
+        # stream that is not the playlist's now starts over (_attempt).
+        chosen = fresher(previous, load_hls_state(part))
         state = HlsState(**asdict(chosen)) if chosen is not None else HlsState()  # the caller's record stays as given
         finished = self._already_done(part, state)
         if finished is not None:
