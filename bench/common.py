@@ -86,6 +86,7 @@ class Stack:
             f"sim = Simulator(port={self.sim_port}).start()\n"
             f"sim.add_file('/big.mp4', MediaFile('mp4', {seed!r}, {size}), "
             f"FileBehaviour(throttle_bps={throttle_bps or None}))\n"
+            "sim.add_file('/warm.mp4', MediaFile('mp4', 'warm-up', 65536))\n"
             "print('ready', flush=True)\n"
             "time.sleep(1e9)\n"
         )
@@ -110,6 +111,11 @@ class Stack:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.sim_port}/big.mp4"
+
+    @property
+    def warm_url(self) -> str:
+        """A 64 KiB file of the simulator's (not with ``static``): a worker's first item, before the one timed."""
+        return f"http://127.0.0.1:{self.sim_port}/warm.mp4"
 
     def bytes_sent(self) -> int:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.sim_port}/__stats__") as resp:

@@ -18,6 +18,9 @@ add to its time (0.25 s for 96 MiB).
 ``--server nginx`` serves the file from nginx with ``limit_rate`` instead of the simulator (when
 nginx is installed): its throttle lets each request send a second's worth at once before it
 paces, as many CDNs' do; the SIGKILL run needs the simulator's byte counts and is skipped.
+Each end-to-end worker runs a 64 KiB item of the simulator's before the one timed, as a
+deployment's worker has (its first workflow, fetch and commit warm the process); ``--cold``
+times its first item instead, as before 2026-12-07.
 ``--quick`` leaves out the single-connection clients and the SIGKILL run (A/B runs of the
 split). ``--stages``: the end-to-end runs take an activity per stage on the claimed host
 (``download.one_activity_on_host`` off), as every item over ``small_item_size`` did before. ``--one-slow BYTES_PER_S``: connections of unequal speed instead, the fourth request to
@@ -25,7 +28,7 @@ arrive served at that rate and every other at ``--rate``; only aria2c and trawl'
 each on a fresh in-process simulator (a connection left with nothing takes from the others).
 
 Usage: .venv/bin/python bench/segmented.py [--size BYTES] [--rate BYTES_PER_S] [--segments N]
-       [--server simulator|nginx] [--quick] [--stages] [--one-slow BYTES_PER_S] [--no-search-attribute-cache]
+       [--server simulator|nginx] [--quick] [--cold] [--stages] [--one-slow BYTES_PER_S] [--no-search-attribute-cache]
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ def downloader_seconds(url: str, part: Path, segments: int) -> tuple[float, int]
     return elapsed, out.connections
 
 
-async def end_to_end(stack: Stack, segments: int, url: str) -> tuple[float, dict[str, object]]:
+async def end_to_end(stack: Stack, segments: int, url: str, warm: bool = True) -> tuple[float, dict[str, object]]:
     from trawl.starter.client import connect, item_result, start_item
     from trawl.platforms.registry import default_registry
 
@@ -80,6 +83,9 @@ async def end_to_end(stack: Stack, segments: int, url: str) -> tuple[float, dict
         await settle(worker.pid)  # the worker's start (imports, pollers) is not part of the item's time
         # Nor the platforms' imports (70 ms on a first call): a command's start-up (bench/oneshot.py).
         registry = default_registry()
+        if warm:  # a worker that has run an item before, as a deployment's does (--cold: none)
+            warming = await start_item(client, settings, registry, f"{stack.warm_url}?run={segments}")
+            await item_result(warming.handle, stack.warm_url)
         started_at = time.perf_counter()
         started = await start_item(client, settings, registry, url)
         result = await item_result(started.handle, url)
@@ -259,6 +265,8 @@ def main() -> None:
     parser.add_argument("--no-kill", action="store_true", help="skip the SIGKILL run")
     parser.add_argument("--server", choices=("simulator", "nginx"), default="simulator")
     parser.add_argument("--quick", action="store_true", help="no single-connection client, no SIGKILL run")
+    parser.add_argument("--cold", action="store_true",
+                        help="the timed item is the worker's first (by default it has run a 64 KiB item before)")
     parser.add_argument("--stages", action="store_true",
                         help="end to end with an activity per stage on the claimed host (download.one_activity_on_host off)")
     parser.add_argument("--one-slow", type=int, default=0, metavar="BYTES_PER_S",
@@ -281,7 +289,8 @@ def main() -> None:
     url = nginx.url("big.mp4") if nginx is not None else stack.url
     figures: dict[str, object] = {"benchmark": "segmented", "server": args.server, "file_bytes": args.size,
                                   "rate_per_connection": args.rate, "segments": n, "load": os.getloadavg()[0],
-                                  "one_activity_on_host": not args.stages, "server_dynamic_config": server_config}
+                                  "one_activity_on_host": not args.stages, "server_dynamic_config": server_config,
+                                  "worker_warmed": not args.cold}
     try:
         out = stack.tmp / "client.out"
         if not args.quick:
@@ -299,8 +308,10 @@ def main() -> None:
             figures["trawl_download_1_s"], _ = downloader_seconds(url, stack.tmp / "t1.part", 1)
         figures["trawl_download_n_s"], figures["trawl_connections"] = downloader_seconds(url, stack.tmp / "tn.part", n)
         if not args.quick:
-            figures["trawl_e2e_1_s"], figures["e2e_1_stage_ms"] = asyncio.run(end_to_end(stack, 1, url + "?run=1"))
-        figures["trawl_e2e_n_s"], figures["e2e_n_stage_ms"] = asyncio.run(end_to_end(stack, n, url + "?run=n"))
+            figures["trawl_e2e_1_s"], figures["e2e_1_stage_ms"] = asyncio.run(
+                end_to_end(stack, 1, url + "?run=1", not args.cold))
+        figures["trawl_e2e_n_s"], figures["e2e_n_stage_ms"] = asyncio.run(
+            end_to_end(stack, n, url + "?run=n", not args.cold))
         best = figures["trawl_download_n_s"]
         for name in ("curl_s", "ytdlp_s", "aria2c_s", "trawl_download_1_s"):
             if name in figures:

@@ -242,6 +242,10 @@ class FetchInput:
     # When the item's run started (ISO 8601): a retried fetch that finds the item committed by this
     # workflow id since then committed it itself (its reply was lost), rather than found a duplicate.
     run_started_at: str = ""
+    # A first fetch may claim its own worker's host for an item that will claim one (files past
+    # this many bytes in all, or of unknown sizes: trawl.activities.host.claims_a_host) when that
+    # host has room; -1 (runs started before it, and later fetches): it claims none.
+    claim_host_over: int = -1
 
 
 @dataclass
@@ -272,6 +276,8 @@ class FetchResult:
     # The item downloaded, verified and committed by fetch_and_store_tiny (FetchInput.with_fetch_size);
     # None: only resolved (not that small, or that attempt failed: the workflow goes on as usual).
     finished: CommitResult | None = None
+    # The host's queue the fetch claimed for the item (FetchInput.claim_host_over); "": none.
+    host_queue: str = ""
 
 
 @dataclass

@@ -158,6 +158,21 @@ async def on_host_cancelled(r: Recorder) -> list[WorkflowHandle]:
     return await cancelled_midway(r, "on-host-cancel")
 
 
+async def fetch_s_host_committed(r: Recorder) -> list[WorkflowHandle]:
+    """An item over small_item_size whose first fetch claimed its own worker's host (it had
+    room: FetchResult.host_queue): small_item there, no claim_host."""
+    r.sim.add_file("/m/fetch-s-host.mp4", MediaFile("mp4", "h-fetch-s-host", 2_000_000))
+    return [await r.finished(await r.item(r.sim.url("/m/fetch-s-host.mp4")))]
+
+
+async def fetch_s_host_paused_resumed(r: Recorder) -> list[WorkflowHandle]:
+    return await paused_and_resumed(r, "fetch-s-host-pause")
+
+
+async def fetch_s_host_cancelled(r: Recorder) -> list[WorkflowHandle]:
+    return await cancelled_midway(r, "fetch-s-host-cancel")
+
+
 async def dash_two_assets(r: Recorder) -> list[WorkflowHandle]:
     return [await r.finished(await r.item(r.bilibili_url))]
 
@@ -473,6 +488,11 @@ SCENARIOS: dict[str, Scenario] = {
     # commit in one small_item on the host it claimed; paused and resumed there; cancelled.
     "item_on_host_committed": on_host_committed, "item_on_host_paused_resumed": on_host_paused_resumed,
     "item_on_host_cancelled": on_host_cancelled,
+    # FETCH_CLAIMS_HOST (FetchInput.claim_host_over asks, FetchResult.host_queue answers): the first
+    # fetch claims its own worker's host while it has room; committed, paused and resumed, cancelled there.
+    "item_on_fetch_s_host_committed": fetch_s_host_committed,
+    "item_on_fetch_s_host_paused_resumed": fetch_s_host_paused_resumed,
+    "item_on_fetch_s_host_cancelled": fetch_s_host_cancelled,
 }
 
 

@@ -25,7 +25,7 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
-from trawl.contracts import CommitResult, DownloadInput, ItemOptions, StoredAsset
+from trawl.contracts import CommitResult, DownloadInput, FetchInput, FetchResult, ItemOptions, StoredAsset
 from trawl.models import Asset, Resolved
 from trawl.activities.small import SmallItemInput
 from trawl.starter.client import item_result, start_item as submit
@@ -66,6 +66,16 @@ class SmallFakes(Fakes):
         self.older_host = f"{self.prefix}-older-host"
         self.claims: deque[str] = deque()
         self.small_queues: list[str] = []  # where each small_item ran
+        self.fetch_claims: str = ""  # the host's queue the first fetch answers it claimed ("": none)
+        self.claim_over: list[int] = []  # each fetch's FetchInput.claim_host_over
+
+    @activity.defn(name="fetch")
+    async def fetch(self, inp: FetchInput) -> FetchResult:
+        fetched = await super().fetch(inp)
+        self.claim_over.append(inp.claim_host_over)
+        if inp.claim_host_over >= 0:
+            fetched.host_queue = self.fetch_claims
+        return fetched
 
     @activity.defn(name="claim_host")
     async def claim_host(self) -> str:
@@ -146,6 +156,25 @@ async def test_a_larger_item_is_one_activity_on_the_host_it_claimed(env: Workflo
     assert fakes.small_queues == [fakes.host]  # where its retries resume from its partial files
     shown = await progress(handle)
     assert (shown.stage, shown.bytes_done, shown.bytes_total) == ("done", SIZE, SIZE)
+
+
+async def test_a_larger_item_goes_to_the_host_its_first_fetch_claimed(env: WorkflowEnvironment,  # noqa: F811
+                                                                      fakes: SmallFakes) -> None:
+    fakes.fetch_claims = fakes.host
+    handle = await start_item(env, fakes, **LARGER)
+    assert (await outcome(handle)).outcome == "committed"
+    assert await scheduled(handle) == ["fetch", "small_item"]  # no claim_host
+    assert fakes.small_queues == [fakes.host]
+    assert fakes.claim_over == [SIZE - 1]  # asked of the first fetch: items over small_item_size claim a host
+
+
+async def test_a_host_its_fetch_claimed_that_is_gone_is_claimed_anew(env: WorkflowEnvironment,  # noqa: F811
+                                                                     fakes: SmallFakes) -> None:
+    fakes.fetch_claims = f"{fakes.prefix}-gone-host"  # nobody polls it: the host died after the fetch
+    handle = await start_item(env, fakes, local_schedule_to_start_s=5, **LARGER)
+    assert (await outcome(handle)).outcome == "committed"
+    assert await scheduled(handle) == ["fetch", "small_item", "claim_host", "small_item"]
+    assert fakes.small_queues == [fakes.host]
 
 
 async def test_a_larger_item_retried_stays_on_its_host(env: WorkflowEnvironment, fakes: SmallFakes) -> None:  # noqa: F811
@@ -294,7 +323,7 @@ async def test_cancel_stops_the_activity_and_discards_its_files(env: WorkflowEnv
 # -- end to end: a real worker process ---------------------------------------------------------
 
 @pytest.mark.timeout(180)
-async def test_a_tiny_item_commits_in_its_fetch_a_small_one_in_one_activity_and_a_large_one_claims_a_host(
+async def test_a_tiny_item_commits_in_its_fetch_a_small_one_in_one_activity_and_a_large_one_on_the_fetch_s_host(
         temporal_client: Client, temporal_address: str, sim: Simulator, tmp_path: Path) -> None:
     settings = make_settings(tmp_path, temporal_address, download={"small_item_size": 100_000,
                                                                    "with_fetch_size": 30_000})
@@ -345,12 +374,17 @@ async def test_a_tiny_item_commits_in_its_fetch_a_small_one_in_one_activity_and_
     # others are only resolved by it and go on through their stages.
     one = "small_item"
     assert lines_of(results[1]) == [("fetch", tiny_one), ("download", one), ("verify", one), ("commit", one)]
-    # A larger one claims a host and runs the three there in one activity, or, with the option
-    # off, an activity each.
-    assert lines_of(results[2]) == [("fetch", tiny_one), ("claim", "claim_host"), ("download", one), ("verify", one),
-                                    ("commit", one)]
-    assert lines_of(results[3]) == [("fetch", tiny_one), ("claim", "claim_host"), ("download", None), ("verify", None),
-                                    ("commit", None)]
+    # A larger one goes to the host its fetch claimed (the worker had room: no claim_host) and
+    # runs the three there in one activity, or, with the option off, an activity each.
+    assert lines_of(results[2]) == [("fetch", tiny_one), ("download", one), ("verify", one), ("commit", one)]
+    assert lines_of(results[3]) == [("fetch", tiny_one), ("download", None), ("verify", None), ("commit", None)]
+    host = f"{settings.temporal.task_queue_prefix}-host-"
+    for result, after_fetch in zip(results[2:], (["small_item"], ["download", "verify", "commit"])):
+        history = await temporal_client.get_workflow_handle(result.workflow_id).fetch_history()
+        scheduled = [e.activity_task_scheduled_event_attributes for e in history.events
+                     if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED]
+        assert [(a.activity_type.name, a.task_queue.name.startswith(host)) for a in scheduled] == [
+            ("fetch_and_store_tiny", False), *((name, True) for name in after_fetch)]
     small_download = next(e for e in activity_lines if e["task_id"] == results[1].workflow_id
                           and e["stage"] == "download")
     assert (small_download["bytes"], small_download["platform"]) == (50_000, "generic")

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from temporalio import activity
 
 from trawl.activities.application_errors import classified
+from trawl.activities.host import HostRoom, claims_a_host
 from trawl.activities.liveness import heartbeating
 from trawl.contracts import FetchInput, FetchResult
 from trawl.download.live import resume_point
@@ -52,6 +53,15 @@ class FetchActivities:
         # The runs started before fetch_and_store_tiny existed still ask fetch to store a tiny
         # item (FetchInput.with_fetch_size): the worker hands them the activity that does.
         self.older_tiny: Callable[[FetchInput], FetchResult] | None = None
+        self.room: HostRoom | None = None  # this worker's host, which a first fetch may claim
+
+    def claim_host(self, inp: FetchInput, fetched: FetchResult) -> FetchResult:
+        """``fetched`` with this worker's host claimed for it when the fetch was asked to
+        (``inp.claim_host_over``), the item goes on to claim one, and the host has room."""
+        if (self.room is not None and not fetched.committed and fetched.finished is None
+                and claims_a_host(fetched.resolved, inp.claim_host_over)):
+            fetched.host_queue = self.room.claim(inp.workflow_id)
+        return fetched
 
     # Cancellation is polled (a tiny item's download may run here for an older run), never raised
     # into the thread; a resolve is bounded by the HTTP timeouts.
@@ -61,7 +71,7 @@ class FetchActivities:
         if inp.with_fetch_size and self.older_tiny is not None:
             return self.older_tiny(inp)
         fetched, _ = self.resolved(inp)
-        return fetched
+        return self.claim_host(inp, fetched)
 
     @heartbeating
     def resolved(self, inp: FetchInput) -> tuple[FetchResult, CatalogItem | None]:

@@ -54,7 +54,7 @@ class TinyItemActivities:
             # waiting for it ends cancelled. A tiny item whose commit had begun is committed,
             # and the result says so.
             raise CancelledError("fetch cancelled; nothing stored")
-        return fetched
+        return self.fetch.claim_host(inp, fetched)
 
     def _stores(self, inp: FetchInput, fetched: FetchResult) -> bool:
         """Whether this activity also downloads, verifies and commits the item: a first attempt

@@ -244,7 +244,9 @@ class HttpDownloader:
         elif may_segment:
             headers["Range"] = "bytes=0-"
         signed_before = state.url == url and state.offset > 0
+        asked = time.monotonic()
         with self.client.stream("GET", url, headers=headers) as resp:
+            answered_in = time.monotonic() - asked  # what a request costs (segments plan by it)
             status = resp.status_code
             if status >= 400 and status != 416:
                 body = resp.read()[:4096] if int(resp.headers.get("content-length") or 0) <= 65536 else b""
@@ -286,7 +288,7 @@ class HttpDownloader:
                     except TrawlError:
                         discard(part)
                         raise
-                    return self._segmented(url, part, headers, plan, resp, expected_size)
+                    return self._segmented(url, part, headers, plan, resp, expected_size, answered_in)
             else:
                 offset = overlap = 0  # a 200 is the whole resource: the validator failed or Range is unsupported
                 total = _content_length(resp)
@@ -313,11 +315,11 @@ class HttpDownloader:
 
     def _segmented(
         self, url: str, part: Path, headers: dict[str, str], state: ResumeState, first: httpx.Response | None,
-        expected_size: int | None,
+        expected_size: int | None, first_wait: float = 0.0,
     ) -> DownloadOutcome:
         resumed = state.offset
         headers = {k: v for k, v in headers.items() if k.lower() not in ("range", "if-range")}
-        run = SegmentedRun(self, url, part, headers, state, first)
+        run = SegmentedRun(self, url, part, headers, state, first, first_wait)
         try:
             digest = run.run()
         except RestartAll as changed:

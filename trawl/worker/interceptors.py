@@ -14,6 +14,7 @@ from temporalio.converter import DataConverter, DefaultFailureConverter, Payload
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
+from trawl.activities.host import HostRoom
 from trawl.activities.records import STAGE_OF, describe, is_last_attempt, recorded
 from trawl.notify import NEEDS_PERSON, Notifier
 from trawl.proxies import ROUTE
@@ -90,6 +91,30 @@ class _BusyActivity(ActivityInboundInterceptor):
             return await self.next.execute_activity(input)
         finally:
             self.root.change(-1)
+
+
+class HostWorkInterceptor(Interceptor):
+    """Counts the activities running on a host's own queue into its
+    :class:`trawl.activities.host.HostRoom` (put on that queue's worker only)."""
+
+    def __init__(self, room: HostRoom) -> None:
+        self.room = room
+
+    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
+        return _HostWork(next, self.room)
+
+
+class _HostWork(ActivityInboundInterceptor):
+    def __init__(self, next: ActivityInboundInterceptor, room: HostRoom) -> None:
+        super().__init__(next)
+        self.room = room
+
+    async def execute_activity(self, input: ExecuteActivityInput) -> Any:
+        self.room.began(activity.info().workflow_id)
+        try:
+            return await self.next.execute_activity(input)
+        finally:
+            self.room.ended()
 
 
 class TrawlFailureConverter(DefaultFailureConverter):

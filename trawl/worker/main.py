@@ -28,7 +28,7 @@ from trawl.activities.crawl import CrawlActivities
 from trawl.activities.download import DownloadActivities
 from trawl.activities.extras import ExtraActivities
 from trawl.activities.fetch import FetchActivities
-from trawl.activities.host import HostActivities
+from trawl.activities.host import HostActivities, HostRoom
 from trawl.activities.small import SmallItemActivities
 from trawl.activities.tiny import TinyItemActivities
 from trawl.activities.verify import VerifyActivities
@@ -43,7 +43,7 @@ from trawl.storage.blobs import open_blob_store
 from trawl.worker.cleanup import clean_periodically, keep_statistics
 from trawl.worker.runtime import ONE_SHOT_MARK
 from trawl.worker.type_hints import install as cache_type_hints
-from trawl.worker.interceptors import ObservingInterceptor, TrawlFailureConverter, trawl_data_converter
+from trawl.worker.interceptors import HostWorkInterceptor, ObservingInterceptor, TrawlFailureConverter, trawl_data_converter
 from trawl.worker.sandbox import keep_loaded_code, workflow_runner
 from trawl.workflows.crawl import CrawlWorkflow
 from trawl.workflows.extras import ExtrasRefreshWorkflow
@@ -151,6 +151,9 @@ async def running_worker(
     )
     crawl = CrawlActivities(client, settings, registry, catalog)
     host = HostActivities(host_queue(prefix, settings.host_id))
+    # What this host's queue runs, against its slots: a first fetch claims this host for a larger
+    # item while there is room (FetchInput.claim_host_over), saving the item its claim_host.
+    room = HostRoom(host.host_queue, download_slots)
     small = SmallItemActivities(download, verify, commit)  # the three stages of a small item in one activity
     fetch = FetchActivities(registry, ResolveContext(http, settings.net.max_page_bytes, shared=shared), catalog,
                             retry.fetch.maximum_interval, retry.fetch.maximum_attempts)
@@ -161,6 +164,7 @@ async def running_worker(
     extras = ExtraActivities(registry, http, catalog, blobs, settings.work_dir, retry.extras.maximum_interval,
                              retry.extras.maximum_attempts, settings.catalog.search_extras_lines)
     fetch.older_tiny = tiny.fetched_and_stored
+    fetch.room = room
     workers = [
         # The shared queue: host claims and source expansion; and, for runs started before
         # host-local work and joins had queues of their own, every stage and their joins.
@@ -174,7 +178,8 @@ async def running_worker(
         # item's stages one by one, or in one small_item: download.one_activity_on_host).
         Worker(client, task_queue=host_queue(prefix, settings.host_id),
                activities=[download.download, download.discard, verify.verify, commit.commit, small.small_item],
-               activity_executor=executor, max_concurrent_activities=download_slots, **common),
+               activity_executor=executor, max_concurrent_activities=download_slots,
+               **{**common, "interceptors": [*common["interceptors"], HostWorkInterceptor(room)]}),
     ]
     if workflows:  # a process may leave the workflows to others (the crawl groupings test does)
         keep_loaded_code(workflows)  # a test's own workflows; trawl's are kept since the import
@@ -202,6 +207,7 @@ async def running_worker(
     try:
         yield workers
     finally:
+        room.close()  # a fetch that ends while this worker stops leaves the item to claim_host
         cleanup.cancel()
         statistics.cancel()
         await asyncio.gather(*(worker.shutdown() for worker in workers), return_exceptions=True)

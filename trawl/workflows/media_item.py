@@ -56,6 +56,11 @@ LEAN_HISTORY = "lean-history"
 #   it claimed (ItemOptions.one_activity_on_host asks for it; the patch keeps a run that a worker of
 #   the version before took the stages for, and a worker of this one replays, on the stages).
 ONE_ACTIVITY_ON_HOST = "one-activity-on-host"
+# - FETCH_CLAIMS_HOST: a larger item goes to the host its first fetch claimed (FetchResult.host_queue,
+#   asked for by FetchInput.claim_host_over) with no claim_host. The patch keeps a run whose next
+#   workflow task a worker of the version before took (it drops the field, and claimed a host
+#   through the shared queue) on that path when a new worker replays it.
+FETCH_CLAIMS_HOST = "fetch-claims-host"
 # A live recording's download (Asset.protocol hls-live) must move to another worker while the
 # playlist still names the segments after the last one it holds (a live room's often hold about nine
 # seconds): it is given up on after this long without a heartbeat (or the item's own timeout, if
@@ -105,6 +110,7 @@ class MediaItemWorkflow:
         self._fresh: Resolved | None = None
         self._refetch_lock = asyncio.Lock()
         self._local_queue: str | None = None  # the claimed host's queue (None: the shared queue)
+        self._fetch_claimed = ""  # the host's queue the first fetch claimed for the item ("": none)
         self._lean = False  # LEAN_HISTORY
         self._identified = False  # the identity's search attributes are upserted
         self._recordings: dict[str, _Recording] = {}  # live recordings committed in parts, by asset name
@@ -176,6 +182,7 @@ class MediaItemWorkflow:
             # A broadcast's own run was handed what the URL's run resolved (ItemInput.broadcast).
             fetched = FetchResult(inp.broadcast, committed=False) if inp.broadcast else await self._fetch(first=True)
             resolved = fetched.resolved
+            self._fetch_claimed = fetched.host_queue
             self._canonical_url = resolved.canonical_url
             self._book.title = resolved.title
             if not (self._lean and (fetched.committed or fetched.finished)):
@@ -344,14 +351,20 @@ class MediaItemWorkflow:
         activity when it is one file and its cover (``_one_activity_on_host``), else an
         activity per file and stage.
 
-        A host is claimed through the shared download queue (whichever worker has a free slot
-        answers with its own host's queue). If that host stops taking work (a schedule-to-start
-        timeout there), its files are gone with it: another host is claimed and the item's files
-        are downloaded again, at most ``max_host_changes`` times.
+        The host is the one the first fetch claimed, when its worker had room (the fetch's
+        answer says so; patch ``fetch-claims-host``), else one claimed
+        through the shared download queue (whichever worker has a free slot answers with its
+        own host's queue). If that host stops taking work (a schedule-to-start timeout there),
+        its files are gone with it: another host is claimed and the item's files are downloaded
+        again, at most ``max_host_changes`` times.
         """
         changes = 0
         while True:
-            self._local_queue = await self._claim_host()
+            if self._fetch_claimed and workflow.patched(FETCH_CLAIMS_HOST):
+                self._local_queue = self._fetch_claimed
+            else:
+                self._local_queue = await self._claim_host()
+            self._fetch_claimed = ""  # a host lost is claimed through the shared queue
             try:
                 if self._one_activity_on_host(resolved) and workflow.patched(ONE_ACTIVITY_ON_HOST):
                     last_error = self._progress.last_error
@@ -441,7 +454,9 @@ class MediaItemWorkflow:
                 method,
                 FetchInput(self._inp.url, workflow.info().workflow_id, self._inp.platform, fresh_urls,
                            self._opts.quality, self._opts.keep_previews, self._opts.audio,
-                           stage_attempts=self._opts.fetch.maximum_attempts, **finishing),
+                           stage_attempts=self._opts.fetch.maximum_attempts, **finishing,
+                           # An item that is not small claims a host: the fetch's own, if it has room.
+                           claim_host_over=max(self._opts.small_item_size, 0) if first else -1),
                 task_queue=self._opts.fetch_queue(self._inp.platform),
                 start_to_close_timeout=self._opts.fetch.start_to_close,
                 schedule_to_close_timeout=self._opts.fetch.schedule_to_close,
