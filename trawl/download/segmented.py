@@ -356,7 +356,8 @@ class SegmentedRun:
                 self._segment(index, first if index == 0 else None)
                 first = None
                 with self.cond:
-                    own_rate = self._rates(time.monotonic()).get(index)
+                    # A piece too short to show its pace (a later round's) keeps the one before's.
+                    own_rate = self._rates(time.monotonic()).get(index) or own_rate
         except _Aborted:
             pass
         except BaseException as exc:  # noqa: BLE001 - handed to the coordinator, which raises it
