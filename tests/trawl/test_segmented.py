@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -427,6 +428,32 @@ def test_a_slow_connection_has_its_segment_taken_half_by_half_by_the_others(sim:
     third = next(seg for seg in segments if seg[0] == plan[3][0])
     assert third[1] < plan[3][1] - MIN
     assert any(first_byte(asked) > plan[3][0] for asked in ranges_of(sim))
+
+
+def test_a_slow_reader_is_cut_before_the_last_round_s_pieces_are_read(sim: Simulator, client: httpx.Client,
+                                                                      part: Path) -> None:
+    size = 32 * MIN + 123
+    media = MediaFile("mp4", "slow-in-rounds", size)
+    arrived = itertools.count()
+
+    def answer(req: Request, serve) -> Response:  # noqa: ANN001
+        # The fourth request (the third extra connection's first piece) crawls; every other is fast.
+        return dataclasses.replace(serve(req), throttle_bps=2_000_000 if next(arrived) == 3 else 8_000_000)
+
+    route(sim, media, answer)
+    beats: list[ResumeState] = []
+    out = make(client, beats, split_after_s=0.5).download([sim.url("/f.mp4")], part)
+    assert out.sha256 == media.sha256() == file_sha256(part)
+    asked = ranges_of(sim)
+    slow_start, slow_end = (int(n) for n in asked[3].removeprefix("bytes=").split("-"))
+    # A fast connection took part of the slow one's piece before it read the last round's pieces
+    # (they lie after it): a slow reader ends a margin's time after its last cut.
+    cut_at = min(n for n, r in enumerate(asked) if slow_start < first_byte(r) <= slow_end)
+    last_round = max(n for n, r in enumerate(asked) if first_byte(r) > slow_end)
+    assert cut_at < last_round, asked
+    segments = sorted(beats[-1].segments)
+    assert [s for s, _, _ in segments[1:]] == [e for _, e, _ in segments[:-1]] and segments[-1][1] == size
+    assert all(d == e - s for s, e, d in segments)
 
 
 def test_a_cut_while_reading_on_asks_again_for_the_rest_of_that_segment(sim: Simulator, client: httpx.Client,

@@ -349,7 +349,9 @@ class SegmentedRun:
                 with self.cond:
                     if self.aborted:
                         return
-                    index = self.pending.popleft() if self.pending else self._steal(own_rate)
+                    index = self._behind(own_rate) if self.pending else None
+                    if index is None:
+                        index = self.pending.popleft() if self.pending else self._steal(own_rate)
                     if index is None:
                         return
                     self.began[index] = (time.monotonic(), self.segments[index][2])
@@ -420,6 +422,36 @@ class SegmentedRun:
         self.segments.append([cut, self.segments[index][1], 0])
         self.segments[index][1] = cut
         return len(self.segments) - 1
+
+    def _behind(self, own_rate: float | None) -> int | None:
+        """With the lock held and segments pending: part of the segment of a reader that would end
+        after this connection alone could read every pending one (a slow connection), as a new
+        segment, taken before them: a reader keeps :data:`STEAL_MARGIN` after the last cut of its
+        segment, so a slow one ends that much after it is cut, and the sooner the better. None
+        when no reader is that far behind, its pace or this one's is not known yet, or it has too
+        little left to share (:func:`steal`)."""
+        if self.chaining or not own_rate:
+            return None
+        rates = self._rates(time.monotonic())
+        waiting = sum(e - s - d for s, e, d in (self.segments[i] for i in self.pending))
+        pending = set(self.pending)
+        reading = [(i, rate) for i, rate in rates.items() if i not in pending and rate > 0 and self._left(i) > 0]
+        if not reading:
+            return None
+        index, rate = max(reading, key=lambda item: self._left(item[0]) / item[1])
+        if self._left(index) / rate <= waiting / own_rate:
+            return None
+        taken = steal([self.segments[index]], STEAL_MARGIN, MIN_STOLEN, [rate], own_rate)
+        if taken is None:
+            return None
+        cut = taken[1]
+        self.segments.append([cut, self.segments[index][1], 0])
+        self.segments[index][1] = cut
+        return len(self.segments) - 1
+
+    def _left(self, index: int) -> int:
+        start, end, done = self.segments[index]
+        return end - start - done
 
     def _rates(self, now: float) -> dict[int, float]:
         """With the lock held: bytes per second of each segment whose reader began it at least
