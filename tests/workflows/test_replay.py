@@ -28,7 +28,9 @@ EXPECTED = {"item_committed", "item_small_committed", "item_duplicate", "item_fa
             "crawl_multipart", "crawl_source_failed", "crawl_joined_items_left_alone",
             "crawl_frontier_run1", "crawl_frontier_run2", "crawl_frontier_run3", "crawl_part_already_done",
             "crawl_followed_run1", "crawl_followed_run2", "item_tiny_stored_by_fetch_and_store_tiny",
-            "item_tiny_fetch_and_store_tiny_left_to_small_item"}
+            "item_tiny_fetch_and_store_tiny_left_to_small_item",
+            "item_on_host_committed", "item_on_host_paused_resumed", "item_on_host_cancelled",
+            "item_on_fetch_s_host_committed", "item_on_fetch_s_host_paused_resumed", "item_on_fetch_s_host_cancelled"}
 
 
 def history(path: Path) -> WorkflowHistory:
@@ -70,3 +72,22 @@ async def test_a_run_that_asked_for_one_activity_on_host_but_took_the_stages_rep
     assert scheduled[-3:] == ["download", "verify", "commit"]
     replayer = Replayer(workflows=[MediaItemWorkflow])
     await replayer.replay_workflow(WorkflowHistory.from_json("asked-took-the-stages", recorded))
+
+
+async def test_a_run_whose_fetch_claimed_a_host_but_took_claim_host_replays() -> None:
+    """A rolling upgrade: a fetch of the new version claimed its host (FetchResult.host_queue), a
+    worker of the version before took the next workflow task, dropped the field and claimed a host
+    through the shared queue; a worker of the new version replays that run (patch
+    FETCH_CLAIMS_HOST: no marker, so claim_host). Without the patch the replay would skip it."""
+    recorded = json.loads((HISTORIES[0].parent / "item_on_host_committed.json").read_text())
+    scheduled = {e["eventId"]: e["activityTaskScheduledEventAttributes"]["activityType"]["name"]
+                 for e in recorded["events"] if "activityTaskScheduledEventAttributes" in e}
+    assert list(scheduled.values()) == ["fetch_and_store_tiny", "claim_host", "small_item"]
+    fetched = next(e["activityTaskCompletedEventAttributes"]["result"]["payloads"][0] for e in recorded["events"]
+                   if "activityTaskCompletedEventAttributes" in e
+                   and scheduled[e["activityTaskCompletedEventAttributes"]["scheduledEventId"]] == "fetch_and_store_tiny")
+    result = json.loads(base64.b64decode(fetched["data"]))
+    result["host_queue"] = "rec-host-elsewhere"
+    fetched["data"] = base64.b64encode(json.dumps(result).encode()).decode()
+    replayer = Replayer(workflows=[MediaItemWorkflow])
+    await replayer.replay_workflow(WorkflowHistory.from_json("claimed-by-fetch-took-claim-host", recorded))

@@ -437,11 +437,15 @@ class SegmentedRun:
         rates = self._rates(time.monotonic())
         waiting = sum(e - s - d for s, e, d in (self.segments[i] for i in self.pending))
         pending = set(self.pending)
-        reading = [(i, rate) for i, rate in rates.items() if i not in pending and rate > 0 and self._left(i) > 0]
+        reading = [(i, rate) for i, rate in rates.items() if i not in pending and self._left(i) > 0]
         if not reading:
             return None
-        index, rate = max(reading, key=lambda item: self._left(item[0]) / item[1])
-        if self._left(index) / rate <= waiting / own_rate:
+
+        def ends_in(item: tuple[int, float]) -> float:  # a stalled reader never ends
+            return self._left(item[0]) / item[1] if item[1] > 0 else float("inf")
+
+        index, rate = max(reading, key=ends_in)
+        if ends_in((index, rate)) <= waiting / own_rate:
             return None
         taken = steal([self.segments[index]], STEAL_MARGIN, MIN_STOLEN, [rate], own_rate)
         if taken is None:
