@@ -83,9 +83,10 @@ async def test_a_run_whose_fetch_claimed_a_host_but_took_claim_host_replays() ->
     scheduled = {e["eventId"]: e["activityTaskScheduledEventAttributes"]["activityType"]["name"]
                  for e in recorded["events"] if "activityTaskScheduledEventAttributes" in e}
     assert list(scheduled.values()) == ["fetch_and_store_tiny", "claim_host", "small_item"]
-    fetched = next(e["activityTaskCompletedEventAttributes"]["result"]["payloads"][0] for e in recorded["events"]
-                   if "activityTaskCompletedEventAttributes" in e
-                   and scheduled[e["activityTaskCompletedEventAttributes"]["scheduledEventId"]] == "fetch_and_store_tiny")
+    completed = [e["activityTaskCompletedEventAttributes"] for e in recorded["events"]
+                 if "activityTaskCompletedEventAttributes" in e]
+    fetched = next(c["result"]["payloads"][0] for c in completed
+                   if scheduled[c["scheduledEventId"]] == "fetch_and_store_tiny")
     result = json.loads(base64.b64decode(fetched["data"]))
     result["host_queue"] = "rec-host-elsewhere"
     fetched["data"] = base64.b64encode(json.dumps(result).encode()).decode()

@@ -28,8 +28,8 @@ segment 0, the others ask ``Range: bytes=<from>-<to>`` with ``If-Range``.
   the rest at its own. Connections of unequal speed, or a split that came late, end together
   instead of waiting for the slowest one. A reader so slow that it would end after this
   connection alone could read every segment still pending is taken from before those
-  (:meth:`SegmentedRun._behind`): it keeps a margin after each cut, so it must be cut early. The segments then no longer lie in the list in file
-  order; the prefix hasher sorts them.
+  (:meth:`SegmentedRun._behind`): it keeps a margin after each cut, so it must be cut early.
+  The segments then no longer lie in the list in file order; the prefix hasher sorts them.
 - sha256 follows the contiguous prefix: a piece written right at the end of the hashed prefix
   is hashed from memory by its writer; a thread hashes what lies beyond, from the prefix up to
   the first gap, reading back what the other segments wrote (from the page cache): no second

@@ -43,7 +43,8 @@ from trawl.storage.blobs import open_blob_store
 from trawl.worker.cleanup import clean_periodically, keep_statistics
 from trawl.worker.runtime import ONE_SHOT_MARK
 from trawl.worker.type_hints import install as cache_type_hints
-from trawl.worker.interceptors import HostWorkInterceptor, ObservingInterceptor, TrawlFailureConverter, trawl_data_converter
+from trawl.worker.interceptors import (HostWorkInterceptor, ObservingInterceptor, TrawlFailureConverter,
+                                       trawl_data_converter)
 from trawl.worker.sandbox import keep_loaded_code, workflow_runner
 from trawl.workflows.crawl import CrawlWorkflow
 from trawl.workflows.extras import ExtrasRefreshWorkflow
