@@ -316,7 +316,9 @@ def test_segment_state_without_its_file_starts_over(sim: Simulator, client: http
 def test_a_stop_records_every_segment_and_the_resume_goes_on_from_there(sim: Simulator, client: httpx.Client,
                                                                         part: Path) -> None:
     media = MediaFile("mp4", "stop", SIZE)
-    how = sim.add_file("/f.mp4", media, FileBehaviour(throttle_bps=1_500_000))
+    # About 2 s over four connections: the stop (at the first checkpoint past a quarter, 0.5 s in,
+    # and the coordinator's next look) comes well before the end even on a loaded machine.
+    how = sim.add_file("/f.mp4", media, FileBehaviour(throttle_bps=500_000))
     beats: list[ResumeState] = []
     stop_after = lambda: bool(beats) and beats[-1].offset > SIZE // 4  # noqa: E731
     with pytest.raises(Stopped) as caught:
