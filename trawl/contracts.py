@@ -242,9 +242,9 @@ class FetchInput:
     # When the item's run started (ISO 8601): a retried fetch that finds the item committed by this
     # workflow id since then committed it itself (its reply was lost), rather than found a duplicate.
     run_started_at: str = ""
-    # A first fetch may claim its own worker's host for an item that will claim one (files past
-    # this many bytes in all, or of unknown sizes: trawl.activities.host.claims_a_host) when that
-    # host has room; -1 (runs started before it, and later fetches): it claims none.
+    # A first fetch may claim its own worker's host for an item that will claim one (not small by
+    # this small_item_size: trawl.activities.host.claims_a_host) when that host has room; -1 (runs
+    # started before it, and later fetches): it claims none.
     claim_host_over: int = -1
 
 

@@ -106,6 +106,14 @@ def known_total(assets: list[Asset]) -> int | None:
     return sum(sizes) if sizes and all(s is not None for s in sizes) else None  # type: ignore[misc]
 
 
+def small_item(assets: list[Asset], small_item_size: int) -> bool:
+    """Whether an item of ``assets`` is small (``download.small_item_size``; 0: none is): every
+    size known and at most that many bytes in all. A small item runs in one activity on any host;
+    any other claims a host."""
+    total = known_total(assets)
+    return small_item_size > 0 and total is not None and total <= small_item_size
+
+
 def count_or_none(value: Any) -> int | None:
     """A platform's count (views, likes) as a non-negative int that fits a 64-bit column, else None."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):

@@ -112,6 +112,13 @@ async def url_expired(r: Recorder) -> list[WorkflowHandle]:
     return [await r.finished(await r.item(r.sim.url("/p/signed")))]
 
 
+async def one_file(r: Recorder, name: str, size: int) -> list[WorkflowHandle]:
+    """A file of ``size`` bytes at /m/NAME.mp4, crawled to its end."""
+    path = f"/m/{name}.mp4"
+    r.sim.add_file(path, MediaFile("mp4", f"h-{name}", size))
+    return [await r.finished(await r.item(r.sim.url(path)))]
+
+
 async def paused_and_resumed(r: Recorder, name: str) -> list[WorkflowHandle]:
     """A 3 MB file at /m/NAME.mp4, paused while it downloads, resumed 2 s later."""
     # Slow enough that the pause finds it running, on however many connections it is split.
@@ -146,8 +153,7 @@ async def cancelled(r: Recorder) -> list[WorkflowHandle]:
 async def on_host_committed(r: Recorder) -> list[WorkflowHandle]:
     """An item over small_item_size (ItemOptions.one_activity_on_host): a host claimed, and its
     download, verify and commit there in one small_item."""
-    r.sim.add_file("/m/on-host.mp4", MediaFile("mp4", "h-on-host", 2_000_000))
-    return [await r.finished(await r.item(r.sim.url("/m/on-host.mp4")))]
+    return await one_file(r, "on-host", 2_000_000)
 
 
 async def on_host_paused_resumed(r: Recorder) -> list[WorkflowHandle]:
@@ -161,8 +167,7 @@ async def on_host_cancelled(r: Recorder) -> list[WorkflowHandle]:
 async def fetch_s_host_committed(r: Recorder) -> list[WorkflowHandle]:
     """An item over small_item_size whose first fetch claimed its own worker's host (it had
     room: FetchResult.host_queue): small_item there, no claim_host."""
-    r.sim.add_file("/m/fetch-s-host.mp4", MediaFile("mp4", "h-fetch-s-host", 2_000_000))
-    return [await r.finished(await r.item(r.sim.url("/m/fetch-s-host.mp4")))]
+    return await one_file(r, "fetch-s-host", 2_000_000)
 
 
 async def fetch_s_host_paused_resumed(r: Recorder) -> list[WorkflowHandle]:

@@ -18,7 +18,7 @@ import time
 
 from temporalio import activity
 
-from trawl.models import LIVE_PROTOCOL, Resolved, known_total
+from trawl.models import LIVE_PROTOCOL, Resolved, small_item
 
 # Seconds a fetch's claim holds its room for an activity to come to the host's queue: the item's
 # workflow task after the fetch schedules it within milliseconds on a working server.
@@ -78,11 +78,11 @@ class HostRoom:
             del self.promised[workflow_id]
 
 
-def claims_a_host(resolved: Resolved, over: int) -> bool:
+def claims_a_host(resolved: Resolved, small_item_size: int) -> bool:
     """Whether an item resolved, not committed and not finished by its fetch, goes on to claim a
-    host (MediaItemWorkflow._on_one_host): its files past ``over`` bytes in all, or of sizes not
-    all known, and no live recording among them (a recording may go to its broadcast's own run)."""
-    if over < 0 or any(asset.protocol == LIVE_PROTOCOL for asset in resolved.assets):
+    host (MediaItemWorkflow._on_one_host): not a small item (:func:`trawl.models.small_item`), and
+    no live recording among its files (a recording may go to its broadcast's own run); never
+    when ``small_item_size`` is -1 (the fetch was not asked to claim)."""
+    if small_item_size < 0 or any(asset.protocol == LIVE_PROTOCOL for asset in resolved.assets):
         return False
-    total = known_total(resolved.assets)
-    return total is None or total > over
+    return not small_item(resolved.assets, small_item_size)

@@ -195,7 +195,7 @@ class SegmentedRun:
         deferred = fresh and self.first is not None and wanted > 1 and self.dl.split_after_s > 0
         self.chaining = deferred
         started = time.monotonic()
-        workers = self._start_workers(1 if deferred else wanted)
+        workers = self._start_workers(1 if deferred else 1 + self._take_slots(wanted - 1))
         threads[0].start()
         every = max(self.dl.heartbeat_every, MIN_CHECKPOINT_EVERY)
         last = time.monotonic()
@@ -280,7 +280,7 @@ class SegmentedRun:
             self.chaining = False  # from here the first answer stops at its segment's end
             if slots:
                 self._share_out(1 + slots, pace)
-        return self._start_workers(1 + slots, first=1, slots=slots)
+        return self._start_workers(1 + slots, first=1)
 
     def _share_out(self, connections: int, pace: float) -> None:
         """With the lock held, as the run splits: the bytes from the first answer's position on,
@@ -322,17 +322,12 @@ class SegmentedRun:
                 return taken
         return most
 
-    def _start_workers(self, wanted: int, first: int = 0, slots: int | None = None) -> list[threading.Thread]:
+    def _start_workers(self, wanted: int, first: int = 0) -> list[threading.Thread]:
         """Segment threads ``first`` .. ``wanted - 1``; thread 0 takes the first answer, the
-        others (extra connections) each hold a host slot (``slots`` of them already taken by the
-        caller), and stop being made when none is free."""
+        others (extra connections) each hold a host slot the caller took (:meth:`_take_slots`)."""
         workers = []
         for n in range(first, wanted):
             extra = n > 0
-            if extra and slots is not None:
-                slots -= 1
-            elif extra and self.dl.host_slots is not None and not self.dl.host_slots.take(self.host):
-                break
             first = self.first if n == 0 else None
             thread = threading.Thread(target=self._work, args=(first, extra), name=f"segment-{n}", daemon=True)
             with self.cond:
@@ -420,10 +415,7 @@ class SegmentedRun:
         taken = steal(self.segments, STEAL_MARGIN, MIN_STOLEN, known, own_rate)
         if taken is None:
             return None
-        index, cut = taken
-        self.segments.append([cut, self.segments[index][1], 0])
-        self.segments[index][1] = cut
-        return len(self.segments) - 1
+        return self._cut(*taken)
 
     def _behind(self, own_rate: float | None) -> int | None:
         """With the lock held and segments pending: part of the segment of a reader that would end
@@ -435,7 +427,7 @@ class SegmentedRun:
         if self.chaining or not own_rate:
             return None
         rates = self._rates(time.monotonic())
-        waiting = sum(e - s - d for s, e, d in (self.segments[i] for i in self.pending))
+        waiting = sum(self._left(i) for i in self.pending)
         pending = set(self.pending)
         reading = [(i, rate) for i, rate in rates.items() if i not in pending and self._left(i) > 0]
         if not reading:
@@ -448,9 +440,11 @@ class SegmentedRun:
         if ends_in((index, rate)) <= waiting / own_rate:
             return None
         taken = steal([self.segments[index]], STEAL_MARGIN, MIN_STOLEN, [rate], own_rate)
-        if taken is None:
-            return None
-        cut = taken[1]
+        return None if taken is None else self._cut(index, taken[1])
+
+    def _cut(self, index: int, cut: int) -> int:
+        """With the lock held: segment ``index`` from ``cut`` on as a new segment (its reader stops
+        at the new end); the new one's number."""
         self.segments.append([cut, self.segments[index][1], 0])
         self.segments[index][1] = cut
         return len(self.segments) - 1

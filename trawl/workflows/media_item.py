@@ -41,7 +41,7 @@ with workflow.unsafe.imports_passed_through():
         CommitResult, END_RECORDING, broadcast_workflow_id,
         DiscardInput, DownloadInput, DownloadProgress, DownloadResult, ExtraInput, ExtraResult, FetchInput, FetchResult,
         ItemInput, ItemResult, LivePart, MissingExtraInput, Progress, StoredExtra, VerifyInput, VerifyResult)
-    from trawl.models import LIVE_PROTOCOL, OPTIONAL_KINDS, Asset, Resolved, known_total
+    from trawl.models import LIVE_PROTOCOL, OPTIONAL_KINDS, Asset, Resolved, small_item
     from trawl.workflows.progress import ProgressBook
 
 
@@ -300,8 +300,7 @@ class MediaItemWorkflow:
                       resolved.canonical_key if resolved else None, None, 0)
 
     def _small(self, resolved: Resolved) -> bool:
-        total = known_total(resolved.assets)
-        return self._opts.small_item_size > 0 and total is not None and total <= self._opts.small_item_size
+        return small_item(resolved.assets, self._opts.small_item_size)
 
     def _one_activity_on_host(self, resolved: Resolved) -> bool:
         """Whether a larger item's files go one after another in one activity on its claimed
