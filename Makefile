@@ -10,13 +10,17 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip==25.3
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test]' --config-settings editable_mode=compat  # see EDITABLE below
 	$(BIN)/pip uninstall --quiet --yes selenium trio trio-websocket 2>/dev/null || true  # an environment made before
 	$(BIN)/pip install --quiet --no-deps --upgrade --target $(VENV)/browser-tests \
 		$$($(BIN)/python -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['browser-tests'])")
 	$(BYTECODE)
 	touch $(STAMP)
 
+# EDITABLE: the checkout goes on sys.path by a .pth line, as an installed trawl is found, not by
+# setuptools' default import hook: that hook imported pathlib, importlib.util and fnmatch in every
+# process's start, 20-24 ms of each `trawl` command here (python -X importtime, 2026-12-07),
+# which a person's `pip install trawl` never pays and the start-up benches would have counted.
 # An editable install has no bytecode (pip compiles only what it copies), and with
 # PYTHONDONTWRITEBYTECODE set none is ever written: every process, and the workflow sandbox for
 # every item it starts, would compile trawl's modules from source. Written here, read by all;

@@ -26,9 +26,15 @@ split). ``--stages``: the end-to-end runs take an activity per stage on the clai
 (``download.one_activity_on_host`` off), as every item over ``small_item_size`` did before. ``--one-slow BYTES_PER_S``: connections of unequal speed instead, the fourth request to
 arrive served at that rate and every other at ``--rate``; only aria2c and trawl's downloader,
 each on a fresh in-process simulator (a connection left with nothing takes from the others).
+``--command ROUNDS``: ``trawl crawl URL`` typed, as issue 45 measured it (the command's whole wall
+time; its background server, worker and warm process started by a first command), against
+``aria2c -xN -sN``, alternated, 2 s apart; each command traced from its crawl's and item's
+histories: milliseconds from the command's start to the crawl's start, the item's, its fetch and
+its download activity (scheduled, completed), the item's and crawl's end, and the command's.
 
 Usage: .venv/bin/python bench/segmented.py [--size BYTES] [--rate BYTES_PER_S] [--segments N]
        [--server simulator|nginx] [--quick] [--cold] [--stages] [--one-slow BYTES_PER_S] [--no-search-attribute-cache]
+       [--command ROUNDS]
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from common import Nginx, Stack
+from common import BIN, Nginx, Stack, free_port
 
 from trawl.simulator import MediaFile
 from trawl.starter.embedded import DEV_SERVER_DYNAMIC_CONFIG
@@ -257,6 +263,86 @@ def one_slow(size: int, rate: int, slow: int, n: int) -> dict[str, object]:
     return figures
 
 
+def command_rounds(stack: Stack, url: str, n: int, rounds: int) -> dict[str, object]:
+    """``trawl crawl URL`` typed (its background server, worker and warm process started by a first
+    command, as a person's second command finds them) against ``aria2c -xN -sN``, alternated, 2 s
+    apart; each command traced from its crawl's and item's histories (the server's clock, the same
+    machine's as the command's)."""
+    import statistics
+
+    trawl = str(BIN / "trawl")
+    background = {**stack.env, "TRAWL_DATA_DIR": str(stack.tmp / "bg"), "TRAWL_TEMPORAL__EMBEDDED": "true",
+                  "TRAWL_TEMPORAL__ADDRESS": f"127.0.0.1:{free_port()}", "TRAWL_TEMPORAL__UI_PORT": str(free_port()),
+                  "XDG_CONFIG_HOME": str(stack.tmp / "config")}
+    background.pop("TRAWL_TEMPORAL__TASK_QUEUE_PREFIX")
+    out = stack.tmp / "client.out"
+    aria2c = ["aria2c", "-q", f"-x{n}", f"-s{n}", "--min-split-size=1M", "--file-allocation=none",
+              "--allow-overwrite=true", "-d", str(stack.tmp), "-o", out.name, url]
+    wall: dict[str, list[float]] = {"aria2c": [], "trawl_crawl": []}
+    traces: list[dict[str, int]] = []
+    loads: list[float] = []
+    try:
+        subprocess.run([trawl, "crawl", f"{stack.warm_url}?first"], env=background, cwd=stack.tmp, check=True,
+                       stdout=subprocess.DEVNULL, timeout=600)  # starts the server, the worker, the warm process
+        time.sleep(8)  # the warm process starts a few seconds after the worker
+        for round_ in range(rounds):
+            loads.append(os.getloadavg()[0])
+            for name in (("aria2c", "trawl_crawl") if round_ % 2 == 0 else ("trawl_crawl", "aria2c")):
+                time.sleep(2)
+                if name == "aria2c":
+                    wall[name].append(timed(aria2c))
+                    out.unlink()
+                    continue
+                began = time.time()
+                done = subprocess.run([trawl, "crawl", "--json", f"{url}?r={round_}"], env=background, cwd=stack.tmp,
+                                      capture_output=True, text=True, timeout=3600)
+                ended = time.time()
+                if done.returncode != 0:
+                    raise RuntimeError(f"trawl crawl failed: {done.stdout} {done.stderr[-2000:]}")
+                wall[name].append(ended - began)
+                record = json.loads(done.stdout.splitlines()[0])
+                traces.append(asyncio.run(command_trace(background, record["id"], began, ended)))
+                shutil.rmtree(stack.tmp / "bg" / "blobs", ignore_errors=True)  # the next run stores it anew
+    finally:
+        subprocess.run([trawl, "down"], env=background, capture_output=True, timeout=120)
+    medians = {name: statistics.median(s) for name, s in wall.items()}
+    return {"benchmark": "segmented-command", "file_bytes": stack.size, "rate_per_connection": stack.rate,
+            "segments": n, "rounds": rounds, "load_avg_1m": [round(x, 2) for x in loads],
+            "wall_s": {name: [round(x, 3) for x in s] for name, s in wall.items()},
+            "command_over_aria2c": {"of_medians": round(medians["trawl_crawl"] / medians["aria2c"], 3),
+                                    "each_round": [round(a / b, 3) for a, b in zip(wall["trawl_crawl"], wall["aria2c"])]},
+            "traces_ms": traces}
+
+
+async def command_trace(env: dict[str, str], item_id: str, began: float, ended: float) -> dict[str, int]:
+    """Milliseconds from the command's start: its crawl's first and last events, the item's, and
+    the item's download activity; and the command's end."""
+    from temporalio.client import Client
+
+    client = await Client.connect(env["TRAWL_TEMPORAL__ADDRESS"])
+    item = [event async for event in client.get_workflow_handle(item_id).fetch_history_events()]
+    parent = item[0].workflow_execution_started_event_attributes.parent_workflow_execution.workflow_id
+    crawl = [event async for event in client.get_workflow_handle(parent).fetch_history_events()] if parent else []
+
+    def ms(event) -> int:  # noqa: ANN001
+        return round((event.event_time.ToDatetime().timestamp() - began) * 1000)
+
+    figures = {"crawl_started": ms(crawl[0]) if crawl else -1, "item_started": ms(item[0])}
+    for event in item:
+        if event.HasField("activity_task_scheduled_event_attributes"):
+            name = event.activity_task_scheduled_event_attributes.activity_type.name
+            figures.setdefault(f"{name}_scheduled", ms(event))
+        elif event.HasField("activity_task_completed_event_attributes"):
+            of = next(e for e in item if e.event_id == event.activity_task_completed_event_attributes.scheduled_event_id)
+            figures[f"{of.activity_task_scheduled_event_attributes.activity_type.name}_completed"] = ms(event)
+    figures["item_closed"] = ms(item[-1])
+    if crawl:
+        figures["crawl_closed"] = ms(crawl[-1])
+        figures["crawl_events"] = len(crawl)
+    figures["command_ended"] = round((ended - began) * 1000)
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--size", type=int, default=48 * 1024 * 1024)
@@ -273,7 +359,11 @@ def main() -> None:
                         help="one connection of N at this rate: aria2c and the downloader only")
     parser.add_argument("--no-search-attribute-cache", dest="search_attribute_cache", action="store_false",
                         help="the dev server reads search attributes from its database every time (its default)")
+    parser.add_argument("--command", type=int, default=0, metavar="ROUNDS",
+                        help="`trawl crawl URL` typed (background server and worker) against aria2c, this many rounds")
     args = parser.parse_args()
+    if args.command and not shutil.which("aria2c"):
+        parser.error("--command compares with aria2c: install it (apt-get install aria2)")
     n = args.segments
     if args.one_slow:
         figures = one_slow(args.size, args.rate, args.one_slow, n)
@@ -292,6 +382,9 @@ def main() -> None:
                                   "one_activity_on_host": not args.stages, "server_dynamic_config": server_config,
                                   "worker_warmed": not args.cold}
     try:
+        if args.command:
+            print(json.dumps(command_rounds(stack, url, n, args.command)))
+            return
         out = stack.tmp / "client.out"
         if not args.quick:
             figures["curl_s"] = timed(["curl", "-sS", "-o", str(out), url])

@@ -46,6 +46,27 @@ def test_the_worker_probe_sees_the_worker() -> None:
     assert loaded_after("import trawl.worker.main", WORKER) == list(WORKER)
 
 
+def test_a_command_hands_itself_to_the_warm_process_before_loading_argparse_or_asyncio() -> None:
+    # What `trawl crawl URL` and `trawl URL` run before trawl.cli.quick hands them over: 70 ms of
+    # imports and two parsers' construction before 2026-12-07, in every such command.
+    handed = ("from trawl.cli import yt_dlp_aliases\nimport trawl.cli.quick\n"
+              "assert yt_dlp_aliases(['crawl', 'http://a/1']) == ['crawl', 'http://a/1']\n"
+              "assert yt_dlp_aliases(['http://a/1', '-o', 'x']) == ['crawl', 'http://a/1', '-o', 'x']")
+    assert loaded_after(handed, ("argparse", "asyncio")) == []
+    # Not vacuous: options before the URL need the parser (which of them take a value).
+    assert loaded_after("from trawl.cli import yt_dlp_aliases\nyt_dlp_aliases(['-o', 'x', 'http://a/1'])",
+                        ("argparse", "asyncio")) == ["argparse"]
+
+
+def test_the_warm_process_builds_the_parser_and_configures_the_catalogs_mappers_once() -> None:
+    code = ("from sqlalchemy import inspect\nfrom trawl.cli.args import command_parser\n"
+            "from trawl.storage.catalog import FrontierRow\nprint(inspect(FrontierRow).configured)\n"
+            "from trawl.cli.zygote import _warm\n_warm()\n"
+            "print(inspect(FrontierRow).configured, command_parser.cache_info().currsize, command_parser() is command_parser())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert done.stdout.split() == ["False", "True", "1", "True"]
+
+
 # What `trawl --version` and `--help` must not load: they are answered by trawl.cli.args alone.
 STARTUP = ("temporalio", "pydantic", "trawl.settings", "trawl.platforms", "httpx", "structlog")
 

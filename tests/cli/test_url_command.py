@@ -15,6 +15,7 @@ from trawl.simulator.demo import og_page
 
 @pytest.mark.parametrize(("given", "meant"), [
     (["https://x.test/v"], ["crawl", "https://x.test/v"]),
+    (["https://x.test/v", "-o", "%(id)s"], ["crawl", "https://x.test/v", "-o", "%(id)s"]),
     (["-o", "%(title)s.%(ext)s", "https://x.test/v"], ["crawl", "-o", "%(title)s.%(ext)s", "https://x.test/v"]),
     (["--log-level", "INFO", "-f", "720p", "http://a/1", "http://a/2"],
      ["--log-level", "INFO", "crawl", "-f", "720p", "http://a/1", "http://a/2"]),

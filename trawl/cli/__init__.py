@@ -27,22 +27,22 @@ configuration errors.
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import importlib
-import logging
 import os
 import signal
 import sys
-import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from trawl.cli.args import build_parser
 from trawl.cli.exits import EXIT_INTERRUPTED, EXIT_USAGE
 
+if TYPE_CHECKING:
+    import argparse
+
 # Names other modules and tests take from ``trawl.cli``, loaded when first asked for (PEP 562):
-# ``trawl --version`` and ``--help`` import none of them.
+# ``trawl --version`` and ``--help`` import none of them, and a command the warm process runs
+# (trawl.cli.quick) imports neither these nor argparse and asyncio before it hands itself over.
 _LAZY = {
+    "build_parser": "trawl.cli.args",
     "crawl_urls": "trawl.cli.crawl", "read_urls": "trawl.cli.crawl", "session": "trawl.cli.common",
     "EXIT_FAILED_ITEMS": "trawl.cli.exits", "crawl_progress_line": "trawl.cli.output", "progress_bar": "trawl.cli.output",
     "result_line": "trawl.cli.output", "stats_line": "trawl.cli.output",
@@ -80,8 +80,11 @@ def yt_dlp_aliases(argv: list[str]) -> list[str]:
     (the crawl's options before the URL apply; ``--log-level`` stays the command's)."""
     if argv and argv[0] in ("-j", "--dump-json"):
         return ["resolve", "--json", *argv[1:]]
-    parser = build_parser()
-    commands, valued = _command_words(parser)
+    if argv and not argv[0].startswith("-"):  # the usual case, told without the parser: a command or a URL
+        return ["crawl", *argv] if "://" in argv[0] else argv
+    from trawl.cli.args import command_parser
+
+    commands, valued = _command_words(command_parser())
     index = 0
     while index < len(argv):  # the first word that is neither an option nor an option's value
         word = argv[index]
@@ -108,6 +111,8 @@ def yt_dlp_aliases(argv: list[str]) -> list[str]:
 def _command_words(parser: argparse.ArgumentParser) -> tuple[set[str], set[str]]:
     """The parser's command names, and the options of the top level and of ``crawl`` that take a
     value (so that a value, ``-o '%(title)s.%(ext)s'``, is not taken for the command)."""
+    import argparse
+
     sub = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
     valued = {option for part in (parser, sub.choices["crawl"]) for action in part._actions
               if action.nargs != 0 for option in action.option_strings}
@@ -115,7 +120,11 @@ def _command_words(parser: argparse.ArgumentParser) -> tuple[set[str], set[str]]
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(yt_dlp_aliases(sys.argv[1:] if argv is None else argv))
+    import asyncio
+
+    from trawl.cli.args import command_parser
+
+    args = command_parser().parse_args(yt_dlp_aliases(sys.argv[1:] if argv is None else argv))
     if getattr(args, "needs_nothing", False):  # completion, manpage: from the parser alone, like --help
         return command_function(args)(args)
     name = getattr(args, "command_name", args.command)
@@ -295,8 +304,12 @@ def run_command(argv: list[str]) -> int:
     except KeyboardInterrupt:
         code = EXIT_INTERRUPTED
     except Exception:  # noqa: BLE001 - a bug: say where, then leave like every other exit
+        import traceback
+
         traceback.print_exc()
         code = 1
+    import logging
+
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         try:
