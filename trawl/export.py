@@ -283,11 +283,11 @@ class Template:
 
     def _join(self, pieces: tuple[Piece, ...], fields: dict[int, str], suffix: str, last: bool) -> str:
         out = []
-        for i, (literal, field, _spec) in enumerate(pieces):
+        for i, (literal, named, _spec) in enumerate(pieces):
             if last and suffix and self.names_ext_last and i == len(pieces) - 1:
                 literal = literal[:-1] + suffix + "."
             out.append(literal)
-            if field is not None:
+            if named is not None:
                 out.append(fields[i])
         text = "".join(out)
         if last and suffix and not self.names_ext_last:
