@@ -21,6 +21,9 @@ $(STAMP): pyproject.toml
 # setuptools' default import hook: that hook imported pathlib, importlib.util and fnmatch in every
 # process's start, 20-24 ms of each `trawl` command here (python -X importtime, 2026-12-07),
 # which a person's `pip install trawl` never pays and the start-up benches would have counted.
+# setuptools calls this mode transitional (it works with the pinned setuptools 80.9.0); the price
+# is the checkout's root on sys.path (tests, bench importable by name). Without the setting, the
+# default hook comes back and only the start-up figures change.
 # An editable install has no bytecode (pip compiles only what it copies), and with
 # PYTHONDONTWRITEBYTECODE set none is ever written: every process, and the workflow sandbox for
 # every item it starts, would compile trawl's modules from source. Written here, read by all;

@@ -275,6 +275,8 @@ def command_rounds(stack: Stack, url: str, n: int, rounds: int) -> dict[str, obj
                   "TRAWL_TEMPORAL__ADDRESS": f"127.0.0.1:{free_port()}", "TRAWL_TEMPORAL__UI_PORT": str(free_port()),
                   "XDG_CONFIG_HOME": str(stack.tmp / "config")}
     background.pop("TRAWL_TEMPORAL__TASK_QUEUE_PREFIX")
+    # As aria2c is told: N connections, a file of 1 MiB or more split (trawl's defaults otherwise).
+    background.update(TRAWL_DOWNLOAD__SEGMENTS=str(n), TRAWL_DOWNLOAD__SEGMENT_MIN_SIZE=str(1 << 20))
     out = stack.tmp / "client.out"
     aria2c = ["aria2c", "-q", f"-x{n}", f"-s{n}", "--min-split-size=1M", "--file-allocation=none",
               "--allow-overwrite=true", "-d", str(stack.tmp), "-o", out.name, url]
@@ -284,7 +286,12 @@ def command_rounds(stack: Stack, url: str, n: int, rounds: int) -> dict[str, obj
     try:
         subprocess.run([trawl, "crawl", f"{stack.warm_url}?first"], env=background, cwd=stack.tmp, check=True,
                        stdout=subprocess.DEVNULL, timeout=600)  # starts the server, the worker, the warm process
-        time.sleep(8)  # the warm process starts a few seconds after the worker
+        warm = stack.tmp / "bg" / "run" / "commands.sock"  # the warm process starts a few seconds after the worker
+        deadline = time.monotonic() + 60
+        while not warm.exists():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no warm process for the commands ({warm} never appeared)")
+            time.sleep(0.2)
         for round_ in range(rounds):
             loads.append(os.getloadavg()[0])
             for name in (("aria2c", "trawl_crawl") if round_ % 2 == 0 else ("trawl_crawl", "aria2c")):
@@ -324,8 +331,8 @@ async def command_trace(env: dict[str, str], item_id: str, began: float, ended: 
     parent = item[0].workflow_execution_started_event_attributes.parent_workflow_execution.workflow_id
     crawl = [event async for event in client.get_workflow_handle(parent).fetch_history_events()] if parent else []
 
-    def ms(event) -> int:  # noqa: ANN001
-        return round((event.event_time.ToDatetime().timestamp() - began) * 1000)
+    def ms(event) -> int:  # noqa: ANN001 - ToDatetime() is naive: .timestamp() would read it as local time
+        return round((event.event_time.ToMicroseconds() / 1e6 - began) * 1000)
 
     figures = {"crawl_started": ms(crawl[0]) if crawl else -1, "item_started": ms(item[0])}
     for event in item:

@@ -68,7 +68,7 @@ def test_the_warm_process_builds_the_parser_and_configures_the_catalogs_mappers_
 
 
 # What `trawl --version` and `--help` must not load: they are answered by trawl.cli.args alone.
-STARTUP = ("temporalio", "pydantic", "trawl.settings", "trawl.platforms", "httpx", "structlog")
+STARTUP = ("temporalio", "pydantic", "trawl.settings", "trawl.platforms", "httpx", "structlog", "asyncio")
 
 
 def ran(argv: list[str], probed: tuple[str, ...], env: dict[str, str] | None = None) -> list[str]:

@@ -48,7 +48,7 @@ _LAZY = {
     "result_line": "trawl.cli.output", "stats_line": "trawl.cli.output",
 }
 
-__all__ = ["EXIT_USAGE", "build_parser", "console_main", "main", "yt_dlp_aliases", *_LAZY]
+__all__ = ["EXIT_USAGE", "console_main", "main", "yt_dlp_aliases", *_LAZY]
 
 # The commands that only read: they never start a Temporal server nor create a catalog or any
 # other file (trawl.cli.common.session, open_catalog); in the wrong directory they say where
@@ -120,11 +120,10 @@ def _command_words(parser: argparse.ArgumentParser) -> tuple[set[str], set[str]]
 
 
 def main(argv: list[str] | None = None) -> int:
-    import asyncio
-
     from trawl.cli.args import command_parser
 
     args = command_parser().parse_args(yt_dlp_aliases(sys.argv[1:] if argv is None else argv))
+    import asyncio  # after the parse: --version and --help need none of it
     if getattr(args, "needs_nothing", False):  # completion, manpage: from the parser alone, like --help
         return command_function(args)(args)
     name = getattr(args, "command_name", args.command)
