@@ -292,6 +292,7 @@ def command_rounds(stack: Stack, url: str, n: int, rounds: int) -> dict[str, obj
             if time.monotonic() > deadline:
                 raise RuntimeError(f"no warm process for the commands ({warm} never appeared)")
             time.sleep(0.2)
+        time.sleep(5)  # the background worker started as the first command ended: its imports take a second of CPU
         for round_ in range(rounds):
             loads.append(os.getloadavg()[0])
             for name in (("aria2c", "trawl_crawl") if round_ % 2 == 0 else ("trawl_crawl", "aria2c")):
