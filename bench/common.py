@@ -121,6 +121,16 @@ class Stack:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.sim_port}/__stats__") as resp:
             return json.load(resp).get("/big.mp4", {}).get("bytes_sent", 0)
 
+    def background_env(self) -> dict[str, str]:
+        """The environment of ``trawl crawl URL`` typed as a person's commands run: an embedded server
+        of its own data directory (``bg``), left in the background with its worker and warm process
+        by the first command; trawl's default task queues, no user config file."""
+        env = {**self.env, "TRAWL_DATA_DIR": str(self.tmp / "bg"), "TRAWL_TEMPORAL__EMBEDDED": "true",
+               "TRAWL_TEMPORAL__ADDRESS": f"127.0.0.1:{free_port()}", "TRAWL_TEMPORAL__UI_PORT": str(free_port()),
+               "XDG_CONFIG_HOME": str(self.tmp / "config")}
+        env.pop("TRAWL_TEMPORAL__TASK_QUEUE_PREFIX")
+        return env
+
     def start_worker(self) -> subprocess.Popen:
         log = open(self.tmp / f"worker-{len(self.procs)}.log", "wb")
         proc = subprocess.Popen([str(BIN / "trawl"), "worker"], env=self.env, cwd=self.tmp, stdout=log,

@@ -43,7 +43,7 @@ import threading
 import time
 from pathlib import Path
 
-from common import BIN, Stack, free_port, peak_rss_mib, rss_mib
+from common import BIN, Stack, peak_rss_mib, rss_mib
 
 
 def timed(cmd: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> tuple[float, float]:
@@ -130,10 +130,7 @@ def main() -> None:
     if args.segments is not None:
         stack.env["TRAWL_DOWNLOAD__SEGMENTS"] = str(args.segments)
     trawl = str(BIN / "trawl")
-    background = {**stack.env, "TRAWL_DATA_DIR": str(stack.tmp / "bg"), "TRAWL_TEMPORAL__EMBEDDED": "true",
-                  "TRAWL_TEMPORAL__ADDRESS": f"127.0.0.1:{free_port()}", "TRAWL_TEMPORAL__UI_PORT": str(free_port()),
-                  "XDG_CONFIG_HOME": str(stack.tmp / "config")}
-    background.pop("TRAWL_TEMPORAL__TASK_QUEUE_PREFIX")
+    background = stack.background_env()
     urls = (f"{stack.url}?r={n}" for n in range(10 ** 6))
     out = stack.tmp / "tool.out"
     wall: dict[str, list[float]] = {}

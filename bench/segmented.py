@@ -49,7 +49,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from common import BIN, Nginx, Stack, free_port
+from common import BIN, Nginx, Stack
 
 from trawl.simulator import MediaFile
 from trawl.starter.embedded import DEV_SERVER_DYNAMIC_CONFIG
@@ -271,10 +271,7 @@ def command_rounds(stack: Stack, url: str, n: int, rounds: int) -> dict[str, obj
     import statistics
 
     trawl = str(BIN / "trawl")
-    background = {**stack.env, "TRAWL_DATA_DIR": str(stack.tmp / "bg"), "TRAWL_TEMPORAL__EMBEDDED": "true",
-                  "TRAWL_TEMPORAL__ADDRESS": f"127.0.0.1:{free_port()}", "TRAWL_TEMPORAL__UI_PORT": str(free_port()),
-                  "XDG_CONFIG_HOME": str(stack.tmp / "config")}
-    background.pop("TRAWL_TEMPORAL__TASK_QUEUE_PREFIX")
+    background = stack.background_env()
     # As aria2c is told: N connections, a file of 1 MiB or more split (trawl's defaults otherwise).
     background.update(TRAWL_DOWNLOAD__SEGMENTS=str(n), TRAWL_DOWNLOAD__SEGMENT_MIN_SIZE=str(1 << 20))
     out = stack.tmp / "client.out"

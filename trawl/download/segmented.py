@@ -328,8 +328,8 @@ class SegmentedRun:
         workers = []
         for n in range(first, wanted):
             extra = n > 0
-            first = self.first if n == 0 else None
-            thread = threading.Thread(target=self._work, args=(first, extra), name=f"segment-{n}", daemon=True)
+            answer = self.first if n == 0 else None
+            thread = threading.Thread(target=self._work, args=(answer, extra), name=f"segment-{n}", daemon=True)
             with self.cond:
                 self._active += 1
             workers.append(thread)
