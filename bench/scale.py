@@ -4,7 +4,8 @@ Latency-bound items: 400 kB files; the simulator waits ~300 ms before the first 
 each connection at 1 MB/s. Each worker process runs at most --slots activities at once (4 by
 default), so one process is the limit and more processes should add capacity until the dev
 server (about one core here) is. The ceiling is a trivial workflow with four no-op activities
-(bench/trivial.py, in the workflow sandbox as Temporal runs workflows by default) on the same dev
+(bench/trivial.py, in the workflow sandbox as Temporal runs workflows by default; --trivial-runner
+trawl: as trawl's workers run theirs) on the same dev
 server in the same run; tiny 2 kB items are measured against it in --rounds alternated rounds, by
 rate and by CPU per item (server + workers + client), as medians: each tiny round against the mean
 of the trivial rounds before and after it, on tiny workers started once and warmed up with
@@ -15,6 +16,7 @@ JSON, including CPU seconds of the server and of the workers (where the time goe
 
 Usage: .venv/bin/python bench/scale.py [--items N] [--processes 1,2,4] [--rounds 3] [--tiny-only]
        [--files nginx|simulator] [--warm-up N] [--fresh-workers] [--no-search-attribute-cache]
+       [--trivial-runner sdk|trawl|none]
 """
 
 from __future__ import annotations
@@ -39,20 +41,34 @@ from common import BIN, REPO, Nginx, connect_when_ready, cpu_seconds, free_port,
 from temporalio.client import Client
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from trivial import TrivialWorkflow, noop
+from trawl.worker.sandbox import workflow_runner
 from trawl.starter.embedded import DEV_SERVER_DYNAMIC_CONFIG, SEARCH_ATTRIBUTES, dynamic_config_arguments
 
 
-async def ceiling(client: Client, count: int, server_pid: int, sandboxed: bool = True,
+# What runs the yardstick's workflows: the SDK's sandbox, as Temporal runs workflows by default;
+# trawl's workers' runner (the same sandbox, the SDK's per-payload context questions answered
+# outside it: trawl.worker.sandbox); or no sandbox (the yardstick before 2026-12-05).
+TRIVIAL_RUNNERS = ("sdk", "trawl", "none")
+
+
+def trivial_runner(name: str, client: Client) -> dict:
+    """The Worker arguments that run the yardstick's workflows as ``name`` says (TRIVIAL_RUNNERS)."""
+    if name == "none":
+        return {"workflow_runner": UnsandboxedWorkflowRunner()}
+    if name == "trawl":
+        return {"workflow_runner": workflow_runner(client.data_converter)}
+    return {}
+
+
+async def ceiling(client: Client, count: int, server_pid: int, runner: str = "sdk",
                   workflow: type = TrivialWorkflow) -> dict:
     """Trivial workflows per second, and the CPU milliseconds per workflow of the server and of
     this process (their worker and client): on a loaded machine the CPU per workflow is the steadier
-    figure. ``sandboxed``: in the workflow sandbox, as Temporal runs workflows by default (and as
-    trawl's workers run theirs); else without it (the yardstick before 2026-12-05). ``workflow``:
+    figure. ``runner``: what runs the workflows (TRIVIAL_RUNNERS). ``workflow``:
     another of bench/trivial.py's, whose run takes no argument (bench/activity_kinds.py)."""
     queue = f"trivial-{uuid.uuid4().hex[:6]}"
-    runner = {} if sandboxed else {"workflow_runner": UnsandboxedWorkflowRunner()}
     async with Worker(client, task_queue=queue, workflows=[workflow], activities=[noop],
-                      max_concurrent_activities=64, **runner):
+                      max_concurrent_activities=64, **trivial_runner(runner, client)):
         server_cpu, own_cpu = cpu_seconds(server_pid), time.process_time()
         started = time.perf_counter()
         handles = [await client.start_workflow(workflow.run, id=f"{queue}-{i}", task_queue=queue)
@@ -261,22 +277,22 @@ async def run(args: argparse.Namespace) -> dict:
             async with tiny_workers() as fresh:
                 return await fresh.measure(urls)
 
-        sandboxed = not args.trivial_unsandboxed
+        runner = "none" if args.trivial_unsandboxed else args.trivial_runner
         rounds = []
         async with contextlib.AsyncExitStack() as stack:
             shared = None if args.fresh_workers else await stack.enter_async_context(tiny_workers())
             if args.warm_up:
-                await ceiling(client, args.warm_up, server.pid, sandboxed)
+                await ceiling(client, args.warm_up, server.pid, runner)
                 if shared is not None:
                     await shared.measure(tiny_urls(range(args.items * args.rounds, tiny_count)))
-            trivial = [await ceiling(client, args.items, server.pid, sandboxed)]
+            trivial = [await ceiling(client, args.items, server.pid, runner)]
             for round_no in range(args.rounds):
                 first = round_no * args.items
                 served_before = nginx.cpu_seconds() if nginx is not None else 0.0
                 tiny = await tiny_batch(shared, tiny_urls(range(first, first + args.items)))
                 if nginx is not None:
                     tiny["file_server_cpu_s"] = nginx.cpu_seconds() - served_before
-                trivial.append(await ceiling(client, args.items, server.pid, sandboxed))
+                trivial.append(await ceiling(client, args.items, server.pid, runner))
                 before, after = trivial[-2], trivial[-1]
                 tiny_ms = {k: 1000 * tiny[f"{k}_cpu_s"] / args.items for k in ("server", "workers", "client")}
                 trivial_ms = [t["server_cpu_ms"] + t["worker_cpu_ms"] for t in (before, after)]
@@ -297,7 +313,8 @@ async def run(args: argparse.Namespace) -> dict:
             "tiny_files_from": "nginx" if nginx else "simulator",
             "small_item_size": args.small_item_size,
             "slots_per_process": args.slots,
-            "trivial_sandboxed": not args.trivial_unsandboxed,
+            "trivial_sandboxed": runner != "none",
+            "trivial_runner": runner,
             "latency_bound": runs,
             "fresh_workers_each_round": args.fresh_workers,
             "server_dynamic_config": server_config,
@@ -341,8 +358,11 @@ def main() -> None:
     parser.add_argument("--tiny-only", action="store_true", help="skip the latency-bound runs")
     parser.add_argument("--files", choices=("nginx", "simulator"), default="nginx",
                         help="what serves the tiny files (nginx falls back to the simulator when not installed)")
+    parser.add_argument("--trivial-runner", choices=TRIVIAL_RUNNERS, default="sdk",
+                        help="what runs the yardstick's workflows: the SDK's sandbox (Temporal's default), "
+                             "trawl's workers' runner, or none")
     parser.add_argument("--trivial-unsandboxed", action="store_true",
-                        help="the yardstick without the workflow sandbox (as before 2026-12-05)")
+                        help="the yardstick without the workflow sandbox (as before 2026-12-05): --trivial-runner none")
     parser.add_argument("--no-bytecode", dest="bytecode", action="store_false",
                         help="leave the workflow modules without .pyc files (as an editable checkout may be)")
     print(json.dumps(asyncio.run(run(parser.parse_args()))))
