@@ -9,28 +9,38 @@ chaos test meets this branch only when its timing happens to).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
+from temporalio.client import Client
+from temporalio.service import RPCError
 
 from tests.conftest import make_settings
 from tests.e2e.test_chaos import start_server
 from tests.ports import free_ports
-from tests.polling import wait_until
 from trawl.cli import crawl_status
 from trawl.cli.exits import EXIT_FAILED_ITEMS
 from trawl.cli.output import CommandError
 
 
-def _port_answers(port: int) -> bool:
-    import socket
-
-    with socket.socket() as sock:
-        sock.settimeout(0.5)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
+async def _serving(address: str, timeout: float = 60) -> None:
+    """Wait until the dev server at ``address`` answers for its namespace (its port opens first)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            client = await Client.connect(address)
+            await client.workflow_service.describe_namespace(DescribeNamespaceRequest(namespace="default"))
+            return
+        except (RuntimeError, RPCError):
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.2)
 
 
 @pytest.mark.timeout(120)
@@ -40,7 +50,7 @@ async def test_a_server_gone_after_the_connect_is_one_line_and_a_json_object(
     port = free_ports(2)  # the server's gRPC port and its HTTP port next to it
     server = start_server(tmp_path / "temporal.db", port, tmp_path / "temporal.log")
     try:
-        wait_until(lambda: _port_answers(port), "the test's dev server", timeout=60)
+        await _serving(f"127.0.0.1:{port}")
         settings = make_settings(tmp_path, f"127.0.0.1:{port}", catalog_url=f"sqlite:///{tmp_path / 'catalog.db'}")
         real_crawl_state = crawl_status.crawl_state
         asked: list[str] = []
@@ -72,4 +82,3 @@ async def test_a_server_gone_after_the_connect_is_one_line_and_a_json_object(
     shown = json.loads(line)
     assert shown["id"] == "crawl-0123456789ab" and shown["status"] is None and shown["stats"] is None, shown
     assert shown["failed_items"] == [] and shown["unreachable"], shown
-
