@@ -41,7 +41,7 @@ from common import BIN, REPO, Nginx, connect_when_ready, cpu_seconds, free_port,
 from temporalio.client import Client
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from trivial import TrivialWorkflow, noop
-from trawl.worker.sandbox import workflow_runner
+from trawl.worker.sandbox import keep_loaded_code, workflow_runner
 from trawl.starter.embedded import DEV_SERVER_DYNAMIC_CONFIG, SEARCH_ATTRIBUTES, dynamic_config_arguments
 
 
@@ -51,11 +51,13 @@ from trawl.starter.embedded import DEV_SERVER_DYNAMIC_CONFIG, SEARCH_ATTRIBUTES,
 TRIVIAL_RUNNERS = ("sdk", "trawl", "none")
 
 
-def trivial_runner(name: str, client: Client) -> dict:
-    """The Worker arguments that run the yardstick's workflows as ``name`` says (TRIVIAL_RUNNERS)."""
+def trivial_runner(name: str, client: Client, workflow: type) -> dict:
+    """The Worker arguments that run ``workflow`` as ``name`` says (TRIVIAL_RUNNERS); for "trawl",
+    its module's code is kept as loaded, as a trawl worker keeps its workflows'."""
     if name == "none":
         return {"workflow_runner": UnsandboxedWorkflowRunner()}
     if name == "trawl":
+        keep_loaded_code([workflow])
         return {"workflow_runner": workflow_runner(client.data_converter)}
     return {}
 
@@ -68,7 +70,7 @@ async def ceiling(client: Client, count: int, server_pid: int, runner: str = "sd
     another of bench/trivial.py's, whose run takes no argument (bench/activity_kinds.py)."""
     queue = f"trivial-{uuid.uuid4().hex[:6]}"
     async with Worker(client, task_queue=queue, workflows=[workflow], activities=[noop],
-                      max_concurrent_activities=64, **trivial_runner(runner, client)):
+                      max_concurrent_activities=64, **trivial_runner(runner, client, workflow)):
         server_cpu, own_cpu = cpu_seconds(server_pid), time.process_time()
         started = time.perf_counter()
         handles = [await client.start_workflow(workflow.run, id=f"{queue}-{i}", task_queue=queue)
@@ -358,11 +360,12 @@ def main() -> None:
     parser.add_argument("--tiny-only", action="store_true", help="skip the latency-bound runs")
     parser.add_argument("--files", choices=("nginx", "simulator"), default="nginx",
                         help="what serves the tiny files (nginx falls back to the simulator when not installed)")
-    parser.add_argument("--trivial-runner", choices=TRIVIAL_RUNNERS, default="sdk",
-                        help="what runs the yardstick's workflows: the SDK's sandbox (Temporal's default), "
-                             "trawl's workers' runner, or none")
-    parser.add_argument("--trivial-unsandboxed", action="store_true",
-                        help="the yardstick without the workflow sandbox (as before 2026-12-05): --trivial-runner none")
+    yardstick = parser.add_mutually_exclusive_group()
+    yardstick.add_argument("--trivial-runner", choices=TRIVIAL_RUNNERS, default="sdk",
+                           help="what runs the yardstick's workflows: the SDK's sandbox (Temporal's default), "
+                                "trawl's workers' runner, or none")
+    yardstick.add_argument("--trivial-unsandboxed", action="store_true",
+                           help="the yardstick without the workflow sandbox (as before 2026-12-05): --trivial-runner none")
     parser.add_argument("--no-bytecode", dest="bytecode", action="store_false",
                         help="leave the workflow modules without .pyc files (as an editable checkout may be)")
     print(json.dumps(asyncio.run(run(parser.parse_args()))))

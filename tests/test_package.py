@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -52,22 +53,34 @@ def test_the_wheel_carries_its_licence(wheel: Path) -> None:
     assert "MIT License" in zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("/LICENSE"))).decode()
 
 
-def _dependencies() -> str:
+def _dependencies() -> list[str]:
     """Where the test environment's dependencies are installed (its site-packages)."""
-    return next(p for p in sys.path if p.endswith("site-packages") and Path(p).is_relative_to(sys.prefix))
+    found = list(dict.fromkeys(sysconfig.get_path(name) for name in ("purelib", "platlib")))
+    assert all(Path(path).is_dir() for path in found), found
+    return found
+
+
+def _python_without_the_checkout(where: Path) -> str:
+    """A Python whose paths hold the test environment's dependencies and not the checkout.
+
+    The checkout's own install puts the repository on every path of the test environment's
+    interpreter (a .pth line in its site-packages: docs/tests.md). A new environment (no system
+    packages) is given those site-packages by a .pth line of its own, which adds the directory
+    without reading the .pth files inside it; the ``temporal`` binary is linked beside its Python,
+    where trawl looks for it first."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True, timeout=120)
+    [site_packages] = (where / "lib").glob("python3*/site-packages")
+    (site_packages / "test-dependencies.pth").write_text("".join(f"{path}\n" for path in _dependencies()))
+    (where / "bin" / "temporal").symlink_to(Path(sys.executable).parent / "temporal")
+    return str(where / "bin" / "python")
 
 
 def test_the_unpacked_wheel_crawls_without_the_repository(wheel: Path, tmp_path: Path) -> None:
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
-    # The checkout's own install puts the repository on every path of the test environment's
-    # interpreter (a .pth line: docs/tests.md). So the wheel runs on the interpreter that
-    # environment was made from, with the environment's dependencies on PYTHONPATH, where a .pth
-    # file is not read: the repository (tests/, bench/) is on no path of it or of what it starts.
-    python = getattr(sys, "_base_executable", sys.executable)
+    python = _python_without_the_checkout(tmp_path / "env")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TRAWL_", "PYTHON"))}
-    env.update(PYTHONPATH=os.pathsep.join([str(site), _dependencies()]), HOME=str(tmp_path),
-               PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]))
+    env.update(PYTHONPATH=str(site), HOME=str(tmp_path))
     work = tmp_path / "elsewhere"
     work.mkdir()
     where = subprocess.run([python, "-c", "import sys, trawl; print(trawl.__file__); print(*sys.path, sep='\\n')"],
