@@ -128,3 +128,42 @@ def test_a_segmented_download_without_room_leaves_no_file(sim: Simulator, client
     other.unlink()
     out = make(client, **segmented).download([sim.url("/seg.mp4")], part)
     assert out.sha256 == media.sha256() and out.connections > 1
+
+
+def test_no_allocation_is_tried_without_the_room_and_one_at_a_time(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An allocation that runs out fills the filesystem until it gives the blocks back, and any
+    other write meets a full disk meanwhile (seen in CI: another item's first write failed with
+    ENOSPC). So none is tried without the room, and a process's reservations take turns: with
+    eight threads asking for more than there is, every allocation made had the room it asked."""
+    from trawl.download import space
+
+    real = space._FALLOCATE
+    assert real is not None  # Linux: the tmpfs allocates
+    tried: list[tuple[int, int]] = []  # (bytes asked, bytes free less keep_free when asked)
+
+    def watched(fd: int, mode: int, offset: int, length: int) -> int:
+        tried.append((length, free(work) - KEEP_FREE))
+        return real(fd, mode, offset, length)
+
+    monkeypatch.setattr(space, "_FALLOCATE", watched)
+    size = FS_SIZE // 3
+    outcomes: list[str] = []
+
+    def take(n: int) -> None:
+        fd = os.open(work / f"{n}.part", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            space.reserve(fd, 0, size, KEEP_FREE, f"file {n}")
+            outcomes.append("reserved")
+        except StorageError:
+            outcomes.append("waiting")
+        finally:
+            os.close(fd)
+
+    threads = [threading.Thread(target=take, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["reserved", "reserved"] + ["waiting"] * 6, outcomes
+    assert len(tried) == 2 and all(asked <= room for asked, room in tried), tried
+    assert free(work) >= KEEP_FREE

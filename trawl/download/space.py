@@ -12,9 +12,13 @@ size is known:
   stays the bytes written). The filesystem keeps the account of every download's room, across
   the worker processes of the host that share ``work_dir``, and a download that got its room
   cannot meet a full disk;
-- without that room (the allocation fails, or would leave less than ``keep_free`` free) writes
-  nothing and fails as ``storage_error``, retried at most 5 s apart: while it waits, downloads
-  that fit go on, and the room comes back as items commit (their partial files leave work_dir);
+- without that room (too little free to begin with, the allocation fails, or it would leave less
+  than ``keep_free`` free) writes nothing and fails as ``storage_error``, retried at most 5 s
+  apart: while it waits, downloads that fit go on, and the room comes back as items commit (their
+  partial files leave work_dir). No allocation is tried without the room for it, and a process
+  tries one at a time: one that runs out fills the disk for a moment before it gives the blocks
+  back, and another write then meets a full disk (across the processes of a host that can still
+  happen, when two take the last room at once);
 - gives back what it did not write when its attempt ends (:func:`give_back`), so a failed,
   paused or waiting item holds only the bytes it has.
 
@@ -31,6 +35,7 @@ import ctypes
 import errno
 import os
 import stat
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -55,6 +60,7 @@ def _libc_fallocate() -> Callable[[int, int, int, int], int] | None:
 
 
 _FALLOCATE = _libc_fallocate()
+_reserving = threading.Lock()  # reserve()'s check and allocation, one download at a time
 
 
 def _mib(size: int) -> str:
@@ -103,19 +109,24 @@ def reserve(fd: int, start: int, end: int, keep_free: int, what: str) -> None:
     check_fits(fd, end, keep_free, what)
     # What the file lacks of [0, end): a resumed sparse file (segments) has some of it already.
     need = max(0, end - os.fstat(fd).st_blocks * 512)
-    if _FALLOCATE is not None and _FALLOCATE(fd, _KEEP_SIZE, start, end - start) == 0:
-        if _free(fd) >= keep_free:
-            return
-        give_back(fd)
-        raise _no_room(fd, need, keep_free, what)
-    code = ctypes.get_errno() if _FALLOCATE is not None else errno.ENOSYS
-    if code not in _UNSUPPORTED:
-        give_back(fd)  # some filesystems (ext4) keep what they allocated before running out
-        if code in (errno.ENOSPC, errno.EDQUOT):
+    # One reservation at a time in this process, and none tried without the room for it: an
+    # allocation that runs out takes every free block before it fails and gives them back (tmpfs,
+    # ext4), and in between any other write to the filesystem (another item's owner record or
+    # state, the catalog when it lives there) met a full disk, which keep_free is there to spare.
+    with _reserving:
+        if _free(fd) - keep_free < need:
             raise _no_room(fd, need, keep_free, what)
-        raise StorageError(f"storage: reserving room for {what}: {os.strerror(code)}")
-    if _free(fd) - keep_free < need:  # no reservation possible here: compare at least
-        raise _no_room(fd, need, keep_free, what)
+        if _FALLOCATE is not None and _FALLOCATE(fd, _KEEP_SIZE, start, end - start) == 0:
+            if _free(fd) >= keep_free:
+                return
+            give_back(fd)
+            raise _no_room(fd, need, keep_free, what)
+        code = ctypes.get_errno() if _FALLOCATE is not None else errno.ENOSYS
+        if code not in _UNSUPPORTED:
+            give_back(fd)  # some filesystems (ext4) keep what they allocated before running out
+            if code in (errno.ENOSPC, errno.EDQUOT):
+                raise _no_room(fd, need, keep_free, what)
+            raise StorageError(f"storage: reserving room for {what}: {os.strerror(code)}")
 
 
 def reserve_file(part: Path, end: int, keep_free: int, what: str) -> None:
