@@ -51,6 +51,7 @@ from pathlib import Path
 
 from common import BIN, Nginx, Stack
 
+from trawl.cli.quick import SOCKET
 from trawl.simulator import MediaFile
 from trawl.starter.embedded import DEV_SERVER_DYNAMIC_CONFIG
 
@@ -283,7 +284,7 @@ def command_rounds(stack: Stack, url: str, n: int, rounds: int) -> dict[str, obj
     try:
         subprocess.run([trawl, "crawl", f"{stack.warm_url}?first"], env=background, cwd=stack.tmp, check=True,
                        stdout=subprocess.DEVNULL, timeout=600)  # starts the server, the worker, the warm process
-        warm = stack.tmp / "bg" / "run" / "commands.sock"  # the warm process starts a few seconds after the worker
+        warm = stack.tmp / "bg" / "run" / SOCKET  # the warm process starts a few seconds after the worker
         deadline = time.monotonic() + 60
         while not warm.exists():
             if time.monotonic() > deadline:
